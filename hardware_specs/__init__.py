@@ -1,0 +1,1 @@
+"""Bundled hardware specifications (YAML), shipped as package data."""

@@ -1,0 +1,1 @@
+"""Bundled model specifications (YAML), shipped as package data."""

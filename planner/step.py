@@ -1,0 +1,418 @@
+"""Evaluate the step model: specs + layout + workload -> symbol values -> compiled equations.
+
+:func:`decode_step` and :func:`prefill` answer one configuration with a typed result;
+:func:`evaluate_configs` answers whole grids (numpy arrays) for the frontier search.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from . import compiled
+from .errors import SpecError
+from .hardware import Hardware
+from .model import Model
+from .precision import compute_dtype, get_precision, kv_bytes
+from .specs import load_hardware, load_model
+
+Mode = Literal["bound", "realistic"]
+MODES = ("bound", "realistic")
+#: Bytes per element on the wire for the EP dispatch, by the experts' compute dtype: FP8 with a
+#: FP32 scale per 128 (DeepEP), NVFP4 (E2M1 + E4M3 per 16), BF16.  Combine is always BF16.
+DISPATCH_BYTES = {"fp4": 0.5625, "fp8": 1.0 + 4.0 / 128.0, "bf16": 2.0}
+COMBINE_BYTES = 2.0
+#: Bottleneck categories, in the order they are reported.
+CATEGORIES = ("compute", "hbm_weights", "kv_read", "scale_up", "scale_out", "latency")
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding / MTP: ``drafts`` tokens per step, emitting ``accepted`` on average."""
+
+    drafts: int = 0
+    acceptance_rate: float | None = None       #: per-token acceptance alpha
+    mean_acceptance_length: float | None = None  #: measured tokens per step, overrides alpha
+
+    def tokens_per_step(self, mode: str) -> float:
+        """A: tokens emitted per sequence per step; ``bound`` mode takes the best case."""
+        if self.drafts == 0:
+            return 1.0
+        if mode == "bound":
+            return float(self.drafts + 1)
+        if self.mean_acceptance_length is not None:
+            return float(self.mean_acceptance_length)
+        from .equations import acceptance_length
+
+        return float(acceptance_length(self.acceptance_rate, self.drafts))
+
+
+def resolve_speculation(model: Model, mtp: Any) -> Speculation:
+    """``mtp`` as given by a user: None/False/0/'off', an int, or a mapping/Speculation."""
+    if isinstance(mtp, Speculation):
+        spec = mtp
+    elif mtp is None or mtp is False or mtp == 0 or mtp == "off":
+        return Speculation()
+    elif isinstance(mtp, bool):
+        spec = Speculation(drafts=1)
+    elif isinstance(mtp, int | np.integer):
+        spec = Speculation(drafts=int(mtp))
+    elif isinstance(mtp, str) and mtp.isdigit():
+        spec = Speculation(drafts=int(mtp))
+    elif isinstance(mtp, dict):
+        spec = Speculation(
+            drafts=int(mtp.get("draft_tokens", mtp.get("drafts", 1))),
+            acceptance_rate=mtp.get("acceptance_rate"),
+            mean_acceptance_length=mtp.get("mean_acceptance_length"),
+        )
+    else:
+        raise SpecError("<input>", "mtp", f"off or a number of draft tokens, got {mtp!r}")
+    if spec.drafts < 0 or spec.drafts > 16:
+        raise SpecError("<input>", "mtp", f"0 to 16 draft tokens, got {spec.drafts}")
+    if spec.drafts == 0:
+        return Speculation()
+    if spec.mean_acceptance_length is not None:
+        if not 1.0 <= spec.mean_acceptance_length <= spec.drafts + 1:
+            raise SpecError("<input>", "mtp.mean_acceptance_length",
+                            f"between 1 and drafts + 1 = {spec.drafts + 1}")
+        return spec
+    if spec.acceptance_rate is None:
+        if model.mtp_acceptance <= 0:
+            raise SpecError("<input>", "mtp",
+                            f"an acceptance rate: {model.name} has no published default "
+                            "(give acceptance_rate or mean_acceptance_length)")
+        spec = Speculation(spec.drafts, acceptance_rate=model.mtp_acceptance)
+    if not 0.0 < spec.acceptance_rate < 1.0:
+        raise SpecError("<input>", "mtp.acceptance_rate", "a rate in (0, 1)")
+    return spec
+
+
+@dataclass(frozen=True)
+class Precisions:
+    """Storage format per tensor class and the compute dtype each multiplies in."""
+
+    weights: dict[str, str]
+    kv: str
+    compute: dict[str, str]
+
+    @property
+    def label(self) -> str:
+        return f"{self.weights['routed_experts']} experts / {self.weights['attention']} attn / {self.kv} KV"
+
+
+def resolve_precisions(model: Model, hw: Hardware, weights: str | None = None,
+                       kv: str | None = None, overrides: dict[str, str] | None = None) -> Precisions:
+    """Model defaults, with ``weights`` replacing the routed-expert format, ``kv`` the KV
+    format and ``overrides`` any class.  FP4 formats need FP4 tensor cores only for speed."""
+    prec = dict(model.precision)
+    if weights is not None:
+        get_precision(weights, "<input>", "weights")
+        prec["routed_experts"] = weights
+    for cls, name in (overrides or {}).items():
+        if cls not in prec:
+            raise SpecError("<input>", "precision", f"a tensor class among {', '.join(prec)}, got {cls!r}")
+        get_precision(name, "<input>", f"precision.{cls}")
+        prec[cls] = name
+    kv = kv or model.kv_precision
+    kv_bytes(kv, "<input>", "kv")
+    available = tuple(hw.flops)
+    comp = {c: compute_dtype(get_precision(p), available) for c, p in prec.items()}
+    return Precisions(prec, kv, comp)
+
+
+def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
+    if mode not in MODES:
+        raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
+    if mode == "bound":
+        return dict(eta_c=1.0, eta_m=1.0, eta_su=1.0, eta_so=1.0, tau_k=0.0, t_fixed=0.0,
+                    a_su=0.0, a_so=0.0, **{"lambda": 1.0}, r_mem=0.0)
+    e = hw.efficiency
+    return dict(eta_c=e.compute, eta_m=e.hbm, eta_su=e.scale_up, eta_so=e.scale_out,
+                tau_k=e.kernel_overhead, t_fixed=e.step_overhead, a_su=hw.su_latency,
+                a_so=hw.so_latency, **{"lambda": e.load_imbalance}, r_mem=e.memory_reserve)
+
+
+def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G: Any, TP_a: Any,
+                  EP: Any, TP_e: Any, E_slots: Any, b: Any, S: Any, s_q: Any, s_h: Any,
+                  n_d: Any = 0, overlap: Any = 0, kv_offload: Any = 0,
+                  phase: str = "decode") -> dict[str, Any]:
+    """Every symbol's value for these specs and this (possibly array-valued) configuration."""
+    pb = {c: get_precision(p).bytes for c, p in prec.weights.items()}
+    mla = model.attention == "mla"
+    if mla:
+        c_att = 2 * model.r_kv + model.d_r if phase == "decode" else model.d_n + model.d_r + model.d_v
+        s_kv: Any = 1.0
+    else:
+        c_att = 2 * model.d_head
+        s_kv = np.minimum(TP_a, model.h_kv)
+    n_mtp = np.where(np.asarray(n_d) > 0, model.mtp_layers if model.mtp_layers else 1, 0)
+    v = dict(
+        d=model.d, n_L=model.n_L, n_Ld=model.n_Ld, E=model.E, k=model.k, E_s=model.E_s,
+        f_e=model.f_e, f_d=model.f_d, h=model.h, V=model.V,
+        n_emb=1 if model.tie_embeddings else 2, W_attn=model.attn_params,
+        e_kv=model.kv_elems_per_token_layer, c_att=c_att,
+        phi_w=model.sliding_layers / model.n_L, S_w=max(model.sliding_window, 1), n_mtp=n_mtp,
+        b_we=pb["routed_experts"], b_wa=pb["attention"], b_wd=pb["dense_ffn"],
+        b_wv=pb["embeddings"], b_kv=kv_bytes(prec.kv), b_a=2.0,
+        b_disp=DISPATCH_BYTES[prec.compute["routed_experts"]], b_comb=COMBINE_BYTES,
+        P_e=hw.flops[prec.compute["routed_experts"]], P_a=hw.flops[prec.compute["attention"]],
+        P_d=hw.flops[prec.compute["dense_ffn"]], P_v=hw.flops[prec.compute["embeddings"]],
+        P_c=hw.flops["bf16"], B_hbm=hw.hbm_bandwidth, C_hbm=hw.hbm_capacity,
+        N_su=hw.domain_size, B_su=hw.su_bandwidth, B_so=hw.so_bandwidth,
+        C_host=hw.host_capacity, B_c2c=max(hw.host_bandwidth, 1.0),
+        G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots, s_kv=s_kv,
+        M_nl=model.max_groups if model.max_groups else model.k, o=overlap,
+        x_off=np.where(hw.host_capacity > 0, kv_offload, 0),
+        b=b, S=S, s_q=s_q, s_h=s_h, n_d=n_d, A=1.0,
+    )
+    v.update(_efficiencies(hw, mode))
+    return v
+
+
+def default_slots(model: Model, ep: Any) -> Any:
+    """Expert slots with the fewest redundant replicas that make EP divide them (EPLB style)."""
+    ep = np.asarray(ep)
+    return np.ceil(model.E / ep) * ep
+
+
+def layout_problems(model: Model, hw: Hardware, G: Any, TP_a: Any, EP: Any, TP_e: Any,
+                    E_slots: Any) -> np.ndarray:
+    """Array of reason codes (0 = fine) for structural problems with a layout; see REASONS."""
+    G, TP_a, EP, TP_e, E_slots = (np.asarray(x) for x in (G, TP_a, EP, TP_e, E_slots))
+    code = np.zeros(np.broadcast(G, TP_a, EP, TP_e, E_slots).shape, dtype=np.int8)
+    heads_ok = model.h % TP_a == 0
+    if model.attention == "gqa":
+        heads_ok &= (model.h_kv % TP_a == 0) | (TP_a % model.h_kv == 0)
+    checks = [
+        (1, G % TP_a != 0),
+        (2, ~heads_ok),
+        (3, EP * TP_e != G),
+        (4, E_slots % EP != 0),
+        (5, (E_slots < model.E) | (E_slots > 2 * model.E)),
+        (6, model.f_e % TP_e != 0),
+        (7, (TP_a > hw.domain_size) | (TP_e > hw.domain_size)),
+    ]
+    for c, bad in reversed(checks):
+        code = np.where(bad, c, code)
+    return code
+
+
+REASONS = {
+    1: "attention TP must divide the GPU count",
+    2: "attention TP must divide the attention heads",
+    3: "EP x MoE TP must equal the GPU count",
+    4: "EP must divide the expert slots (routed + redundant)",
+    5: "expert slots must be between E and 2E",
+    6: "MoE TP must divide the expert intermediate size",
+    7: "tensor parallelism must stay inside one scale-up domain",
+    8: "weights do not fit in HBM",
+    9: "the KV cache does not fit in memory at this batch and context",
+    10: "context exceeds the model's maximum",
+}
+
+
+def evaluate_configs(model: Model, hw: Hardware, prec: Precisions, mode: str, *,
+                     G: Any, TP_a: Any, EP: Any, TP_e: Any, E_slots: Any, b: Any, S: Any,
+                     spec: Speculation = Speculation(), overlap: Any = 0, kv_offload: Any = 0,
+                     phase: str = "decode") -> dict[str, np.ndarray]:
+    """Evaluate a grid: every argument may be an array (they broadcast).
+
+    Returns the compiled outputs plus ``tps_user``/``tps_gpu`` with speculation applied,
+    ``feasible`` and ``reason`` (a code into :data:`REASONS`), and per-category times.
+    """
+    if phase == "decode":
+        s_q = 1 + spec.drafts
+        s_h = s_q
+        n_d = spec.drafts
+    else:
+        s_q, s_h, n_d = S, 1, 0  # S is the prompt length here
+    S_ctx = S if phase == "decode" else np.asarray(S) / 2.0
+    vals = symbol_values(model, hw, prec, mode, G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots,
+                         b=b, S=S_ctx, s_q=s_q, s_h=s_h, n_d=n_d, overlap=overlap,
+                         kv_offload=kv_offload, phase=phase)
+    out = compiled.evaluate(vals)
+    A = spec.tokens_per_step(mode) if phase == "decode" else 1.0
+    out["A"] = np.asarray(A)
+    out["tps_user"] = out["tps_user"] * A
+    out["tps_gpu"] = out["tps_gpu"] * A
+    code = layout_problems(model, hw, G, TP_a, EP, TP_e, E_slots)
+    free = out["memory.free"]
+    kv_fits = np.asarray(b) <= out["memory.b_max"] * (1 + 1e-9)
+    code = np.where((code == 0) & (free <= 0), 8, code)
+    code = np.where((code == 0) & ~kv_fits, 9, code)
+    ctx = np.asarray(S) + (np.asarray(s_q) if phase == "decode" else 0)
+    code = np.where((code == 0) & (ctx > model.max_context), 10, code)
+    out["reason"] = code
+    out["feasible"] = code == 0
+    out.update(_categories(model, out, vals))
+    return out
+
+
+def _categories(model: Model, out: dict[str, np.ndarray], vals: dict[str, Any]) -> dict[str, Any]:
+    """Per-step seconds attributed to each bottleneck category (bookkeeping of the parts)."""
+    n_moe, n_ld, n_l = model.n_moe, model.n_Ld, model.n_L
+    p = {k[5:]: v for k, v in out.items() if k.startswith("part.")}
+    cat = {c: 0.0 for c in CATEGORIES}
+
+    def weight_op(name: str, mult: float) -> None:
+        c, m = p[f"{name}.compute"], p[f"{name}.hbm"]
+        cat["compute"] = cat["compute"] + mult * np.where(c >= m, c, 0.0)
+        cat["hbm_weights"] = cat["hbm_weights"] + mult * np.where(c >= m, 0.0, m)
+
+    weight_op("attn_proj", n_l)
+    weight_op("experts", n_moe)
+    weight_op("shared_experts", n_moe if model.E_s else 0)
+    weight_op("dense_ffn", n_ld)
+    weight_op("lm_head", 1)
+    c, m = p["attn_core.compute"], np.maximum(p["attn_core.hbm"], p["attn_core.host"])
+    cat["compute"] = cat["compute"] + n_l * np.where(c >= m, c, 0.0)
+    cat["kv_read"] = n_l * np.where(c >= m, 0.0, m)
+    cat["scale_up"] = (n_moe * (p["a2a.scale_up"] + p["allreduce_attn.bw"] + p["allreduce_moe.bw"])
+                       + 2 * n_ld * p["allreduce_attn.bw"])
+    cat["scale_out"] = n_moe * p["a2a.scale_out"]
+    ops = 4 * n_moe + (n_moe if model.E_s else 0) + 3 * n_ld + 1
+    comm_latency = out["step"] * 0.0
+    for name in ("dispatch", "combine", "allreduce_attn", "allreduce_moe"):
+        comm_latency = comm_latency + n_moe * out[name]
+    comm_latency = comm_latency + 2 * n_ld * out["allreduce_attn"]
+    comm_bw = cat["scale_up"] + cat["scale_out"]
+    cat["latency"] = ops * vals["tau_k"] + vals["t_fixed"] + np.maximum(comm_latency - comm_bw, 0.0)
+    stacked = np.stack([np.broadcast_to(np.asarray(cat[c], dtype=float), np.shape(out["step"]))
+                        for c in CATEGORIES])
+    return {"cat." + c: stacked[i] for i, c in enumerate(CATEGORIES)} | {
+        "bottleneck": np.argmax(stacked, axis=0)}
+
+
+# ---- one configuration ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class StepResult:
+    """One decode step (or one prefill pass) of one configuration.  Times in seconds."""
+
+    phase: str
+    mode: str
+    model: str
+    hardware: str
+    config: dict[str, Any]
+    terms: dict[str, float]          #: per layer (ops, comm) and per step (layer_*, step)
+    categories: dict[str, float]     #: per-step seconds by bottleneck category
+    bottleneck: str
+    step_time: float                 #: TPOT for decode (per step), the pass time for prefill
+    tokens_per_step: float           #: A
+    tps_per_user: float
+    tps_per_gpu: float
+    memory: dict[str, float] = field(default_factory=dict)  #: bytes per GPU
+    feasible: bool = True
+    reason: str = ""
+
+    @property
+    def tpot(self) -> float:
+        return self.step_time / self.tokens_per_step
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase, "mode": self.mode, "model": self.model, "hardware": self.hardware,
+            "feasible": self.feasible, "reason": self.reason, "bottleneck": self.bottleneck,
+            "step_s": self.step_time, "tpot_s": self.tpot, "tokens_per_step": self.tokens_per_step,
+            "tps_per_user": self.tps_per_user, "tps_per_gpu": self.tps_per_gpu,
+            "terms_s": self.terms, "categories_s": self.categories, "memory_bytes": self.memory,
+            "config": self.config,
+        }
+
+
+def _layout(model: Model, gpus: int, tp_attn: int | None, ep: int | None, tp_moe: int | None,
+            expert_slots: int | None) -> tuple[int, int, int, int, int]:
+    for name, val in (("gpus", gpus), ("tp_attn", tp_attn), ("ep", ep), ("tp_moe", tp_moe),
+                      ("expert_slots", expert_slots)):
+        if val is not None and (isinstance(val, bool) or not isinstance(val, int | np.integer) or val < 1):
+            raise SpecError("<input>", name, f"a positive integer, got {val!r}")
+    tp_attn = tp_attn or 1
+    if ep is None and tp_moe is None:
+        ep, tp_moe = gpus, 1
+    elif ep is None:
+        ep = max(gpus // tp_moe, 1)
+    elif tp_moe is None:
+        tp_moe = max(gpus // ep, 1)
+    slots = expert_slots if expert_slots is not None else int(default_slots(model, ep))
+    return gpus, tp_attn, ep, tp_moe, slots
+
+
+def _single(model: Model | str, hardware: Hardware | str, phase: str, *, gpus: int, batch: float,
+            length: float, tp_attn: int | None, ep: int | None, tp_moe: int | None,
+            expert_slots: int | None, weights: str | None, kv: str | None,
+            precision: dict[str, str] | None, mtp: Any, overlap: bool, kv_offload: bool,
+            mode: str) -> StepResult:
+    model, hw = load_model(model), load_hardware(hardware)
+    G, TPa, EPv, TPe, slots = _layout(model, gpus, tp_attn, ep, tp_moe, expert_slots)
+    for name, val in (("batch", batch), ("context" if phase == "decode" else "prompt", length)):
+        if isinstance(val, bool) or not isinstance(val, int | float | np.number) or not (
+                math.isfinite(val) and val > 0):
+            raise SpecError("<input>", name, f"a finite positive number, got {val!r}")
+    prec = resolve_precisions(model, hw, weights, kv, precision)
+    spec = resolve_speculation(model, mtp) if phase == "decode" else Speculation()
+    b = batch * TPa / G  # sequences per attention-DP rank
+    out = evaluate_configs(model, hw, prec, mode, G=G, TP_a=TPa, EP=EPv, TP_e=TPe, E_slots=slots,
+                           b=b, S=length, spec=spec, overlap=int(overlap),
+                           kv_offload=int(kv_offload), phase=phase)
+    f = {k: float(np.asarray(v)) for k, v in out.items()}
+    code = int(f["reason"])
+    terms = {k: f[k] for k in compiled.eq.TERMS}
+    cats = {c: f["cat." + c] for c in CATEGORIES}
+    bottleneck = CATEGORIES[int(f["bottleneck"])]
+    if code == 9:
+        bottleneck = "memory_capacity"
+    config = dict(gpus=G, tp_attn=TPa, dp_attn=G // TPa if G % TPa == 0 else G / TPa, ep=EPv,
+                  tp_moe=TPe, expert_slots=slots, batch=batch, batch_per_gpu=batch / G,
+                  weights=prec.weights["routed_experts"], attention=prec.weights["attention"],
+                  kv=prec.kv, mtp=spec.drafts, overlap=bool(overlap), kv_offload=bool(kv_offload),
+                  mode=mode)
+    config["context" if phase == "decode" else "prompt"] = length
+    memory = {
+        "weights": f["memory.weights"], "kv": f["memory.kv"],
+        "kv_in_host": f["memory.kv"] * f["memory.host_fraction"],
+        "hbm_capacity": hw.hbm_capacity, "hbm_free_for_kv": f["memory.free"],
+        "max_batch": f["memory.b_max"] * G / TPa,
+    }
+    tps_gpu = f["prefill_tps_gpu"] if phase == "prefill" else f["tps_gpu"]
+    return StepResult(phase=phase, mode=mode, model=model.name, hardware=hw.name, config=config,
+                      terms=terms, categories=cats, bottleneck=bottleneck, step_time=f["step"],
+                      tokens_per_step=f["A"], tps_per_user=f["tps_user"], tps_per_gpu=tps_gpu,
+                      memory=memory, feasible=code == 0, reason=REASONS.get(code, ""))
+
+
+def decode_step(model: Model | str, hardware: Hardware | str, *, gpus: int, batch: float,
+                context: float, tp_attn: int | None = None, ep: int | None = None,
+                tp_moe: int | None = None, expert_slots: int | None = None,
+                weights: str | None = None, kv: str | None = None,
+                precision: dict[str, str] | None = None, mtp: Any = None, overlap: bool = False,
+                kv_offload: bool = False, mode: Mode = "realistic") -> StepResult:
+    """One decode step of ``batch`` concurrent sequences on a ``gpus``-GPU instance.
+
+    ``context`` is the mean KV length.  Layout defaults: attention TP 1 (DP attention on every
+    GPU), EP over all GPUs, the fewest redundant expert slots that EP divides.  ``weights``
+    replaces the routed-expert storage format (e.g. ``"nvfp4"``), ``kv`` the KV-cache format.
+    ``mtp``: draft tokens (int) or ``{"draft_tokens": n, "acceptance_rate": a}``.
+    """
+    return _single(model, hardware, "decode", gpus=gpus, batch=batch, length=context,
+                   tp_attn=tp_attn, ep=ep, tp_moe=tp_moe, expert_slots=expert_slots,
+                   weights=weights, kv=kv, precision=precision, mtp=mtp, overlap=overlap,
+                   kv_offload=kv_offload, mode=mode)
+
+
+def prefill(model: Model | str, hardware: Hardware | str, *, gpus: int, prompt: float,
+            batch: float = 1.0, tp_attn: int | None = None, ep: int | None = None,
+            tp_moe: int | None = None, expert_slots: int | None = None,
+            weights: str | None = None, kv: str | None = None,
+            precision: dict[str, str] | None = None, overlap: bool = False,
+            mode: Mode = "realistic") -> StepResult:
+    """One prefill pass of ``batch`` prompts of ``prompt`` tokens on a ``gpus``-GPU instance.
+
+    ``step_time`` is the pass time (the compute part of TTFT); ``tps_per_gpu`` is prompt tokens
+    per second per GPU.
+    """
+    return _single(model, hardware, "prefill", gpus=gpus, batch=batch, length=prompt,
+                   tp_attn=tp_attn, ep=ep, tp_moe=tp_moe, expert_slots=expert_slots,
+                   weights=weights, kv=kv, precision=precision, mtp=None, overlap=overlap,
+                   kv_offload=False, mode=mode)

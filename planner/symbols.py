@@ -1,0 +1,129 @@
+"""The notation registry: every sympy Symbol of the model, defined once, with meaning and unit.
+
+Names follow ``docs/physics.md`` (section 1).  Each symbol appears here once; equations import
+them from here; a test checks that every equation's free symbols are registered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+
+@dataclass(frozen=True)
+class Sym:
+    symbol: sp.Symbol
+    meaning: str
+    unit: str
+    group: str
+
+
+REGISTRY: dict[str, Sym] = {}
+
+
+def _s(name: str, meaning: str, unit: str, group: str, latex: str | None = None,
+       integer: bool = False, nonneg: bool = False) -> sp.Symbol:
+    kw = {"integer": True} if integer else {}
+    kw.update({"nonnegative": True} if nonneg else {"positive": True})
+    sym = sp.Symbol(latex or name, real=True, **kw)
+    if name in REGISTRY:
+        raise ValueError(f"symbol {name} defined twice")
+    REGISTRY[name] = Sym(sym, meaning, unit, group)
+    return sym
+
+
+# ---- model -------------------------------------------------------------------------------
+d = _s("d", "hidden size", "1", "model", integer=True)
+n_L = _s("n_L", "layers", "1", "model", "n_{L}", integer=True)
+n_Ld = _s("n_Ld", "dense-FFN layers (the first ones)", "1", "model", "n_{Ld}", integer=True, nonneg=True)
+E = _s("E", "routed experts per MoE layer", "1", "model", integer=True)
+k = _s("k", "routed experts per token", "1", "model", integer=True)
+E_s = _s("E_s", "shared experts per MoE layer", "1", "model", "E_{s}", integer=True, nonneg=True)
+f_e = _s("f_e", "expert intermediate size", "1", "model", "f_{e}", integer=True)
+f_d = _s("f_d", "dense FFN intermediate size", "1", "model", "f_{d}", nonneg=True)
+h = _s("h", "attention (query) heads", "1", "model", integer=True)
+V = _s("V", "vocabulary", "1", "model", integer=True)
+n_emb = _s("n_emb", "embedding tables (1 if tied with the LM head, else 2)", "1", "model", "n_{emb}")
+W_attn = _s("W_attn", "attention weights per layer", "1", "model", r"W_{attn}")
+e_kv = _s("e_kv", "KV-cache elements per token per layer (MLA r_kv + d_r; GQA 2 h_kv d_head)",
+          "1", "model", "e_{kv}")
+c_att = _s("c_att", "attention-core width per head and context token, d_k + d_v "
+           "(MLA absorbed 2 r_kv + d_r; MLA prefill d_n + d_r + d_v; GQA 2 d_head)", "1", "model",
+           "c_{att}")
+phi_w = _s("phi_w", "fraction of layers with sliding-window attention", "1", "model", r"\phi_{w}",
+           nonneg=True)
+S_w = _s("S_w", "sliding window", "token", "model", "S_{w}")
+n_mtp = _s("n_mtp", "MTP modules held in memory (0 when speculative decoding is off)", "1",
+           "model", "n_{mtp}", nonneg=True)
+
+# ---- precision (bytes per element) ---------------------------------------------------------
+b_we = _s("b_we", "bytes per routed-expert weight", "B", "precision", "b_{we}")
+b_wa = _s("b_wa", "bytes per attention weight", "B", "precision", "b_{wa}")
+b_wd = _s("b_wd", "bytes per shared-expert / dense-FFN weight", "B", "precision", "b_{wd}")
+b_wv = _s("b_wv", "bytes per embedding / LM-head weight", "B", "precision", "b_{wv}")
+b_kv = _s("b_kv", "bytes per KV-cache element", "B", "precision", "b_{kv}")
+b_a = _s("b_a", "bytes per activation element in all-reduce", "B", "precision", "b_{a}")
+b_disp = _s("b_disp", "bytes per element in the EP dispatch", "B", "precision", "b_{disp}")
+b_comb = _s("b_comb", "bytes per element in the EP combine", "B", "precision", "b_{comb}")
+
+# ---- hardware (per GPU) ---------------------------------------------------------------------
+P_e = _s("P_e", "dense peak for the routed experts' compute dtype", "FLOP/s", "hardware", "P_{e}")
+P_a = _s("P_a", "dense peak for the attention projections' compute dtype", "FLOP/s", "hardware", "P_{a}")
+P_d = _s("P_d", "dense peak for the shared/dense FFN compute dtype", "FLOP/s", "hardware", "P_{d}")
+P_v = _s("P_v", "dense peak for the LM head's compute dtype", "FLOP/s", "hardware", "P_{v}")
+P_c = _s("P_c", "dense peak for the attention core (BF16 MMA)", "FLOP/s", "hardware", "P_{c}")
+B_hbm = _s("B_hbm", "HBM bandwidth", "B/s", "hardware", "B_{hbm}")
+C_hbm = _s("C_hbm", "HBM capacity", "B", "hardware", "C_{hbm}")
+N_su = _s("N_su", "GPUs per scale-up (NVLink) domain", "1", "hardware", "N_{su}")
+B_su = _s("B_su", "scale-up bandwidth per GPU per direction", "B/s", "hardware", "B_{su}")
+a_su = _s("a_su", "scale-up latency per message", "s", "hardware", r"\alpha_{su}", nonneg=True)
+B_so = _s("B_so", "scale-out bandwidth per GPU per direction", "B/s", "hardware", "B_{so}")
+a_so = _s("a_so", "scale-out latency per message", "s", "hardware", r"\alpha_{so}", nonneg=True)
+C_host = _s("C_host", "CPU-attached memory reachable per GPU", "B", "hardware", "C_{host}", nonneg=True)
+B_c2c = _s("B_c2c", "bandwidth to CPU-attached memory per GPU per direction", "B/s", "hardware",
+           "B_{c2c}")
+eta_c = _s("eta_c", "achieved fraction of compute peak", "1", "efficiency", r"\eta_{c}")
+eta_m = _s("eta_m", "achieved fraction of memory bandwidth", "1", "efficiency", r"\eta_{m}")
+eta_su = _s("eta_su", "achieved fraction of scale-up bandwidth", "1", "efficiency", r"\eta_{su}")
+eta_so = _s("eta_so", "achieved fraction of scale-out bandwidth", "1", "efficiency", r"\eta_{so}")
+tau_k = _s("tau_k", "fixed cost per operator (launch, sync)", "s", "efficiency", r"\tau_{k}", nonneg=True)
+t_fixed = _s("t_fixed", "fixed cost per step (sampling, scheduling)", "s", "efficiency",
+             "t_{fixed}", nonneg=True)
+r_mem = _s("r_mem", "fraction of HBM reserved for activations and workspace", "1", "efficiency",
+           "r_{mem}", nonneg=True)
+lam = _s("lambda", "load imbalance: max/mean tokens per expert-parallel rank", "1", "efficiency",
+         r"\lambda")
+
+# ---- layout ---------------------------------------------------------------------------------
+G = _s("G", "GPUs in the instance", "1", "layout", integer=True)
+TP_a = _s("TP_a", "attention tensor parallel", "1", "layout", "TP_{a}", integer=True)
+EP = _s("EP", "expert parallel", "1", "layout", integer=True)
+TP_e = _s("TP_e", "expert tensor parallel", "1", "layout", "TP_{e}", integer=True)
+E_slots = _s("E_slots", "expert slots (routed + redundant replicas)", "1", "layout", "E_{slots}",
+             integer=True)
+s_kv = _s("s_kv", "ways the KV cache is split across attention-TP ranks (MLA 1; GQA min(TP_a, h_kv))",
+          "1", "layout", "s_{kv}")
+M_nl = _s("M_nl", "most scale-up domains a token's experts may span (node-limited routing)",
+          "1", "layout", "M_{nl}")
+o_tbo = _s("o", "two-micro-batch overlap on (1) or off (0)", "1", "layout", nonneg=True)
+x_off = _s("x_off", "KV may spill to CPU-attached memory (1) or not (0)", "1", "layout",
+           "x_{off}", nonneg=True)
+
+# ---- workload -------------------------------------------------------------------------------
+b = _s("b", "sequences per attention-DP rank", "1", "workload")
+S = _s("S", "mean KV (context) length", "token", "workload")
+s_q = _s("s_q", "query tokens per sequence per step (1 + draft tokens; the prompt in prefill)",
+         "token", "workload", "s_{q}")
+s_h = _s("s_h", "tokens per sequence through the LM head", "token", "workload", "s_{h}")
+n_d = _s("n_d", "draft tokens per step (speculative decoding / MTP)", "token", "workload",
+         "n_{d}", nonneg=True)
+A = _s("A", "mean tokens emitted per sequence per step", "token", "workload")
+
+
+def symbol(name: str) -> sp.Symbol:
+    return REGISTRY[name].symbol
+
+
+def by_symbol() -> dict[sp.Symbol, tuple[str, Sym]]:
+    return {s.symbol: (n, s) for n, s in REGISTRY.items()}

@@ -1,0 +1,1 @@
+"""Published measurements and closed-form results the model is scored against."""
