@@ -1,0 +1,104 @@
+"""Frontier plots the way the field draws them: x tokens/s per user, y tokens/s per GPU."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg") if matplotlib.get_backend().lower() in ("", "agg") else None
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+import pandas as pd  # noqa: E402
+
+METRIC_LABELS = {
+    "output": "output tokens/s per GPU (all GPUs)",
+    "total": "input + output tokens/s per GPU",
+    "decode": "output tokens/s per decode GPU",
+}
+MARKERS = {"compute": "s", "hbm_weights": "o", "kv_read": "D", "scale_up": "^",
+           "scale_out": "v", "latency": "x", "memory_capacity": "P"}
+COLORS = ("#76b900", "#1f77b4", "#d62728", "#9467bd", "#ff7f0e", "#8c564b")
+
+
+def label(df: pd.DataFrame) -> str:
+    """Legend text: model, hardware, precision, serving mode, workload."""
+    a = df.attrs
+    prec = "/".join(pd.unique(df["weights"])) if "weights" in df else "?"
+    if a.get("serving") in ("decode",):
+        wl = f"context {a.get('context'):g}"
+    else:
+        wl = f"ISL {a.get('isl'):g}/OSL {a.get('osl'):g}"
+    return f"{a.get('model')} · {a.get('hardware')} · {prec} experts · {a.get('serving')} · {wl}"
+
+
+def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None = None,
+                   path: str | Path | None = None, title: str | None = None,
+                   bands: Sequence[pd.DataFrame | None] | None = None,
+                   annotate_bottleneck: bool = True) -> Any:
+    """Draw frontiers (and, if given, the ratio curve of the first two in a second panel).
+
+    ``bands``: per frontier, a DataFrame with ``tps_per_user``, ``lo``, ``hi`` to shade.
+    Returns the matplotlib Figure; saves it to ``path`` when given.
+    """
+    if not frontiers:
+        raise ValueError("no frontier to plot")
+    prefill = frontiers[0].attrs.get("serving") == "prefill"
+    two = ratio is not None and not ratio.empty
+    fig, axes = plt.subplots(2 if two else 1, 1, figsize=(9, 7.5 if two else 5.2), sharex=two,
+                             gridspec_kw={"height_ratios": [3, 1.3]} if two else None,
+                             squeeze=False)
+    ax = axes[0, 0]
+    xcol = "ttft_s" if prefill else "tps_per_user"
+    for i, f in enumerate(frontiers):
+        c = COLORS[i % len(COLORS)]
+        f = f.sort_values(xcol)
+        ax.plot(f[xcol], f["tps_per_gpu"], color=c, lw=2, label=label(f))
+        if bands and i < len(bands) and bands[i] is not None:
+            b = bands[i]
+            ax.fill_between(b["tps_per_user"], b["lo"], b["hi"], color=c, alpha=0.18, lw=0,
+                            label=f"{f.attrs.get('hardware')} uncertainty band")
+        if annotate_bottleneck and "bottleneck" in f:
+            _mark_bottlenecks(ax, f, xcol, c)
+    metric = frontiers[0].attrs.get("metric", "output")
+    ax.set_ylabel("input tokens/s per GPU" if prefill else METRIC_LABELS.get(metric, metric))
+    ax.set_xscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+    first = ax.legend(fontsize=8, loc="upper right" if prefill else "lower left")
+    if annotate_bottleneck:
+        ax.add_artist(first)
+        handles = [plt.Line2D([], [], ls="", marker=MARKERS[b], color="0.3", ms=6,
+                              label=b.replace("_", " ")) for b in MARKERS]
+        ax.legend(handles=handles, title="binding term", fontsize=7, title_fontsize=7,
+                  loc="upper right" if not prefill else "lower right", ncol=2)
+    mode = frontiers[0].attrs.get("mode", "")
+    ax.set_title(title or ("Pareto frontier" + (f" ({mode} mode)" if mode else "")), fontsize=11)
+    if two:
+        ax2 = axes[1, 0]
+        ax2.plot(ratio["tps_per_user"], ratio["ratio"], color="k", lw=2,
+                 label=f"{frontiers[0].attrs.get('hardware')} / {frontiers[1].attrs.get('hardware')}"
+                       " per GPU")
+        if "ratio_per_mw" in ratio:
+            ax2.plot(ratio["tps_per_user"], ratio["ratio_per_mw"], color="k", lw=1.2, ls="--",
+                     label="per MW")
+        ax2.set_ylabel("ratio (x)")
+        ax2.set_ylim(bottom=0)
+        ax2.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
+        ax2.grid(True, which="both", alpha=0.3)
+        ax2.legend(fontsize=8, loc="upper left")
+        axes[-1, 0].set_xlabel("interactivity: output tokens/s per user")
+    else:
+        ax.set_xlabel("time to first token (s)" if prefill else "interactivity: output tokens/s per user")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=130)
+    return fig
+
+
+def _mark_bottlenecks(ax: Any, f: pd.DataFrame, xcol: str, color: str) -> None:
+    """One marker shape per binding term along the frontier."""
+    for b, grp in f.groupby("bottleneck"):
+        ax.plot(grp[xcol], grp["tps_per_gpu"], ls="", marker=MARKERS.get(str(b), "o"), ms=5,
+                mfc="white", mec=color, mew=1.2)
