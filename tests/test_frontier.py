@@ -1,0 +1,139 @@
+"""Frontier engine: Pareto envelope, serving modes, reproduction of points, compare/explain."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner import decode_step
+from planner.compare import compare, envelope, explain
+from planner.search import pareto
+from planner.serving import frontier, frontier_at
+
+MODEL, HW = "deepseek-v2-lite", "hgx-h200"  # small model: fast frontiers
+
+
+@pytest.fixture(scope="module")
+def dec():
+    return frontier(MODEL, HW, serving="decode", context=2048, gpus=8, mode="realistic")
+
+
+def test_pareto_hand_example():
+    # (x, y): (1, 10) dominated by (2, 10); (3, 5) kept; (2.5, 4) dominated by (3, 5)
+    df = pd.DataFrame({"tps_per_user": [1, 2, 3, 2.5, 4], "tps_per_gpu": [10, 10, 5, 4, 1]})
+    f = pareto(df)
+    assert f.tps_per_user.tolist() == [2, 3, 4]
+    assert f.tps_per_gpu.tolist() == [10, 5, 1]
+
+
+def test_frontier_monotone(dec):
+    assert len(dec) > 5
+    assert (np.diff(dec.tps_per_user) > 0).all()
+    assert (np.diff(dec.tps_per_gpu) <= 0).all()
+    assert np.isfinite(dec[["tps_per_user", "tps_per_gpu", "tps_per_mw", "usd_per_mtok"]]).all().all()
+
+
+def test_frontier_point_reproduces_through_decode_step(dec):
+    for _, r in dec.iloc[:: max(len(dec) // 5, 1)].iterrows():
+        res = decode_step(MODEL, HW, gpus=int(r.gpus), tp_attn=int(r.tp_attn), ep=int(r.ep),
+                          tp_moe=int(r.tp_moe), expert_slots=int(r.expert_slots), batch=float(r.batch),
+                          context=2048, weights=r.weights, kv=r.kv, mtp=int(r.mtp),
+                          overlap=bool(r.overlap), mode="realistic")
+        assert res.feasible
+        assert math.isclose(res.tps_per_user, r.tps_per_user, rel_tol=1e-9)
+        assert math.isclose(res.tps_per_gpu, r.tps_per_gpu, rel_tol=1e-9)
+
+
+def test_cost_columns_follow_spec(dec):
+    from planner import load_hardware
+
+    hw = load_hardware(HW)
+    r = dec.iloc[len(dec) // 2]
+    # tokens/s/MW = y * 1e6 / W_gpu; $/Mtok = price per GPU-hour / (3600 y) * 1e6
+    assert math.isclose(r.tps_per_mw, r.output_tps_per_gpu * 1e6 / hw.power_per_gpu, rel_tol=1e-12)
+    assert math.isclose(r.usd_per_mtok, hw.price_per_gpu_hour / (3600 * r.output_tps_per_gpu) * 1e6,
+                        rel_tol=1e-12)
+
+
+def test_bound_frontier_above_realistic():
+    kw = dict(serving="decode", context=2048, gpus=8)
+    fb = frontier(MODEL, HW, mode="bound", **kw)
+    fr = frontier(MODEL, HW, mode="realistic", **kw)
+    x = fr.tps_per_user.to_numpy()
+    yb = envelope(fb, x)
+    ok = np.isfinite(yb)
+    assert ok.any()
+    assert (yb[ok] >= fr.tps_per_gpu.to_numpy()[ok] * (1 - 1e-9)).all()
+    assert fb.tps_per_user.max() >= fr.tps_per_user.max()
+
+
+def test_disaggregated_rate_matching():
+    f = frontier(MODEL, HW, serving="disaggregated", isl=2048, osl=512, gpus=8)
+    r = f.iloc[len(f) // 2]
+    # G_p X_p = (I/O) G_d X_d  =>  output per GPU = X_d G_d / (G_d + G_p)
+    g_d = r.decode_gpu_fraction
+    g_p = 1 - g_d
+    assert math.isclose(g_p * r.prefill_tps_per_gpu, (2048 / 512) * g_d * r.decode_tps_per_gpu, rel_tol=1e-9)
+    assert math.isclose(r.output_tps_per_gpu, r.decode_tps_per_gpu * g_d, rel_tol=1e-9)
+    assert math.isclose(r.total_tps_per_gpu, r.output_tps_per_gpu * (2048 + 512) / 512, rel_tol=1e-12)
+    assert r.ttft_s <= 2.0
+
+
+def test_aggregated_below_decode_only():
+    kw = dict(context=None, isl=1024, osl=1024, gpus=8, mtp=None, overlap=False)
+    fa = frontier(MODEL, HW, serving="aggregated", **kw)
+    fd = frontier(MODEL, HW, serving="decode", **kw)
+    x = fa.tps_per_user.to_numpy()
+    yd = envelope(fd, x)
+    ok = np.isfinite(yd)
+    assert (fa.tps_per_gpu.to_numpy()[ok] <= yd[ok] * (1 + 1e-9)).all()
+
+
+def test_prefill_frontier_trades_ttft():
+    f = frontier(MODEL, HW, serving="prefill", isl=2048, gpus=8)
+    assert (np.diff(f.ttft_s) > 0).all() and (np.diff(f.tps_per_gpu) > 0).all()
+
+
+def test_frontier_at_solves_exact_rate(dec):
+    t = frontier_at(MODEL, HW, [20.0, 60.0], serving="decode", context=2048, gpus=8)
+    for x, r in zip([20.0, 60.0], t.itertuples(), strict=True):
+        assert r.tps_per_user >= x * (1 - 1e-6)
+        # never worse than the sampled frontier at that rate
+        best_grid = dec[dec.tps_per_user >= x].tps_per_gpu.max()
+        assert r.tps_per_gpu >= best_grid * (1 - 1e-9)
+
+
+def test_more_bandwidth_never_lowers_frontier():
+    from planner import load_hardware
+
+    hw = load_hardware(HW)
+    kw = dict(serving="decode", context=2048, gpus=16)
+    f0 = frontier(MODEL, hw, **kw)
+    f1 = frontier(MODEL, hw.replace(hbm_bandwidth=hw.hbm_bandwidth * 1.5,
+                                    so_bandwidth=hw.so_bandwidth * 2), **kw)
+    x = f0.tps_per_user.to_numpy()
+    y1 = envelope(f1, x)
+    ok = np.isfinite(y1)
+    # the sampled envelopes are compared at the sampled points of f0 (f1 reaches at least as far)
+    assert f1.tps_per_user.max() >= f0.tps_per_user.max()
+    assert (y1[ok] >= f0.tps_per_gpu.to_numpy()[ok] * 0.97).all()
+
+
+def test_compare_and_explain_small():
+    c = compare(MODEL, "hgx-b200", "hgx-h200", levels=(20.0, 50.0), serving="decode", context=2048,
+                gpus=8)
+    assert len(c.table) == 2 and (c.table.ratio > 1).all()  # B200 beats H200 per GPU
+    e = explain(MODEL, "hgx-b200", "hgx-h200", at=50.0, serving="decode", context=2048, gpus=8)
+    chain = e[e.kind == "chain"]
+    assert math.isclose(chain.factor.prod(), e.attrs["ratio"], rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [dict(serving="sideways"), dict(metric="joules"), dict(isl=0),
+                                 dict(max_ttft=-1.0), dict(mode="fast")])
+def test_bad_frontier_input(bad):
+    from planner import SpecError
+
+    kw = dict(serving="decode", gpus=8) | bad
+    with pytest.raises(SpecError):
+        frontier(MODEL, HW, **kw)
