@@ -197,7 +197,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         a = e.attrs
         print(f"# why {a['hardware_a']} / {a['hardware_b']} = {a['ratio']:.2f}x on {a['model']} at "
               f"{a['at_tps_per_user']:g} tokens/s/user ({args.serving}, {args.mode} mode)")
-        print("# chain: start from B, swap in A's resources one group at a time; factors multiply to the ratio")
+        print("# chain: start from B, swap in A's resources one group at a time; "
+              "the factors multiply to the ratio")
         rows = [[r.step, r.tps_per_gpu, r.factor, r.cumulative, r.bottleneck] for r in e.itertuples()
                 if r.kind == "chain"]
         print(table(rows, ["step", "tok/s/GPU", "factor", "cumulative", "binds"]))
@@ -245,6 +246,36 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .search import SearchSpace
+    from .sweep import SweepInterrupted, sweep
+
+    k = frontier_kwargs(args)
+    space = SearchSpace(k["gpus"], k["max_gpus"], k["tp_attn"], k["ep"], k["tp_moe"], k["weights"],
+                        k["kv"], k["mtp"], k["overlap"], k["kv_offload"])
+    try:
+        r = sweep(args.model, args.hardware, contexts=args.contexts, batch_points=args.batch_points,
+                  space=space, mode=args.mode, chunk=args.chunk,
+                  progress=None if not args.no_progress else False)
+    except SweepInterrupted as exc:
+        sys.stderr.write(f"interrupted: {exc}; nothing was written\n")
+        return 130
+    if args.csv:
+        write_atomic(args.csv, lambda tmp: r.frontier.to_csv(tmp, index=False))
+    summary = {"evaluated": r.evaluated, "feasible": r.feasible, "seconds": r.seconds,
+               "configs_per_second": r.configs_per_second}
+    if args.json:
+        print_json({"summary": summary, "points": points_json(r.frontier)})
+        return 0
+    print(f"# sweep: {r.evaluated:,} configurations ({r.feasible:,} feasible) in {r.seconds:.1f} s, "
+          f"{r.configs_per_second:,.0f} configurations/s")
+    for ctx, g in r.frontier.groupby("context"):
+        best = g.loc[g.tps_per_gpu.idxmax()]
+        print(f"context {ctx:>8g}: {len(g):4d} frontier points; max {best.tps_per_gpu:,.0f} tok/s/GPU "
+              f"at {best.tps_per_user:.1f} tok/s/user; max {g.tps_per_user.max():.1f} tok/s/user")
+    return 0
+
+
 def register(sub: Any) -> None:
     parent = workload_parent()
     p = add_command(
@@ -285,4 +316,24 @@ def register(sub: Any) -> None:
                    help="decompose the ratio at --at into causes by counterfactual swaps")
     c.add_argument("--at", type=_positive_float, default=50.0,
                    help="interactivity for --explain, tokens/s/user (default 50)")
-    _ = sys
+
+    w = add_command(
+        sub, "sweep", cmd_sweep, parents=[parent],
+        help="evaluate a large grid of decode configurations in chunks (bounded memory)",
+        description="Evaluate layouts x precision x MTP x overlap x contexts x batch (geometric from one "
+        "sequence to the memory limit) in chunks, keeping only the Pareto envelope per context. Shows a "
+        "progress bar on a terminal; Ctrl-C stops cleanly.",
+        epilog="example (about 50 million configurations):\n  moe-planner sweep --model kimi-k2-thinking "
+        "--hardware gb200-nvl72 --contexts 1024 2048 4096 8192 16384 32768 65536 131072 "
+        "--batch-points 4096")
+    w.add_argument("--model", required=True, help="bundled model name or path")
+    w.add_argument("--hardware", required=True, help="bundled system name or path")
+    w.add_argument("--contexts", nargs="+", type=_positive_float, default=[2048.0], metavar="S",
+                   help="mean KV lengths to sweep, tokens (default 2048)")
+    w.add_argument("--batch-points", type=_positive_int, default=256,
+                   help="batch values per layout and context (default 256)")
+    w.add_argument("--chunk", type=_positive_int, default=1 << 18,
+                   help="configurations evaluated at once; bounds memory (default 262144)")
+    w.add_argument("--no-progress", action="store_true", help="no progress bar")
+    w.add_argument("--csv", metavar="FILE", help="write the frontier points to FILE")
+    w.add_argument("--json", action="store_true", help="print the summary and frontier as JSON")

@@ -59,7 +59,7 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     ta = frontier_at(m, ha, list(levels), points=pts_a, **kw)
     tb = frontier_at(m, hb, list(levels), points=pts_b, **kw)
     table = pd.DataFrame({"tps_per_user": list(levels)})
-    for tag, t, h in (("a", ta, ha), ("b", tb, hb)):
+    for tag, t in (("a", ta), ("b", tb)):
         table[f"tps_per_gpu_{tag}"] = t.tps_per_gpu.to_numpy()
         table[f"tps_per_mw_{tag}"] = t.get("tps_per_mw", pd.Series(np.nan, index=t.index)).to_numpy()
         table[f"usd_per_mtok_{tag}"] = t.get("usd_per_mtok", pd.Series(np.nan, index=t.index)).to_numpy()

@@ -20,8 +20,14 @@ from .errors import SpecError
 from .hardware import Hardware
 from .model import Model
 from .step import (
-    CATEGORIES, Precisions, Speculation, default_slots, evaluate_configs, layout_problems,
-    resolve_precisions, resolve_speculation,
+    CATEGORIES,
+    Precisions,
+    Speculation,
+    default_slots,
+    evaluate_configs,
+    layout_problems,
+    resolve_precisions,
+    resolve_speculation,
 )
 
 BATCH_POINTS = 48

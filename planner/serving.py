@@ -18,7 +18,12 @@ from .errors import SpecError
 from .hardware import Hardware
 from .model import Model
 from .search import (
-    SearchSpace, decode_candidates, layouts, overlap_options, pareto, precision_options,
+    SearchSpace,
+    decode_candidates,
+    layouts,
+    overlap_options,
+    pareto,
+    precision_options,
     solve_batch,
 )
 from .specs import load_hardware, load_model
@@ -140,7 +145,7 @@ def _aggregate(model: Model, hw: Hardware, dec: pd.DataFrame, space: SearchSpace
     """Stretch each decode point by the chunked prefill its GPUs also carry (same layout)."""
     keys = ["gpus", "tp_attn", "ep", "tp_moe", "expert_slots", "weights", "kv", "overlap"]
     rates = {}
-    for key, grp in dec.groupby(keys, sort=False):
+    for key in dec.groupby(keys, sort=False).groups:
         G, TPa, EPv, TPe, slots, weights, kv, o = key
         prec = resolve_precisions(model, hw, weights, kv)
         b_chunk = max(PREFILL_CHUNK / wl.isl, 1.0)
