@@ -1,6 +1,6 @@
 """moe-planner: closed-form performance and cost model of Mixture-of-Experts LLM serving.
 
-Public API::
+Public API (imported lazily, so ``import planner`` stays cheap)::
 
     load_hardware, load_model, hardware_names, model_names   # specs
     decode_step, prefill                                       # one configuration
@@ -8,19 +8,33 @@ Public API::
     plot_frontiers                                             # plots
 """
 
-from .compare import Comparison, compare, explain
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
 from .errors import SpecError
-from .hardware import Hardware
-from .model import Model
-from .plot import plot_frontiers
-from .serving import frontier, frontier_at
-from .specs import hardware_names, load_hardware, load_model, model_names
-from .step import StepResult, decode_step, prefill
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "SpecError", "Hardware", "Model", "StepResult", "Comparison",
-    "load_hardware", "load_model", "hardware_names", "model_names",
-    "decode_step", "prefill", "frontier", "frontier_at", "compare", "explain", "plot_frontiers",
-]
+_LAZY = {
+    "Hardware": "hardware", "Model": "model", "StepResult": "step", "Comparison": "compare",
+    "load_hardware": "specs", "load_model": "specs", "hardware_names": "specs",
+    "model_names": "specs", "decode_step": "step", "prefill": "step", "frontier": "serving",
+    "frontier_at": "serving", "compare": "compare", "explain": "compare",
+    "plot_frontiers": "plot",
+}
+
+__all__ = ["SpecError", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'planner' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

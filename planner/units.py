@@ -54,7 +54,6 @@ def _normalise(text: str) -> str:
     return _BITS.sub(lambda m: f"{m.group(1)}databit" + ("/s" if m.group(0).endswith("ps") else ""), cleaned)
 
 
-@lru_cache(maxsize=4096)
 def parse_quantity(text: str, dimension: str, where: str = "<input>", field: str = "value") -> float:
     """Parse ``text`` as a quantity of ``dimension`` and return it as an SI float.
 
@@ -63,9 +62,20 @@ def parse_quantity(text: str, dimension: str, where: str = "<input>", field: str
     """
     unit, words = DIMENSIONS[dimension]
     if isinstance(text, bool) or not isinstance(text, str | int | float):
-        raise SpecError(where, field, f"expected {words}, got {text!r}")
+        raise SpecError(where, field, f"expected {words}, got {_short(text)}")
     if isinstance(text, int | float):
         raise SpecError(where, field, f"expected {words} with its unit, got the bare number {text!r}")
+    return _parse_text(text, dimension, where, field)
+
+
+def _short(value: object, limit: int = 60) -> str:
+    r = repr(value)
+    return r if len(r) <= limit else r[: limit - 3] + "..."
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(text: str, dimension: str, where: str, field: str) -> float:
+    unit, words = DIMENSIONS[dimension]
     cleaned = _normalise(text)
     try:
         q = _UREG.Quantity(cleaned)
