@@ -30,7 +30,10 @@ from .step import (
     resolve_speculation,
 )
 
-BATCH_POINTS = 48
+#: Batch grid: sequences per instance on a fixed geometric ladder, BATCH_PER_OCTAVE points per
+#: doubling from 1, plus each layout's memory limit.  The ladder does not depend on the hardware,
+#: so a system with more of any resource is evaluated on a superset of the same points.
+BATCH_PER_OCTAVE = 4
 BOTTLENECKS = (*CATEGORIES, "memory_capacity")
 
 
@@ -121,9 +124,10 @@ class SearchSpace:
 
 
 def decode_candidates(model: Model, hw: Hardware, space: SearchSpace, context: float, mode: str,
-                      batch_points: int = BATCH_POINTS) -> pd.DataFrame:
-    """Evaluate every candidate on a geometric grid of batch from one sequence per instance to
-    the memory limit.  One row per feasible (candidate, batch) point."""
+                      per_octave: int = BATCH_PER_OCTAVE) -> pd.DataFrame:
+    """Evaluate every candidate on the batch ladder (one sequence per instance upwards,
+    ``per_octave`` points per doubling) and at its memory limit.  One row per feasible
+    (candidate, batch) point."""
     lay = layouts(model, hw, space.gpus, space.max_gpus, space.tp_attn, space.ep, space.tp_moe)
     frames = []
     for weights in precision_options(model, hw, space.weights):
@@ -131,14 +135,14 @@ def decode_candidates(model: Model, hw: Hardware, space: SearchSpace, context: f
         for spec in mtp_options(model, space.mtp):
             for o in overlap_options(space.overlap):
                 frames.append(_grid_one(model, hw, prec, spec, o, lay, context, mode,
-                                        space.kv_offload, batch_points))
+                                        space.kv_offload, per_octave))
     df = pd.concat(frames, ignore_index=True)
     return df[df.feasible].drop(columns="feasible").reset_index(drop=True)
 
 
 def _grid_one(model: Model, hw: Hardware, prec: Precisions, spec: Speculation, overlap: int,
               lay: pd.DataFrame, context: float, mode: str, kv_offload: bool,
-              batch_points: int) -> pd.DataFrame:
+              per_octave: int) -> pd.DataFrame:
     G, TPa, EPv, TPe, slots = (lay[c].values[:, None].astype(float)
                                for c in ("gpus", "tp_attn", "ep", "tp_moe", "expert_slots"))
     common = dict(G=G, TP_a=TPa, EP=EPv, TP_e=TPe, E_slots=slots, S=context, spec=spec,
@@ -149,9 +153,10 @@ def _grid_one(model: Model, hw: Hardware, prec: Precisions, spec: Speculation, o
     b_max = np.broadcast_to(b_max, G.shape).copy()
     b_min = TPa / G  # one sequence in the whole instance
     ok = b_max >= b_min
-    frac = np.linspace(0.0, 1.0, batch_points)[None, :]
-    lo, hi = np.log(b_min), np.log(np.where(ok, b_max, b_min))
-    b = np.exp(lo + (hi - lo) * frac)
+    B_top = float(np.max(np.where(ok, b_max * G / TPa, 1.0)))
+    ladder = 2.0 ** (np.arange(0, int(np.log2(max(B_top, 1.0)) * per_octave) + 1) / per_octave)
+    b = np.concatenate([ladder[None, :] * b_min * np.ones_like(b_max), b_max], axis=1)
+    ok = ok & (b <= b_max * (1 + 1e-12))
     out = evaluate_configs(model, hw, prec, mode, b=b, **common)
     shape = b.shape
     at_cap = np.isclose(b, b_max, rtol=1e-9) & ok
