@@ -192,8 +192,10 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     f.raw("calibration", required=False)  # provenance of fitted efficiencies (free-form)
     f.done()
 
-    if domain_size > gpus_per_system and gpus_per_system % domain_size:
-        raise SpecError(label, "scale_up.domain_size", "a size that divides the system or spans it")
+    if domain_size < gpus_per_system and gpus_per_system % domain_size:
+        raise SpecError(label, "scale_up.domain_size",
+                        f"a size that divides system.gpus_per_system ({gpus_per_system}) or spans it, "
+                        f"got {domain_size}")
     if gpus_per_unit % min(domain_size, gpus_per_unit):
         raise SpecError(label, "system.gpus_per_unit", "a whole number of scale-up domains")
     return Hardware(

@@ -1,0 +1,222 @@
+"""Hugging Face config.json loading: the fixtures in tests/data/ (hand-written from facts.md
+section B, see tests/data/README.md) must give the same derived numbers as the bundled YAML."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from planner.cli import main
+from planner.errors import SpecError
+from planner.hfconfig import load_hf_config
+from planner.specs import load_model
+
+DATA = Path(__file__).resolve().parent / "data"
+FIXTURES = ["deepseek-v3", "kimi-k2-thinking", "qwen3-235b-a22b", "gpt-oss-120b", "mixtral-8x7b"]
+
+
+def fixture(name: str) -> dict:
+    return json.loads((DATA / name / "config.json").read_text())
+
+
+def write(tmp_path: Path, cfg, name: str = "cfg") -> Path:
+    d = tmp_path / name
+    d.mkdir(exist_ok=True)
+    path = d / "config.json"
+    path.write_text(cfg if isinstance(cfg, str) else json.dumps(cfg))
+    return path
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_fixture_matches_bundled_yaml(name):
+    hf, ref = load_hf_config(DATA / name), load_model(name)
+    assert hf.total_params == ref.total_params
+    assert hf.active_params == ref.active_params
+    assert hf.mtp_params == ref.mtp_params
+    assert hf.class_params() == ref.class_params()
+    assert hf.kv_bytes_per_token() == ref.kv_bytes_per_token()
+    assert hf.precision == ref.precision
+    assert hf.weight_bytes() == ref.weight_bytes()
+    assert (hf.E, hf.k, hf.E_s, hf.n_Ld) == (ref.E, ref.k, ref.E_s, ref.n_Ld)
+    assert (hf.sliding_window, hf.sliding_layers) == (ref.sliding_window, ref.sliding_layers)
+
+
+def test_kimi_k2_thinking_quantization():
+    m = load_hf_config(DATA / "kimi-k2-thinking" / "config.json")
+    # compressed-tensors INT4 group 32 on Linear, with attention, shared experts, the dense
+    # layer-0 MLP and lm_head in `ignore`: only the routed experts are INT4
+    assert m.precision == {"routed_experts": "int4_g32", "attention": "bf16", "dense_ffn": "bf16",
+                           "embeddings": "bf16"}
+    assert math.isclose(sum(m.weight_bytes().values()), 594e9, rel_tol=0.01)  # facts.md B.1
+    assert m.kv_bytes_per_token() == 61 * 576 * 2
+    assert m.architecture == "kimi_k2" and m.max_context == 262144
+
+
+def test_ignore_list_is_read(tmp_path):
+    cfg = fixture("kimi-k2-thinking")
+    cfg["quantization_config"]["ignore"] = ["lm_head"]
+    m = load_hf_config(write(tmp_path, cfg))
+    # without the regexes every Linear (attention, shared + dense MLPs) would be INT4 too
+    assert m.precision["attention"] == m.precision["dense_ffn"] == "int4_g32"
+
+
+def test_kimi_k2_fp8_block(tmp_path):
+    cfg = fixture("kimi-k2-thinking")
+    cfg["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                                  "weight_block_size": [128, 128]}
+    cfg["max_position_embeddings"] = 131072
+    m = load_hf_config(write(tmp_path, cfg))
+    ref = load_model("kimi-k2")  # the FP8 Instruct checkpoint
+    assert m.precision == ref.precision == {"routed_experts": "fp8", "attention": "fp8", "dense_ffn": "fp8",
+                                            "embeddings": "bf16"}
+    assert m.weight_bytes() == ref.weight_bytes()
+
+
+def test_modelopt_nvfp4(tmp_path):
+    cfg = fixture("deepseek-v3")  # as NVIDIA's -FP4 checkpoints: ModelOpt NVFP4, attention left out
+    cfg["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+                                  "ignore": ["lm_head", "model.layers.*.self_attn*"]}
+    m = load_hf_config(write(tmp_path, cfg))
+    assert m.precision == {"routed_experts": "nvfp4", "attention": "bf16", "dense_ffn": "nvfp4",
+                           "embeddings": "bf16"}
+    routed = 58 * 256 * 3 * 7168 * 2048  # 58 MoE layers x 256 experts x 3 d f_e = 653.9B
+    assert math.isclose(m.weight_bytes()["routed_experts"], routed * 4.5 / 8, rel_tol=1e-12)
+    cfg["quantization_config"]["quant_algo"] = "MIXED_PRECISION"
+    with pytest.raises(SpecError, match="quantization_config.quant_algo: one of NVFP4"):
+        load_hf_config(write(tmp_path, cfg))
+
+
+def test_deepseek_v3_fields():
+    m = load_hf_config(DATA / "deepseek-v3")
+    assert m.name == "DeepSeek-V3"  # from _name_or_path "deepseek-ai/DeepSeek-V3"
+    assert (m.n_Ld, m.mtp_layers) == (3, 1)  # first_k_dense_replace, num_nextn_predict_layers
+    assert (m.routing_groups, m.max_groups) == (8, 4)  # n_group, topk_group
+    assert m.max_context == 163840  # the config's value (the bundled YAML uses the README's 128K)
+    assert m.kv_bytes_per_token() == 70_272  # 61 x 576 x 2
+
+
+def test_name_from_directory():
+    assert load_hf_config(DATA / "kimi-k2-thinking").name == "kimi-k2-thinking"
+    assert load_hf_config(str(DATA / "mixtral-8x7b" / "config.json")).name == "mixtral-8x7b"
+
+
+def test_gpt_oss_fields(tmp_path):
+    m = load_hf_config(DATA / "gpt-oss-120b")
+    assert m.precision["routed_experts"] == "mxfp4" and m.precision["attention"] == "bf16"
+    assert (m.sliding_window, m.sliding_layers) == (128, 18)  # layer_types: 18 of 36 sliding
+    assert m.qkv_bias and m.expert_bias
+    cfg = fixture("gpt-oss-120b")
+    del cfg["layer_types"], cfg["num_experts_per_tok"]  # original-style config: experts_per_token only
+    m2 = load_hf_config(write(tmp_path, cfg))
+    assert m2.sliding_layers == 18 and m2.k == 4  # even layers 0, 2, ..., 34 slide: 36 / 2
+
+
+def test_mixtral_head_dim_default():
+    m = load_hf_config(DATA / "mixtral-8x7b")
+    assert m.d_head == 128  # no head_dim key: hidden_size / heads = 4096 / 32
+    assert m.kv_bytes_per_token() == 2 * 8 * 128 * 32 * 2  # 131,072 B
+
+
+def test_text_config_nesting(tmp_path):
+    inner = fixture("kimi-k2-thinking")
+    quant = inner.pop("quantization_config")
+    cfg = {"architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
+           "text_config": inner, "quantization_config": quant}
+    m = load_hf_config(write(tmp_path, cfg))
+    ref = load_model("kimi-k2-thinking")
+    assert m.total_params == ref.total_params and m.weight_bytes() == ref.weight_bytes()
+    del cfg["text_config"]["hidden_size"]
+    with pytest.raises(SpecError, match=r"config\.json: text_config\.hidden_size: a value"):
+        load_hf_config(write(tmp_path, cfg))
+
+
+def test_load_model_accepts_config_json():
+    via_specs = load_model(str(DATA / "qwen3-235b-a22b" / "config.json"))
+    assert via_specs.total_params == load_model("qwen3-235b-a22b").total_params
+
+
+def test_cli_show_config_json(capsys):
+    rc = main(["specs", "show", str(DATA / "kimi-k2-thinking"), "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["kind"] == "model"
+    assert d["total_params"] == load_model("kimi-k2-thinking").total_params
+    assert d["kv_bytes_per_token"] == 70_272
+
+
+# ---- bad config.json --------------------------------------------------------------------------
+
+def _edit(name, fn):
+    def make():
+        cfg = copy.deepcopy(fixture(name))
+        fn(cfg)
+        return cfg
+    return make
+
+
+BAD = [
+    ("unsupported-architecture", _edit("mixtral-8x7b", lambda c: c.update(model_type="llama")),
+     "model_type: one of deepseek_v3, kimi_k2, deepseek_v2, qwen3_moe, gpt_oss, mixtral; got 'llama'"),
+    ("unknown-architectures", _edit("mixtral-8x7b", lambda c: (c.pop("model_type"),
+                                                               c.update(architectures=["LlamaForCausalLM"]))),
+     "architectures: one of DeepseekV3ForCausalLM"),
+    ("missing-key", _edit("deepseek-v3", lambda c: c.pop("kv_lora_rank")),
+     "kv_lora_rank: a value (the field is missing)"),
+    ("missing-experts", _edit("qwen3-235b-a22b", lambda c: c.pop("num_experts")), "num_experts: a value"),
+    ("wrong-type", _edit("mixtral-8x7b", lambda c: c.update(hidden_size="4096")), "hidden_size: an integer"),
+    ("zero", _edit("mixtral-8x7b", lambda c: c.update(num_hidden_layers=0)),
+     "num_hidden_layers: an integer >= 1"),
+    ("kv-heads", _edit("mixtral-8x7b", lambda c: c.update(num_key_value_heads=5)),
+     "num_key_value_heads: a divisor of num_attention_heads (32)"),
+    ("quant-method", _edit("deepseek-v3", lambda c: c["quantization_config"].update(quant_method="awq")),
+     "quantization_config.quant_method: one of fp8, compressed-tensors, mxfp4, modelopt, got 'awq'"),
+    ("int4-g128", _edit("kimi-k2-thinking", lambda c: c["quantization_config"]["config_groups"]["group_0"]
+                        ["weights"].update(group_size=128)),
+     "quantization_config.config_groups.group_0.weights.num_bits: a weight scheme the planner models"),
+    ("dtype", _edit("mixtral-8x7b", lambda c: c.update(torch_dtype="int8")), "torch_dtype: one of bfloat16"),
+    ("moe-layer-freq", _edit("deepseek-v3", lambda c: c.update(moe_layer_freq=2)), "moe_layer_freq: 1"),
+]
+
+
+@pytest.mark.parametrize(("make", "expected"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_config_cli(make, expected, tmp_path, capsys):
+    path = write(tmp_path, make())
+    rc = main(["specs", "show", str(path)])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    assert err.startswith(f"error: {path}: {expected}"), err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("make", "expected"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_config_api(make, expected, tmp_path):
+    path = write(tmp_path, make())
+    for load in (load_hf_config, load_model):
+        with pytest.raises(SpecError) as exc:
+            load(str(path))
+        assert isinstance(exc.value, ValueError)
+        assert str(exc.value).startswith(f"{path}: {expected}")
+
+
+def test_invalid_json(tmp_path, capsys):
+    path = write(tmp_path, '{"model_type": "mixtral",\n  "hidden_size": 4096,,\n}')
+    rc = main(["specs", "show", str(path)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith(f"error: {path}: json: valid JSON (Expecting property name") and "line 2" in err
+    assert err.count("\n") == 1
+
+
+def test_not_an_object(tmp_path):
+    with pytest.raises(SpecError, match="document: a JSON object"):
+        load_hf_config(write(tmp_path, "[1, 2]"))
+
+
+def test_directory_without_config(tmp_path, capsys):
+    rc = main(["specs", "show", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err == f"error: {tmp_path}: config.json: a directory holding a Hugging Face config.json\n"
