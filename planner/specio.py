@@ -12,6 +12,9 @@ import yaml
 
 from .errors import SpecError
 
+#: libyaml's safe loader when available (same semantics, ~10x faster), else the pure-Python one.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 def read_yaml(path: Path | str, label: str | None = None) -> dict[str, Any]:
     """Load one YAML mapping safely (no object-constructing tags); errors name the file."""
@@ -27,7 +30,7 @@ def read_yaml(path: Path | str, label: str | None = None) -> dict[str, Any]:
 
 def parse_yaml(text: str, label: str) -> dict[str, Any]:
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_SAFE_LOADER)  # safe: no object-constructing tags
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
