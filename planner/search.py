@@ -74,6 +74,11 @@ def layouts(model: Model, hw: Hardware, gpus: int | None = None, max_gpus: int |
     df = pd.DataFrame(rows, columns=["gpus", "tp_attn", "ep", "tp_moe", "expert_slots"])
     code = layout_problems(model, hw, df.gpus.values, df.tp_attn.values, df.ep.values,
                            df.tp_moe.values, df.expert_slots.values)
+    if not (code == 0).any():
+        from .step import REASONS
+
+        why = "; ".join(sorted({REASONS[int(c)] for c in code}))
+        raise SpecError("<input>", "layout", f"a valid layout for {model.name} on {hw.name} ({why})")
     return df[code == 0].reset_index(drop=True)
 
 

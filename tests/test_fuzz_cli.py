@@ -1,0 +1,106 @@
+"""CLI fuzzing (hypothesis, fixed seed): generated argument lists for every subcommand.
+
+Allowed outcomes: exit status 0 with output, or 2 with exactly one line on stderr starting with
+``error:``; never a traceback; never a partially written output file (outputs go through a
+temporary file and a rename, so a failed run leaves the target absent and no temporary behind).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from planner.cli import build_parser, main
+
+EXAMPLES = int(os.environ.get("MOE_PLANNER_FUZZ_EXAMPLES", "12"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+                phases=[Phase.explicit, Phase.generate],
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+MODELS = st.sampled_from(["deepseek-v2-lite", "mixtral-8x7b", "gpt-oss-120b", "no-such-model",
+                          "deepseek-v2", "", "tests/data/nope.yaml"])
+HARDWARE = st.sampled_from(["hgx-h200", "hgx-b200", "gb200-nvl72", "hgx-h100", "h200", "nvl72", ""])
+NUM = st.sampled_from(["1", "8", "16", "0", "-3", "1e9", "nan", "inf", "abc", "2048", "0.5", "64"])
+OUTPUT = st.sampled_from(["OUT/x.csv", "OUT/x.json", "/nonexistent-dir/x.csv", "OUT", "OUT/sub/x.png"])
+
+COMMON = {
+    "--serving": st.sampled_from(["decode", "prefill", "aggregated", "disaggregated", "fast"]),
+    "--isl": NUM, "--osl": NUM, "--context": NUM, "--gpus": st.sampled_from(["8", "16", "0", "x", "3"]),
+    "--max-gpus": st.sampled_from(["8", "16", "0"]), "--tp-attn": NUM, "--ep": NUM, "--tp-moe": NUM,
+    "--weights": st.sampled_from(["fp8", "nvfp4", "int4_g32", "bf16", "int3", "mxfp4"]),
+    "--kv": st.sampled_from(["bf16", "fp8", "fp4"]),
+    "--mtp": st.sampled_from(["off", "auto", "1", "3", "-1", "x"]),
+    "--overlap": st.sampled_from(["auto", "on", "off", "maybe"]),
+    "--mode": st.sampled_from(["bound", "realistic", "fast"]),
+    "--metric": st.sampled_from(["output", "total", "decode", "joules"]),
+    "--max-ttft": NUM,
+}
+
+COMMANDS = {
+    "specs list": ({}, []),
+    "specs show": ({"--json": None}, [st.sampled_from(["gb200-nvl72", "kimi-k2", "nope", "hgx-h2O",
+                                                       "tests/data/deepseek-v3/config.json"])]),
+    "frontier": ({**COMMON, "--model": MODELS, "--hardware": HARDWARE, "--json": None, "--csv": OUTPUT,
+                  "--plot": OUTPUT}, []),
+    "compare": ({**COMMON, "--model": MODELS,
+                 "--hardware": st.sampled_from(["hgx-b200 hgx-h200", "hgx-h200", "x y",
+                                                "hgx-h200 hgx-h100 hgx-b200"]),
+                 "--levels": st.sampled_from(["10 50", "0", "x"]), "--csv": OUTPUT, "--plot": OUTPUT,
+                 "--json": None}, []),
+    "point": ({"--model": MODELS, "--hardware": HARDWARE, "--gpus": NUM, "--batch": NUM, "--context": NUM,
+               "--tp-attn": NUM, "--ep": NUM, "--tp-moe": NUM, "--weights": COMMON["--weights"],
+               "--kv": COMMON["--kv"], "--mode": COMMON["--mode"], "--json": None}, []),
+    "equations": ({"--latex": None}, []),
+}
+AVAILABLE = set(build_parser()._subparsers._group_actions[0].choices)  # noqa: SLF001
+
+
+def _argv(cmd: str, opts: dict, data) -> list[str]:
+    argv = cmd.split()
+    spec, positional = COMMANDS[cmd]
+    for p in positional:
+        argv.append(data.draw(p))
+    chosen = data.draw(st.lists(st.sampled_from(sorted(spec)), unique=True, max_size=6)) if spec else []
+    for flag in chosen:
+        if spec[flag] is None:
+            argv.append(flag)
+        else:
+            argv += [flag, *str(data.draw(spec[flag])).split()]
+    return argv
+
+
+@pytest.mark.parametrize("cmd", sorted(COMMANDS))
+@FUZZ
+@given(data=st.data())
+def test_fuzz_cli(cmd, data, tmp_path_factory, capsys):
+    if cmd.split()[0] not in AVAILABLE:
+        pytest.skip(f"{cmd} not available")
+    out = tmp_path_factory.mktemp("out")
+    argv = [a.replace("OUT", str(out)) for a in _argv(cmd, COMMANDS[cmd][0], data)]
+    # keep generated frontiers small: fix the instance size unless the case already did
+    if cmd in ("frontier", "compare") and "--gpus" not in argv:
+        argv += ["--gpus", "8"]
+    if cmd == "compare" and "--plot" not in argv:
+        argv += ["--plot", ""]
+    if cmd == "compare" and "--csv" not in argv:
+        argv += ["--csv", ""]
+    try:
+        rc = main(argv)
+    except SystemExit as exc:  # argparse usage errors
+        rc = exc.code
+    captured = capsys.readouterr()
+    assert rc in (0, 2), (argv, rc, captured.err)
+    assert "Traceback" not in captured.err, argv
+    if rc == 2:
+        lines = captured.err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error:"), (argv, captured.err)
+        for a in argv:  # nothing written half-way
+            if a.startswith(str(out)) and a != str(out):
+                assert not os.path.exists(a), (argv, a)
+    else:
+        assert captured.out.strip(), argv
+    leftovers = [p for p in os.listdir(out) if p.startswith(".")]
+    assert not leftovers, (argv, leftovers)
