@@ -38,6 +38,7 @@ from .symbols import (
     P_e,
     P_v,
     S,
+    S_c,
     S_w,
     TP_a,
     TP_e,
@@ -83,13 +84,36 @@ from .symbols import (
 )
 
 
+def _max(*args: sp.Expr) -> sp.Expr:
+    """``Max`` left unevaluated: sympy's Max simplifier compares every pair of arguments
+    symbolically, which made importing this module take seconds and changes nothing here."""
+    return sp.Max(*args, evaluate=False)
+
+
+def _min(*args: sp.Expr) -> sp.Expr:
+    """``Min`` left unevaluated (see :func:`_max`)."""
+    return sp.Min(*args, evaluate=False)
+
+
+def at(expr: sp.Expr, values: dict[sp.Symbol, sp.Expr]) -> sp.Expr:
+    """``expr`` with ``values`` substituted, without re-simplifying (``subs`` would re-evaluate
+    every Max; the result is the same function)."""
+    with sp.evaluate(False):
+        return expr.xreplace(values)
+
+
 def roofline(F: sp.Expr, M: sp.Expr, P: sp.Expr) -> sp.Expr:
     """Time of one operator: ``max(F / (eta_c P), M / (eta_m B_hbm)) + tau_k``  [s].
 
     F in FLOP, M in bytes moved to/from HBM, P the dense peak of the compute dtype.
     Source: the roofline model (Williams et al., CACM 2009); physics.md section 2.
     """
-    return sp.Max(F / (eta_c * P), M / (eta_m * B_hbm)) + tau_k
+    return _max(F / (eta_c * P), M / (eta_m * B_hbm)) + tau_k
+
+
+def indicator(condition: sp.Basic) -> sp.Expr:
+    """1 where ``condition`` holds, else 0 (a factor that switches a term on or off)."""
+    return sp.Piecewise((1, condition), (0, True))
 
 
 def link_time(V_bytes: sp.Expr, B: sp.Expr, eta: sp.Expr, alpha: sp.Expr) -> sp.Expr:
@@ -100,10 +124,16 @@ def link_time(V_bytes: sp.Expr, B: sp.Expr, eta: sp.Expr, alpha: sp.Expr) -> sp.
 # ---- tokens -------------------------------------------------------------------------------
 #: Global tokens per step in the instance, B_tok = b s_q G / TP_a (DP_a = G / TP_a ranks).
 B_tok = b * s_q * G / TP_a
+#: Load imbalance that applies: lambda is max/mean tokens over the EP ranks, so 1 when EP = 1
+#: (every GPU then holds every expert and sees every token).
+lam_EP = 1 + (lam - 1) * indicator(EP > 1)
 #: Tokens arriving at the busiest expert-parallel rank: T_e = lambda B_tok k / EP.
-T_e = lam * B_tok * k / EP
+T_e = lam_EP * B_tok * k / EP
 #: Effective context per layer with sliding-window layers: (1 - phi_w) S + phi_w min(S, S_w).
-S_eff = (1 - phi_w) * S + phi_w * sp.Min(S, S_w)
+S_eff = (1 - phi_w) * S + phi_w * _min(S, S_w)
+#: The same for the tokens *held* in the cache (S_c = S in decode, the whole prompt in prefill,
+#: where the mean causal context S is half the prompt).
+S_c_eff = (1 - phi_w) * S_c + phi_w * _min(S_c, S_w)
 
 # ---- attention -----------------------------------------------------------------------------
 #: Attention projections: FLOPs 2 b s_q W_attn / TP_a; weights W_attn b_wa / TP_a read once.
@@ -131,17 +161,18 @@ M_weights = (
     + n_mtp * (W_attn * b_wa / TP_a + (E_slots / EP) * 3 * d * f_e * b_we / TP_e
                + E_s * 3 * d * f_e * b_wd / TP_a + 2 * d * d * b_wa / TP_a)
 )
-#: KV-cache bytes per GPU: b S e_kv b_kv n_L / s_kv.
-M_kv = b * S_eff * e_kv * b_kv * n_L / s_kv
+#: KV-cache bytes per GPU: b S_c e_kv b_kv n_L / s_kv.
+M_kv = b * S_c_eff * e_kv * b_kv * n_L / s_kv
 #: HBM left for the KV cache: (1 - r_mem) C_hbm - weights.
 C_free = (1 - r_mem) * C_hbm - M_weights
 #: Fraction of the KV cache that spills to CPU-attached memory (second tier), when allowed.
-phi_h = x_off * sp.Max(0, M_kv - sp.Max(C_free, 0)) / M_kv
+phi_h = x_off * _max(0, M_kv - _max(C_free, 0)) / M_kv
 #: Largest b that fits: in HBM alone, or HBM + CPU-attached memory when spilling is allowed.
-b_max = (sp.Max(C_free, 0) + x_off * C_host) / (S_eff * e_kv * b_kv * n_L / s_kv)
+b_max = (_max(C_free, 0) + x_off * C_host) / (S_c_eff * e_kv * b_kv * n_L / s_kv)
 
-#: Attention core time: compute, or the KV read from HBM and (in parallel) from the host tier.
-t_attn_core = sp.Max(
+#: Attention core time: compute, or the KV read from HBM and (in parallel) from the host tier
+#: (the spilled fraction phi_h of every sequence's cache is read over the host link).
+t_attn_core = _max(
     F_attn_core / (eta_c * P_c),
     (1 - phi_h) * M_kv_read / (eta_m * B_hbm),
     phi_h * M_kv_read / (eta_m * B_c2c),
@@ -158,7 +189,7 @@ t_experts = roofline(F_experts, M_experts, P_e)
 F_shared = 2 * E_s * 3 * d * f_e * b * s_q / TP_a
 M_shared = E_s * 3 * d * f_e * b_wd / TP_a
 #: Shared experts (none when E_s = 0: no kernel, no tau_k).
-t_shared = roofline(F_shared, M_shared, P_d) - tau_k * (1 - sp.Min(1, E_s))
+t_shared = roofline(F_shared, M_shared, P_d) - tau_k * (1 - _min(1, E_s))
 
 F_dense_ffn = 2 * 3 * d * f_d * b * s_q / TP_a
 M_dense_ffn = 3 * d * f_d * b_wd / TP_a
@@ -169,15 +200,22 @@ M_head = V * d * b_wv / TP_a
 t_head = roofline(F_head, M_head, P_v)
 
 # ---- communication -----------------------------------------------------------------------------
-#: Expected remote destination GPUs per token, uniform routing over EP ranks:
-#: D (1 - 1/EP) with D = EP (1 - (1 - 1/EP)^k) distinct destination GPUs (physics.md sec. 2).
-n_dest = EP * (1 - (1 - 1 / EP) ** k) * (1 - 1 / EP)
-#: Share of expert-parallel ranks outside the sender's scale-up domain: max(0, 1 - N_su / EP).
-frac_so = sp.Max(0, 1 - N_su / EP)
-#: Destinations reached over scale-out; node-limited routing sends one copy per remote domain,
-#: at most M_nl.
-n_dest_so = sp.Min(n_dest * frac_so, M_nl)
-n_dest_su = n_dest * (1 - frac_so)
+#: Probability that a given EP rank receives a given token, uniform routing of k experts over
+#: EP ranks: p = 1 - (1 - 1/EP)^k, so D = EP p distinct destination ranks (physics.md sec. 2).
+p_dest = 1 - (1 - 1 / EP) ** k
+#: Expected *remote* destination ranks per token: D (1 - 1/EP) = (EP - 1) p.
+n_dest = (EP - 1) * p_dest
+#: Share of expert-parallel ranks outside the sender's scale-up domain.  The instance's G GPUs
+#: span G / N_su domains and an EP rank (TP_e GPUs) never straddles one, so the share is
+#: max(0, 1 - N_su / G) (= 1 - N_su / EP when TP_e = 1).
+frac_so = _max(0, 1 - N_su / G)
+#: Destinations reached over scale-out: the EP frac_so ranks outside the sender's domain, each
+#: hit with probability p; node-limited routing sends one copy per remote domain, at most M_nl.
+n_dest_so = _min(EP * frac_so * p_dest, M_nl)
+#: Destinations inside the sender's domain, itself excluded: EP min(1, N_su / G) - 1 ranks.
+#: (Splitting n_dest by frac_so instead would put the sender's own rank in the denominator and
+#: undercount scale-out traffic by a factor (EP - 1) / EP.)
+n_dest_su = _max(0, EP * (1 - frac_so) - 1) * p_dest
 #: Tokens each GPU sends: its 1/TP_a share of its attention rank's b s_q tokens.
 b_send = b * s_q / TP_a
 
@@ -198,18 +236,18 @@ def a2a_time(bytes_per_elem: sp.Expr) -> sp.Expr:
     """
     t_su = link_time(a2a_volume(n_dest_su, bytes_per_elem), B_su, eta_su, a_su)
     t_so = link_time(a2a_volume(n_dest_so, bytes_per_elem), B_so, eta_so, a_so)
-    both = sp.Max(t_su, sp.Piecewise((t_so, EP > N_su), (0, True)))
-    return sp.Piecewise((both, EP > 1), (0, True))
+    return _max(t_su, t_so * indicator(G > N_su)) * indicator(EP > 1)
 
 
 t_dispatch = a2a_time(b_disp)
 t_combine = a2a_time(b_comb)
 
 
-def allreduce_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
+def allreduce_time(m: sp.Expr, n: sp.Expr, alpha: sp.Expr = a_su) -> sp.Expr:
     """Ring all-reduce of m bytes over n GPUs on the scale-up domain:
-    ``2 (n-1)/n m / (eta_su B_su) + 2 (n-1) a_su`` (Thakur et al. 2005); 0 when n = 1."""
-    return 2 * (n - 1) / n * m / (eta_su * B_su) + 2 * (n - 1) * a_su
+    ``2 (n-1)/n m / (eta_su B_su) + 2 (n-1) a_su`` (Thakur et al. 2005); 0 when n = 1.
+    ``alpha`` is the latency per step (``a_su``; 0 for the bandwidth part alone)."""
+    return 2 * (n - 1) / n * m / (eta_su * B_su) + 2 * (n - 1) * alpha
 
 
 #: Attention-output all-reduce over TP_a (b s_q tokens x d x b_a bytes).
@@ -222,13 +260,13 @@ t_compute_moe = t_attn_proj + t_attn_core + t_experts + t_shared
 t_comm_moe = t_dispatch + t_combine + t_ar_attn + t_ar_moe
 #: Two-micro-batch overlap: each half batch's compute hides the other's communication,
 #: 2 max(t_comp(b/2), t_comm(b/2)); weights are read once per micro-batch.
-t_moe_overlap = 2 * sp.Max(t_compute_moe.subs(b, b / 2), t_comm_moe.subs(b, b / 2))
+t_moe_overlap = 2 * _max(at(t_compute_moe, {b: b / 2}), at(t_comm_moe, {b: b / 2}))
 #: One MoE layer: the sum without overlap, the overlapped form with it (o = 1).
 t_layer_moe = (1 - o_tbo) * (t_compute_moe + t_comm_moe) + o_tbo * t_moe_overlap
 #: One dense-FFN layer: attention, FFN, two TP all-reduces.
 t_layer_dense = t_attn_proj + t_attn_core + t_dense_ffn + 2 * t_ar_attn
 #: Draft cost of MTP: n_d passes of one MoE layer and the head on one token per sequence.
-t_draft = n_d * (t_layer_moe + t_head).subs({s_q: 1, s_h: 1})
+t_draft = n_d * at(t_layer_moe + t_head, {s_q: 1, s_h: 1})
 #: Time per step: n_Ld dense + (n_L - n_Ld) MoE layers + LM head + drafts + fixed cost.
 t_step = n_Ld * t_layer_dense + (n_L - n_Ld) * t_layer_moe + t_head + t_draft + t_fixed
 
@@ -255,7 +293,7 @@ def speed_limit_step(tokens: sp.Expr, destinations: sp.Expr, hidden: sp.Expr, la
         link_time(a2a_volume(destinations, bw, tokens).subs(d, hidden), B_so, 1, 0)
         for bw in (b_disp, b_comb)
     )
-    t_layer = micro_batches * sp.Max(0, t_comm)
+    t_layer = micro_batches * _max(0, t_comm)
     t_tpot = layers * t_layer
     return {"t_comm": t_comm, "t_layer": t_layer, "tpot": t_tpot, "tps_user": 1 / t_tpot}
 
@@ -295,9 +333,9 @@ PARTS: dict[str, sp.Expr] = {
     "lm_head.hbm": M_head / (eta_m * B_hbm),
     "a2a.scale_up": link_time(a2a_volume(n_dest_su, b_disp + b_comb), B_su, eta_su, 0),
     "a2a.scale_out": link_time(a2a_volume(n_dest_so, b_disp + b_comb), B_so, eta_so, 0)
-    * sp.Piecewise((1, EP > N_su), (0, True)),
-    "allreduce_attn.bw": allreduce_time(b * s_q * d * b_a, TP_a).subs(a_su, 0),
-    "allreduce_moe.bw": allreduce_time(T_e * d * b_a, TP_e).subs(a_su, 0),
+    * indicator(G > N_su),
+    "allreduce_attn.bw": allreduce_time(b * s_q * d * b_a, TP_a, alpha=0),
+    "allreduce_moe.bw": allreduce_time(T_e * d * b_a, TP_e, alpha=0),
 }
 
 MEMORY: dict[str, sp.Expr] = {

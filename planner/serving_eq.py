@@ -11,7 +11,7 @@ the step stretches by ``(I/O) b A / (TP_a X_p)`` and per-GPU output is the same 
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -61,7 +61,7 @@ EQUATIONS: dict[str, sp.Expr] = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _fn(name: str) -> tuple[Any, tuple[str, ...]]:
     expr = EQUATIONS[name]
     syms = sorted(expr.free_symbols, key=lambda s: s.name)

@@ -138,8 +138,15 @@ def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
 def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G: Any, TP_a: Any,
                   EP: Any, TP_e: Any, E_slots: Any, b: Any, S: Any, s_q: Any, s_h: Any,
                   n_d: Any = 0, overlap: Any = 0, kv_offload: Any = 0,
-                  phase: str = "decode") -> dict[str, Any]:
-    """Every symbol's value for these specs and this (possibly array-valued) configuration."""
+                  phase: str = "decode", S_cache: Any = None) -> dict[str, Any]:
+    """Every symbol's value for these specs and this (possibly array-valued) configuration.
+
+    ``S`` is the mean context each query token attends to; ``S_cache`` the tokens each sequence
+    holds in the KV cache (default: ``S`` in decode, ``2 S`` = the prompt in prefill, where
+    :func:`evaluate_configs` passes ``S`` = half the prompt).
+    """
+    if S_cache is None:
+        S_cache = S if phase == "decode" else 2 * np.asarray(S)
     pb = {c: get_precision(p).bytes for c, p in prec.weights.items()}
     mla = model.attention == "mla"
     if mla:
@@ -166,7 +173,7 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
         G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots, s_kv=s_kv,
         M_nl=model.max_groups if model.max_groups else model.k, o=overlap,
         x_off=np.where(hw.host_capacity > 0, kv_offload, 0),
-        b=b, S=S, s_q=s_q, s_h=s_h, n_d=n_d, A=1.0,
+        b=b, S=S, S_c=S_cache, s_q=s_q, s_h=s_h, n_d=n_d, A=1.0,
     )
     v.update(_efficiencies(hw, mode))
     return v
@@ -178,15 +185,14 @@ def default_slots(model: Model, ep: Any) -> Any:
     return np.ceil(model.E / ep) * ep
 
 
-def layout_problems(model: Model, hw: Hardware, G: Any, TP_a: Any, EP: Any, TP_e: Any,
-                    E_slots: Any) -> np.ndarray:
-    """Array of reason codes (0 = fine) for structural problems with a layout; see REASONS."""
+def _layout_checks(model: Model, hw: Hardware, G: Any, TP_a: Any, EP: Any, TP_e: Any,
+                   E_slots: Any) -> list[tuple[int, Any]]:
+    """(code, failing mask) of the structural checks, in the order of REASONS."""
     G, TP_a, EP, TP_e, E_slots = (np.asarray(x) for x in (G, TP_a, EP, TP_e, E_slots))
-    code = np.zeros(np.broadcast(G, TP_a, EP, TP_e, E_slots).shape, dtype=np.int8)
     heads_ok = model.h % TP_a == 0
     if model.attention == "gqa":
         heads_ok &= (model.h_kv % TP_a == 0) | (TP_a % model.h_kv == 0)
-    checks = [
+    return [
         (1, G % TP_a != 0),
         (2, ~heads_ok),
         (3, EP * TP_e != G),
@@ -195,9 +201,25 @@ def layout_problems(model: Model, hw: Hardware, G: Any, TP_a: Any, EP: Any, TP_e
         (6, model.f_e % TP_e != 0),
         (7, (TP_a > hw.domain_size) | (TP_e > hw.domain_size)),
     ]
+
+
+def _first_code(checks: list[tuple[int, Any]]) -> np.ndarray:
+    """The lowest code whose check fails, 0 where none does (broadcast over the masks).
+
+    Arithmetic on booleans rather than ``np.where``: with mixed masks the latter is several times
+    slower (branch mispredictions), and this runs on every point of a frontier grid.
+    """
+    out = np.zeros(np.broadcast_shapes(*(np.shape(bad) for _, bad in checks)), dtype=np.int8)
     for c, bad in reversed(checks):
-        code = np.where(bad, c, code)
-    return code
+        out = out + np.asarray(bad) * (np.int8(c) - out)
+    return out
+
+
+def layout_problems(model: Model, hw: Hardware, G: Any, TP_a: Any, EP: Any, TP_e: Any,
+                    E_slots: Any) -> np.ndarray:
+    """Array of reason codes (0 = fine) for structural problems with a layout; see REASONS.
+    Where several checks fail, the lowest code is reported."""
+    return _first_code(_layout_checks(model, hw, G, TP_a, EP, TP_e, E_slots))
 
 
 REASONS = {
@@ -217,11 +239,15 @@ REASONS = {
 def evaluate_configs(model: Model, hw: Hardware, prec: Precisions, mode: str, *,
                      G: Any, TP_a: Any, EP: Any, TP_e: Any, E_slots: Any, b: Any, S: Any,
                      spec: Speculation = Speculation(), overlap: Any = 0, kv_offload: Any = 0,
-                     phase: str = "decode") -> dict[str, np.ndarray]:
+                     phase: str = "decode", categories: bool = True) -> dict[str, np.ndarray]:
     """Evaluate a grid: every argument may be an array (they broadcast).
 
-    Returns the compiled outputs plus ``tps_user``/``tps_gpu`` with speculation applied,
-    ``feasible`` and ``reason`` (a code into :data:`REASONS`), and per-category times.
+    Returns the compiled outputs (every key of :data:`planner.equations.ALL`) plus ``A``,
+    ``tps_user``/``tps_gpu`` with speculation applied, ``feasible`` and ``reason`` (a code into
+    :data:`REASONS`), and, unless ``categories=False`` (about 10% faster), the per-step seconds of
+    each bottleneck category ``cat.<name>`` and ``bottleneck`` (an index into
+    :data:`CATEGORIES`).  Give float64 arrays for speed; ``phase="prefill"`` reads ``S`` as the
+    prompt length.
     """
     if phase == "decode":
         s_q = 1 + spec.drafts
@@ -232,58 +258,78 @@ def evaluate_configs(model: Model, hw: Hardware, prec: Precisions, mode: str, *,
     S_ctx = S if phase == "decode" else np.asarray(S) / 2.0
     vals = symbol_values(model, hw, prec, mode, G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots,
                          b=b, S=S_ctx, s_q=s_q, s_h=s_h, n_d=n_d, overlap=overlap,
-                         kv_offload=kv_offload, phase=phase)
+                         kv_offload=kv_offload, phase=phase, S_cache=S)
     out = compiled.evaluate(vals)
     A = spec.tokens_per_step(mode) if phase == "decode" else 1.0
     out["A"] = np.asarray(A)
-    out["tps_user"] = out["tps_user"] * A
-    out["tps_gpu"] = out["tps_gpu"] * A
-    code = layout_problems(model, hw, G, TP_a, EP, TP_e, E_slots)
-    free = out["memory.free"]
-    kv_fits = np.asarray(b) <= out["memory.b_max"] * (1 + 1e-9)
-    code = np.where((code == 0) & (free <= 0), 8, code)
-    code = np.where((code == 0) & ~kv_fits, 9, code)
-    ctx = np.asarray(S) + (np.asarray(s_q) if phase == "decode" else 0)
-    code = np.where((code == 0) & (ctx > model.max_context), 10, code)
+    if A != 1.0:
+        out["tps_user"] = out["tps_user"] * A
+        out["tps_gpu"] = out["tps_gpu"] * A
+    ctx = np.asarray(S) + (s_q if phase == "decode" else 0)
+    code = _first_code(_layout_checks(model, hw, G, TP_a, EP, TP_e, E_slots) + [
+        (8, out["memory.free"] <= 0),
+        (9, np.asarray(b) > out["memory.b_max"] * (1 + 1e-9)),
+        (10, ctx > model.max_context),
+    ])
     out["reason"] = code
     out["feasible"] = code == 0
-    out.update(_categories(model, out, vals))
+    if categories:
+        out.update(_categories(model, out, vals))
     return out
 
 
 def _categories(model: Model, out: dict[str, np.ndarray], vals: dict[str, Any]) -> dict[str, Any]:
-    """Per-step seconds attributed to each bottleneck category (bookkeeping of the parts)."""
+    """Per-step seconds each resource is busy, by bottleneck category (bookkeeping of the parts).
+
+    Each operator's time goes to the resource that binds it (compute, weight reads, KV reads);
+    communication to the scale-up / scale-out links by bandwidth; kernel overheads, message
+    latencies and the fixed step cost to ``latency``.  With two-micro-batch overlap the MoE
+    layers' weight reads, kernel overheads and message latencies count twice (once per micro-
+    batch), and communication hidden behind compute still counts: the categories say what each
+    resource is busy with, so they need not add up to the step time.  Draft (MTP) passes are not
+    attributed.  ``bottleneck`` is the index of the largest.
+    """
     n_moe, n_ld, n_l = model.n_moe, model.n_Ld, model.n_L
+    o = np.asarray(vals["o"], dtype=float)
+    mb = 1.0 + o  # weight reads / launches per MoE layer
     p = {k[5:]: v for k, v in out.items() if k.startswith("part.")}
-    cat = {c: 0.0 for c in CATEGORIES}
 
-    def weight_op(name: str, mult: float) -> None:
+    comp, hbm = 0.0, 0.0
+    for name, c_mult, m_mult in (
+        ("attn_proj", n_l, n_ld + n_moe * mb),
+        ("experts", n_moe, n_moe * mb),
+        ("shared_experts", n_moe if model.E_s else 0, n_moe * mb if model.E_s else 0),
+        ("dense_ffn", n_ld, n_ld),
+        ("lm_head", 1, 1),
+    ):
         c, m = p[f"{name}.compute"], p[f"{name}.hbm"]
-        cat["compute"] = cat["compute"] + mult * np.where(c >= m, c, 0.0)
-        cat["hbm_weights"] = cat["hbm_weights"] + mult * np.where(c >= m, 0.0, m)
-
-    weight_op("attn_proj", n_l)
-    weight_op("experts", n_moe)
-    weight_op("shared_experts", n_moe if model.E_s else 0)
-    weight_op("dense_ffn", n_ld)
-    weight_op("lm_head", 1)
+        on_c = c >= m
+        comp = comp + c_mult * (c * on_c)
+        hbm = hbm + m_mult * (m * ~on_c)
     c, m = p["attn_core.compute"], np.maximum(p["attn_core.hbm"], p["attn_core.host"])
-    cat["compute"] = cat["compute"] + n_l * np.where(c >= m, c, 0.0)
-    cat["kv_read"] = n_l * np.where(c >= m, 0.0, m)
-    cat["scale_up"] = (n_moe * (p["a2a.scale_up"] + p["allreduce_attn.bw"] + p["allreduce_moe.bw"])
-                       + 2 * n_ld * p["allreduce_attn.bw"])
-    cat["scale_out"] = n_moe * p["a2a.scale_out"]
-    ops = 4 * n_moe + (n_moe if model.E_s else 0) + 3 * n_ld + 1
-    comm_latency = out["step"] * 0.0
-    for name in ("dispatch", "combine", "allreduce_attn", "allreduce_moe"):
-        comm_latency = comm_latency + n_moe * out[name]
-    comm_latency = comm_latency + 2 * n_ld * out["allreduce_attn"]
-    comm_bw = cat["scale_up"] + cat["scale_out"]
-    cat["latency"] = ops * vals["tau_k"] + vals["t_fixed"] + np.maximum(comm_latency - comm_bw, 0.0)
-    stacked = np.stack([np.broadcast_to(np.asarray(cat[c], dtype=float), np.shape(out["step"]))
-                        for c in CATEGORIES])
-    return {"cat." + c: stacked[i] for i, c in enumerate(CATEGORIES)} | {
-        "bottleneck": np.argmax(stacked, axis=0)}
+    on_c = c >= m
+    comp = comp + n_l * (c * on_c)
+    kv = n_l * (m * ~on_c)
+    ar_bw = p["allreduce_attn.bw"]
+    scale_up = n_moe * (p["a2a.scale_up"] + ar_bw + p["allreduce_moe.bw"]) + 2 * n_ld * ar_bw
+    scale_out = n_moe * p["a2a.scale_out"]
+    # message latencies: each communication term less its bandwidth part
+    a2a_alpha = np.maximum(out["dispatch"] + out["combine"]
+                           - np.maximum(p["a2a.scale_up"], p["a2a.scale_out"]), 0.0)
+    ar_alpha = (out["allreduce_attn"] - ar_bw) + (out["allreduce_moe"] - p["allreduce_moe.bw"])
+    ops_moe = 3 + (1 if model.E_s else 0)  # attention projections, core, experts, shared
+    latency = (vals["tau_k"] * (n_moe * ops_moe * mb + 3 * n_ld + 1) + vals["t_fixed"]
+               + n_moe * mb * (a2a_alpha + ar_alpha) + 2 * n_ld * (out["allreduce_attn"] - ar_bw))
+    cats = [comp, hbm, kv, scale_up, scale_out, latency]
+    shape = np.shape(out["step"])
+    cats = [x if np.shape(x) == shape else np.full(shape, x, dtype=float) for x in cats]
+    # argmax by pairwise comparison (np.argmax over a stacked copy is ~10x slower)
+    best, idx = cats[0], np.zeros(shape, dtype=np.int64)
+    for i, x in enumerate(cats[1:], start=1):
+        gt = x > best
+        idx = idx + gt * (i - idx)
+        best = np.maximum(best, x)
+    return {"cat." + c: x for c, x in zip(CATEGORIES, cats, strict=True)} | {"bottleneck": idx}
 
 
 # ---- one configuration ----------------------------------------------------------------------

@@ -112,7 +112,9 @@ x_off = _s("x_off", "KV may spill to CPU-attached memory (1) or not (0)", "1", "
 
 # ---- workload -------------------------------------------------------------------------------
 b = _s("b", "sequences per attention-DP rank", "1", "workload")
-S = _s("S", "mean KV (context) length", "token", "workload")
+S = _s("S", "mean KV (context) length attended per query token", "token", "workload")
+S_c = _s("S_c", "KV length held in the cache per sequence (decode: S; prefill: the prompt)",
+         "token", "workload", "S_{c}")
 s_q = _s("s_q", "query tokens per sequence per step (1 + draft tokens; the prompt in prefill)",
          "token", "workload", "s_{q}")
 s_h = _s("s_h", "tokens per sequence through the LM head", "token", "workload", "s_{h}")

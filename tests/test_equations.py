@@ -1,0 +1,276 @@
+"""The sympy step model: known answers, hand-computed terms, notation hygiene, and agreement of
+the compiled (lambdified) path with the symbolic expressions."""
+
+from __future__ import annotations
+
+import math
+from importlib import resources
+
+import numpy as np
+import pytest
+import sympy as sp
+import yaml
+
+from planner import compiled
+from planner import equations as eq
+from planner.specs import load_hardware, load_model
+from planner.step import resolve_precisions, symbol_values
+from planner.symbols import REGISTRY
+from planner.units import parse_quantity
+
+REL = 1e-9
+
+
+def close(a: float, b: float, rel: float = REL) -> bool:
+    return math.isclose(float(a), float(b), rel_tol=rel, abs_tol=0.0)
+
+
+# ---- DeepSeek's closed-form EP speed limit ----------------------------------------------------
+def _speed_limit_points() -> list[dict]:
+    """``deepseek-isca25-speed-limit-*`` from planner/validation/points.yaml; else the paper's
+    numbers (Zhao et al., "Insights into DeepSeek-V3", arXiv:2505.09343, sec. 2.3)."""
+    try:
+        text = resources.files("planner.validation").joinpath("points.yaml").read_text("utf-8")
+        pts = [p for p in yaml.safe_load(text)["points"]
+               if p["id"].startswith("deepseek-isca25-speed-limit-") and "inputs" in p and "expect" in p]
+    except (FileNotFoundError, KeyError, TypeError):
+        pts = []
+    if pts:
+        return pts
+    base = {"bytes_dispatch": 1, "bytes_combine": 2, "tokens_per_device": 32, "experts_per_token": 9,
+            "hidden": 7000, "layers": 61, "micro_batches": 2}
+    return [
+        {"id": "ib", "inputs": {**base, "link_bandwidth": "50 GB/s"},
+         "expect": {"t_comm_us": 120.96, "t_layer_us": 241.92, "tpot_ms": 14.757, "tps_per_user": 67.76}},
+        {"id": "nvl72", "inputs": {**base, "link_bandwidth": "900 GB/s"},
+         "expect": {"t_comm_us": 6.72, "t_layer_us": 13.44, "tpot_ms": 0.81984, "tps_per_user": 1219.8}},
+    ]
+
+
+# Hand arithmetic (the paper's): t_comm = (1 + 2) B x 32 tokens x 9 experts x 7000 = 6,048,000 B
+#   at 50 GB/s:  6,048,000 / 50e9  = 120.96 us; t_layer = 2 x 120.96 = 241.92 us;
+#                TPOT = 61 x 241.92 us = 14.757 ms; 1 / 14.757 ms = 67.76 tok/s
+#   at 900 GB/s: 6,048,000 / 900e9 = 6.72 us;   t_layer = 13.44 us; TPOT = 0.81984 ms; 1219.8 tok/s
+@pytest.mark.parametrize("point", _speed_limit_points(), ids=lambda p: p["id"])
+def test_deepseek_speed_limit(point):
+    i, x = point["inputs"], point["expect"]
+    exprs = eq.speed_limit_step(i["tokens_per_device"], i["experts_per_token"], i["hidden"], i["layers"],
+                                i["micro_batches"])
+    bw = parse_quantity(i["link_bandwidth"], "bandwidth")
+    subs = {REGISTRY["b_disp"].symbol: i["bytes_dispatch"], REGISTRY["b_comb"].symbol: i["bytes_combine"],
+            REGISTRY["B_so"].symbol: bw}
+    got = {k: float(v.subs(subs)) for k, v in exprs.items()}
+    assert math.isclose(got["t_comm"] * 1e6, x["t_comm_us"], rel_tol=1e-3)
+    assert math.isclose(got["t_layer"] * 1e6, x["t_layer_us"], rel_tol=1e-3)
+    assert math.isclose(got["tpot"] * 1e3, x["tpot_ms"], rel_tol=1e-3)
+    assert math.isclose(got["tps_user"], x["tps_per_user"], rel_tol=1e-3)
+
+
+def test_speed_limit_uses_the_model_volume():
+    # the check goes through the same a2a_volume the step model uses: tokens x dest x d x bytes
+    v = eq.a2a_volume(9, 3, 32).subs(REGISTRY["d"].symbol, 7000)
+    assert v == 32 * 9 * 7000 * 3  # 6,048,000 B
+
+
+# ---- notation ----------------------------------------------------------------------------------
+def test_free_symbols_are_registered():
+    registered = {s.symbol for s in REGISTRY.values()}
+    for name, expr in eq.ALL.items():
+        extra = expr.free_symbols - registered
+        assert not extra, f"{name}: unregistered symbols {extra}"
+
+
+def test_no_two_entries_share_a_name_or_symbol():
+    names = [s.symbol.name for s in REGISTRY.values()]
+    assert len(names) == len(set(names))
+    syms = [s.symbol for s in REGISTRY.values()]
+    assert len(syms) == len(set(syms))
+    for key, s in REGISTRY.items():
+        assert s.unit and s.meaning and s.group, key
+
+
+def test_compiled_outputs_are_all():
+    assert compiled.OUTPUT_NAMES == tuple(eq.ALL)
+    assert set(compiled.ARG_NAMES) == set(REGISTRY)
+
+
+# ---- symbolic vs compiled ----------------------------------------------------------------------
+def random_values(rng: np.random.Generator) -> dict[str, float]:
+    """Random but physically consistent values of every registered symbol."""
+    def u(lo, hi):
+        return float(rng.uniform(lo, hi))
+
+    def i(lo, hi):
+        return float(rng.integers(lo, hi + 1))
+
+    EP, TP_e, E = i(1, 96), i(1, 4), i(8, 400)
+    return dict(
+        d=i(512, 8192), n_L=i(4, 80), n_Ld=i(0, 3), E=E, k=i(1, 8), E_s=i(0, 2), f_e=i(256, 4096),
+        f_d=i(0, 20000), h=i(8, 128), V=i(1000, 200000), n_emb=i(1, 2), W_attn=u(1e6, 2e8),
+        e_kv=i(64, 1024), c_att=i(64, 1200), phi_w=u(0, 1), S_w=i(128, 4096), n_mtp=i(0, 1),
+        b_we=u(0.5, 2), b_wa=u(0.5, 2), b_wd=u(0.5, 2), b_wv=u(0.5, 2), b_kv=u(1, 2), b_a=2.0,
+        b_disp=u(0.5, 2), b_comb=2.0, P_e=u(1e14, 1e16), P_a=u(1e14, 1e16), P_d=u(1e14, 1e16),
+        P_v=u(1e14, 1e16), P_c=u(1e14, 1e16), B_hbm=u(1e12, 1e13), C_hbm=u(8e10, 3e11),
+        N_su=float(rng.choice([8, 72])), B_su=u(1e11, 1e12), a_su=u(0, 1e-5), B_so=u(1e10, 1e11),
+        a_so=u(0, 1e-5), C_host=u(0, 5e11), B_c2c=u(1e11, 5e11), eta_c=u(0.3, 1), eta_m=u(0.3, 1),
+        eta_su=u(0.3, 1), eta_so=u(0.3, 1), tau_k=u(0, 1e-5), t_fixed=u(0, 1e-3), r_mem=u(0, 0.2),
+        **{"lambda": u(1, 2)}, G=EP * TP_e, TP_a=i(1, 8), EP=EP, TP_e=TP_e, E_slots=E + i(0, 8),
+        s_kv=i(1, 8), M_nl=i(1, 8), o=float(rng.integers(0, 2)), x_off=float(rng.integers(0, 2)),
+        b=u(0.1, 256), S=u(10, 1e5), S_c=u(10, 1e5), s_q=i(1, 4), s_h=i(1, 4), n_d=i(0, 3), A=u(1, 4),
+    )
+
+
+def _symbolic(name: str, vals: dict[str, float]) -> float:
+    subs = {REGISTRY[n].symbol: sp.Float(v, 30) for n, v in vals.items()}
+    return float(eq.ALL[name].xreplace(subs).evalf(30))
+
+
+CHECKED = ("attn_proj", "attn_core", "experts", "shared_experts", "lm_head", "dispatch", "combine",
+           "allreduce_moe", "layer_moe", "draft", "step", "part.a2a.scale_out", "part.attn_core.host",
+           "memory.weights", "memory.kv", "memory.b_max", "tps_user", "tps_gpu")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_symbolic_and_compiled_agree(seed):
+    rng = np.random.default_rng(seed)
+    vals = random_values(rng)
+    if seed >= 4:  # off-switch values too: the compiled path substitutes 0/1 switches exactly
+        vals.update(o=0.37, x_off=0.5, n_d=2.0)
+    out = compiled.evaluate(vals)
+    for name in CHECKED:
+        ref = _symbolic(name, vals)
+        assert math.isclose(float(out[name]), ref, rel_tol=1e-9, abs_tol=1e-300), name
+
+
+def test_grid_equals_pointwise():
+    """One array call gives the same numbers as scalar calls, point by point."""
+    rng = np.random.default_rng(7)
+    vals = random_values(rng)
+    n = 24
+    grid = dict(vals)
+    grid["b"] = rng.uniform(0.1, 300, n)
+    grid["EP"] = rng.integers(1, 40, n).astype(float)
+    grid["G"] = grid["EP"] * vals["TP_e"]
+    grid["o"] = rng.integers(0, 2, n).astype(float)
+    out = compiled.evaluate(grid)
+    for j in range(0, n, 5):
+        one = compiled.evaluate({k: (v[j] if isinstance(v, np.ndarray) else v) for k, v in grid.items()})
+        for name in eq.ALL:
+            assert np.shape(out[name]) == (n,)
+            assert math.isclose(float(out[name][j]), float(one[name]), rel_tol=1e-12, abs_tol=1e-300), name
+
+
+def test_missing_symbol_is_named():
+    vals = random_values(np.random.default_rng(0))
+    del vals["B_hbm"]
+    with pytest.raises(KeyError, match="B_hbm"):
+        compiled.evaluate(vals)
+
+
+# ---- hand-computed terms ----------------------------------------------------------------------
+def _values(model: str, hw: str, mode: str = "bound", **layout) -> dict[str, float]:
+    m, h = load_model(model), load_hardware(hw)
+    kw = dict(G=8, TP_a=1, EP=8, TP_e=1, E_slots=384, b=1.0, S=4096.0, s_q=1, s_h=1)
+    kw.update(layout)
+    return symbol_values(m, h, resolve_precisions(m, h), mode, **kw)
+
+
+def _num(expr: sp.Expr, vals: dict[str, float]) -> float:
+    return float(expr.xreplace({REGISTRY[n].symbol: v for n, v in vals.items()}))
+
+
+def test_kv_bytes_read_mla():
+    # Kimi K2: latent KV 512 + rope 64 = 576 elements per token per layer, BF16 (2 B), not split
+    # by attention TP.  b = 3 sequences, S = 4096: 3 x 4096 x 576 x 2 = 14,155,776 B per layer.
+    vals = _values("kimi-k2-thinking", "hgx-h200", b=3.0, S=4096.0, TP_a=8)
+    assert _num(eq.M_kv_read, vals) == 3 * 4096 * 576 * 2 == 14_155_776
+    # held over 61 layers: 14,155,776 x 61 = 863,502,336 B per GPU
+    assert _num(eq.M_kv, vals) == 14_155_776 * 61
+
+
+def test_kv_held_in_prefill_is_the_whole_prompt():
+    # prefill of one 8192-token prompt: attention sees a mean causal context of 4096 tokens, the
+    # cache holds all 8192: 8192 x 576 x 2 x 61 = 575,668,224 B
+    from planner.step import evaluate_configs
+    m, h = load_model("kimi-k2-thinking"), load_hardware("hgx-h200")
+    out = evaluate_configs(m, h, resolve_precisions(m, h), "bound", G=8, TP_a=8, EP=8, TP_e=1,
+                           E_slots=384, b=1.0, S=8192.0, phase="prefill")
+    assert float(out["memory.kv"]) == 8192 * 576 * 2 * 61
+
+
+def test_expert_weight_bytes_small_and_large_batch():
+    # Kimi K2 Thinking, EP8 on 8 GPUs: 384 / 8 = 48 experts per GPU, each 3 x 7168 x 2048 =
+    # 44,040,192 weights at INT4 + 16-bit scale per 32 = 4.5 bits = 0.5625 B: 24,772,608 B.
+    expert = 3 * 7168 * 2048 * 0.5625
+    assert expert == 24_772_608
+    # one token in the instance (b = 1/8 per DP-attention rank, 8 ranks): it touches 8 experts,
+    # on average 48 x (1 - (1 - 8/384)^1) = 1 per GPU -> 24,772,608 B
+    vals = _values("kimi-k2-thinking", "hgx-h200", b=1 / 8)
+    assert close(_num(eq.n_touched, vals), 1.0)
+    assert close(_num(eq.M_experts, vals), expert)
+    # 8 tokens: 48 x (1 - (376/384)^8) = 48 x (1 - 0.8449927) = 7.4403497 experts per GPU
+    vals = _values("kimi-k2-thinking", "hgx-h200", b=1.0)
+    assert close(_num(eq.n_touched, vals), 48 * (1 - (376 / 384) ** 8))
+    assert close(_num(eq.n_touched, vals), 7.440349705096567)
+    # 4096 tokens touch every expert: 48 x 24,772,608 = 1,189,085,184 B per GPU
+    vals = _values("kimi-k2-thinking", "hgx-h200", b=512.0)
+    assert close(_num(eq.M_experts, vals), 48 * expert, rel=1e-12)
+
+
+def test_ridge_points():
+    h200, gb200 = load_hardware("hgx-h200"), load_hardware("gb200-nvl72")
+    # H200: 989e12 / 4.8e12 = 206.04 FLOP/B (BF16); 1979e12 / 4.8e12 = 412.29 (FP8)
+    assert close(h200.flops["bf16"] / h200.hbm_bandwidth, 989e12 / 4.8e12)
+    assert round(h200.flops["bf16"] / h200.hbm_bandwidth) == 206
+    assert close(h200.flops["fp8"] / h200.hbm_bandwidth, 1979e12 / 4.8e12)
+    # GB200: 2.5e15 / 8e12 = 312.5 (BF16); 5e15 / 8e12 = 625 (FP8)
+    assert close(gb200.flops["bf16"] / gb200.hbm_bandwidth, 312.5)
+    assert close(gb200.flops["fp8"] / gb200.hbm_bandwidth, 625.0)
+    # the model's expert roofline crosses over at that intensity: with t tokens per expert at
+    # b_w = 1 B (FP8), FLOPs 2 x 3 d f_e t and bytes 3 d f_e: compute = memory at t = 412.29 / 2
+    # on H200 (FP8) -- 2 FLOP per weight per token, intensity 2 t / b_w
+    t = h200.flops["fp8"] / h200.hbm_bandwidth / 2
+    F = 2 * 3 * 7168 * 2048 * t
+    M = 3 * 7168 * 2048 * 1.0
+    assert close(F / h200.flops["fp8"], M / h200.hbm_bandwidth)
+
+
+def test_tp_allreduce_time():
+    # ring all-reduce of 1 MB over 8 GPUs at 450 GB/s, 1 us per step:
+    # 2 x 7/8 x 1e6 / 450e9 = 3.8889 us, + 2 x 7 x 1 us = 14 us -> 17.8889 us
+    m, n = sp.symbols("m n", positive=True)
+    t = eq.allreduce_time(m, n).xreplace({m: 1e6, n: 8, REGISTRY["B_su"].symbol: 450e9,
+                                          REGISTRY["eta_su"].symbol: 1.0, REGISTRY["a_su"].symbol: 1e-6})
+    assert close(t, 2 * 7 / 8 * 1e6 / 450e9 + 14e-6)
+    assert close(t, 17.888888888888889e-6)
+    # one GPU: no communication
+    assert eq.allreduce_time(m, 1) == 0
+
+
+def test_a2a_destinations_split_by_domain():
+    # EP 16 over 2 domains of 8 (HGX): a token's 8 experts land on each rank with p = 1 - (15/16)^8;
+    # the 7 other ranks of its own domain are reached over NVLink, the 8 of the other over IB.
+    p = 1 - (15 / 16) ** 8
+    vals = {"EP": 16, "G": 16, "N_su": 8, "k": 8, "M_nl": 8}
+    v = {REGISTRY[n].symbol: x for n, x in vals.items()}
+    assert close(float(eq.n_dest_su.xreplace(v)), 7 * p)
+    assert close(float(eq.n_dest_so.xreplace(v)), 8 * p)
+    assert close(float(eq.n_dest.xreplace(v)), 15 * p)  # all remote ranks: (EP - 1) p
+    # node-limited routing caps the remote copies at M_nl = 4 when more would be needed
+    v[REGISTRY["M_nl"].symbol] = 4
+    vals64 = dict(v)
+    vals64.update({REGISTRY["EP"].symbol: 64, REGISTRY["G"].symbol: 64})
+    assert float(eq.n_dest_so.xreplace(vals64)) == 4
+
+
+def test_load_imbalance_needs_expert_parallelism():
+    # lambda is max/mean tokens over EP ranks: with EP = 1 there is one rank, so it is 1.
+    v = {REGISTRY["lambda"].symbol: 1.25, REGISTRY["EP"].symbol: 1}
+    assert eq.lam_EP.xreplace(v) == 1
+    v[REGISTRY["EP"].symbol] = 8
+    assert eq.lam_EP.xreplace(v) == 1.25
+
+
+def test_acceptance_length():
+    # (1 - 0.8^3) / (1 - 0.8) = 0.488 / 0.2 = 2.44 tokens per step with 2 drafts
+    assert close(float(eq.acceptance_length(0.8, 2)), 2.44)

@@ -1,0 +1,261 @@
+"""The step model for one configuration: a decode step worked by hand, the dense limit of an
+MoE, infeasible inputs, prefill, and the grid interface the frontier search uses."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from planner.errors import SpecError
+from planner.specs import load_hardware, load_model
+from planner.step import (
+    CATEGORIES,
+    REASONS,
+    StepResult,
+    decode_step,
+    default_slots,
+    evaluate_configs,
+    layout_problems,
+    prefill,
+    resolve_precisions,
+)
+
+
+def close(a: float, b: float, rel: float = 1e-6) -> bool:
+    return math.isclose(a, b, rel_tol=rel, abs_tol=0.0)
+
+
+# ---- Kimi K2 Thinking, one decode step on 8 x H200, bound mode, worked by hand -------------------
+# Layout: attention TP8 (one DP rank holding all 8 sequences), experts EP8 (48 per GPU), batch 8,
+# mean context 4096.  H200: 989 TFLOP/s BF16, 4.8 TB/s HBM, NVLink 450 GB/s per direction.
+# Kimi K2 Thinking: d 7168, 61 layers (1 dense), 64 heads, MLA r_q 1536 / r_kv 512 / rope 64 /
+# nope 128 / v 128, 384 experts top-8 + 1 shared of f_e 2048, dense f_d 18432, vocab 163840;
+# routed experts INT4 (W4A16, 4.5 bits = 0.5625 B), the rest BF16; Hopper multiplies W4A16 in BF16.
+B_HBM, P_BF16, B_NVL = 4.8e12, 989e12, 450e9
+W_ATTN = (7168 * 1536 + 1536            # q_a + its norm
+          + 1536 * 64 * (128 + 64)      # q_b
+          + 7168 * (512 + 64) + 512     # kv_a (+ rope key) + its norm
+          + 512 * 64 * (128 + 128)      # kv_b (W_UK, W_UV)
+          + 64 * 128 * 7168)            # o
+assert W_ATTN == 101_124_096
+EXPERT = 3 * 7168 * 2048                # 44,040,192 weights
+HAND = {
+    # projections: 101,124,096 x 2 B / 8 = 25,281,024 B at 4.8 TB/s = 5.26688 us
+    # (FLOPs 2 x 8 x 101,124,096 / 8 = 202 MFLOP / 989e12 = 0.20 us: memory-bound)
+    "attn_proj": W_ATTN * 2 / 8 / B_HBM,
+    # latent KV, whole on every TP rank: 8 x 4096 x 576 x 2 B = 37,748,736 B -> 7.86432 us
+    # (FLOPs 2 x 8 x 64/8 heads x 4096 x (2 x 512 + 64) = 570 MFLOP -> 0.58 us)
+    "attn_core": 8 * 4096 * 576 * 2 / B_HBM,
+    # 8 tokens touch 48 x (1 - (376/384)^8) = 7.44035 of the 48 local experts:
+    # 7.44035 x 44,040,192 x 0.5625 B = 184,316,867 B -> 38.3994 us (FLOPs 0.7 GFLOP -> 0.71 us)
+    "experts": 48 * (1 - (376 / 384) ** 8) * EXPERT * 0.5625 / B_HBM,
+    # shared expert split by attention TP: 44,040,192 x 2 / 8 = 11,010,048 B -> 2.29376 us
+    "shared_experts": EXPERT * 2 / 8 / B_HBM,
+    # first layer's dense FFN: 3 x 7168 x 18432 x 2 / 8 = 99,090,432 B -> 20.64384 us
+    "dense_ffn": 3 * 7168 * 18432 * 2 / 8 / B_HBM,
+    # LM head: 163840 x 7168 x 2 / 8 = 293,601,280 B -> 61.16693 us
+    "lm_head": 163840 * 7168 * 2 / 8 / B_HBM,
+    # each GPU sends its 8/8 = 1 token to the other ranks its 8 experts hit:
+    # (8 - 1) x (1 - (7/8)^8) = 4.594738 ranks x 7168 x 2 B (BF16: W4A16 computes in BF16)
+    # = 65,870 B at 450 GB/s = 0.146378 us; combine the same (BF16)
+    "dispatch": 7 * (1 - (7 / 8) ** 8) * 7168 * 2 / B_NVL,
+    "combine": 7 * (1 - (7 / 8) ** 8) * 7168 * 2 / B_NVL,
+    # ring all-reduce of 8 x 7168 x 2 = 114,688 B over 8: 2 x 7/8 x 114,688 / 450e9 = 0.446009 us
+    "allreduce_attn": 2 * 7 / 8 * 8 * 7168 * 2 / B_NVL,
+    "allreduce_moe": 0.0,  # experts are not tensor-parallel
+    "draft": 0.0,
+}
+HAND["layer_moe"] = (HAND["attn_proj"] + HAND["attn_core"] + HAND["experts"] + HAND["shared_experts"]
+                     + HAND["dispatch"] + HAND["combine"] + HAND["allreduce_attn"])        # 54.5631 us
+HAND["layer_dense"] = HAND["attn_proj"] + HAND["attn_core"] + HAND["dense_ffn"] + 2 * HAND["allreduce_attn"]
+HAND["step"] = HAND["layer_dense"] + 60 * HAND["layer_moe"] + HAND["lm_head"]              # 3.3696 ms
+
+
+@pytest.fixture(scope="module")
+def kimi_h200() -> StepResult:
+    return decode_step("kimi-k2-thinking", "hgx-h200", gpus=8, tp_attn=8, ep=8, batch=8, context=4096,
+                       mode="bound")
+
+
+def test_kimi_h200_decode_by_hand(kimi_h200):
+    r = kimi_h200
+    assert set(HAND) == set(r.terms)
+    for name, want in HAND.items():
+        got = r.terms[name]
+        assert (got == want == 0.0) or close(got, want), f"{name}: {got} vs hand {want}"
+    assert close(r.step_time, 3.369618e-3, rel=1e-6)
+    # 8 sequences on 8 GPUs, one token each per step: tok/s per user = per GPU = 1 / step
+    assert close(r.tps_per_user, 1 / HAND["step"])
+    assert close(r.tps_per_gpu, 8 / HAND["step"] / 8)
+    assert r.feasible and r.bottleneck == "hbm_weights"
+    assert r.config["dp_attn"] == 1 and r.config["expert_slots"] == 384
+
+
+def test_kimi_h200_memory_by_hand(kimi_h200):
+    m = kimi_h200.memory
+    # KV: 8 x 4096 tokens x 61 layers x 576 x 2 B = 2,302,672,896 B per GPU (MLA, not split by TP)
+    assert m["kv"] == 8 * 4096 * 61 * 576 * 2
+    # weights per GPU: attention 61 x 101,124,096 x 2 / 8 + dense FFN 3 x 7168 x 18432 x 2 / 8
+    # + shared 60 x 44,040,192 x 2 / 8 + routed 60 x 48 x 44,040,192 x 0.5625
+    # + embedding and head 2 x 163840 x 7168 x 2 / 8 = 74,234,149,376 B
+    w = (61 * W_ATTN * 2 / 8 + 3 * 7168 * 18432 * 2 / 8 + 60 * EXPERT * 2 / 8 + 60 * 48 * EXPERT * 0.5625
+         + 2 * 163840 * 7168 * 2 / 8)
+    assert close(m["weights"], w, rel=1e-12)
+    assert close(m["hbm_free_for_kv"], 141e9 - w, rel=1e-12)  # bound mode reserves nothing
+
+
+def test_categories_and_bottleneck(kimi_h200):
+    c = kimi_h200.categories
+    assert tuple(c) == CATEGORIES
+    # weight reads: 61 attn_proj + 60 experts + 60 shared + 1 dense + head, all memory-bound
+    w = 61 * HAND["attn_proj"] + 60 * (HAND["experts"] + HAND["shared_experts"]) + HAND["dense_ffn"] \
+        + HAND["lm_head"]
+    assert close(c["hbm_weights"], w)
+    assert close(c["kv_read"], 61 * HAND["attn_core"])
+    assert c["compute"] == 0.0 and c["scale_out"] == 0.0 and c["latency"] == 0.0
+    assert close(c["scale_up"], 60 * (HAND["dispatch"] + HAND["combine"] + HAND["allreduce_attn"])
+                 + 2 * HAND["allreduce_attn"])
+
+
+def test_realistic_is_slower_and_counts_latency():
+    kw = dict(gpus=8, tp_attn=8, ep=8, batch=8, context=4096)
+    b = decode_step("kimi-k2-thinking", "hgx-h200", mode="bound", **kw)
+    r = decode_step("kimi-k2-thinking", "hgx-h200", mode="realistic", **kw)
+    assert r.step_time > b.step_time
+    # 60 MoE layers x 4 kernels + 1 dense layer x 3 + head = 244 launches of tau_k, plus t_fixed
+    hw = load_hardware("hgx-h200")
+    assert r.categories["latency"] >= 244 * hw.efficiency.kernel_overhead + hw.efficiency.step_overhead
+
+
+# ---- an MoE with one expert, top-1, is a dense model -----------------------------------------------
+@pytest.mark.parametrize("mode", ["bound", "realistic"])
+@pytest.mark.parametrize("layout", [dict(gpus=1), dict(gpus=8, tp_attn=8, ep=1, tp_moe=8)])
+def test_one_expert_top1_equals_dense(mode, layout):
+    base = load_model("kimi-k2-thinking")
+    f = 18432
+    prec = dict(base.precision, routed_experts="bf16")
+    moe = base.replace(name="moe-1", E=1, k=1, E_s=0, f_e=f, n_Ld=0, precision=prec)
+    dense = base.replace(name="dense", E=1, k=1, E_s=0, f_e=f, n_Ld=base.n_L, f_d=f, precision=prec)
+    kw = dict(batch=layout["gpus"] * 4.0, context=2048, mode=mode, **layout)
+    a = decode_step(moe, "hgx-h200", **kw)
+    d = decode_step(dense, "hgx-h200", **kw)
+    assert close(a.terms["layer_moe"], d.terms["layer_dense"], rel=1e-12)
+    assert close(a.step_time, d.step_time, rel=1e-12)
+    assert close(a.memory["weights"], d.memory["weights"], rel=1e-12)
+    assert close(a.tps_per_gpu, d.tps_per_gpu, rel=1e-12)
+
+
+# ---- infeasible inputs ----------------------------------------------------------------------------
+@pytest.mark.parametrize(("kw", "code"), [
+    (dict(gpus=8, tp_attn=3), 1),                    # 8 GPUs do not split into TP3 ranks
+    (dict(gpus=6, tp_attn=6, ep=6), 2),              # 64 heads do not split 6 ways
+    (dict(gpus=8, ep=8, expert_slots=390), 4),       # 390 slots over EP8
+    (dict(gpus=8, ep=8, expert_slots=800), 5),       # more than 2E slots
+    (dict(gpus=16, tp_attn=16, ep=16), 7),           # TP across two HGX nodes
+])
+def test_infeasible_layouts(kw, code):
+    r = decode_step("kimi-k2-thinking", "hgx-h200", batch=8, context=1024, **kw)
+    assert not r.feasible
+    assert r.reason == REASONS[code]
+
+
+def test_batch_that_does_not_fit():
+    r = decode_step("kimi-k2-thinking", "hgx-h200", gpus=8, batch=4000, context=100_000)
+    assert not r.feasible and r.reason == REASONS[9]
+    assert r.bottleneck == "memory_capacity"
+    assert r.memory["max_batch"] < 4000
+    # the largest batch that fits does fit
+    ok = decode_step("kimi-k2-thinking", "hgx-h200", gpus=8, batch=math.floor(r.memory["max_batch"]),
+                     context=100_000)
+    assert ok.feasible
+
+
+def test_weights_that_do_not_fit():
+    r = decode_step("kimi-k2-thinking", "hgx-h200", gpus=1, batch=1, context=1024)
+    assert not r.feasible and r.reason == REASONS[8]
+
+
+def test_context_beyond_the_model():
+    r = decode_step("kimi-k2-thinking", "gb200-nvl72", gpus=72, batch=72, context=300_000)
+    assert not r.feasible and r.reason == REASONS[10]
+
+
+def test_bad_arguments_raise_spec_error():
+    with pytest.raises(SpecError):
+        decode_step("kimi-k2-thinking", "hgx-h200", gpus=0, batch=1, context=1)
+    with pytest.raises(SpecError):
+        decode_step("kimi-k2-thinking", "hgx-h200", gpus=8, batch=-1, context=1)
+    with pytest.raises(SpecError):
+        decode_step("kimi-k2-thinking", "hgx-h200", gpus=8, batch=1, context=float("nan"))
+    with pytest.raises(SpecError):
+        decode_step("kimi-k2-thinking", "hgx-h200", gpus=8, batch=1, context=1, mode="fast")
+
+
+def test_layout_problems_vectorised():
+    m, h = load_model("kimi-k2-thinking"), load_hardware("hgx-h200")
+    G = np.array([8, 8, 8, 8, 16])
+    TPa = np.array([1, 3, 1, 8, 1])
+    EP = np.array([8, 8, 8, 8, 16])
+    slots = np.array([384, 384, 390, 384, 384])
+    codes = layout_problems(m, h, G, TPa, EP, G // EP, slots)
+    assert codes.tolist() == [0, 1, 4, 0, 0]
+
+
+def test_default_slots():
+    m = load_model("kimi-k2-thinking")
+    # 384 experts: EP 7 needs ceil(384/7) = 55 per GPU -> 385 slots; EP 8 -> 384
+    assert default_slots(m, 7) == 385 and default_slots(m, 8) == 384
+
+
+# ---- prefill and MTP -----------------------------------------------------------------------------
+def test_prefill_is_compute_bound_for_long_prompts():
+    r = prefill("kimi-k2-thinking", "gb200-nvl72", gpus=8, prompt=16384, batch=4, mode="bound")
+    assert r.feasible and r.phase == "prefill"
+    assert r.bottleneck == "compute"
+    # 4 x 16384 prompt tokens per pass over 8 GPUs
+    assert close(r.tps_per_gpu, 4 * 16384 / r.step_time / 8)
+
+
+def test_mtp_bound_mode_emits_drafts_plus_one():
+    kw = dict(gpus=72, batch=72 * 16, context=4096, mode="bound")
+    plain = decode_step("deepseek-v3", "gb200-nvl72", **kw)
+    spec = decode_step("deepseek-v3", "gb200-nvl72", mtp=2, **kw)
+    assert spec.tokens_per_step == 3.0
+    assert spec.terms["draft"] > 0 and plain.terms["draft"] == 0
+    assert close(spec.tps_per_user, 3 / spec.step_time)
+    assert spec.tpot < plain.tpot  # verifying 3 tokens costs less than 3 steps here
+
+
+# ---- the grid interface --------------------------------------------------------------------------
+def test_evaluate_configs_grid_matches_single_points():
+    m, h = load_model("kimi-k2-thinking"), load_hardware("gb200-nvl72")
+    prec = resolve_precisions(m, h)
+    G = np.array([8.0, 16.0, 72.0, 72.0])
+    TPa = np.array([1.0, 2.0, 1.0, 8.0])
+    EP = G.copy()
+    slots = default_slots(m, EP).astype(float)
+    b = np.array([4.0, 30.0, 2.5, 64.0])
+    S = np.array([1024.0, 8192.0, 65536.0, 2048.0])
+    out = evaluate_configs(m, h, prec, "realistic", G=G, TP_a=TPa, EP=EP, TP_e=1.0, E_slots=slots, b=b,
+                           S=S, overlap=1)
+    fast = evaluate_configs(m, h, prec, "realistic", G=G, TP_a=TPa, EP=EP, TP_e=1.0, E_slots=slots, b=b,
+                            S=S, overlap=1, categories=False)
+    assert "bottleneck" not in fast and np.array_equal(fast["step"], out["step"])
+    for j in range(len(G)):
+        r = decode_step(m, h, gpus=int(G[j]), tp_attn=int(TPa[j]), batch=b[j] * G[j] / TPa[j], context=S[j],
+                        overlap=True)
+        assert close(r.step_time, float(out["step"][j]), rel=1e-12)
+        assert close(r.tps_per_gpu, float(out["tps_gpu"][j]), rel=1e-12)
+        assert r.feasible == bool(out["feasible"][j])
+        assert r.bottleneck in (CATEGORIES[int(out["bottleneck"][j])], "memory_capacity")
+    for c in CATEGORIES:
+        assert out["cat." + c].shape == (4,) and np.all(out["cat." + c] >= 0)
+
+
+def test_to_dict_has_the_json_fields(kimi_h200):
+    d = kimi_h200.to_dict()
+    for key in ("tpot_s", "tps_per_user", "tps_per_gpu", "bottleneck", "feasible"):
+        assert key in d
+    assert all(isinstance(v, float) for v in d["terms_s"].values())
