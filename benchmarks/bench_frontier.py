@@ -35,6 +35,9 @@ def main() -> None:
     ep = G.copy()
     slots = np.ceil(model.E / ep) * ep
     batches = np.geomspace(0.1, 512, 128)
+    for overlap in (0, 1):  # warm-up: compile each call pattern once
+        evaluate_configs(model, hw, prec, "realistic", G=G[:2, None], TP_a=tp[:2, None], EP=ep[:2, None],
+                         TP_e=1.0, E_slots=slots[:2, None], b=batches[None, :2], S=1024.0, overlap=overlap)
     total, t = 0, 0.0
     for overlap in (0, 1):
         for ctx in (1024.0, 4096.0, 16384.0, 65536.0):
