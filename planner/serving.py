@@ -221,12 +221,12 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
                 dec[c] = pre[c]
         dec["ttft_s"] = float(pre.ttft_s)
         dec["kv_transfer_s"] = float(pre.kv_transfer_s)
-    elif serving == "aggregated":
-        X_p = dec.prefill_tps_per_gpu.values
     else:
         X_p = np.inf
     X_d = dec.decode_tps_per_gpu.values
-    if serving == "decode":
+    if serving in ("decode", "aggregated"):
+        # aggregated: every GPU does both, and _aggregate already stretched each step by the
+        # prefill it carries, so X_d is already the output per GPU of the deployment
         y_out = X_d
     else:
         y_out = seq.evaluate("y_output", X_d=X_d, X_p=X_p, I=wl.isl, O=wl.osl)

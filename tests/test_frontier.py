@@ -137,3 +137,16 @@ def test_bad_frontier_input(bad):
     kw = dict(serving="decode", gpus=8) | bad
     with pytest.raises(SpecError):
         frontier(MODEL, HW, **kw)
+
+
+def test_aggregated_is_harmonic_mean_of_same_layout_rates():
+    # every GPU decodes and prefills: per-GPU output = 1 / (1/X_d + (I/O) / X_p), with X_d the
+    # decode-only rate of the same configuration and X_p its chunked-prefill rate
+    f = frontier(MODEL, HW, serving="aggregated", isl=2048, osl=512, gpus=8, mtp=None)
+    r = f.iloc[len(f) // 2]
+    d = decode_step(MODEL, HW, gpus=int(r.gpus), tp_attn=int(r.tp_attn), ep=int(r.ep), tp_moe=int(r.tp_moe),
+                    expert_slots=int(r.expert_slots), batch=float(r.batch), context=2048 + 512 / 2,
+                    weights=r.weights, kv=r.kv, overlap=bool(r.overlap))
+    expected = 1 / (1 / d.tps_per_gpu + (2048 / 512) / r.prefill_tps_per_gpu)
+    assert math.isclose(r.output_tps_per_gpu, expected, rel_tol=1e-9)
+    assert math.isclose(r.tps_per_gpu, expected, rel_tol=1e-9)
