@@ -5,7 +5,8 @@ Public API (imported lazily, so ``import planner`` stays cheap)::
     load_hardware, load_model, hardware_names, model_names   # specs
     decode_step, prefill                                       # one configuration
     frontier, frontier_at, compare, explain                    # frontiers and comparisons
-    plot_frontiers                                             # plots
+    size, power_budget, cost_target, fleet_capacity           # procurement sizing
+    plot_frontiers, plot_sizing                                # plots
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ _LAZY = {
     "load_hardware": "specs", "load_model": "specs", "hardware_names": "specs",
     "model_names": "specs", "decode_step": "step", "prefill": "step", "frontier": "serving",
     "frontier_at": "serving", "compare": "compare", "explain": "compare",
-    "plot_frontiers": "plot",
+    "plot_frontiers": "plot", "plot_sizing": "plot", "size": "sizing", "power_budget": "sizing",
+    "cost_target": "sizing", "fleet_capacity": "sizing",
 }
 
 __all__ = ["SpecError", *_LAZY]

@@ -102,3 +102,49 @@ def _mark_bottlenecks(ax: Any, f: pd.DataFrame, xcol: str, color: str) -> None:
     for b, grp in f.groupby("bottleneck"):
         ax.plot(grp[xcol], grp["tps_per_gpu"], ls="", marker=MARKERS.get(str(b), "o"), ms=5,
                 mfc="white", mec=color, mew=1.2)
+
+
+def plot_sizing(curves: pd.DataFrame, path: str | Path | None = None, title: str | None = None,
+                level: float | None = None, cost_target: float | None = None,
+                basis: str = "own") -> Any:
+    """Cost per million tokens (top) and purchasable units needed (bottom) against the per-user
+    service level, one curve per hardware (:func:`planner.sizing.sizing_curve`'s table).
+
+    ``level``: the service level asked (a vertical line); ``cost_target``: a horizontal line on
+    the cost panel; ``basis``: ``own`` (capex + energy) or ``rental`` $/M tokens.
+    """
+    if curves.empty:
+        raise ValueError("no sizing curve to plot")
+    ycol = "usd_per_mtok" if basis == "own" else "usd_per_mtok_rental"
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True,
+                             gridspec_kw={"height_ratios": [3, 2]})
+    for i, (hw, grp) in enumerate(curves.groupby("hardware", sort=False)):
+        c = COLORS[i % len(COLORS)]
+        g = grp.sort_values("tps_per_user")
+        unit = str(g["unit"].iloc[0]) if "unit" in g else "unit"
+        axes[0].plot(g["tps_per_user"], g[ycol], color=c, lw=2, label=str(hw))
+        axes[1].step(g["tps_per_user"], g["units"], where="pre", color=c, lw=2,
+                     label=f"{hw} ({unit}s)")
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+        if level is not None:
+            ax.axvline(level, color="0.4", ls=":", lw=1.2)
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("USD per million output tokens" + (" (rental)" if basis != "own" else
+                                                          " (capex + energy)"))
+    if cost_target is not None:
+        axes[0].axhline(cost_target, color="0.4", ls="--", lw=1.2, label=f"target ${cost_target:g}/Mtok")
+    axes[0].legend(fontsize=8, loc="upper left")
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("units to buy")
+    axes[1].legend(fontsize=8, loc="upper left")
+    axes[1].set_xlabel("service level: output tokens/s per user")
+    a = curves.attrs
+    default = "Sizing" + (f": {a['model']}" if a.get("model") else "") + (
+        f", {a['demand']}" if a.get("demand") else "")
+    axes[0].set_title(title or default, fontsize=11)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=130)
+    return fig
