@@ -23,7 +23,14 @@ it.  Outputs always have the broadcast shape of the inputs.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.resources
+import inspect
+import json
+import math
+import os
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -233,6 +240,64 @@ def _compiled(arrays: frozenset[str] | None = None, fixed: tuple[tuple[str, floa
     return stage1, stage1_np, stage2, const_names, grid_names
 
 
+# ---- a disk cache of the generated code ------------------------------------------------------
+# lambdify writes Python source; compiling it takes about a second per call signature, which
+# every command-line run would pay again.  The generated source is kept in the user's cache
+# directory under a key that hashes the source of the modules that define the expressions
+# (symbols, equations, this one) and the sympy version, so any change to an equation makes a
+# new entry.  Set MOE_PLANNER_NO_CACHE=1 to bypass it.
+
+def _cache_dir() -> Path | None:
+    if os.environ.get("MOE_PLANNER_NO_CACHE"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "moe-planner"
+
+
+@lru_cache(maxsize=1)
+def _source_hash() -> str:
+    h = hashlib.sha256(sp.__version__.encode())
+    for mod in ("symbols", "equations", "compiled"):
+        h.update(importlib.resources.files("planner").joinpath(f"{mod}.py").read_bytes())
+    return h.hexdigest()[:20]
+
+
+def _load(source: str, numpy_ns: bool) -> Any:
+    ns: dict[str, Any] = {"_ipow": _ipow, "numpy": np} if numpy_ns else {}
+    ns.update(np.__dict__ if numpy_ns else math.__dict__)
+    exec(compile(source, "<moe-planner compiled>", "exec"), ns)  # noqa: S102 (our own cached code)
+    return ns["_lambdifygenerated"]
+
+
+@lru_cache(maxsize=32)
+def _compiled_cached(arrays: frozenset[str] | None = None, fixed: tuple[tuple[str, float], ...] = ()
+                     ) -> tuple[Any, Any, Any, tuple[str, ...], tuple[str, ...]]:
+    """:func:`_compiled`, through the disk cache of generated sources when one is usable."""
+    directory = _cache_dir()
+    if directory is None:
+        return _compiled(arrays, fixed)
+    key = hashlib.sha256(repr((_source_hash(), sorted(arrays) if arrays is not None else None,
+                               fixed)).encode()).hexdigest()[:24]
+    path = directory / f"compiled-{key}.json"
+    try:
+        doc = json.loads(path.read_text("utf-8"))
+        return (_load(doc["stage1"], False), _load(doc["stage1_np"], True),
+                _load(doc["stage2"], True), tuple(doc["const_names"]), tuple(doc["grid_names"]))
+    except (OSError, ValueError, KeyError, SyntaxError):
+        pass
+    stage1, stage1_np, stage2, const_names, grid_names = _compiled(arrays, fixed)
+    try:
+        doc = {"stage1": inspect.getsource(stage1), "stage1_np": inspect.getsource(stage1_np),
+               "stage2": inspect.getsource(stage2), "const_names": const_names, "grid_names": grid_names}
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(doc), "utf-8")
+        os.replace(tmp, path)
+    except (OSError, TypeError):
+        pass  # no cache: still correct, only slower next time
+    return stage1, stage1_np, stage2, const_names, grid_names
+
+
 def _signature(values: dict[str, Any]) -> tuple[frozenset[str], tuple[tuple[str, float], ...],
                                                 tuple[int, ...]]:
     """(names of the array-valued symbols, switches fixed at their scalar value, output shape)."""
@@ -265,7 +330,7 @@ def evaluate(values: dict[str, Any]) -> dict[str, np.ndarray]:
     if missing:
         raise KeyError(f"missing symbol values: {', '.join(missing)}")
     arrays, fixed, shape = _signature(values)
-    stage1, stage1_np, stage2, const_names, grid_names = _compiled(arrays, fixed)
+    stage1, stage1_np, stage2, const_names, grid_names = _compiled_cached(arrays, fixed)
     scalars = [float(np.asarray(values[n]).reshape(())) for n in const_names]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         try:
