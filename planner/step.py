@@ -159,7 +159,10 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
     v = dict(
         d=model.d, n_L=model.n_L, n_Ld=model.n_Ld, E=model.E, k=model.k, E_s=model.E_s,
         f_e=model.f_e, f_d=model.f_d, h=model.h, V=model.V,
-        n_emb=1 if model.tie_embeddings else 2, W_attn=model.attn_params,
+        n_emb=1 if model.tie_embeddings else 2,
+        # the router (d x E per MoE layer) is read and multiplied with the attention weights;
+        # spread over all layers so the per-layer symbol keeps the model's exact total
+        W_attn=model.attn_params + model.router_params * model.n_moe / model.n_L,
         e_kv=model.kv_elems_per_token_layer, c_att=c_att,
         phi_w=model.sliding_layers / model.n_L, S_w=max(model.sliding_window, 1), n_mtp=n_mtp,
         b_we=pb["routed_experts"], b_wa=pb["attention"], b_wd=pb["dense_ffn"],
