@@ -7,10 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
-
-matplotlib.use("Agg") if matplotlib.get_backend().lower() in ("", "agg") else None
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
+import matplotlib.pyplot as plt
+import matplotlib.ticker
 import pandas as pd  # noqa: E402
 
 METRIC_LABELS = {
