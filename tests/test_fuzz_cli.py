@@ -54,6 +54,17 @@ COMMANDS = {
                "--tp-attn": NUM, "--ep": NUM, "--tp-moe": NUM, "--weights": COMMON["--weights"],
                "--kv": COMMON["--kv"], "--mode": COMMON["--mode"], "--json": None}, []),
     "equations": ({"--latex": None}, []),
+    "size": ({**COMMON, "--model": MODELS,
+              "--hardware": st.sampled_from(["hgx-h200", "hgx-b200 hgx-h200", "x"]),
+              "--demand-tps": NUM, "--users": NUM, "--requests-per-s": NUM, "--min-tps-user": NUM,
+              "--pue": st.sampled_from(["1.2", "0", "-1", "x"]), "--usd-per-kwh": NUM, "--years": NUM,
+              "--power-budget-mw": NUM, "--cost-target": NUM, "--fleet-units": NUM,
+              "--usd-per-gpu-hour": st.sampled_from(["3", "hgx-h200=2", "bad=1", "x"]),
+              "--json": None, "--plot": OUTPUT, "--profile": OUTPUT}, []),
+    "sweep": ({**COMMON, "--model": MODELS, "--hardware": HARDWARE,
+               "--contexts": st.sampled_from(["1024", "0", "x"]),
+               "--batch-points": st.sampled_from(["4", "1", "0"]), "--chunk": st.sampled_from(["4096", "1"]),
+               "--csv": OUTPUT, "--json": None, "--no-progress": None}, []),
 }
 AVAILABLE = set(build_parser()._subparsers._group_actions[0].choices)  # noqa: SLF001
 
@@ -81,7 +92,7 @@ def test_fuzz_cli(cmd, data, tmp_path_factory, capsys):
     out = tmp_path_factory.mktemp("out")
     argv = [a.replace("OUT", str(out)) for a in _argv(cmd, COMMANDS[cmd][0], data)]
     # keep generated frontiers small: fix the instance size unless the case already did
-    if cmd in ("frontier", "compare") and "--gpus" not in argv:
+    if cmd in ("frontier", "compare", "size", "sweep") and "--gpus" not in argv:
         argv += ["--gpus", "8"]
     if cmd == "compare" and "--plot" not in argv:
         argv += ["--plot", ""]
