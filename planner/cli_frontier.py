@@ -156,14 +156,17 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     from .serving import frontier
 
     df = frontier(args.model, args.hardware, **frontier_kwargs(args))
+    band = _band(args, args.model, args.hardware, df)
     if args.csv:
         write_atomic(args.csv, lambda tmp: df.to_csv(tmp, index=False))
     if args.plot:
         from .plot import plot_frontiers
 
-        write_atomic(args.plot, lambda tmp: plot_frontiers([df]).savefig(tmp, dpi=130, format="png"))
+        write_atomic(args.plot, lambda tmp: plot_frontiers([df], bands=[band]).savefig(tmp, dpi=130,
+                                                                                       format="png"))
     if args.json:
-        print_json({"settings": _settings(df.attrs), "points": points_json(df)})
+        print_json({"settings": _settings(df.attrs), "points": points_json(df),
+                    **({"band": _band_json(band)} if band is not None else {})})
         return 0
     a = df.attrs
     print(f"# frontier: {a['model']} on {a['hardware']}, {a['serving']}, ISL {a['isl']:g} / OSL "
@@ -179,7 +182,36 @@ def cmd_frontier(args: argparse.Namespace) -> int:
                  r.bottleneck] for r in df.itertuples()]
         print(table(rows, ["tok/s/user", "tok/s/GPU", "tok/s/MW", "$/Mtok", "GPUs", "TPa", "EP", "TPe",
                            "batch/GPU", "weights", "MTP", "TBO", "binds"]))
+    if band is not None:
+        _print_band(band)
     return 0
+
+
+def _band(args: argparse.Namespace, model: Any, hardware: Any, nominal: pd.DataFrame) -> pd.DataFrame | None:
+    """The uncertainty band (``--band``), or None."""
+    if not getattr(args, "band", False):
+        return None
+    from .uncertainty import frontier_band
+
+    return frontier_band(model, hardware, base=nominal, **frontier_kwargs(args))
+
+
+def _band_json(band: pd.DataFrame) -> dict[str, Any]:
+    a = band.attrs
+    return {"samples": a.get("band_samples"), "seed": a.get("band_seed"), "method": a.get("band_method"),
+            "quantiles": list(a.get("band_quantiles", ())),
+            "points": [{k: _clean(v) for k, v in r.items()} for r in band.to_dict("records")]}
+
+
+def _print_band(band: pd.DataFrame, name: str = "") -> None:
+    a = band.attrs
+    q = a.get("band_quantiles", (5, 95))
+    print(f"\n# uncertainty band{' ' + name if name else ''}: {q[0]:g}th-{q[1]:g}th percentile of "
+          f"tok/s/GPU over {a.get('band_samples')} draws of the efficiencies ({a.get('band_method')}: "
+          "fit covariance where calibrated, +-15% otherwise)")
+    sub = band.iloc[::max(len(band) // 10, 1)]
+    print(table([[r.tps_per_user, r.lo, r.mid, r.hi, r.nominal] for r in sub.itertuples()],
+                ["tok/s/user", "lo", "mid", "hi", "nominal"]))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -213,14 +245,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     both = pd.concat([c.a, c.b], ignore_index=True)
     if args.csv:
         write_atomic(args.csv, lambda tmp: both.to_csv(tmp, index=False))
+    bands = [_band(args, args.model, h, f) for h, f in zip(args.hardware, (c.a, c.b), strict=True)]
     if args.plot:
-        write_atomic(args.plot, lambda tmp: plot_frontiers([c.a, c.b], c.ratio).savefig(
+        write_atomic(args.plot, lambda tmp: plot_frontiers([c.a, c.b], c.ratio, bands=bands).savefig(
             tmp, dpi=130, format="png"))
     s = c.settings
     if args.json:
         print_json({"settings": _settings(s),
                     "table": [{k: _clean(v) for k, v in r.items()} for r in c.table.to_dict("records")],
-                    "frontiers": {s["hardware_a"]: points_json(c.a), s["hardware_b"]: points_json(c.b)}})
+                    "frontiers": {s["hardware_a"]: points_json(c.a), s["hardware_b"]: points_json(c.b)},
+                    **({"bands": {s["hardware_a"]: _band_json(bands[0]),
+                                  s["hardware_b"]: _band_json(bands[1])}} if bands[0] is not None else {})})
         return 0
     A, B = s["hardware_a"], s["hardware_b"]
     print(f"# moe-planner compare: {s['model']} on {A} vs {B}")
@@ -240,6 +275,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         r = c.ratio.iloc[i]
         print(f"# largest per-GPU ratio {r.ratio:.1f}x at {r.tps_per_user:.0f} tokens/s/user; "
               "'-' = not reachable; run with --explain --at X for the causes")
+    for h, band in zip((A, B), bands, strict=True):
+        if band is not None:
+            _print_band(band, h)
     written = [p for p in (args.plot, args.csv) if p]
     if written:
         print(f"# wrote {', '.join(written)}")
@@ -291,6 +329,9 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help='print {"settings": ..., "points": [...]}')
     p.add_argument("--csv", metavar="FILE", help="also write every frontier point to FILE")
     p.add_argument("--plot", metavar="FILE", help="also draw the frontier to FILE (PNG)")
+    p.add_argument("--band", action="store_true",
+                   help="also an uncertainty band: Monte Carlo over the realistic-mode efficiencies "
+                        "(fit covariance where calibrated, +-15%% otherwise); in the plot and output")
 
     c = add_command(
         sub, "compare", cmd_compare, parents=[parent],
@@ -312,6 +353,8 @@ def register(sub: Any) -> None:
     c.add_argument("--csv", metavar="FILE", default="frontier.csv",
                    help="CSV of both frontiers (default frontier.csv; '' to skip)")
     c.add_argument("--json", action="store_true", help="print the table and frontiers as JSON")
+    c.add_argument("--band", action="store_true",
+                   help="also uncertainty bands on both frontiers (Monte Carlo over the efficiencies)")
     c.add_argument("--explain", action="store_true",
                    help="decompose the ratio at --at into causes by counterfactual swaps")
     c.add_argument("--at", type=_positive_float, default=50.0,
