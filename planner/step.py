@@ -290,7 +290,8 @@ def _categories(model: Model, out: dict[str, np.ndarray], vals: dict[str, Any]) 
     layers' weight reads, kernel overheads and message latencies count twice (once per micro-
     batch), and communication hidden behind compute still counts: the categories say what each
     resource is busy with, so they need not add up to the step time.  Draft (MTP) passes are not
-    attributed.  ``bottleneck`` is the index of the largest.
+    attributed.  ``bottleneck`` is the index of the largest; with overlap, of the largest on the
+    side (compute or communication) that sets the layer time.
     """
     n_moe, n_ld, n_l = model.n_moe, model.n_Ld, model.n_L
     o = np.asarray(vals["o"], dtype=float)
@@ -326,9 +327,17 @@ def _categories(model: Model, out: dict[str, np.ndarray], vals: dict[str, Any]) 
     cats = [comp, hbm, kv, scale_up, scale_out, latency]
     shape = np.shape(out["step"])
     cats = [x if np.shape(x) == shape else np.full(shape, x, dtype=float) for x in cats]
+    # With overlap a layer costs max(compute side, communication side): the side that loses is
+    # hidden and cannot bind, so only the winning side's categories compete for the label.
+    comp_side = cats[0] + cats[1] + cats[2]
+    comm_side = cats[3] + cats[4]
+    hide_comm = (o > 0) & (comp_side >= comm_side)
+    hide_comp = (o > 0) & (comm_side > comp_side)
+    ranked = [np.where(hide_comp, -1.0, x) for x in cats[:3]] + [np.where(hide_comm, -1.0, x)
+                                                                 for x in cats[3:5]] + [cats[5]]
     # argmax by pairwise comparison (np.argmax over a stacked copy is ~10x slower)
-    best, idx = cats[0], np.zeros(shape, dtype=np.int64)
-    for i, x in enumerate(cats[1:], start=1):
+    best, idx = ranked[0], np.zeros(shape, dtype=np.int64)
+    for i, x in enumerate(ranked[1:], start=1):
         gt = x > best
         idx = idx + gt * (i - idx)
         best = np.maximum(best, x)
