@@ -14,6 +14,8 @@ from .serving import frontier, frontier_at
 from .specs import load_hardware, load_model
 
 DEFAULT_LEVELS = (10.0, 20.0, 50.0, 100.0, 200.0)
+#: A frontier below this fraction of its own peak is in its tail (see Comparison.ratio).
+USEFUL = 0.05
 
 
 def envelope(front: pd.DataFrame, x: np.ndarray, y: str = "tps_per_gpu") -> np.ndarray:
@@ -56,6 +58,9 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     ratio = pd.DataFrame({"tps_per_user": x, "tps_per_gpu_a": ya, "tps_per_gpu_b": yb,
                           "ratio": ya / yb,
                           "ratio_per_mw": (ya / ha.power_per_gpu) / (yb / hb.power_per_gpu)})
+    # where either system is down to a few percent of its own peak (the tail of its frontier), the
+    # ratio of two small numbers says little: flag it, so plots and maxima can leave it out
+    ratio["both_useful"] = (ya >= USEFUL * fa.tps_per_gpu.max()) & (yb >= USEFUL * fb.tps_per_gpu.max())
     ta = frontier_at(m, ha, list(levels), points=pts_a, **kw)
     tb = frontier_at(m, hb, list(levels), points=pts_b, **kw)
     table = pd.DataFrame({"tps_per_user": list(levels)})

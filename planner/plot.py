@@ -75,6 +75,8 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
     ax.set_title(title or ("Pareto frontier" + (f" ({mode} mode)" if mode else "")), fontsize=11)
     if two:
         ax2 = axes[1, 0]
+        if "both_useful" in ratio:
+            ratio = ratio[ratio["both_useful"]]
         ax2.plot(ratio["tps_per_user"], ratio["ratio"], color="k", lw=2,
                  label=f"{frontiers[0].attrs.get('hardware')} / {frontiers[1].attrs.get('hardware')}"
                        " per GPU")
