@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from planner import load_hardware, load_model
-from planner.compare import compare
+from planner.comparison import compare
 from planner.step import evaluate_configs, resolve_precisions
 
 

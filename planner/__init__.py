@@ -19,10 +19,10 @@ from .errors import SpecError
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Hardware": "hardware", "Model": "model", "StepResult": "step", "Comparison": "compare",
+    "Hardware": "hardware", "Model": "model", "StepResult": "step", "Comparison": "comparison",
     "load_hardware": "specs", "load_model": "specs", "hardware_names": "specs",
     "model_names": "specs", "decode_step": "step", "prefill": "step", "frontier": "serving",
-    "frontier_at": "serving", "compare": "compare", "explain": "compare",
+    "frontier_at": "serving", "compare": "comparison", "explain": "comparison",
     "plot_frontiers": "plot", "plot_sizing": "plot", "size": "sizing", "power_budget": "sizing",
     "cost_target": "sizing", "fleet_capacity": "sizing",
 }

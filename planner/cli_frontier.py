@@ -215,7 +215,7 @@ def _print_band(band: pd.DataFrame, name: str = "") -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import compare, explain
+    from .comparison import compare, explain
 
     if len(args.hardware) != 2:
         raise SpecError("<input>", "--hardware", f"two systems to compare, got {len(args.hardware)}")

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .calibrate import sampled_efficiencies
-from .compare import envelope
+from .comparison import envelope
 from .errors import SpecError
 from .hardware import Hardware
 from .model import Model

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from planner import decode_step
-from planner.compare import compare, envelope, explain
+from planner.comparison import compare, envelope, explain
 from planner.search import pareto
 from planner.serving import frontier, frontier_at
 
