@@ -276,7 +276,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         r = useful.iloc[i]
         print(f"# largest per-GPU ratio {r.ratio:.1f}x at {r.tps_per_user:.0f} tokens/s/user (where both "
               "systems still give at least 5% of their peak tokens/s per GPU)")
-    print("# '-' = not reachable; run with --explain --at X for the causes")
+    tops = ", ".join(f"{h} tops out at {c.table[f'max_tps_per_user_{t}'].iloc[0]:.0f}"
+                     for h, t in ((A, "a"), (B, "b")))
+    print(f"# '-' = not reachable ({tops} tokens/s/user); --explain --at X gives the causes of a ratio")
     for h, band in zip((A, B), bands, strict=True):
         if band is not None:
             _print_band(band, h)

@@ -71,6 +71,9 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
         table[f"bottleneck_{tag}"] = t.get("bottleneck", pd.Series(None, index=t.index)).to_numpy()
         table[f"weights_{tag}"] = t.get("weights", pd.Series(None, index=t.index)).to_numpy()
         table[f"gpus_{tag}"] = t.get("gpus", pd.Series(np.nan, index=t.index)).to_numpy()
+    # the fastest per-user rate each system reaches: a level above it is out of reach (NaN)
+    table["max_tps_per_user_a"] = float(fa.tps_per_user.max())
+    table["max_tps_per_user_b"] = float(fb.tps_per_user.max())
     table["ratio"] = table.tps_per_gpu_a / table.tps_per_gpu_b
     table["ratio_per_mw"] = table.tps_per_mw_a / table.tps_per_mw_b
     settings = {**pts_a.attrs, "hardware_a": ha.name, "hardware_b": hb.name}

@@ -18,6 +18,13 @@ METRIC_LABELS = {
 }
 MARKERS = {"compute": "s", "hbm_weights": "o", "kv_read": "D", "scale_up": "^",
            "scale_out": "v", "latency": "x", "memory_capacity": "P"}
+Y_LABELS = {
+    "tps_per_mw": "output tokens/s per MW (all-in power)",
+    "usd_per_mtok": "USD per million output tokens",
+    "output_tps_per_gpu": METRIC_LABELS["output"],
+    "total_tps_per_gpu": METRIC_LABELS["total"],
+    "decode_tps_per_gpu": METRIC_LABELS["decode"],
+}
 COLORS = ("#76b900", "#1f77b4", "#d62728", "#9467bd", "#ff7f0e", "#8c564b")
 
 
@@ -35,17 +42,20 @@ def label(df: pd.DataFrame) -> str:
 def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None = None,
                    path: str | Path | None = None, title: str | None = None,
                    bands: Sequence[pd.DataFrame | None] | None = None,
-                   annotate_bottleneck: bool = True) -> Any:
+                   annotate_bottleneck: bool = True, y: str = "tps_per_gpu",
+                   logy: bool = False) -> Any:
     """Draw frontiers (and, if given, the ratio curve of the first two in a second panel).
 
-    ``bands``: per frontier, a DataFrame with ``tps_per_user``, ``lo``, ``hi`` to shade.
+    ``y``: the column to draw against interactivity (``tps_per_gpu``, ``tps_per_mw``,
+    ``usd_per_mtok``, ...); ``logy``: logarithmic y axis (a small system next to a large one).
+    ``bands``: per frontier, a DataFrame with ``tps_per_user``, ``lo``, ``hi`` to shade (per GPU).
     Returns the matplotlib Figure; saves it to ``path`` when given.
     """
     if not frontiers:
         raise ValueError("no frontier to plot")
     prefill = frontiers[0].attrs.get("serving") == "prefill"
     two = ratio is not None and not ratio.empty
-    fig, axes = plt.subplots(2 if two else 1, 1, figsize=(9, 7.5 if two else 5.2), sharex=two,
+    fig, axes = plt.subplots(2 if two else 1, 1, figsize=(10.5, 7.5 if two else 5.2), sharex=two,
                              gridspec_kw={"height_ratios": [3, 1.3]} if two else None,
                              squeeze=False)
     ax = axes[0, 0]
@@ -53,24 +63,31 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
     for i, f in enumerate(frontiers):
         c = COLORS[i % len(COLORS)]
         f = f.sort_values(xcol)
-        ax.plot(f[xcol], f["tps_per_gpu"], color=c, lw=2, label=label(f))
-        if bands and i < len(bands) and bands[i] is not None:
+        ax.plot(f[xcol], f[y], color=c, lw=2, label=label(f))
+        if bands and i < len(bands) and bands[i] is not None and y == "tps_per_gpu":
             b = bands[i]
             ax.fill_between(b["tps_per_user"], b["lo"], b["hi"], color=c, alpha=0.18, lw=0,
                             label=f"{f.attrs.get('hardware')} uncertainty band")
         if annotate_bottleneck and "bottleneck" in f:
-            _mark_bottlenecks(ax, f, xcol, c)
+            _mark_bottlenecks(ax, f, xcol, c, y)
     metric = frontiers[0].attrs.get("metric", "output")
-    ax.set_ylabel("input tokens/s per GPU" if prefill else METRIC_LABELS.get(metric, metric))
+    if y == "tps_per_gpu":
+        ax.set_ylabel("input tokens/s per GPU" if prefill else METRIC_LABELS.get(metric, metric))
+    else:
+        ax.set_ylabel(Y_LABELS.get(y, y))
     ax.set_xscale("log")
+    _plain_log_ticks(ax.xaxis)
+    if logy:
+        ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)
     first = ax.legend(fontsize=8, loc="upper right" if prefill else "lower left")
     if annotate_bottleneck:
         ax.add_artist(first)
         handles = [plt.Line2D([], [], ls="", marker=MARKERS[b], color="0.3", ms=6,
                               label=b.replace("_", " ")) for b in MARKERS]
+        # outside the axes, so it never covers a curve
         ax.legend(handles=handles, title="binding term", fontsize=7, title_fontsize=7,
-                  loc="upper right" if not prefill else "lower right", ncol=2)
+                  loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     mode = frontiers[0].attrs.get("mode", "")
     ax.set_title(title or ("Pareto frontier" + (f" ({mode} mode)" if mode else "")), fontsize=11)
     if two:
@@ -97,10 +114,17 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
     return fig
 
 
-def _mark_bottlenecks(ax: Any, f: pd.DataFrame, xcol: str, color: str) -> None:
+def _plain_log_ticks(axis: Any) -> None:
+    """Ticks at 1, 2, 5 x 10^n written as plain numbers (20, 50, 100), not 2 x 10^1."""
+    axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def _mark_bottlenecks(ax: Any, f: pd.DataFrame, xcol: str, color: str, y: str = "tps_per_gpu") -> None:
     """One marker shape per binding term along the frontier."""
     for b, grp in f.groupby("bottleneck"):
-        ax.plot(grp[xcol], grp["tps_per_gpu"], ls="", marker=MARKERS.get(str(b), "o"), ms=5,
+        ax.plot(grp[xcol], grp[y], ls="", marker=MARKERS.get(str(b), "o"), ms=5,
                 mfc="white", mec=color, mew=1.2)
 
 
