@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .cli import add_command, print_json, write_atomic
+from .cli import add_command, positive_float, positive_int, print_json, write_atomic
 from .errors import SpecError
 
 CONFIG_COLUMNS = (
@@ -22,24 +22,6 @@ CONFIG_COLUMNS = (
 )
 
 
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a finite positive number, got {text!r}")
-    return v
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
 
 
 def _mtp(text: str) -> Any:
@@ -66,22 +48,22 @@ def workload_parent() -> argparse.ArgumentParser:
                    help="decode: decode pool only at --context; prefill: prefill pool only (input "
                         "tokens/s per GPU vs TTFT); aggregated: prefill and decode share GPUs; "
                         "disaggregated: separate, rate-matched pools (default)")
-    g.add_argument("--isl", type=_positive_float, default=1024.0,
+    g.add_argument("--isl", type=positive_float, default=1024.0,
                    help="input (prompt) tokens per request (default 1024)")
-    g.add_argument("--osl", type=_positive_float, default=1024.0,
+    g.add_argument("--osl", type=positive_float, default=1024.0,
                    help="output tokens per request (default 1024)")
-    g.add_argument("--context", type=_positive_float, default=None,
+    g.add_argument("--context", type=positive_float, default=None,
                    help="mean KV length in decode, tokens (default ISL + OSL/2)")
-    g.add_argument("--max-ttft", type=_positive_float, default=None,
+    g.add_argument("--max-ttft", type=positive_float, default=None,
                    help="time-to-first-token limit for the prefill pool, seconds (default 2)")
     s = p.add_argument_group("search space (omit to let the search choose)")
-    s.add_argument("--gpus", type=_positive_int, default=None,
+    s.add_argument("--gpus", type=positive_int, default=None,
                    help="fix the instance size in GPUs (e.g. 8 for one HGX node)")
-    s.add_argument("--max-gpus", type=_positive_int, default=None,
+    s.add_argument("--max-gpus", type=positive_int, default=None,
                    help="largest instance the search tries (default: 4 scale-up domains, >= 64)")
-    s.add_argument("--tp-attn", type=_positive_int, default=None, help="attention tensor parallel")
-    s.add_argument("--ep", type=_positive_int, default=None, help="expert parallel")
-    s.add_argument("--tp-moe", type=_positive_int, default=None, help="expert tensor parallel")
+    s.add_argument("--tp-attn", type=positive_int, default=None, help="attention tensor parallel")
+    s.add_argument("--ep", type=positive_int, default=None, help="expert parallel")
+    s.add_argument("--tp-moe", type=positive_int, default=None, help="expert tensor parallel")
     s.add_argument("--weights", default=None,
                    help="routed-expert storage: bf16, fp8, nvfp4, mxfp4, int4_g32 (default: the "
                         "model's own, and NVFP4 / FP8 where the hardware multiplies them)")
@@ -349,7 +331,7 @@ def register(sub: Any) -> None:
     c.add_argument("--model", default="kimi-k2-thinking", help="model (default kimi-k2-thinking)")
     c.add_argument("--hardware", nargs="+", default=["gb200-nvl72", "hgx-h200"], metavar="H",
                    help="two systems, A then B; ratios are A/B (default gb200-nvl72 hgx-h200)")
-    c.add_argument("--levels", nargs="+", type=_positive_float, default=[10, 20, 50, 100, 200],
+    c.add_argument("--levels", nargs="+", type=positive_float, default=[10, 20, 50, 100, 200],
                    metavar="X", help="interactivity levels for the table, tokens/s/user "
                    "(default 10 20 50 100 200)")
     c.add_argument("--plot", metavar="FILE", default="frontier.png",
@@ -361,7 +343,7 @@ def register(sub: Any) -> None:
                    help="also uncertainty bands on both frontiers (Monte Carlo over the efficiencies)")
     c.add_argument("--explain", action="store_true",
                    help="decompose the ratio at --at into causes by counterfactual swaps")
-    c.add_argument("--at", type=_positive_float, default=50.0,
+    c.add_argument("--at", type=positive_float, default=50.0,
                    help="interactivity for --explain, tokens/s/user (default 50)")
 
     w = add_command(
@@ -375,11 +357,11 @@ def register(sub: Any) -> None:
         "--batch-points 4096")
     w.add_argument("--model", required=True, help="bundled model name or path")
     w.add_argument("--hardware", required=True, help="bundled system name or path")
-    w.add_argument("--contexts", nargs="+", type=_positive_float, default=[2048.0], metavar="S",
+    w.add_argument("--contexts", nargs="+", type=positive_float, default=[2048.0], metavar="S",
                    help="mean KV lengths to sweep, tokens (default 2048)")
-    w.add_argument("--batch-points", type=_positive_int, default=256,
+    w.add_argument("--batch-points", type=positive_int, default=256,
                    help="batch values per layout and context (default 256)")
-    w.add_argument("--chunk", type=_positive_int, default=1 << 18,
+    w.add_argument("--chunk", type=positive_int, default=1 << 18,
                    help="configurations evaluated at once; bounds memory (default 262144)")
     w.add_argument("--no-progress", action="store_true", help="no progress bar")
     w.add_argument("--csv", metavar="FILE", help="write the frontier points to FILE")

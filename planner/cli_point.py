@@ -4,11 +4,10 @@ sympy model as text or LaTeX, with the symbol table)."""
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from typing import Any
 
-from .cli import add_command, print_json
+from .cli import add_command, positive_float, positive_int, print_json
 from .errors import SpecError
 from .specio import suggest
 
@@ -53,24 +52,6 @@ _COUNT = {
 _PER_STEP_ONLY = {"lm_head", "draft", "step"}
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"a positive integer, got {text!r}")
-    return v
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a positive number, got {text!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"a finite positive number, got {text!r}")
-    return v
 
 
 def _mtp(text: str) -> int | None:
@@ -97,29 +78,29 @@ def register(sub: Any) -> None:
     w = p.add_argument_group("system and model")
     w.add_argument("--model", required=True, help="bundled model name or path (YAML or config.json)")
     w.add_argument("--hardware", required=True, help="bundled system name or path to a YAML")
-    w.add_argument("--gpus", type=_positive_int, required=True,
+    w.add_argument("--gpus", type=positive_int, required=True,
                    help="GPUs in the instance (count; required)")
     lay = p.add_argument_group("layout (products must equal --gpus)")
-    lay.add_argument("--tp-attn", type=_positive_int, default=None,
+    lay.add_argument("--tp-attn", type=positive_int, default=None,
                      help="attention tensor-parallel degree (GPUs; default 1, or gpus / --dp-attn)")
-    lay.add_argument("--dp-attn", type=_positive_int, default=None,
+    lay.add_argument("--dp-attn", type=positive_int, default=None,
                      help="attention data-parallel degree (ranks; default gpus / --tp-attn)")
-    lay.add_argument("--ep", type=_positive_int, default=None,
+    lay.add_argument("--ep", type=positive_int, default=None,
                      help="expert-parallel degree (GPUs; default gpus / --tp-moe)")
-    lay.add_argument("--tp-moe", type=_positive_int, default=None,
+    lay.add_argument("--tp-moe", type=positive_int, default=None,
                      help="expert tensor-parallel degree (GPUs; default 1, or gpus / --ep)")
-    lay.add_argument("--expert-slots", type=_positive_int, default=None,
+    lay.add_argument("--expert-slots", type=positive_int, default=None,
                      help="routed-expert slots incl. redundant replicas (count; default: the fewest "
                      ">= the routed experts that EP divides)")
     wl = p.add_argument_group("workload")
-    wl.add_argument("--batch", type=_positive_float, default=None,
+    wl.add_argument("--batch", type=positive_float, default=None,
                     help="concurrent sequences in the instance (count; required for decode, default "
                     "1 prompt for --prefill)")
-    wl.add_argument("--context", type=_positive_float, default=None,
+    wl.add_argument("--context", type=positive_float, default=None,
                     help="mean KV-cache length per sequence (tokens; required for decode)")
     wl.add_argument("--prefill", action="store_true",
                     help="evaluate one prefill pass of --batch prompts instead of a decode step")
-    wl.add_argument("--prompt", type=_positive_float, default=None,
+    wl.add_argument("--prompt", type=positive_float, default=None,
                     help="prompt length for --prefill (tokens; required with --prefill)")
     pr = p.add_argument_group("precision, speculation, execution")
     pr.add_argument("--weights", default=None,

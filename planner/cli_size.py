@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from .cli import add_command, print_json, write_atomic
-from .cli_frontier import _clean, _positive_float, _positive_int, table, workload_parent
+from .cli import add_command, positive_float, positive_int, print_json, write_atomic
+from .cli_frontier import _clean, table, workload_parent
 from .errors import SpecError
 
 FIGURE_LABELS = {
@@ -36,7 +36,7 @@ def _nonneg_float(text: str) -> float:
 
 
 def _pue(text: str) -> float:
-    v = _positive_float(text)
+    v = positive_float(text)
     if v < 1:
         raise argparse.ArgumentTypeError(f"expected a PUE >= 1, got {text!r}")
     return v
@@ -50,7 +50,7 @@ def _override(values: list[str] | None, flag: str, names: list[str]) -> Any:
     for item in values:
         name, sep, num = item.rpartition("=")
         try:
-            v = _positive_float(num)
+            v = positive_float(num)
         except argparse.ArgumentTypeError as exc:
             raise SpecError("<input>", flag, f"a positive number or SYSTEM=NUMBER ({exc})") from None
         if not sep:
@@ -330,21 +330,21 @@ def register(sub: Any) -> None:
     p.add_argument("--model", required=True, help="bundled model name or path (YAML or config.json)")
     p.add_argument("--hardware", required=True, nargs="+", metavar="H", help="one or more systems to size")
     d = p.add_argument_group("demand (one of)").add_mutually_exclusive_group()
-    d.add_argument("--demand-tps", type=_positive_float, metavar="X", help="peak output tokens/s")
-    d.add_argument("--users", type=_positive_float, metavar="N",
+    d.add_argument("--demand-tps", type=positive_float, metavar="X", help="peak output tokens/s")
+    d.add_argument("--users", type=positive_float, metavar="N",
                    help="peak concurrent users (x --min-tps-user = output tokens/s)")
-    d.add_argument("--requests-per-s", type=_positive_float, metavar="R",
+    d.add_argument("--requests-per-s", type=positive_float, metavar="R",
                    help="peak requests/s (x --osl = output tokens/s)")
     d.add_argument("--profile", metavar="FILE", help="daily profile: 24 hourly loads (CSV or YAML); "
                    "sized for the peak, with average utilisation and the cost of idle capacity")
     s = p.add_argument_group("service level")
-    s.add_argument("--min-tps-user", type=_positive_float, metavar="Y",
+    s.add_argument("--min-tps-user", type=positive_float, metavar="Y",
                    help="output tokens/s each user gets at least (TTFT: --max-ttft)")
     c = p.add_argument_group("costs (defaults: the spec files' figures, printed with their sources)")
     c.add_argument("--pue", type=_pue, default=1.3, help="facility power / IT power (default 1.3)")
     c.add_argument("--usd-per-kwh", type=_nonneg_float, default=0.08, metavar="C",
                    help="energy price (default 0.08)")
-    c.add_argument("--years", type=_positive_float, default=4.0, metavar="Y",
+    c.add_argument("--years", type=positive_float, default=4.0, metavar="Y",
                    help="capex amortisation period (default 4)")
     c.add_argument("--usd-per-unit", nargs="+", metavar="C",
                    help="capex per rack/node: one number for every system, or SYSTEM=NUMBER")
@@ -356,13 +356,13 @@ def register(sub: Any) -> None:
                    help="which $/Mtok picks the configuration, marks the cheapest and meets --cost-target: "
                         "own (capex over --years + energy, default) or rental")
     q = p.add_argument_group("inverse questions (one of)").add_mutually_exclusive_group()
-    q.add_argument("--power-budget-mw", type=_positive_float, metavar="P",
+    q.add_argument("--power-budget-mw", type=positive_float, metavar="P",
                    help="the largest load served at the service level within P MW of facility power")
-    q.add_argument("--cost-target", type=_positive_float, metavar="USD",
+    q.add_argument("--cost-target", type=positive_float, metavar="USD",
                    help="the highest tokens/s/user reachable at USD per million tokens or less")
-    q.add_argument("--fleet-units", type=_positive_int, metavar="N",
+    q.add_argument("--fleet-units", type=positive_int, metavar="N",
                    help="the load N units serve at each service level (--levels)")
-    p.add_argument("--levels", nargs="+", type=_positive_float, metavar="X",
+    p.add_argument("--levels", nargs="+", type=positive_float, metavar="X",
                    help="service levels for --fleet-units, tokens/s/user (default 10 20 50 100 200 and "
                         "--min-tps-user)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -204,7 +204,8 @@ def register(sub: Any) -> None:
     c.add_argument("--json", action="store_true", help="print the fit as JSON")
     c.add_argument("--no-loo", action="store_true", help="skip the leave-one-out refits")
 
-    from .cli_frontier import _positive_float, workload_parent
+    from .cli import positive_float
+    from .cli_frontier import workload_parent
 
     s = add_command(
         sub, "sensitivity", cmd_sensitivity, parents=[workload_parent()],
@@ -218,7 +219,7 @@ def register(sub: Any) -> None:
         "--what-if su_bandwidth=2")
     s.add_argument("--model", required=True, help="bundled model name or path")
     s.add_argument("--hardware", required=True, help="bundled system name or path")
-    s.add_argument("--at", type=_positive_float, default=50.0, help="tokens/s per user (default 50)")
+    s.add_argument("--at", type=positive_float, default=50.0, help="tokens/s per user (default 50)")
     s.add_argument("--what-if", type=_what_if_arg, default=None, metavar="PARAM=FACTOR",
                    help="scale one resource (hbm_bandwidth, su_bandwidth, so_bandwidth, flops, "
                         "hbm_capacity, su_latency, so_latency, host_bandwidth, host_capacity)")

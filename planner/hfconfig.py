@@ -45,7 +45,7 @@ from typing import Any
 from .errors import SpecError
 from .model import Model
 from .precision import TENSOR_CLASSES
-from .specio import Fields
+from .specio import Fields, read_text
 
 #: model_type -> Model.architecture
 MODEL_TYPES = ("deepseek_v3", "kimi_k2", "deepseek_v2", "qwen3_moe", "gpt_oss", "mixtral")
@@ -77,12 +77,7 @@ def load_hf_config(path: str | Path) -> Model:
         if not p.is_file():
             raise SpecError(str(path), "config.json", "a directory holding a Hugging Face config.json")
     label = str(p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(label, "file", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(label, "file", f"a readable UTF-8 text file ({exc.__class__.__name__})") from None
+    text = read_text(p, label)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -331,13 +331,10 @@ def read_profile(path: str | Path) -> Demand:
     hourly: [24 loads]}``.  CSV: 24 rows of one column of loads, or two columns ``hour,LOAD``;
     an optional header names the unit (``output_tps``, ``users`` or ``requests_per_s``).
     """
+    from .specio import read_text
+
     label = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(label, "file", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(label, "file", f"a readable UTF-8 text file ({exc.__class__.__name__})") from None
+    text = read_text(path, label)
     if label.lower().endswith(".csv"):
         return _profile_csv(text, label)
     import yaml

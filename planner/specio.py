@@ -16,16 +16,21 @@ from .errors import SpecError
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def read_yaml(path: Path | str, label: str | None = None) -> dict[str, Any]:
-    """Load one YAML mapping safely (no object-constructing tags); errors name the file."""
+def read_text(path: Path | str, label: str | None = None) -> str:
+    """A UTF-8 text file's content; a missing or unreadable file is a SpecError naming it."""
     label = label or str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError(label, "file", "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(label, "file", f"a readable UTF-8 text file ({exc.__class__.__name__})") from None
-    return parse_yaml(text, label)
+
+
+def read_yaml(path: Path | str, label: str | None = None) -> dict[str, Any]:
+    """Load one YAML mapping safely (no object-constructing tags); errors name the file."""
+    label = label or str(path)
+    return parse_yaml(read_text(path, label), label)
 
 
 def parse_yaml(text: str, label: str) -> dict[str, Any]:
