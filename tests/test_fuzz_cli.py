@@ -61,6 +61,12 @@ COMMANDS = {
               "--power-budget-mw": NUM, "--cost-target": NUM, "--fleet-units": NUM,
               "--usd-per-gpu-hour": st.sampled_from(["3", "hgx-h200=2", "bad=1", "x"]),
               "--json": None, "--plot": OUTPUT, "--profile": OUTPUT}, []),
+    "sensitivity": ({**COMMON, "--model": MODELS, "--hardware": HARDWARE, "--at": NUM,
+                     "--what-if": st.sampled_from(["su_bandwidth=2", "hbm_bandwidth=0.5", "x=2",
+                                                   "su_bandwidth=-1", "flops"]),
+                     "--no-symbolic": None, "--json": None}, []),
+    "validate": ({"--json": None, "--points": st.sampled_from(["OUT/none.yaml", "/nonexistent/p.yaml",
+                                                               "tests/data/README.md"])}, []),
     "sweep": ({**COMMON, "--model": MODELS, "--hardware": HARDWARE,
                "--contexts": st.sampled_from(["1024", "0", "x"]),
                "--batch-points": st.sampled_from(["4", "1", "0"]), "--chunk": st.sampled_from(["4096", "1"]),
@@ -92,7 +98,7 @@ def test_fuzz_cli(cmd, data, tmp_path_factory, capsys):
     out = tmp_path_factory.mktemp("out")
     argv = [a.replace("OUT", str(out)) for a in _argv(cmd, COMMANDS[cmd][0], data)]
     # keep generated frontiers small: fix the instance size unless the case already did
-    if cmd in ("frontier", "compare", "size", "sweep") and "--gpus" not in argv:
+    if cmd in ("frontier", "compare", "size", "sweep", "sensitivity") and "--gpus" not in argv:
         argv += ["--gpus", "8"]
     if cmd == "compare" and "--plot" not in argv:
         argv += ["--plot", ""]
