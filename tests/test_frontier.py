@@ -150,3 +150,20 @@ def test_aggregated_is_harmonic_mean_of_same_layout_rates():
     expected = 1 / (1 / d.tps_per_gpu + (2048 / 512) / r.prefill_tps_per_gpu)
     assert math.isclose(r.output_tps_per_gpu, expected, rel_tol=1e-9)
     assert math.isclose(r.tps_per_gpu, expected, rel_tol=1e-9)
+
+
+def test_frontier_point_reproduces_through_point_cli(dec, capsys):
+    import json
+
+    from planner.cli import main
+
+    r = dec.iloc[len(dec) // 3]
+    argv = ["point", "--model", MODEL, "--hardware", HW, "--gpus", str(int(r.gpus)),
+            "--tp-attn", str(int(r.tp_attn)), "--ep", str(int(r.ep)), "--tp-moe", str(int(r.tp_moe)),
+            "--expert-slots", str(int(r.expert_slots)), "--batch", repr(float(r.batch)), "--context", "2048",
+            "--weights", r.weights, "--kv", r.kv, "--mtp", str(int(r.mtp)) if r.mtp else "off",
+            "--mode", "realistic", "--json"] + (["--overlap"] if r.overlap else [])
+    assert main(argv) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert math.isclose(d["tps_per_user"], r.tps_per_user, rel_tol=1e-9)
+    assert math.isclose(d["tps_per_gpu"], r.tps_per_gpu, rel_tol=1e-9)
