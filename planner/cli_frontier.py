@@ -60,7 +60,7 @@ def workload_parent() -> argparse.ArgumentParser:
     s.add_argument("--gpus", type=positive_int, default=None,
                    help="fix the instance size in GPUs (e.g. 8 for one HGX node)")
     s.add_argument("--max-gpus", type=positive_int, default=None,
-                   help="largest instance the search tries (default: 4 scale-up domains, >= 64)")
+                   help="largest instance the search tries (default: 4 scale-up domains, >= 128)")
     s.add_argument("--tp-attn", type=positive_int, default=None, help="attention tensor parallel")
     s.add_argument("--ep", type=positive_int, default=None, help="expert parallel")
     s.add_argument("--tp-moe", type=positive_int, default=None, help="expert tensor parallel")

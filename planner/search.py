@@ -44,11 +44,11 @@ def _pow2_upto(n: int) -> list[int]:
 def instance_sizes(model: Model, hw: Hardware, gpus: int | None = None,
                    max_gpus: int | None = None) -> list[int]:
     """Instance sizes G to try: powers of two inside a scale-up domain, then whole domains
-    (and powers of two) up to ``max_gpus`` (default: 4 domains, at least 64 GPUs)."""
+    (and powers of two) up to ``max_gpus`` (default: 4 domains, at least 128 GPUs)."""
     if gpus is not None:
         return [gpus]
     n = hw.domain_size
-    top = max_gpus or max(4 * n, 64)
+    top = max_gpus or max(4 * n, 128)
     sizes = set(_pow2_upto(min(n, top)))
     sizes |= {m * n for m in range(1, top // n + 1)}
     sizes |= set(_pow2_upto(top))
