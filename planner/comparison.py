@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .errors import SpecError
 from .hardware import Hardware
 from .search import pareto
 from .serving import frontier, frontier_at
@@ -27,6 +28,13 @@ def envelope(front: pd.DataFrame, x: np.ndarray, y: str = "tps_per_gpu") -> np.n
     return np.asarray(out)
 
 
+def _check_serving(kw: dict[str, Any]) -> None:
+    if kw.get("serving") == "prefill":
+        raise SpecError("<input>", "serving", "decode, aggregated or disaggregated: a comparison is "
+                        "made at tokens/s per user, which a prefill pool does not have (use "
+                        "frontier --serving prefill for each system)")
+
+
 @dataclass
 class Comparison:
     """Two frontiers, the ratio curve, and the table at chosen interactivity levels."""
@@ -44,6 +52,7 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     """Frontiers of ``model`` on two systems (each at its best precision unless ``weights`` is
     given), their ratio over the common interactivity range, and at ``levels`` (tokens/s/user):
     tokens/s per GPU and per MW on each side, the ratios, and the binding term of each."""
+    _check_serving(kw)
     m = load_model(model)
     ha, hb = load_hardware(hardware_a), load_hardware(hardware_b)
     pts_a = frontier(m, ha, all_points=True, **kw)
@@ -109,6 +118,7 @@ def explain(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     the whole ratio.  Then single counterfactuals: B with A's scale-up domain, B with FP4 tensor
     cores (2x its FP8 rate), A cut to 8-GPU domains with B's NIC between them, A with B's HBM.
     """
+    _check_serving(kw)
     m = load_model(model)
     ha, hb = load_hardware(hardware_a), load_hardware(hardware_b)
     rows = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from planner.cli import build_parser, main
@@ -109,6 +109,7 @@ def test_fuzz_cli(cmd, data, tmp_path_factory, capsys):
     except SystemExit as exc:  # argparse usage errors
         rc = exc.code
     captured = capsys.readouterr()
+    event(f"exit {rc}")  # --hypothesis-show-statistics tells how many runs succeeded
     assert rc in (0, 2), (argv, rc, captured.err)
     assert "Traceback" not in captured.err, argv
     if rc == 2:
