@@ -1,5 +1,5 @@
-"""Hugging Face config.json loading: the fixtures in tests/data/ (hand-written from facts.md
-section B, see tests/data/README.md) must give the same derived numbers as the bundled YAML."""
+"""Hugging Face config.json loading: the fixtures in tests/data/ (hand-written from the
+models' published facts, see tests/data/README.md) must give the same derived numbers as the bundled YAML."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_kimi_k2_thinking_quantization():
     # layer-0 MLP and lm_head in `ignore`: only the routed experts are INT4
     assert m.precision == {"routed_experts": "int4_g32", "attention": "bf16", "dense_ffn": "bf16",
                            "embeddings": "bf16"}
-    assert math.isclose(sum(m.weight_bytes().values()), 594e9, rel_tol=0.01)  # facts.md B.1
+    assert math.isclose(sum(m.weight_bytes().values()), 594e9, rel_tol=0.01)  # ~594 GB checkpoint
     assert m.kv_bytes_per_token() == 61 * 576 * 2
     assert m.architecture == "kimi_k2" and m.max_context == 262144
 

@@ -1,6 +1,6 @@
 """The bundled hardware and model library, the derived totals, and `moe-planner specs`.
 
-Published totals come from /work/shared/docs/facts.md section B (vendor READMEs and papers);
+Published totals come from the vendors' READMEs and papers (cited in each model spec's `source`);
 the expected value's arithmetic is written beside each number.
 """
 
@@ -130,7 +130,7 @@ def test_mla_kv_cache_bf16(name):
 
 
 def test_gqa_kv_cache_bf16():
-    # 2 (K and V) x kv_heads x head_dim x layers x 2 B (facts.md B.4)
+    # 2 (K and V) x kv_heads x head_dim x layers x 2 B (Qwen3 and Mixtral config.json)
     assert load_model("qwen3-235b-a22b").kv_bytes_per_token() == 2 * 4 * 128 * 94 * 2 == 192_512
     assert load_model("mixtral-8x7b").kv_bytes_per_token() == 2 * 8 * 128 * 32 * 2 == 131_072
     assert load_model("gpt-oss-120b").kv_bytes_per_token() == 2 * 8 * 64 * 36 * 2 == 73_728
@@ -154,7 +154,7 @@ def test_kimi_k2_thinking_checkpoint_size():
     wb = load_model("kimi-k2-thinking").weight_bytes()
     # routed experts INT4 g32: 1,014.69B x 4.5 / 8 = 570.76 GB; the other 11.72B params in BF16: 23.44 GB
     assert math.isclose(wb["routed_experts"], 570.76e9, rel_tol=1e-4)
-    assert math.isclose(sum(wb.values()), 594e9, rel_tol=0.01)  # facts.md B.1 "~594 GB"
+    assert math.isclose(sum(wb.values()), 594e9, rel_tol=0.01)  # ~594 GB checkpoint
 
 
 def test_fp8_checkpoints():
