@@ -20,11 +20,16 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database
                 phases=[Phase.explicit, Phase.generate],
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
-MODELS = st.sampled_from(["deepseek-v2-lite", "mixtral-8x7b", "gpt-oss-120b", "no-such-model",
-                          "deepseek-v2", "", "tests/data/nope.yaml"])
-HARDWARE = st.sampled_from(["hgx-h200", "hgx-b200", "gb200-nvl72", "hgx-h100", "h200", "nvl72", ""])
-NUM = st.sampled_from(["1", "8", "16", "0", "-3", "1e9", "nan", "inf", "abc", "2048", "0.5", "64"])
-OUTPUT = st.sampled_from(["OUT/x.csv", "OUT/x.json", "/nonexistent-dir/x.csv", "OUT", "OUT/sub/x.png"])
+def mostly(valid: list[str], invalid: list[str]) -> st.SearchStrategy[str]:
+    """Valid values four times as likely as junk, so that runs also get past the parser."""
+    return st.sampled_from(valid * 4 + invalid)
+
+
+MODELS = mostly(["deepseek-v2-lite", "mixtral-8x7b", "gpt-oss-120b"],
+                ["no-such-model", "deepseek-v2", "", "tests/data/nope.yaml"])
+HARDWARE = mostly(["hgx-h200", "hgx-b200", "gb200-nvl72", "hgx-h100"], ["h200", "nvl72", ""])
+NUM = mostly(["1", "8", "16", "2048", "64", "0.5"], ["0", "-3", "1e9", "nan", "inf", "abc"])
+OUTPUT = mostly(["OUT/x.csv", "OUT/x.json"], ["/nonexistent-dir/x.csv", "OUT", "OUT/sub/x.png"])
 
 COMMON = {
     "--serving": st.sampled_from(["decode", "prefill", "aggregated", "disaggregated", "fast"]),
@@ -72,6 +77,13 @@ COMMANDS = {
                "--batch-points": st.sampled_from(["4", "1", "0"]), "--chunk": st.sampled_from(["4096", "1"]),
                "--csv": OUTPUT, "--json": None, "--no-progress": None}, []),
 }
+#: Flags each command always gets (their values may still be junk).
+REQUIRED = {
+    "frontier": ["--model", "--hardware"], "compare": ["--model"], "point": ["--model", "--hardware",
+                                                                           "--gpus", "--batch", "--context"],
+    "size": ["--model", "--hardware", "--demand-tps", "--min-tps-user"],
+    "sensitivity": ["--model", "--hardware"], "sweep": ["--model", "--hardware"],
+}
 AVAILABLE = set(build_parser()._subparsers._group_actions[0].choices)  # noqa: SLF001
 
 
@@ -80,8 +92,8 @@ def _argv(cmd: str, opts: dict, data) -> list[str]:
     spec, positional = COMMANDS[cmd]
     for p in positional:
         argv.append(data.draw(p))
-    chosen = data.draw(st.lists(st.sampled_from(sorted(spec)), unique=True, max_size=6)) if spec else []
-    for flag in chosen:
+    chosen = data.draw(st.lists(st.sampled_from(sorted(spec)), unique=True, max_size=4)) if spec else []
+    for flag in REQUIRED.get(cmd, []) + [f for f in chosen if f not in REQUIRED.get(cmd, [])]:
         if spec[flag] is None:
             argv.append(flag)
         else:
