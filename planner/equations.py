@@ -210,7 +210,8 @@ n_dest = (EP - 1) * p_dest
 #: max(0, 1 - N_su / G) (= 1 - N_su / EP when TP_e = 1).
 frac_so = _max(0, 1 - N_su / G)
 #: Destinations reached over scale-out: the EP frac_so ranks outside the sender's domain, each
-#: hit with probability p; node-limited routing sends one copy per remote domain, at most M_nl.
+#: hit with probability p; node-limited routing with forwarding inside a domain sends one copy per
+#: remote domain, at most M_nl (DeepEP's normal kernels; the low-latency decode kernels do not).
 n_dest_so = _min(EP * frac_so * p_dest, M_nl)
 #: Destinations inside the sender's domain, itself excluded: EP min(1, N_su / G) - 1 ranks.
 #: (Splitting n_dest by frac_so instead would put the sender's own rank in the denominator and

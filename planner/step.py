@@ -174,7 +174,10 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
         N_su=hw.domain_size, B_su=hw.su_bandwidth, B_so=hw.so_bandwidth,
         C_host=hw.host_capacity, B_c2c=max(hw.host_bandwidth, 1.0),
         G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots, s_kv=s_kv,
-        M_nl=model.max_groups if model.max_groups else model.k, o=overlap,
+        # node-limited routing caps the scale-out copies only where the kernels forward inside a
+        # domain (DeepEP's normal kernels, prefill); the low-latency decode kernels send one RDMA
+        # copy to every destination GPU, so in decode the cap is k (no cap)
+        M_nl=model.max_groups if (model.max_groups and phase == "prefill") else model.k, o=overlap,
         x_off=np.where(hw.host_capacity > 0, kv_offload, 0),
         b=b, S=S, S_c=S_cache, s_q=s_q, s_h=s_h, n_d=n_d, A=1.0,
     )
