@@ -44,6 +44,7 @@ from .symbols import (
     TP_e,
     V,
     W_attn,
+    W_rep,
     a_so,
     a_su,
     b,
@@ -136,9 +137,13 @@ S_eff = (1 - phi_w) * S + phi_w * _min(S, S_w)
 S_c_eff = (1 - phi_w) * S_c + phi_w * _min(S_c, S_w)
 
 # ---- attention -----------------------------------------------------------------------------
-#: Attention projections: FLOPs 2 b s_q W_attn / TP_a; weights W_attn b_wa / TP_a read once.
-F_attn_proj = 2 * b * s_q * W_attn / TP_a
-M_attn_proj = W_attn * b_wa / TP_a
+#: Attention weights one attention-TP rank holds: the split part W_attn - W_rep divided by TP_a,
+#: plus W_rep whole.  Serving stacks (vLLM, SGLang, TensorRT-LLM) replicate MLA's low-rank
+#: down-projections q_a and kv_a on every TP rank rather than splitting them.
+W_attn_rank = W_rep + (W_attn - W_rep) / TP_a
+#: Attention projections: FLOPs 2 b s_q W_attn_rank; weights W_attn_rank b_wa read once.
+F_attn_proj = 2 * b * s_q * W_attn_rank
+M_attn_proj = W_attn_rank * b_wa
 t_attn_proj = roofline(F_attn_proj, M_attn_proj, P_a)
 
 #: Attention core FLOPs: 2 b s_q (h / TP_a) S c_att.  MLA absorbed: c_att = 2 r_kv + d_r
@@ -153,12 +158,12 @@ M_kv_read = b * S_eff * e_kv * b_kv / s_kv
 #: expert slots split E_slots / EP per GPU and by TP_e; embeddings and LM head split by TP_a;
 #: each MTP module held is one MoE layer plus its 2d x d projection.
 M_weights = (
-    n_L * W_attn * b_wa / TP_a
+    n_L * W_attn_rank * b_wa
     + n_Ld * 3 * d * f_d * b_wd / TP_a
     + (n_L - n_Ld) * E_s * 3 * d * f_e * b_wd / TP_a
     + (n_L - n_Ld) * (E_slots / EP) * 3 * d * f_e * b_we / TP_e
     + n_emb * V * d * b_wv / TP_a
-    + n_mtp * (W_attn * b_wa / TP_a + (E_slots / EP) * 3 * d * f_e * b_we / TP_e
+    + n_mtp * (W_attn_rank * b_wa + (E_slots / EP) * 3 * d * f_e * b_we / TP_e
                + E_s * 3 * d * f_e * b_wd / TP_a + 2 * d * d * b_wa / TP_a)
 )
 #: KV-cache bytes per GPU: b S_c e_kv b_kv n_L / s_kv.

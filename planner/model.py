@@ -91,6 +91,16 @@ class Model:
         return p
 
     @property
+    def attn_replicated_params(self) -> int:
+        """Attention weights per layer every attention-TP rank holds whole: MLA's low-rank
+        down-projections (q_a and kv_a with their norms), which serving stacks replicate rather
+        than split.  0 for GQA (every projection splits by heads)."""
+        if self.attention != "mla":
+            return 0
+        q_a = self.d * self.r_q + self.r_q if self.r_q else 0
+        return q_a + self.d * (self.r_kv + self.d_r) + self.r_kv
+
+    @property
     def expert_params(self) -> int:
         """One expert's weights: 3 d f_e (+ biases)."""
         return 3 * self.d * self.f_e + ((2 * self.f_e + self.d) if self.expert_bias else 0)

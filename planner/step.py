@@ -163,6 +163,8 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
         # the router (d x E per MoE layer) is read and multiplied with the attention weights;
         # spread over all layers so the per-layer symbol keeps the model's exact total
         W_attn=model.attn_params + model.router_params * model.n_moe / model.n_L,
+        # ... and, like the MLA down-projections, replicated on every attention-TP rank
+        W_rep=model.attn_replicated_params + model.router_params * model.n_moe / model.n_L,
         e_kv=model.kv_elems_per_token_layer, c_att=c_att,
         phi_w=model.sliding_layers / model.n_L, S_w=max(model.sliding_window, 1), n_mtp=n_mtp,
         b_we=pb["routed_experts"], b_wa=pb["attention"], b_wd=pb["dense_ffn"],

@@ -46,6 +46,8 @@ h = _s("h", "attention (query) heads", "1", "model", integer=True)
 V = _s("V", "vocabulary", "1", "model", integer=True)
 n_emb = _s("n_emb", "embedding tables (1 if tied with the LM head, else 2)", "1", "model", "n_{emb}")
 W_attn = _s("W_attn", "attention weights per layer", "1", "model", r"W_{attn}")
+W_rep = _s("W_rep", "attention weights per layer held whole by every attention-TP rank (MLA's "
+           "q_a and kv_a down-projections; 0 for GQA)", "1", "model", r"W_{rep}", nonneg=True)
 e_kv = _s("e_kv", "KV-cache elements per token per layer (MLA r_kv + d_r; GQA 2 h_kv d_head)",
           "1", "model", "e_{kv}")
 c_att = _s("c_att", "attention-core width per head and context token, d_k + d_v "
