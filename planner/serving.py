@@ -140,6 +140,27 @@ def _costs(hw: Hardware, y_output: Any) -> dict[str, Any]:
     }
 
 
+def _serving_columns(hw: Hardware, wl: Workload, serving: str, metric: str, X_d: np.ndarray,
+                     X_p: Any) -> dict[str, Any]:
+    """Per-GPU rates of the deployment from the decode rate ``X_d`` (output tokens/s per decode
+    GPU) and the prefill rate ``X_p``: output per GPU counting every GPU, input + output, the
+    chosen ``metric``, the decode share of GPUs (disaggregated), tokens/s per MW and $/Mtok."""
+    out: dict[str, Any] = {}
+    if serving == "disaggregated":
+        y_out = seq.evaluate("y_output", X_d=X_d, X_p=X_p, I=wl.isl, O=wl.osl)
+        frac = seq.evaluate("prefill_per_decode", X_d=X_d, X_p=X_p, I=wl.isl, O=wl.osl)
+        out["decode_gpu_fraction"] = 1.0 / (1.0 + frac)
+    else:
+        # decode pool alone; or aggregated, where every GPU does both and _aggregate already
+        # stretched each step by the prefill it carries
+        y_out = X_d
+    y_out = np.asarray(y_out, dtype=float) * np.ones(len(X_d))
+    total = y_out * (wl.isl + wl.osl) / wl.osl
+    out.update(tps_per_gpu={"output": y_out, "total": total, "decode": X_d}[metric],
+               output_tps_per_gpu=y_out, total_tps_per_gpu=total, **_costs(hw, y_out))
+    return out
+
+
 def _aggregate(model: Model, hw: Hardware, dec: pd.DataFrame, space: SearchSpace, wl: Workload,
                mode: str) -> pd.DataFrame:
     """Stretch each decode point by the chunked prefill its GPUs also carry (same layout)."""
@@ -223,21 +244,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
         dec["kv_transfer_s"] = float(pre.kv_transfer_s)
     else:
         X_p = np.inf
-    X_d = dec.decode_tps_per_gpu.values
-    if serving in ("decode", "aggregated"):
-        # aggregated: every GPU does both, and _aggregate already stretched each step by the
-        # prefill it carries, so X_d is already the output per GPU of the deployment
-        y_out = X_d
-    else:
-        y_out = seq.evaluate("y_output", X_d=X_d, X_p=X_p, I=wl.isl, O=wl.osl)
-    y_out = np.asarray(y_out, dtype=float) * np.ones(len(dec))
-    total = y_out * (wl.isl + wl.osl) / wl.osl
-    if serving == "disaggregated":
-        frac = seq.evaluate("prefill_per_decode", X_d=X_d, X_p=X_p, I=wl.isl, O=wl.osl)
-        dec["decode_gpu_fraction"] = 1.0 / (1.0 + frac)
-    y = {"output": y_out, "total": total, "decode": X_d}[metric]
-    dec = dec.assign(tps_per_gpu=y, output_tps_per_gpu=y_out, total_tps_per_gpu=total,
-                     **_costs(hw, y_out))
+    dec = dec.assign(**_serving_columns(hw, wl, serving, metric, dec.decode_tps_per_gpu.to_numpy(float), X_p))
     df = dec if all_points else pareto(dec, "tps_per_user", "tps_per_gpu")
     df = df.sort_values("tps_per_user").reset_index(drop=True)
     df.insert(0, "serving", serving)
@@ -301,24 +308,9 @@ def _point_at_batch(model: Model, hw: Hardware, r: pd.Series, batch: float, wl: 
     s["bottleneck"] = CATEGORIES[int(out["bottleneck"])]
     if np.isclose(batch, float(out["memory.b_max"]) * G / TPa, rtol=1e-6):
         s["bottleneck"] = "memory_capacity"
-    serving = allp.attrs["serving"]
-    if serving == "disaggregated":
-        y_out = float(seq.evaluate("y_output", X_d=X_d, X_p=float(r.prefill_tps_per_gpu), I=wl.isl, O=wl.osl))
-        frac = float(seq.evaluate("prefill_per_decode", X_d=X_d, X_p=float(r.prefill_tps_per_gpu),
-                                  I=wl.isl, O=wl.osl))
-        s["decode_gpu_fraction"] = 1.0 / (1.0 + frac)
-    else:
-        y_out = X_d
-    total = y_out * (wl.isl + wl.osl) / wl.osl
-    s["output_tps_per_gpu"], s["total_tps_per_gpu"] = y_out, total
-    s["tps_per_gpu"] = {"output": y_out, "total": total, "decode": X_d}[allp.attrs["metric"]]
-    for k, v in _costs(hw, y_out).items():
-        s[k] = float(v)
+    X_p = float(r.prefill_tps_per_gpu) if "prefill_tps_per_gpu" in r else np.inf
+    for k, v in _serving_columns(hw, wl, allp.attrs["serving"], allp.attrs["metric"], np.array([X_d]),
+                                 X_p).items():
+        s[k] = float(np.asarray(v).reshape(-1)[0])
     return s
-
-
-def describe(df: pd.DataFrame) -> str:
-    a = df.attrs
-    return (f"{a.get('model')} on {a.get('hardware')}, {a.get('serving')}, "
-            f"ISL {a.get('isl'):g}/OSL {a.get('osl'):g}, {a.get('mode')} mode")
 
