@@ -207,17 +207,24 @@ def candidate_key(row: pd.Series | dict[str, Any]) -> tuple:
                                   "kv", "mtp", "overlap", "kv_offload"))
 
 
+def row_inputs(model: Model, hw: Hardware, row: Any, context: float
+               ) -> tuple[Precisions, dict[str, Any]]:
+    """The precisions and :func:`evaluate_configs` keywords (all but ``b``) of a candidate row."""
+    prec = resolve_precisions(model, hw, row["weights"], row["kv"])
+    kw = dict(G=float(row["gpus"]), TP_a=float(row["tp_attn"]), EP=float(row["ep"]),
+              TP_e=float(row["tp_moe"]), E_slots=float(row["expert_slots"]), S=context,
+              spec=resolve_speculation(model, int(row["mtp"])), overlap=int(row["overlap"]),
+              kv_offload=int(row["kv_offload"]))
+    return prec, kw
+
+
 def solve_batch(model: Model, hw: Hardware, row: dict[str, Any], target_tps_user: float,
-                context: float, mode: str, mtp: Any = None) -> float | None:
+                context: float, mode: str) -> float | None:
     """Instance batch at which candidate ``row`` gives exactly ``target_tps_user`` (brentq on the
     monotone per-user rate); the memory-capped batch if even that is faster; None if one sequence
     is already slower than the target."""
-    prec = resolve_precisions(model, hw, row["weights"], row["kv"])
-    spec = mtp if isinstance(mtp, Speculation) else resolve_speculation(model, int(row["mtp"]))
-    G, TPa = float(row["gpus"]), float(row["tp_attn"])
-    kw = dict(G=G, TP_a=TPa, EP=float(row["ep"]), TP_e=float(row["tp_moe"]),
-              E_slots=float(row["expert_slots"]), S=context, spec=spec, overlap=int(row["overlap"]),
-              kv_offload=int(row["kv_offload"]))
+    prec, kw = row_inputs(model, hw, row, context)
+    G, TPa = kw["G"], kw["TP_a"]
 
     def rate(batch: float) -> float:
         out = evaluate_configs(model, hw, prec, mode, b=batch * TPa / G, **kw)

@@ -24,10 +24,11 @@ from .search import (
     overlap_options,
     pareto,
     precision_options,
+    row_inputs,
     solve_batch,
 )
 from .specs import load_hardware, load_model
-from .step import CATEGORIES, Speculation, evaluate_configs, resolve_precisions
+from .step import CATEGORIES, evaluate_configs, resolve_precisions
 
 SERVING_MODES = ("decode", "prefill", "aggregated", "disaggregated")
 METRICS = ("output", "total", "decode")
@@ -293,14 +294,9 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
 def _point_at_batch(model: Model, hw: Hardware, r: pd.Series, batch: float, wl: Workload,
                     mode: str, allp: pd.DataFrame) -> pd.Series:
     """Re-evaluate candidate ``r`` at instance batch ``batch`` and apply the serving transform."""
-    from .step import resolve_speculation
-
-    prec = resolve_precisions(model, hw, r.weights, r.kv)
-    spec: Speculation = resolve_speculation(model, int(r.mtp))
-    G, TPa = float(r.gpus), float(r.tp_attn)
-    out = evaluate_configs(model, hw, prec, mode, G=G, TP_a=TPa, EP=float(r.ep), TP_e=float(r.tp_moe),
-                           E_slots=float(r.expert_slots), b=batch * TPa / G, S=wl.decode_context,
-                           spec=spec, overlap=int(r.overlap), kv_offload=int(r.kv_offload))
+    prec, kw = row_inputs(model, hw, r, wl.decode_context)
+    G, TPa = kw["G"], kw["TP_a"]
+    out = evaluate_configs(model, hw, prec, mode, b=batch * TPa / G, **kw)
     X_d = float(out["tps_gpu"])
     s = r.copy()
     s["batch"], s["batch_per_gpu"] = batch, batch / G
