@@ -13,8 +13,8 @@ import time
 import numpy as np
 
 from planner import load_hardware, load_model
-from planner.comparison import compare
-from planner.step import evaluate_configs, resolve_precisions
+from planner.physics.step import evaluate_configs, resolve_precisions
+from planner.serving.comparison import compare
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 Usage: ``python benchmarks/bench_step.py [--n 2000000] [--chunk 65536] [--no-categories]``
 
 Evaluates ``--n`` random decode configurations (layout, batch per attention rank, context) of
-Kimi K2 Thinking on a GB200 NVL72 with :func:`planner.step.evaluate_configs`, in chunks, and
+Kimi K2 Thinking on a GB200 NVL72 with :func:`planner.physics.step.evaluate_configs`, in chunks, and
 prints ``evaluations_per_second: N`` as its last line.  The inputs are drawn once, before the
 clock starts; the timed part is the compiled sympy expressions plus the feasibility and
 bottleneck bookkeeping (skip the latter with ``--no-categories``).
@@ -19,8 +19,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core: no threaded BLAS/ufun
 
 import numpy as np  # noqa: E402
 
-from planner.specs import load_hardware, load_model  # noqa: E402
-from planner.step import default_slots, evaluate_configs, resolve_precisions  # noqa: E402
+from planner.physics.step import default_slots, evaluate_configs, resolve_precisions  # noqa: E402
+from planner.specs.registry import load_hardware, load_model  # noqa: E402
 
 
 def random_configs(n: int, seed: int = 0) -> dict[str, np.ndarray]:

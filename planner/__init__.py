@@ -7,6 +7,10 @@ Public API (imported lazily, so ``import planner`` stays cheap)::
     frontier, frontier_at, compare, explain                    # frontiers and comparisons
     size, power_budget, cost_target, fleet_capacity           # procurement sizing
     plot_frontiers, plot_sizing                                # plots
+    validate, calibrate, sensitivity, uncertainty              # modules: scorecards, fits, bands
+
+The package is layered (``docs/architecture.md``): ``specs`` -> ``physics`` -> ``serving`` ->
+``economics`` and ``truth`` -> ``cli``; each layer imports only the ones before it.
 """
 
 from __future__ import annotations
@@ -14,17 +18,28 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from .errors import SpecError
+from planner.errors import SpecError
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "Hardware": "hardware", "Model": "model", "StepResult": "step", "Comparison": "comparison",
-    "load_hardware": "specs", "load_model": "specs", "hardware_names": "specs",
-    "model_names": "specs", "decode_step": "step", "prefill": "step", "frontier": "serving",
-    "frontier_at": "serving", "compare": "comparison", "explain": "comparison",
-    "plot_frontiers": "plot", "plot_sizing": "plot", "size": "sizing", "power_budget": "sizing",
-    "cost_target": "sizing", "fleet_capacity": "sizing",
+#: public name -> (module, attribute; None for the module itself)
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "Hardware": ("specs.hardware", "Hardware"), "Model": ("specs.model", "Model"),
+    "load_hardware": ("specs.registry", "load_hardware"), "load_model": ("specs.registry", "load_model"),
+    "hardware_names": ("specs.registry", "hardware_names"),
+    "model_names": ("specs.registry", "model_names"),
+    "StepResult": ("physics.step", "StepResult"), "decode_step": ("physics.step", "decode_step"),
+    "prefill": ("physics.step", "prefill"),
+    "frontier": ("serving.frontiers", "frontier"), "frontier_at": ("serving.frontiers", "frontier_at"),
+    "Comparison": ("serving.comparison", "Comparison"), "compare": ("serving.comparison", "compare"),
+    "explain": ("serving.comparison", "explain"),
+    "size": ("economics.sizing", "size"), "power_budget": ("economics.sizing", "power_budget"),
+    "cost_target": ("economics.sizing", "cost_target"),
+    "fleet_capacity": ("economics.sizing", "fleet_capacity"),
+    "plot_frontiers": ("plot", "plot_frontiers"), "plot_sizing": ("plot", "plot_sizing"),
+    # modules of the truth layer, by their short names (``planner.validate.scorecard()``)
+    "validate": ("truth.validate", None), "calibrate": ("truth.calibrate", None),
+    "sensitivity": ("truth.sensitivity", None), "uncertainty": ("truth.uncertainty", None),
 }
 
 __all__ = ["SpecError", *_LAZY]
@@ -32,7 +47,9 @@ __all__ = ["SpecError", *_LAZY]
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        module, attr = _LAZY[name]
+        mod = import_module(f"planner.{module}")
+        value = mod if attr is None else getattr(mod, attr)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'planner' has no attribute {name!r}")

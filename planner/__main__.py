@@ -1,5 +1,5 @@
 """``python -m planner``: the same as the ``moe-planner`` command."""
 
-from .cli import main
+from planner.cli import main
 
 raise SystemExit(main())

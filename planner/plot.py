@@ -132,7 +132,7 @@ def plot_sizing(curves: pd.DataFrame, path: str | Path | None = None, title: str
                 level: float | None = None, cost_target: float | None = None,
                 basis: str = "own") -> Any:
     """Cost per million tokens (top) and purchasable units needed (bottom) against the per-user
-    service level, one curve per hardware (:func:`planner.sizing.sizing_curve`'s table).
+    service level, one curve per hardware (:func:`planner.economics.sizing.sizing_curve`'s table).
 
     ``level``: the service level asked (a vertical line); ``cost_target``: a horizontal line on
     the cost panel; ``basis``: ``own`` (capex + energy) or ``rental`` $/M tokens.

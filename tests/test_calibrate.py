@@ -8,7 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from planner.calibrate import (
+from planner.cli import main
+from planner.errors import SpecError
+from planner.specs.registry import hardware_names, load_hardware
+from planner.truth.calibrate import (
     EXCLUDED,
     PARAMETERS,
     TRAINING,
@@ -18,11 +21,8 @@ from planner.calibrate import (
     render,
     sampled_efficiencies,
 )
-from planner.cli import main
-from planner.errors import SpecError
-from planner.specs import hardware_names, load_hardware
-from planner.uncertainty import frontier_band
-from planner.validate import load_points
+from planner.truth.uncertainty import frontier_band
+from planner.truth.validate import load_points
 
 pytestmark = pytest.mark.validation
 
@@ -78,9 +78,9 @@ def test_specs_hold_a_consistent_calibration():
 
 
 def test_render_writes_loadable_fitted_specs(result):
-    from planner.calibrate import _spec_path
-    from planner.hardware import parse_hardware
-    from planner.specio import parse_yaml
+    from planner.specs.hardware import parse_hardware
+    from planner.specs.reading import parse_yaml
+    from planner.truth.calibrate import _spec_path
 
     for name, h in family_hardware().items():
         text = render(_spec_path(name).read_text("utf-8"), h, result)

@@ -146,7 +146,7 @@ def test_equations_one_term_text_and_latex(capsys):
 
 
 def test_equations_all(capsys):
-    from planner import equations as eq
+    from planner.physics import equations as eq
 
     code, out, _ = run(capsys, ["equations"])
     assert code == 0

@@ -11,12 +11,12 @@ import pytest
 import sympy as sp
 import yaml
 
-from planner import compiled
-from planner import equations as eq
-from planner.specs import load_hardware, load_model
-from planner.step import resolve_precisions, symbol_values
-from planner.symbols import REGISTRY
-from planner.units import parse_quantity
+from planner.physics import compiled
+from planner.physics import equations as eq
+from planner.physics.step import resolve_precisions, symbol_values
+from planner.physics.symbols import REGISTRY
+from planner.specs.registry import load_hardware, load_model
+from planner.specs.units import parse_quantity
 
 REL = 1e-9
 
@@ -27,10 +27,10 @@ def close(a: float, b: float, rel: float = REL) -> bool:
 
 # ---- DeepSeek's closed-form EP speed limit ----------------------------------------------------
 def _speed_limit_points() -> list[dict]:
-    """``deepseek-isca25-speed-limit-*`` from planner/validation/points.yaml; else the paper's
+    """``deepseek-isca25-speed-limit-*`` from planner/truth/data/points.yaml; else the paper's
     numbers (Zhao et al., "Insights into DeepSeek-V3", arXiv:2505.09343, sec. 2.3)."""
     try:
-        text = resources.files("planner.validation").joinpath("points.yaml").read_text("utf-8")
+        text = resources.files("planner.truth.data").joinpath("points.yaml").read_text("utf-8")
         pts = [p for p in yaml.safe_load(text)["points"]
                if p["id"].startswith("deepseek-isca25-speed-limit-") and "inputs" in p and "expect" in p]
     except (FileNotFoundError, KeyError, TypeError):
@@ -191,7 +191,7 @@ def test_kv_bytes_read_mla():
 def test_kv_held_in_prefill_is_the_whole_prompt():
     # prefill of one 8192-token prompt: attention sees a mean causal context of 4096 tokens, the
     # cache holds all 8192: 8192 x 576 x 2 x 61 = 575,668,224 B
-    from planner.step import evaluate_configs
+    from planner.physics.step import evaluate_configs
     m, h = load_model("kimi-k2-thinking"), load_hardware("hgx-h200")
     out = evaluate_configs(m, h, resolve_precisions(m, h), "bound", G=8, TP_a=8, EP=8, TP_e=1,
                            E_slots=384, b=1.0, S=8192.0, phase="prefill")

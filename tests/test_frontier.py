@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from planner import decode_step
-from planner.comparison import compare, envelope, explain
-from planner.search import pareto
-from planner.serving import frontier, frontier_at
+from planner.serving.comparison import compare, envelope, explain
+from planner.serving.frontiers import frontier, frontier_at
+from planner.serving.search import pareto
 
 MODEL, HW = "deepseek-v2-lite", "hgx-h200"  # small model: fast frontiers
 

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from planner.errors import SpecError
-from planner.hardware import parse_hardware
-from planner.hfconfig import load_hf_config
-from planner.model import parse_model
-from planner.specio import parse_yaml
+from planner.specs.hardware import parse_hardware
+from planner.specs.hfconfig import load_hf_config
+from planner.specs.model import parse_model
+from planner.specs.reading import parse_yaml
 
 # Fixed seed (derandomize); no "explain" phase (it re-runs failing cases to annotate them).
 # CI runs FUZZ_EXAMPLES examples per test; a long run: MOE_PLANNER_FUZZ_EXAMPLES=5000 pytest ...

@@ -12,8 +12,8 @@ import pytest
 
 from planner.cli import main
 from planner.errors import SpecError
-from planner.hfconfig import load_hf_config
-from planner.specs import load_model
+from planner.specs.hfconfig import load_hf_config
+from planner.specs.registry import load_model
 
 DATA = Path(__file__).resolve().parent / "data"
 FIXTURES = ["deepseek-v3", "kimi-k2-thinking", "qwen3-235b-a22b", "gpt-oss-120b", "mixtral-8x7b"]

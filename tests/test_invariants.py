@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from planner import load_hardware
-from planner.hardware import parse_hardware
-from planner.serving import frontier
-from planner.specio import parse_yaml
+from planner.serving.frontiers import frontier
+from planner.specs.hardware import parse_hardware
+from planner.specs.reading import parse_yaml
 
 SLOW = settings(max_examples=6, deadline=None, derandomize=True, database=None,
                 phases=[Phase.explicit, Phase.generate],

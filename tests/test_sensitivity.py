@@ -8,7 +8,7 @@ import pytest
 
 from planner.cli import main
 from planner.errors import SpecError
-from planner.sensitivity import RESOURCES, elasticities, what_if
+from planner.truth.sensitivity import RESOURCES, elasticities, what_if
 
 # One 8-GPU H200 node serving DeepSeek-R1 decode at 50 tokens/s/user: no scale-out traffic at all.
 KW = dict(serving="decode", context=2048, gpus=8, weights="fp8", mtp=None)

@@ -1,4 +1,4 @@
-"""Procurement sizing (planner.sizing): the pure deployment arithmetic checked by hand, and the
+"""Procurement sizing (planner.economics.sizing): the pure deployment arithmetic checked by hand, and the
 API on the frontier engine (consistency: capacity covers demand, a higher service level never
 costs less, a larger power budget never serves less).
 
@@ -11,18 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner import sizing
+from planner.economics import sizing
+from planner.economics.cost import deployment, economics
+from planner.economics.demand import make_demand, read_profile
+from planner.economics.pools import max_load, pack_bins, plan_pools, units_for
 from planner.errors import SpecError
-from planner.sizing import (
-    deployment,
-    economics,
-    make_demand,
-    max_load,
-    pack_bins,
-    plan_pools,
-    read_profile,
-    units_for,
-)
 
 MODEL = "deepseek-v2-lite"
 FAST = dict(gpus=8)  # one instance size: one layout family, fast frontier
@@ -210,7 +203,7 @@ def test_size_matches_pure_arithmetic(sized):
 
 def _top(hw: str) -> float:
     """The fastest per-user rate the frontier reaches on ``hw`` (same search as the sizing)."""
-    from planner.serving import frontier
+    from planner.serving.frontiers import frontier
 
     return float(frontier(MODEL, hw, **FAST).tps_per_user.max())
 

@@ -20,8 +20,8 @@ import yaml
 
 from planner.cli import main
 from planner.errors import SpecError
-from planner.precision import PRECISIONS
-from planner.specs import hardware_names, load_hardware, load_model, model_names
+from planner.specs.precision import PRECISIONS
+from planner.specs.registry import hardware_names, load_hardware, load_model, model_names
 
 REPO = Path(__file__).resolve().parents[1]
 

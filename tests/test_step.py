@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from planner.errors import SpecError
-from planner.specs import load_hardware, load_model
-from planner.step import (
+from planner.physics.step import (
     CATEGORIES,
     REASONS,
     StepResult,
@@ -21,6 +20,7 @@ from planner.step import (
     prefill,
     resolve_precisions,
 )
+from planner.specs.registry import load_hardware, load_model
 
 
 def close(a: float, b: float, rel: float = 1e-6) -> bool:

@@ -15,8 +15,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.specs import load_hardware, load_model
-from planner.step import Speculation, default_slots, evaluate_configs, resolve_precisions
+from planner.physics.step import Speculation, default_slots, evaluate_configs, resolve_precisions
+from planner.specs.registry import load_hardware, load_model
 
 SETTINGS = settings(max_examples=25, derandomize=True, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])

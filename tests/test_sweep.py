@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner import sweep as sweep_mod
 from planner.cli import main
-from planner.search import SearchSpace
-from planner.sweep import SweepInterrupted, sweep
+from planner.serving import sweep as sweep_mod
+from planner.serving.search import SearchSpace
+from planner.serving.sweep import SweepInterrupted, sweep
 
 KW = dict(contexts=[1024.0, 8192.0], batch_points=64, space=SearchSpace(gpus=8), progress=False)
 

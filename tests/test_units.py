@@ -5,7 +5,7 @@ import math
 import pytest
 
 from planner.errors import SpecError
-from planner.units import parse_quantity
+from planner.specs.units import parse_quantity
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ import pytest
 
 from planner.cli import main
 from planner.errors import SpecError
-from planner.serving import frontier, frontier_at
-from planner.validate import (
+from planner.serving.frontiers import frontier, frontier_at
+from planner.truth.validate import (
     BOUND_SLACK,
     CLOSED_FORM_TOLERANCE,
     Point,

@@ -1,0 +1,75 @@
+"""The ``moe-planner`` command line.  Each subcommand lives in its own module of this package
+(``specs``, ``point``, ``frontier``, ``size``, ``validate``) and registers itself with
+:func:`planner.cli.common.add_command`; this module only dispatches and turns bad input into
+one line on stderr with exit status 2.
+
+Subcommand modules import the model (sympy, scipy, pandas, matplotlib) inside their command
+functions, so ``moe-planner --help`` and argument errors stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from planner.errors import SpecError
+
+SUBCOMMAND_MODULES = ("specs", "point", "frontier", "size", "validate")
+
+EPILOG = """\
+examples:
+  moe-planner compare                      # Kimi K2 Thinking: GB200 NVL72 vs HGX H200 (the main job)
+  moe-planner specs list                   # bundled hardware and models
+  moe-planner specs show gb200-nvl72 --json
+  moe-planner point --model kimi-k2-thinking --hardware hgx-h200 --gpus 8 --batch 64 --context 2048
+  moe-planner frontier --model deepseek-r1 --hardware gb200-nvl72 --serving disaggregated --json
+
+Units: throughput in tokens/s, times in seconds unless a flag says otherwise; bandwidths in
+spec files are per GPU and per direction.  Every subcommand has its own --help.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line and exit status 2 (no usage dump)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"error: {self.prog}: {message} (see --help)\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="moe-planner",
+        description="Predict how fast Mixture-of-Experts LLMs can be served on a given fleet, and "
+        "what it costs, from closed-form roofline and communication equations.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(f"planner.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.print_help()
+            return 0
+        return int(args.func(args) or 0)
+    except SpecError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted: nothing was written\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,62 @@
+"""Argument helpers shared by the subcommands: registering a subcommand, positive-number
+argument types, JSON on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def add_command(sub: Any, name: str, func: Callable[[argparse.Namespace], int], help: str,
+                description: str | None = None, epilog: str | None = None,
+                parents: Sequence[argparse.ArgumentParser] = ()) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help, description=description or help, epilog=epilog,
+                       parents=list(parents), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(func=func)
+    return p
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite positive number, got {text!r}")
+    return v
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=_json_default, allow_nan=False) + "\n")
+
+
+def _json_default(o: Any) -> Any:
+    import numpy as np
+
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.bool_):
+        return bool(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

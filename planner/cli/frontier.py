@@ -1,0 +1,352 @@
+"""``moe-planner frontier`` and ``moe-planner compare`` (the main job)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.cli.common import add_command, positive_float, positive_int, print_json
+from planner.errors import SpecError
+from planner.outputs import table, write_atomic
+
+CONFIG_COLUMNS = (
+    "gpus", "tp_attn", "dp_attn", "ep", "tp_moe", "expert_slots", "batch", "batch_per_gpu",
+    "weights", "attention", "kv", "mtp", "overlap", "kv_offload", "step_s", "decode_tps_per_gpu",
+    "output_tps_per_gpu", "total_tps_per_gpu", "decode_gpu_fraction", "prefill_gpus",
+    "prefill_tp_attn", "prefill_ep", "prefill_tp_moe", "prefill_batch", "prefill_weights",
+    "prefill_overlap", "prefill_tps_per_gpu", "prefill_pass_s", "ttft_s", "kv_transfer_s",
+)
+
+
+
+
+def _mtp(text: str) -> Any:
+    if text in ("off", "0"):
+        return None
+    if text == "auto":
+        return "auto"
+    if text.isdigit() and 0 < int(text) <= 16:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected off, auto or a number of draft tokens (1-16), got {text!r}")
+
+
+def _overlap(text: str) -> Any:
+    return {"auto": "auto", "on": True, "off": False}.get(text) if text in ("auto", "on", "off") else \
+        (_ for _ in ()).throw(argparse.ArgumentTypeError(f"expected auto, on or off, got {text!r}"))
+
+
+def workload_parent() -> argparse.ArgumentParser:
+    """Flags shared by frontier, compare and size."""
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("workload and serving")
+    g.add_argument("--serving", choices=("decode", "prefill", "aggregated", "disaggregated"),
+                   default="disaggregated",
+                   help="decode: decode pool only at --context; prefill: prefill pool only (input "
+                        "tokens/s per GPU vs TTFT); aggregated: prefill and decode share GPUs; "
+                        "disaggregated: separate, rate-matched pools (default)")
+    g.add_argument("--isl", type=positive_float, default=1024.0,
+                   help="input (prompt) tokens per request (default 1024)")
+    g.add_argument("--osl", type=positive_float, default=1024.0,
+                   help="output tokens per request (default 1024)")
+    g.add_argument("--context", type=positive_float, default=None,
+                   help="mean KV length in decode, tokens (default ISL + OSL/2)")
+    g.add_argument("--max-ttft", type=positive_float, default=None,
+                   help="time-to-first-token limit for the prefill pool, seconds (default 2)")
+    s = p.add_argument_group("search space (omit to let the search choose)")
+    s.add_argument("--gpus", type=positive_int, default=None,
+                   help="fix the instance size in GPUs (e.g. 8 for one HGX node)")
+    s.add_argument("--max-gpus", type=positive_int, default=None,
+                   help="largest instance the search tries (default: 4 scale-up domains, >= 128)")
+    s.add_argument("--tp-attn", type=positive_int, default=None, help="attention tensor parallel")
+    s.add_argument("--ep", type=positive_int, default=None, help="expert parallel")
+    s.add_argument("--tp-moe", type=positive_int, default=None, help="expert tensor parallel")
+    s.add_argument("--weights", default=None,
+                   help="routed-expert storage: bf16, fp8, nvfp4, mxfp4, int4_g32 (default: the "
+                        "model's own, and NVFP4 / FP8 where the hardware multiplies them)")
+    s.add_argument("--kv", default=None, help="KV-cache storage: bf16 or fp8 (default: the model's)")
+    s.add_argument("--mtp", type=_mtp, default="auto",
+                   help="speculative decoding / MTP: off, auto (default: tried where the model has "
+                        "MTP layers) or a number of draft tokens")
+    s.add_argument("--overlap", type=_overlap, default="auto",
+                   help="two-micro-batch overlap: auto (default: both tried), on, off")
+    s.add_argument("--kv-offload", action="store_true",
+                   help="let the KV cache spill to CPU-attached memory (Grace LPDDR5X, host DDR)")
+    s.add_argument("--mode", choices=("bound", "realistic"), default="realistic",
+                   help="bound: datasheet peaks, no overheads (the speed of light); realistic: the "
+                        "spec's efficiencies and latencies (default)")
+    s.add_argument("--metric", choices=("output", "total", "decode"), default="output",
+                   help="output: output tokens/s per GPU counting every GPU (default); total: input + "
+                        "output (InferenceMAX); decode: output per decode GPU")
+    return p
+
+
+def frontier_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return dict(serving=args.serving, isl=args.isl, osl=args.osl, context=args.context,
+                gpus=args.gpus, max_gpus=args.max_gpus, tp_attn=args.tp_attn, ep=args.ep,
+                tp_moe=args.tp_moe, weights=args.weights, kv=args.kv, mtp=args.mtp,
+                overlap=args.overlap, kv_offload=args.kv_offload, mode=args.mode,
+                metric=args.metric, max_ttft=args.max_ttft)
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def points_json(df: pd.DataFrame) -> list[dict[str, Any]]:
+    pts = []
+    for _, r in df.iterrows():
+        cfg = {c: _clean(r[c]) for c in CONFIG_COLUMNS if c in r.index and not pd.isna(r[c])}
+        pts.append({
+            "tps_per_user": _clean(r.get("tps_per_user")), "tps_per_gpu": _clean(r["tps_per_gpu"]),
+            "tps_per_mw": _clean(r.get("tps_per_mw")), "usd_per_mtok": _clean(r.get("usd_per_mtok")),
+            "bottleneck": r.get("bottleneck"), **({"ttft_s": _clean(r["ttft_s"])} if "ttft_s" in r else {}),
+            "config": cfg,
+        })
+    return pts
+
+
+def _settings(attrs: dict[str, Any]) -> dict[str, Any]:
+    return {k: _clean(v) for k, v in attrs.items()}
+
+
+def cmd_frontier(args: argparse.Namespace) -> int:
+    from planner.serving.frontiers import frontier
+
+    df = frontier(args.model, args.hardware, **frontier_kwargs(args))
+    band = _band(args, args.model, args.hardware, df)
+    if args.csv:
+        write_atomic(args.csv, lambda tmp: df.to_csv(tmp, index=False))
+    if args.plot:
+        from planner.plot import plot_frontiers
+
+        write_atomic(args.plot, lambda tmp: plot_frontiers([df], bands=[band]).savefig(tmp, dpi=130,
+                                                                                       format="png"))
+    if args.json:
+        print_json({"settings": _settings(df.attrs), "points": points_json(df),
+                    **({"band": _band_json(band)} if band is not None else {})})
+        return 0
+    a = df.attrs
+    print(f"# frontier: {a['model']} on {a['hardware']}, {a['serving']}, ISL {a['isl']:g} / OSL "
+          f"{a['osl']:g}, decode context {a['context']:g}, {a['mode']} mode, metric {a['metric']}")
+    if a["serving"] == "prefill":
+        rows = [[r.ttft_s, r.tps_per_gpu, r.prefill_gpus, r.prefill_tp_attn, r.prefill_ep,
+                 r.prefill_batch, r.prefill_weights, r.bottleneck] for r in df.itertuples()]
+        print(table(rows, ["TTFT s", "in tok/s/GPU", "GPUs", "TP", "EP", "prompts", "weights",
+                           "binds"]))
+    else:
+        rows = [[r.tps_per_user, r.tps_per_gpu, r.tps_per_mw, r.usd_per_mtok, r.gpus, r.tp_attn, r.ep,
+                 r.tp_moe, r.batch_per_gpu, r.weights, r.mtp, "on" if r.overlap else "off",
+                 r.bottleneck] for r in df.itertuples()]
+        print(table(rows, ["tok/s/user", "tok/s/GPU", "tok/s/MW", "$/Mtok", "GPUs", "TPa", "EP", "TPe",
+                           "batch/GPU", "weights", "MTP", "TBO", "binds"]))
+    if band is not None:
+        _print_band(band)
+    return 0
+
+
+def _band(args: argparse.Namespace, model: Any, hardware: Any, nominal: pd.DataFrame) -> pd.DataFrame | None:
+    """The uncertainty band (``--band``), or None."""
+    if not getattr(args, "band", False):
+        return None
+    from planner.truth.uncertainty import frontier_band
+
+    return frontier_band(model, hardware, base=nominal, **frontier_kwargs(args))
+
+
+def _band_json(band: pd.DataFrame) -> dict[str, Any]:
+    a = band.attrs
+    return {"samples": a.get("band_samples"), "seed": a.get("band_seed"), "method": a.get("band_method"),
+            "quantiles": list(a.get("band_quantiles", ())),
+            "points": [{k: _clean(v) for k, v in r.items()} for r in band.to_dict("records")]}
+
+
+def _print_band(band: pd.DataFrame, name: str = "") -> None:
+    a = band.attrs
+    q = a.get("band_quantiles", (5, 95))
+    print(f"\n# uncertainty band{' ' + name if name else ''}: {q[0]:g}th-{q[1]:g}th percentile of "
+          f"tok/s/GPU over {a.get('band_samples')} draws of the efficiencies ({a.get('band_method')}: "
+          "fit covariance where calibrated, +-15% otherwise)")
+    sub = band.iloc[::max(len(band) // 10, 1)]
+    print(table([[r.tps_per_user, r.lo, r.mid, r.hi, r.nominal] for r in sub.itertuples()],
+                ["tok/s/user", "lo", "mid", "hi", "nominal"]))
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from planner.serving.comparison import compare, explain
+
+    if len(args.hardware) != 2:
+        raise SpecError("<input>", "--hardware", f"two systems to compare, got {len(args.hardware)}")
+    kw = frontier_kwargs(args)
+    if args.explain:
+        e = explain(args.model, args.hardware[0], args.hardware[1], at=args.at, **kw)
+        if args.json:
+            print_json({"settings": _settings(e.attrs), "steps": [
+                {k: _clean(v) for k, v in r.items()} for r in e.to_dict("records")]})
+            return 0
+        a = e.attrs
+        print(f"# why {a['hardware_a']} / {a['hardware_b']} = {a['ratio']:.2f}x on {a['model']} at "
+              f"{a['at_tps_per_user']:g} tokens/s/user ({args.serving}, {args.mode} mode)")
+        print("# chain: start from B, swap in A's resources one group at a time; "
+              "the factors multiply to the ratio")
+        rows = [[r.step, r.tps_per_gpu, r.factor, r.cumulative, r.bottleneck] for r in e.itertuples()
+                if r.kind == "chain"]
+        print(table(rows, ["step", "tok/s/GPU", "factor", "cumulative", "binds"]))
+        print("\n# single counterfactuals (factor vs the unmodified system)")
+        rows = [[r.step, r.tps_per_gpu, r.factor, r.bottleneck] for r in e.itertuples()
+                if r.kind == "counterfactual"]
+        print(table(rows, ["counterfactual", "tok/s/GPU", "factor", "binds"]))
+        return 0
+    c = compare(args.model, args.hardware[0], args.hardware[1], levels=tuple(args.levels), **kw)
+    from planner.plot import plot_frontiers
+
+    both = pd.concat([c.a, c.b], ignore_index=True)
+    if args.csv:
+        write_atomic(args.csv, lambda tmp: both.to_csv(tmp, index=False))
+    bands = [_band(args, args.model, h, f) for h, f in zip(args.hardware, (c.a, c.b), strict=True)]
+    if args.plot:
+        write_atomic(args.plot, lambda tmp: plot_frontiers([c.a, c.b], c.ratio, bands=bands).savefig(
+            tmp, dpi=130, format="png"))
+    s = c.settings
+    if args.json:
+        print_json({"settings": _settings(s),
+                    "table": [{k: _clean(v) for k, v in r.items()} for r in c.table.to_dict("records")],
+                    "frontiers": {s["hardware_a"]: points_json(c.a), s["hardware_b"]: points_json(c.b)},
+                    **({"bands": {s["hardware_a"]: _band_json(bands[0]),
+                                  s["hardware_b"]: _band_json(bands[1])}} if bands[0] is not None else {})})
+        return 0
+    A, B = s["hardware_a"], s["hardware_b"]
+    print(f"# moe-planner compare: {s['model']} on {A} vs {B}")
+    print(f"# serving {s['serving']}, ISL {s['isl']:g} / OSL {s['osl']:g} (decode context "
+          f"{s['context']:g}), {s['mode']} mode, metric: {s['metric']} tokens/s per GPU, "
+          f"max TTFT {s['max_ttft']:g} s")
+    print(f"# precision: best each system supports unless --weights (weights {s['weights'] or 'auto'}, "
+          f"KV {s['kv']}), MTP {s['mtp']}, instance size {'searched' if not s['gpus'] else s['gpus']}")
+    rows = []
+    for r in c.table.itertuples():
+        rows.append([r.tps_per_user, r.tps_per_gpu_a, r.tps_per_gpu_b, r.ratio, r.tps_per_mw_a,
+                     r.tps_per_mw_b, r.ratio_per_mw, r.bottleneck_a, r.bottleneck_b])
+    print(table(rows, ["tok/s/user", f"{A} tok/s/GPU", f"{B} tok/s/GPU", "ratio",
+                       f"{A} tok/s/MW", f"{B} tok/s/MW", "ratio/MW", f"{A} binds", f"{B} binds"]))
+    useful = c.ratio[c.ratio.both_useful] if "both_useful" in c.ratio else c.ratio
+    if not useful.empty and np.isfinite(useful.ratio).any():
+        i = int(np.nanargmax(useful.ratio.to_numpy()))
+        r = useful.iloc[i]
+        print(f"# largest per-GPU ratio {r.ratio:.1f}x at {r.tps_per_user:.0f} tokens/s/user (where both "
+              "systems still give at least 5% of their peak tokens/s per GPU)")
+    tops = ", ".join(f"{h} tops out at {c.table[f'max_tps_per_user_{t}'].iloc[0]:.0f}"
+                     for h, t in ((A, "a"), (B, "b")))
+    print(f"# '-' = not reachable ({tops} tokens/s/user); --explain --at X gives the causes of a ratio")
+    for h, band in zip((A, B), bands, strict=True):
+        if band is not None:
+            _print_band(band, h)
+    written = [p for p in (args.plot, args.csv) if p]
+    if written:
+        print(f"# wrote {', '.join(written)}")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from planner.serving.search import SearchSpace
+    from planner.serving.sweep import SweepInterrupted, sweep
+
+    k = frontier_kwargs(args)
+    space = SearchSpace(k["gpus"], k["max_gpus"], k["tp_attn"], k["ep"], k["tp_moe"], k["weights"],
+                        k["kv"], k["mtp"], k["overlap"], k["kv_offload"])
+    try:
+        r = sweep(args.model, args.hardware, contexts=args.contexts, batch_points=args.batch_points,
+                  space=space, mode=args.mode, chunk=args.chunk,
+                  progress=None if not args.no_progress else False)
+    except SweepInterrupted as exc:
+        sys.stderr.write(f"interrupted: {exc}; nothing was written\n")
+        return 130
+    if args.csv:
+        write_atomic(args.csv, lambda tmp: r.frontier.to_csv(tmp, index=False))
+    summary = {"evaluated": r.evaluated, "feasible": r.feasible, "seconds": r.seconds,
+               "configs_per_second": r.configs_per_second}
+    if args.json:
+        print_json({"summary": summary, "points": points_json(r.frontier)})
+        return 0
+    print(f"# sweep: {r.evaluated:,} configurations ({r.feasible:,} feasible) in {r.seconds:.1f} s, "
+          f"{r.configs_per_second:,.0f} configurations/s")
+    for ctx, g in r.frontier.groupby("context"):
+        best = g.loc[g.tps_per_gpu.idxmax()]
+        print(f"context {ctx:>8g}: {len(g):4d} frontier points; max {best.tps_per_gpu:,.0f} tok/s/GPU "
+              f"at {best.tps_per_user:.1f} tok/s/user; max {g.tps_per_user.max():.1f} tok/s/user")
+    return 0
+
+
+def register(sub: Any) -> None:
+    parent = workload_parent()
+    p = add_command(
+        sub, "frontier", cmd_frontier, parents=[parent],
+        help="Pareto frontier of tokens/s per user vs tokens/s per GPU for one model and system",
+        description="Search layouts (instance size, attention TP x DP, MoE EP x TP), batch, precision, "
+        "MTP and overlap, and print the upper-right envelope of (tokens/s per user, tokens/s per GPU) "
+        "with each point's configuration and binding term.",
+        epilog="example:\n  moe-planner frontier --model deepseek-r1 --hardware hgx-b200 --gpus 8 "
+        "--serving aggregated --json")
+    p.add_argument("--model", required=True, help="bundled model name or path (YAML or config.json)")
+    p.add_argument("--hardware", required=True, help="bundled system name or path to a YAML")
+    p.add_argument("--json", action="store_true", help='print {"settings": ..., "points": [...]}')
+    p.add_argument("--csv", metavar="FILE", help="also write every frontier point to FILE")
+    p.add_argument("--plot", metavar="FILE", help="also draw the frontier to FILE (PNG)")
+    p.add_argument("--band", action="store_true",
+                   help="also an uncertainty band: Monte Carlo over the realistic-mode efficiencies "
+                        "(fit covariance where calibrated, +-15%% otherwise); in the plot and output")
+
+    c = add_command(
+        sub, "compare", cmd_compare, parents=[parent],
+        help="the main job: frontiers of one model on two systems, their ratio, and why",
+        description="Compare two systems on one model: both Pareto frontiers, the ratio of tokens/s "
+        "per GPU (and per MW) at chosen interactivity levels with the binding term on each side, a "
+        "plot and a CSV.  With no arguments: Kimi K2 Thinking on GB200 NVL72 vs HGX H200, "
+        "disaggregated, ISL 1024 / OSL 1024, realistic mode, each at its best precision.",
+        epilog="examples:\n  moe-planner compare\n  moe-planner compare --explain --at 50\n"
+        "  moe-planner compare --model deepseek-r1 --hardware gb200-nvl72 hgx-b200 --mode bound")
+    c.add_argument("--model", default="kimi-k2-thinking", help="model (default kimi-k2-thinking)")
+    c.add_argument("--hardware", nargs="+", default=["gb200-nvl72", "hgx-h200"], metavar="H",
+                   help="two systems, A then B; ratios are A/B (default gb200-nvl72 hgx-h200)")
+    c.add_argument("--levels", nargs="+", type=positive_float, default=[10, 20, 50, 100, 200],
+                   metavar="X", help="interactivity levels for the table, tokens/s/user "
+                   "(default 10 20 50 100 200)")
+    c.add_argument("--plot", metavar="FILE", default="frontier.png",
+                   help="plot file (default frontier.png; '' to skip)")
+    c.add_argument("--csv", metavar="FILE", default="frontier.csv",
+                   help="CSV of both frontiers (default frontier.csv; '' to skip)")
+    c.add_argument("--json", action="store_true", help="print the table and frontiers as JSON")
+    c.add_argument("--band", action="store_true",
+                   help="also uncertainty bands on both frontiers (Monte Carlo over the efficiencies)")
+    c.add_argument("--explain", action="store_true",
+                   help="decompose the ratio at --at into causes by counterfactual swaps")
+    c.add_argument("--at", type=positive_float, default=50.0,
+                   help="interactivity for --explain, tokens/s/user (default 50)")
+
+    w = add_command(
+        sub, "sweep", cmd_sweep, parents=[parent],
+        help="evaluate a large grid of decode configurations in chunks (bounded memory)",
+        description="Evaluate layouts x precision x MTP x overlap x contexts x batch (geometric from one "
+        "sequence to the memory limit) in chunks, keeping only the Pareto envelope per context. Shows a "
+        "progress bar on a terminal; Ctrl-C stops cleanly.",
+        epilog="example (about 50 million configurations):\n  moe-planner sweep --model kimi-k2-thinking "
+        "--hardware gb200-nvl72 --contexts 1024 2048 4096 8192 16384 32768 65536 131072 "
+        "--batch-points 4096")
+    w.add_argument("--model", required=True, help="bundled model name or path")
+    w.add_argument("--hardware", required=True, help="bundled system name or path")
+    w.add_argument("--contexts", nargs="+", type=positive_float, default=[2048.0], metavar="S",
+                   help="mean KV lengths to sweep, tokens (default 2048)")
+    w.add_argument("--batch-points", type=positive_int, default=256,
+                   help="batch values per layout and context (default 256)")
+    w.add_argument("--chunk", type=positive_int, default=1 << 18,
+                   help="configurations evaluated at once; bounds memory (default 262144)")
+    w.add_argument("--no-progress", action="store_true", help="no progress bar")
+    w.add_argument("--csv", metavar="FILE", help="write the frontier points to FILE")
+    w.add_argument("--json", action="store_true", help="print the summary and frontier as JSON")

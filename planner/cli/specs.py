@@ -1,0 +1,277 @@
+"""``moe-planner specs list | show``: the bundled hardware and model library, and your own files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from planner.cli.common import add_command, print_json
+from planner.errors import SpecError
+from planner.specs.hardware import Hardware, parse_hardware
+from planner.specs.hfconfig import load_hf_config
+from planner.specs.model import Model, parse_model
+from planner.specs.reading import read_yaml, suggest
+from planner.specs.registry import hardware_names, load_hardware, load_model, model_names
+from planner.specs.units import format_si
+
+CONVENTIONS = """\
+conventions (hardware specs):
+  * values are per GPU unless the name says otherwise, written as text with a unit
+    ("4.8 TB/s", "141 GB", "989 TFLOP/s", "3 us", "1200 W"); prefixes are decimal
+    (1 GB = 1e9 B) unless spelled binary (GiB); "Gb/s" is bits, "GB/s" bytes.
+  * link bandwidths (scale_up, scale_out, host_memory) are per GPU and per direction.  Each
+    says which it is: `direction: per_direction`, or `direction: bidirectional` for a summed
+    figure such as NVLink 5's "1.8 TB/s", which the loader halves to 900 GB/s.
+  * FLOP/s are dense tensor-core peaks: halve a datasheet figure marked "with sparsity".
+  * every value carries its `source`; JSON output is in SI units (B, B/s, FLOP/s, s, W, USD).
+"""
+
+HW_KEYS = {"gpu", "scale_up", "scale_out", "host_memory", "system", "efficiency", "family", "calibration"}
+MODEL_KEYS = {"architecture", "hidden_size", "layers", "dense_layers", "vocab_size", "attention", "moe",
+              "precision", "mtp_layers", "mtp", "max_context", "tie_embeddings"}
+SOURCE_WIDTH = 90
+JSON_UNITS = {
+    "hardware": "SI: bytes, B/s per GPU per direction, dense FLOP/s, s, W, USD, USD/h; per GPU unless "
+    "the name says total",
+    "model": "counts of parameters (weights) and bytes; kv_bytes_per_token over all layers",
+}
+
+
+def register(sub: Any) -> None:
+    specs = add_command(
+        sub, "specs", _cmd_help,
+        help="list and inspect hardware and model specifications",
+        description="List and inspect the bundled hardware and model specifications, or your own "
+        "YAML files and Hugging Face config.json files.  Model parameter counts, KV-cache bytes and "
+        "weight bytes are derived from the architecture, never typed in.",
+        epilog=CONVENTIONS + """
+examples:
+  moe-planner specs list
+  moe-planner specs show gb200-nvl72               # table with units and the source of each value
+  moe-planner specs show kimi-k2-thinking --json   # SI numbers for scripts
+  moe-planner specs show my-system.yaml            # check a spec you wrote (see docs/specs.md)
+  moe-planner specs show path/to/Kimi-K2-Thinking  # a directory holding a HF config.json
+""",
+    )
+    specs_sub = specs.add_subparsers(dest="specs_command", metavar="ACTION")
+    add_command(
+        specs_sub, "list", _cmd_list,
+        help="one line per bundled system and model",
+        description="List the bundled hardware (per-GPU HBM capacity and bandwidth, scale-up domain "
+        "size, best dense tensor peak) and models (derived total / active parameters, attention "
+        "kind, experts).  Names are what --hardware and --model accept elsewhere.",
+    )
+    show = add_command(
+        specs_sub, "show", _cmd_show,
+        help="every value of one spec, with units and sources (or --json)",
+        description="Show one system or model: a bundled NAME, a YAML file you wrote, or a Hugging "
+        "Face config.json (or the directory holding it).  The table gives each value with its unit "
+        "and, for hardware, its source; derived quantities (totals, parameter counts, KV bytes per "
+        "token, weight bytes per tensor class) are marked as such.",
+        epilog=CONVENTIONS,
+    )
+    show.add_argument("spec", metavar="NAME|PATH",
+                      help="bundled name (see `moe-planner specs list`), a .yaml spec, or a config.json / "
+                      "checkpoint directory")
+    show.add_argument("--json", action="store_true",
+                      help="print JSON in SI units (bytes, B/s per GPU per direction, dense FLOP/s, s, W, "
+                      "USD) instead of the table")
+    show.add_argument("--full", action="store_true",
+                      help=f"print whole source strings (the table cuts them at {SOURCE_WIDTH} characters)")
+    specs.set_defaults(func=_cmd_help, _specs_parser=specs)
+
+
+def _cmd_help(args: argparse.Namespace) -> int:
+    args._specs_parser.print_help()
+    return 0
+
+
+# ---- loading ----------------------------------------------------------------------------------
+
+def load_spec(name: str) -> Hardware | Model:
+    """A bundled system or model by name, or a hardware / model YAML or config.json by path."""
+    if not isinstance(name, str) or not name:
+        raise SpecError("<input>", "spec", f"a spec name or path, got {name!r}")
+    if name in hardware_names():
+        return load_hardware(name)
+    if name in model_names():
+        return load_model(name)
+    p = Path(name)
+    if name.endswith(".json") or p.is_dir():
+        return load_hf_config(name)
+    if p.exists() or name.endswith((".yaml", ".yml")) or "/" in name:
+        doc = read_yaml(name)
+        if _kind(doc, name) == "hardware":
+            return parse_hardware(doc, name)
+        return parse_model(doc, name)
+    known = hardware_names() + model_names()
+    raise SpecError("<input>", "spec",
+                    f"a bundled system or model, or a path to a YAML or config.json; got {name!r}"
+                    f"{suggest(name, known)}; known: {', '.join(known)}")
+
+
+def _kind(doc: dict[str, Any], label: str) -> str:
+    keys = {str(k) for k in doc}
+    hw, mo = len(keys & HW_KEYS), len(keys & MODEL_KEYS)
+    if not hw and not mo:
+        raise SpecError(label, "document",
+                        "a hardware spec (with gpu:, scale_up:, system: ...) or a model spec (with "
+                        "architecture:, attention:, moe: ...)")
+    return "hardware" if hw > mo else "model"
+
+
+# ---- summaries --------------------------------------------------------------------------------
+
+def hardware_summary(h: Hardware) -> str:
+    dt = next(d for d in ("fp4", "fp8", "bf16") if d in h.flops)
+    gpus = f"{h.gpus_per_system} GPUs, " if h.gpus_per_system != h.domain_size else ""
+    return (f"{gpus}{h.domain_size} GPUs/domain, {format_si(h.hbm_capacity, 'B')} HBM @ "
+            f"{format_si(h.hbm_bandwidth, 'B/s')}, {dt} {format_si(h.flops[dt], 'FLOP/s')}")
+
+
+def model_summary(m: Model) -> str:
+    shared = f" + {m.E_s} shared" if m.E_s else ""
+    formats = sorted(set(m.precision.values()), key=lambda f: (f == "bf16", f))
+    return (f"{m.total_params / 1e9:.0f}B total / {m.active_params / 1e9:.1f}B active, "
+            f"{m.attention.upper()}, {m.E} experts top-{m.k}{shared}, weights {'/'.join(formats)}")
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    hw = [(n, hardware_summary(load_hardware(n))) for n in hardware_names()]
+    mo = [(n, model_summary(load_model(n))) for n in model_names()]
+    width = max(len(n) for n, _ in hw + mo) + 2
+    out = ["hardware (per GPU; `specs show NAME` for every value and its source)"]
+    out += [f"  {n:<{width}}{s}" for n, s in hw]
+    out += ["", "models (parameters derived from the architecture)"]
+    out += [f"  {n:<{width}}{s}" for n, s in mo]
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+# ---- show -------------------------------------------------------------------------------------
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    if args.json:
+        kind = "hardware" if isinstance(spec, Hardware) else "model"
+        print_json({"kind": kind, "file": spec.path, "units": JSON_UNITS[kind], **spec.to_dict()})
+        return 0
+    lines = _hardware_table(spec, args.full) if isinstance(spec, Hardware) else _model_table(spec)
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _table(sections: list[tuple[str, list[tuple[str, str, str]]]], header: tuple[str, str, str]) -> list[str]:
+    """Three aligned columns under section titles; a row without a third column does not widen
+    the second."""
+    rows = [r for _, rs in sections for r in rs] + [header]
+    w0 = max(len(r[0]) for r in rows) + 2
+    w1 = max(len(r[1]) for r in rows if r[2]) + 2
+    out = [f"  {header[0]:<{w0}}{header[1]:<{w1}}{header[2]}".rstrip()]
+    for title, rs in sections:
+        out.append(title)
+        out += [f"  {a:<{w0}}{b:<{w1}}{c}".rstrip() for a, b, c in rs]
+    return out
+
+
+def _hardware_table(h: Hardware, full: bool) -> list[str]:
+    def src(key: str) -> str:
+        s = h.sources.get(key, "")
+        return s if full or len(s) <= SOURCE_WIDTH else s[: SOURCE_WIDTH - 3] + "..."
+
+    gpu = [(f"dense {dt} peak", format_si(v, "FLOP/s"), src(f"gpu.dense_flops.{dt}"))
+           for dt, v in h.flops.items()]
+    gpu += [
+        ("HBM capacity", format_si(h.hbm_capacity, "B"), src("gpu.hbm_capacity")),
+        ("HBM bandwidth", format_si(h.hbm_bandwidth, "B/s"), src("gpu.hbm_bandwidth")),
+        ("TDP", format_si(h.tdp, "W"), src("gpu.tdp")),
+    ]
+    su = [
+        ("domain size", f"{h.domain_size} GPUs", src("scale_up.domain_size")),
+        ("bandwidth", format_si(h.su_bandwidth, "B/s") + " per direction", src("scale_up.bandwidth")),
+        ("latency", format_si(h.su_latency, "s"), src("scale_up.latency")),
+    ]
+    so = [
+        ("bandwidth", format_si(h.so_bandwidth, "B/s") + " per direction", src("scale_out.bandwidth")),
+        ("latency", format_si(h.so_latency, "s"), src("scale_out.latency")),
+    ]
+    host = [
+        ("capacity", format_si(h.host_capacity, "B"), src("host_memory.capacity")),
+        ("bandwidth", format_si(h.host_bandwidth, "B/s") + " per direction", src("host_memory.bandwidth")),
+    ] if h.host_capacity else [("(none)", "0 B", "")]
+    system = [
+        ("GPUs", f"{h.gpus_per_system}", src("system.gpus_per_system")),
+        ("purchase unit", f"{h.unit} of {h.gpus_per_unit} GPUs", src("system.gpus_per_unit")),
+        ("power per GPU, all-in", format_si(h.power_per_gpu, "W"), src("system.power_per_gpu")),
+        ("price per unit", f"{h.price_per_unit:,.0f} USD", src("system.price_per_unit")),
+        ("price per GPU-hour", f"{h.price_per_gpu_hour:.3g} USD/h", src("system.price_per_gpu_hour")),
+        ("HBM total", format_si(h.hbm_capacity_total, "B"), "derived: HBM capacity x GPUs"),
+        ("fast memory total", format_si(h.fast_memory_total, "B"), "derived: (HBM + host memory) x GPUs"),
+        ("HBM bandwidth total", format_si(h.hbm_bandwidth * h.gpus_per_system, "B/s"), "derived"),
+    ]
+    e = h.efficiency
+    eff = [
+        ("compute (eta_c)", f"{e.compute:g}", src("efficiency.compute")),
+        ("HBM (eta_m)", f"{e.hbm:g}", src("efficiency.hbm")),
+        ("scale-up (eta_n)", f"{e.scale_up:g}", src("efficiency.scale_up")),
+        ("scale-out (eta_n)", f"{e.scale_out:g}", src("efficiency.scale_out")),
+        ("kernel overhead", format_si(e.kernel_overhead, "s"), src("efficiency.kernel_overhead")),
+        ("step overhead", format_si(e.step_overhead, "s"), src("efficiency.step_overhead")),
+        ("load imbalance", f"{e.load_imbalance:g}", src("efficiency.load_imbalance")),
+        ("memory reserve", f"{e.memory_reserve:g}", src("efficiency.memory_reserve")),
+    ]
+    head = [f"{h.name}: {h.description}", f"file: {h.path}  (family {h.family}, GPU {h.gpu_model})", ""]
+    body = _table([
+        ("per GPU", gpu),
+        ("scale-up (NVLink domain), per GPU", su),
+        ("scale-out (NIC network), per GPU", so),
+        ("host memory reachable by the GPU, per GPU", host),
+        ("system", system),
+        ("efficiency (realistic mode; peaks above are not derated)", eff),
+    ], ("field", "value", "source"))
+    tail = [] if full else ["", f"(sources cut at {SOURCE_WIDTH} characters: --full or --json for all)"]
+    return head + body + tail
+
+
+def _model_table(m: Model) -> list[str]:
+    if m.attention == "mla":
+        q = f"q_lora {m.r_q}" if m.r_q else "no query compression"
+        attn = (f"MLA, {m.h} heads, {q}, kv_lora {m.r_kv}, "
+                f"nope/rope/v head dims {m.d_n}/{m.d_r}/{m.d_v}")
+    else:
+        attn = f"GQA, {m.h} query / {m.h_kv} KV heads of {m.d_head}" + (", QKV bias" if m.qkv_bias else "")
+        if m.sliding_window:
+            attn += f", {m.sliding_window}-token window on {m.sliding_layers} layers"
+    moe = f"{m.E} routed, top-{m.k}" + (f", + {m.E_s} shared" if m.E_s else "") + f", expert FFN {m.f_e}"
+    if m.routing_groups:
+        moe += f", {m.max_groups} of {m.routing_groups} groups per token"
+    arch = [
+        ("architecture", m.architecture, ""),
+        ("hidden size", f"{m.d}", ""),
+        ("layers", f"{m.n_L} ({m.n_Ld} dense FFN, {m.n_moe} MoE)", ""),
+        ("attention", attn, ""),
+        ("experts", moe, ""),
+        ("dense FFN", f"{m.f_d}" if m.n_Ld else "none", ""),
+        ("vocabulary", f"{m.V}" + (" (tied embeddings)" if m.tie_embeddings else ""), ""),
+        ("max context", f"{m.max_context} tokens", ""),
+        ("MTP layers", f"{m.mtp_layers}" + (f", draft acceptance {m.mtp_acceptance:g}" if m.mtp_acceptance
+                                            else ""), ""),
+    ]
+    kv_note = f"{m.n_L} layers x {m.kv_elems_per_token_layer} elements x {m.kv_precision}"
+    derived = [
+        ("total params", f"{m.total_params / 1e9:.1f} B", "embeddings and LM head included, MTP excluded"),
+        ("active params", f"{m.active_params / 1e9:.2f} B per token",
+         "input embedding excluded, LM head included"),
+        ("MTP params", f"{m.mtp_params / 1e9:.2f} B", "reported apart"),
+        ("KV cache", format_si(m.kv_bytes_per_token(), "B") + " per token", kv_note),
+    ]
+    wb = m.weight_bytes()
+    cp = m.class_params()
+    weights = [(c, format_si(wb[c], "B") if wb[c] else "0 B",
+                f"{cp[c] / 1e9:.2f} B params as {m.precision[c]}") for c in wb]
+    weights.append(("total", format_si(sum(wb.values()), "B"), ""))
+    head = [f"{m.name}: {m.description}", f"file: {m.path}", f"source: {m.source}", ""]
+    return head + _table([("architecture", arch), ("derived", derived), ("weights by tensor class", weights)],
+                         ("field", "value", "note"))

@@ -1,0 +1,228 @@
+"""``moe-planner validate``, ``moe-planner calibrate`` and ``moe-planner sensitivity``."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from planner.cli.common import add_command, print_json
+from planner.errors import SpecError
+
+
+def _clean(obj: Any) -> Any:
+    """JSON-safe: NaN/inf -> None, numpy scalars -> Python, recursively."""
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _clean(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+# ---- validate ---------------------------------------------------------------------------------
+def cmd_validate(args: argparse.Namespace) -> int:
+    from planner.truth.validate import format_scorecard, load_points, scorecard
+
+    card = scorecard(load_points(args.points))
+    if args.json:
+        print_json(_clean(card.to_dict()))
+    else:
+        print(format_scorecard(card))
+    return 1 if card.violations or not card.closed_ok else 0
+
+
+# ---- calibrate --------------------------------------------------------------------------------
+def _fmt_param(unit: str, v: float) -> str:
+    return f"{v * 1e6:.3g} us" if unit == "s" else f"{v:.3g}"
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from planner.outputs import table
+    from planner.truth.calibrate import EFFICIENCY_FIELDS, EXCLUDED, FAMILIES, fit, write
+
+    result = fit(loo=not args.no_loo)
+    written = write(result) if args.write else []
+    if args.json:
+        print_json(_clean({**result.to_dict(), "written": written}))
+        return 0
+    print(f"# calibration of the realistic-mode efficiencies on {len(result.train_ids)} published points")
+    print("# residual: log(predicted / measured) per-user rate at each point's own batch (step time); "
+          "parameters in log space")
+    rows = []
+    for p in result.parameters:
+        cons = ", ".join(f"{k} ({v:+.2f})" for k, v in sorted(result.constrained_by[p.name].items(),
+                                                               key=lambda kv: -abs(kv[1])))
+        rows.append([p.name, "+".join(p.families), "/".join(p.fields),
+                     _fmt_param(p.unit, result.prior[p.name]), _fmt_param(p.unit, result.values[p.name]),
+                     f"x/ {math.exp(result.log_sd[p.name]):.2f}", "yes" if result.at_bound[p.name] else "no",
+                     cons or "(none)"])
+    print(table(rows, ["parameter", "families", "sets", "prior", "fitted", "1-sigma", "at bound",
+                       "constrained by (elasticity of the point's prediction)"]))
+    fixed = []
+    for f in EFFICIENCY_FIELDS:
+        fams = [fam for fam in FAMILIES
+                if not any(fam in p.families and f in p.fields for p in result.parameters)]
+        if fams:
+            fixed.append(f if len(fams) == len(FAMILIES) else f"{f} ({', '.join(fams)})")
+    print(f"# fixed at their assumed values: {', '.join(fixed)}, link latencies")
+    print()
+    rows = []
+    for pid in result.train_ids:
+        b, a = result.residual_before[pid], result.residual_after[pid]
+        loo = result.loo.get(pid, {})
+        rows.append([pid, math.exp(b), math.exp(a), f"{abs(math.exp(a) - 1):.0%}",
+                     math.exp(loo["residual_log"]) if loo else None,
+                     f"{loo['abs_error']:.0%}" if loo else "-",
+                     f"{loo['scorecard_abs_error']:.0%}" if loo else "-"])
+    print(table(rows, ["training point", "pred/meas prior", "pred/meas fit", "error", "pred/meas LOO",
+                       "LOO error", "LOO scorecard err."]))
+    for pid, why in EXCLUDED.items():
+        print(f"# not trained on: {pid}: {why}")
+    print()
+    print(f"# training median |pred/meas - 1|: {result.train_error_before:.0%} at the prior -> "
+          f"{result.train_error_after:.0%} fitted (rms log {result.train_rms_log_before:.3f} -> "
+          f"{result.train_rms_log_after:.3f}; specs as they are now: {result.train_error_current:.0%})")
+    if result.loo:
+        print(f"# leave-one-out median |pred/meas - 1|: {result.loo_error:.0%} (step time at the point's "
+              f"batch); {result.loo_scorecard_error:.0%} on the scorecard's quantity")
+    if result.scorecard_after:
+        import numpy as np
+
+        print(f"# scorecard realistic median error, all measured points: "
+              f"{np.median(list(result.scorecard_before.values())):.0%} at the prior -> "
+              f"{np.median(list(result.scorecard_after.values())):.0%} fitted")
+    if written:
+        print(f"# wrote {len(written)} hardware specs: {', '.join(written)}")
+    else:
+        print("# nothing written (use --write to put the fit into the hardware specs)")
+    return 0
+
+
+# ---- sensitivity ------------------------------------------------------------------------------
+def _what_if_arg(text: str) -> tuple[str, float]:
+    from planner.truth.sensitivity import ALL_RESOURCES
+
+    name, sep, val = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected PARAM=FACTOR (e.g. su_bandwidth=2), got {text!r}")
+    if name not in ALL_RESOURCES:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(ALL_RESOURCES)}, got {name!r}")
+    try:
+        f = float(val)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number after '=', got {val!r}") from None
+    if not math.isfinite(f) or f <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive factor, got {val!r}")
+    return name, f
+
+
+def cmd_sensitivity(args: argparse.Namespace) -> int:
+    from planner.cli.frontier import frontier_kwargs
+    from planner.outputs import table
+    from planner.truth.sensitivity import elasticities, what_if
+
+    kw = frontier_kwargs(args)
+    if kw["serving"] == "prefill":
+        raise SpecError("<input>", "--serving", "decode, aggregated or disaggregated (sensitivities are "
+                        "taken at a per-user rate)")
+    if args.what_if:
+        param, factor = args.what_if
+        w = what_if(args.model, args.hardware, factor=factor, param=param, at=args.at, **kw)
+        if args.json:
+            print_json(_clean(w))
+            return 0
+        print(f"# what if: {w['label']} x{factor:g} on {w['hardware']}, {w['model']} at {args.at:g} "
+              f"tokens/s/user ({args.serving}, {args.mode} mode)")
+        rows = [["as is", w["tps_per_gpu"], 1.0, w["bottleneck"], _cfg(w["config"])],
+                [f"{param} x{factor:g}", w["tps_per_gpu_new"], w["gain"], w["bottleneck_new"],
+                 _cfg(w["config_new"])]]
+        print(table(rows, ["system", "tok/s/GPU", "gain", "binds", "configuration"]))
+        return 0
+    e = elasticities(args.model, args.hardware, at_tps_user=args.at, symbolic=not args.no_symbolic, **kw)
+    if args.json:
+        print_json(_clean({"settings": {k: v for k, v in e.attrs.items()},
+                           "elasticities": e.to_dict("records")}))
+        return 0
+    a = e.attrs
+    print(f"# sensitivities: {a['model']} on {a['hardware']} at {a['at_tps_per_user']:g} tokens/s/user "
+          f"({a['serving']}, {a['mode']} mode); elasticity = d ln(tokens/s per GPU) / d ln(resource)")
+    print(f"# nominal: {_cfg(a['config'])}, {a['config'].get('tps_per_gpu', float('nan')):,.0f} tok/s/GPU")
+    rows = [[r.label, r.value, r.tps_per_gpu_minus, r.tps_per_gpu_plus, r.elasticity, r.symbolic,
+             r.step_elasticity, r.bottleneck_plus] for r in e.itertuples()]
+    print(table(rows, ["resource", "value (SI)", f"tok/s/GPU -{a['step']:.0%}", f"+{a['step']:.0%}",
+                       "elasticity", "symbolic", "d ln t/d ln p", "binds at +"]))
+    print("# elasticity: central difference of the frontier (configuration re-optimised); symbolic: sympy "
+          "d/dp of the decode step time at the nominal configuration, per-user rate held (batch re-solved"
+          + (", batch at the memory limit" if a.get("memory_capped") else "") + ")")
+    return 0
+
+
+def _cfg(c: dict[str, Any]) -> str:
+    if not c:
+        return "-"
+    parts = [f"{c.get('gpus')} GPUs", f"TPa {c.get('tp_attn')}", f"EP {c.get('ep')}",
+             f"TPe {c.get('tp_moe')}"]
+    if c.get("batch_per_gpu") is not None and not (isinstance(c["batch_per_gpu"], float)
+                                                   and not math.isfinite(c["batch_per_gpu"])):
+        parts.append(f"{c['batch_per_gpu']:.3g} seq/GPU")
+    parts.append(f"{c.get('weights')}")
+    if c.get("mtp"):
+        parts.append(f"MTP {c['mtp']}")
+    return ", ".join(str(p) for p in parts)
+
+
+def register(sub: Any) -> None:
+    v = add_command(
+        sub, "validate", cmd_validate,
+        help="scorecard: predictions vs published measurements (exit 1 on a bound violation)",
+        description="Predict every published point (planner/truth/data/points.yaml) at its own operating "
+        "conditions in bound mode (datasheet peaks: must not be beaten by any measurement) and realistic "
+        "mode (the specs' efficiencies), and reproduce the closed-form points.  Exit status 1 if a "
+        "measurement exceeds its bound or a closed-form point does not reproduce.",
+        epilog="examples:\n  moe-planner validate\n  moe-planner validate --json")
+    v.add_argument("--json", action="store_true", help="print the scorecard as JSON")
+    v.add_argument("--points", metavar="FILE", default=None,
+                   help="a points YAML in the same format (default: the bundled points)")
+
+    c = add_command(
+        sub, "calibrate", cmd_calibrate,
+        help="fit the realistic-mode efficiencies to the published points (leave-one-out error)",
+        description="Least-squares fit of the realistic-mode efficiencies (compute, HBM, network "
+        "fractions, per-operator overhead; shared across hardware families where the physics is the "
+        "same) to the declared training points, with per-parameter uncertainty, which points constrain "
+        "each parameter, and the leave-one-out error.  --write puts the values into the bundled "
+        "hardware specs (kind: fitted) with a calibration: block.",
+        epilog="examples:\n  moe-planner calibrate\n  moe-planner calibrate --write")
+    c.add_argument("--write", action="store_true", help="write the fitted values into hardware_specs/*.yaml")
+    c.add_argument("--json", action="store_true", help="print the fit as JSON")
+    c.add_argument("--no-loo", action="store_true", help="skip the leave-one-out refits")
+
+    from planner.cli.common import positive_float
+    from planner.cli.frontier import workload_parent
+
+    s = add_command(
+        sub, "sensitivity", cmd_sensitivity, parents=[workload_parent()],
+        help="elasticity of tokens/s per GPU to each hardware resource at a per-user rate; what-ifs",
+        description="d ln(tokens/s per GPU) / d ln(resource) at a fixed tokens/s per user for HBM "
+        "bandwidth, NVLink bandwidth, NIC bandwidth, FLOP/s and HBM capacity: by central differences "
+        "(+-5%) of the frontier, and symbolically (sympy) at the chosen configuration.  --what-if "
+        "PARAM=FACTOR instead answers one counterfactual.",
+        epilog="examples:\n  moe-planner sensitivity --model kimi-k2-thinking --hardware hgx-h200 --at 50\n"
+        "  moe-planner sensitivity --model kimi-k2-thinking --hardware hgx-h200 --at 50 "
+        "--what-if su_bandwidth=2")
+    s.add_argument("--model", required=True, help="bundled model name or path")
+    s.add_argument("--hardware", required=True, help="bundled system name or path")
+    s.add_argument("--at", type=positive_float, default=50.0, help="tokens/s per user (default 50)")
+    s.add_argument("--what-if", type=_what_if_arg, default=None, metavar="PARAM=FACTOR",
+                   help="scale one resource (hbm_bandwidth, su_bandwidth, so_bandwidth, flops, "
+                        "hbm_capacity, su_latency, so_latency, host_bandwidth, host_capacity)")
+    s.add_argument("--no-symbolic", action="store_true", help="skip the sympy column")
+    s.add_argument("--json", action="store_true", help="print JSON")

@@ -1,0 +1,162 @@
+"""Demand: one peak or 24 hourly values, in output tokens/s, concurrent users or requests/s,
+from flags, lists or a CSV/YAML profile file."""
+
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from planner.errors import SpecError
+
+PROFILE_UNITS = ("output_tps", "users", "requests_per_s")
+_PROFILE_ALIASES = {"output_tps": "output_tps", "tps": "output_tps", "tokens_per_s": "output_tps",
+                    "output_tokens_per_s": "output_tps", "users": "users",
+                    "requests_per_s": "requests_per_s", "rps": "requests_per_s"}
+
+
+# ---- demand ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Demand:
+    """A load: one peak value or 24 hourly values, in output tokens/s, concurrent users or
+    requests/s."""
+
+    kind: str                    #: output_tps, users or requests_per_s
+    hourly: tuple[float, ...]    #: one value (a peak held all day) or 24
+    source: str = ""             #: where it came from (flag or file)
+
+    def output_tps(self, tps_per_user: float, osl: float) -> np.ndarray:
+        """Hourly output tokens/s: users x tokens/s/user, requests/s x OSL."""
+        v = np.asarray(self.hourly, dtype=float)
+        if self.kind == "users":
+            return v * tps_per_user
+        if self.kind == "requests_per_s":
+            return v * osl
+        return v
+
+    def peak_mean(self, tps_per_user: float, osl: float) -> tuple[float, float]:
+        v = self.output_tps(tps_per_user, osl)
+        return float(v.max()), float(v.mean())
+
+    @property
+    def is_profile(self) -> bool:
+        return len(self.hourly) > 1
+
+    def describe(self) -> str:
+        def num(x: float) -> str:
+            return f"{x:,.0f}" if x >= 100 or float(x).is_integer() else f"{x:,.4g}"
+
+        words = {"output_tps": "output tokens/s", "users": "concurrent users",
+                 "requests_per_s": "requests/s"}[self.kind]
+        if self.is_profile:
+            v = np.asarray(self.hourly)
+            return (f"daily profile of {words} (peak {num(v.max())}, mean {num(v.mean())}"
+                    f"{', from ' + self.source if self.source else ''})")
+        return f"{num(self.hourly[0])} {words}"
+
+
+def _check_load(v: Any, field: str, allow_zero: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float | np.number):
+        raise SpecError("<input>", field, f"a number, got {v!r}")
+    v = float(v)
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise SpecError("<input>", field, f"a {'non-negative' if allow_zero else 'positive'} finite "
+                        f"load, got {v!r}")
+    return v
+
+
+def make_demand(demand_tps: float | None = None, users: float | None = None,
+                requests_per_s: float | None = None, profile: Any = None,
+                profile_unit: str = "output_tps") -> Demand:
+    """Exactly one of a peak in output tokens/s, concurrent users, requests/s, or a daily
+    profile (24 hourly loads: a sequence, or a CSV/YAML file path; see :func:`read_profile`)."""
+    given = [(k, v) for k, v in (("demand_tps", demand_tps), ("users", users),
+                                 ("requests_per_s", requests_per_s), ("profile", profile))
+             if v is not None]
+    if len(given) != 1:
+        names = ", ".join(k for k, _ in given) if given else "none"
+        raise SpecError("<input>", "demand", "exactly one of demand_tps (--demand-tps), users (--users), "
+                        f"requests_per_s (--requests-per-s) or profile (--profile); got {names}")
+    key, v = given[0]
+    if key == "profile":
+        if isinstance(v, str | Path):
+            return read_profile(v)
+        if profile_unit not in _PROFILE_ALIASES:
+            raise SpecError("<input>", "profile_unit", f"one of {', '.join(PROFILE_UNITS)}, got "
+                            f"{profile_unit!r}")
+        return _profile_values(list(v) if not isinstance(v, Mapping) else v, "<input>",
+                               _PROFILE_ALIASES[profile_unit], "profile")
+    kind = {"demand_tps": "output_tps", "users": "users", "requests_per_s": "requests_per_s"}[key]
+    flag = {"demand_tps": "--demand-tps", "users": "--users", "requests_per_s": "--requests-per-s"}[key]
+    return Demand(kind, (_check_load(v, key),), flag)
+
+
+def _profile_values(values: Any, label: str, kind: str, source: str) -> Demand:
+    if not isinstance(values, list | tuple | np.ndarray) or len(values) != 24:
+        n = len(values) if isinstance(values, list | tuple | np.ndarray) else type(values).__name__
+        raise SpecError(label, "profile", f"24 hourly loads (hour 0 to 23), got {n}")
+    hourly = tuple(_check_load(x, f"profile[{i}]", allow_zero=True) for i, x in enumerate(values))
+    if max(hourly) <= 0:
+        raise SpecError(label, "profile", "at least one hour with a positive load")
+    return Demand(kind, hourly, source)
+
+
+def read_profile(path: str | Path) -> Demand:
+    """A daily profile from a file.
+
+    YAML: a list of 24 loads (output tokens/s), or ``{unit: output_tps|users|requests_per_s,
+    hourly: [24 loads]}``.  CSV: 24 rows of one column of loads, or two columns ``hour,LOAD``;
+    an optional header names the unit (``output_tps``, ``users`` or ``requests_per_s``).
+    """
+    from planner.specs.reading import read_text
+
+    label = str(path)
+    text = read_text(path, label)
+    if label.lower().endswith(".csv"):
+        return _profile_csv(text, label)
+    import yaml
+
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise SpecError(label, "yaml", "valid YAML (or a .csv file)") from None
+    if isinstance(doc, Mapping):
+        unknown = set(doc) - {"unit", "hourly"}
+        if unknown:
+            raise SpecError(label, str(sorted(unknown)[0]), "a known field: unit, hourly")
+        unit = doc.get("unit", "output_tps")
+        if unit not in _PROFILE_ALIASES:
+            raise SpecError(label, "unit", f"one of {', '.join(PROFILE_UNITS)}, got {unit!r}")
+        return _profile_values(doc.get("hourly"), label, _PROFILE_ALIASES[unit], label)
+    return _profile_values(doc, label, "output_tps", label)
+
+
+def _profile_csv(text: str, label: str) -> Demand:
+    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    kind = "output_tps"
+    col = -1
+    if rows:
+        try:
+            float(rows[0][-1])
+        except ValueError:
+            header = [c.strip().lower() for c in rows[0]]
+            rows = rows[1:]
+            named = [i for i, h in enumerate(header) if h in _PROFILE_ALIASES]
+            if len(named) != 1:
+                raise SpecError(label, "header", "one load column named output_tps, users or "
+                                f"requests_per_s (and optionally hour), got {', '.join(header)}") from None
+            col, kind = named[0], _PROFILE_ALIASES[header[named[0]]]
+    values = []
+    for i, r in enumerate(rows):
+        try:
+            values.append(float(r[col]))
+        except (ValueError, IndexError):
+            raise SpecError(label, f"row {i + 1}", f"a number, got {','.join(r)!r}") from None
+    return _profile_values(values, label, kind, label)

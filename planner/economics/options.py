@@ -1,0 +1,232 @@
+"""One hardware option for sizing: its frontier, the best configuration per instance size at any
+service level, and the checks shared by every sizing question."""
+
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.economics.cost import deployment, figures
+from planner.economics.demand import Demand
+from planner.errors import SpecError
+from planner.serving.frontiers import frontier, frontier_at
+from planner.specs.hardware import Hardware
+from planner.specs.model import Model
+from planner.specs.registry import load_hardware, load_model
+
+SIZING_SERVING = ("disaggregated", "aggregated", "decode")
+BASES = ("own", "rental")
+
+
+# ---- one hardware option: its frontier and candidates ----------------------------------------------
+#: frontier errors that mean "this option cannot do it" (reported per option, not raised)
+OPTION_LIMITS = ("max_ttft", "model", "prefill", "layout")
+_CONFIG = ("weights", "mtp", "overlap", "tp_attn", "ep", "tp_moe", "batch", "bottleneck")
+
+
+class Option:
+    """One hardware option: all frontier points, and the best configuration per instance size
+    at any service level."""
+
+    def __init__(self, model: Model, hw: Hardware, figs: dict[str, dict[str, Any]],
+                 fkw: dict[str, Any]) -> None:
+        self.model, self.hw, self.figs = model, hw, figs
+        self.serving = fkw["serving"]
+        self.isl, self.osl = float(fkw["isl"]), float(fkw["osl"])
+        self.ttft_limit = None
+        if self.serving == "disaggregated":
+            from planner.serving.frontiers import DEFAULT_MAX_TTFT
+
+            self.ttft_limit = DEFAULT_MAX_TTFT if fkw.get("max_ttft") is None else float(fkw["max_ttft"])
+        self.error: str | None = None
+        self.pts = pd.DataFrame()
+        try:
+            self.pts = frontier(model, hw, all_points=True, metric="output", **fkw)
+        except SpecError as exc:
+            if exc.field not in OPTION_LIMITS:  # bad input, not this option's limit: say so
+                raise
+            self.error = f"{exc.field}: {exc.expected}"
+        self.top = float(self.pts.tps_per_user.max()) if not self.pts.empty else math.nan
+        self._stairs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for g, grp in (self.pts.groupby("gpus") if not self.pts.empty else ()):
+            grp = grp.sort_values("tps_per_user", ascending=False, kind="mergesort")
+            # running best output per GPU from the fastest point down, then ascending in x
+            arg = grp.index.to_numpy()[_running_argmax(grp.output_tps_per_gpu.to_numpy())]
+            self._stairs[int(g)] = (grp.tps_per_user.to_numpy()[::-1], arg[::-1])
+
+    @property
+    def feasible_at_all(self) -> bool:
+        return self.error is None and not self.pts.empty
+
+    def candidates(self, x: float, exact: bool = True) -> list[dict[str, Any]]:
+        """Configurations giving every user >= ``x`` tokens/s: per instance size the grid point
+        with the most output per GPU, plus (``exact``) the frontier engine's best with the batch
+        solved exactly at ``x`` (:func:`frontier_at`)."""
+        if not self.feasible_at_all or x > self.top:
+            return []
+        out = []
+        for xs, arg in self._stairs.values():
+            i = np.searchsorted(xs, x, side="left")  # xs ascending: first point with tpu >= x
+            if i < len(xs):
+                out.append(self._cand(self.pts.loc[arg[i]], exact=False))
+        if exact:
+            ex = frontier_at(self.model, self.hw, [x], points=self.pts).iloc[0]
+            if np.isfinite(ex.get("tps_per_gpu", np.nan)):
+                out.append(self._cand(ex, exact=True))
+        return out
+
+    def _cand(self, r: pd.Series, exact: bool) -> dict[str, Any]:
+        disagg = self.serving == "disaggregated"
+        c = dict(
+            tps_per_user=float(r.tps_per_user), tps_per_gpu=float(r.output_tps_per_gpu),
+            decode_tps_per_gpu=float(r.decode_tps_per_gpu if disagg else r.output_tps_per_gpu),
+            instance_gpus=int(r.gpus),
+            prefill_tps_per_gpu=float(r.prefill_tps_per_gpu) if disagg else None,
+            prefill_instance_gpus=int(r.prefill_gpus) if disagg else None,
+            ttft_s=float(r.ttft_s) if disagg else math.nan, solved_exactly=exact)
+        for k in _CONFIG:
+            v = r.get(k)
+            c[k] = v.item() if isinstance(v, np.generic) else v
+        return c
+
+    def perf(self, c: dict[str, Any]) -> dict[str, Any]:
+        return dict(decode_tps_per_gpu=c["decode_tps_per_gpu"], decode_instance_gpus=c["instance_gpus"],
+                    prefill_tps_per_gpu=c["prefill_tps_per_gpu"],
+                    prefill_instance_gpus=c["prefill_instance_gpus"], isl=self.isl, osl=self.osl,
+                    gpus_per_unit=self.hw.gpus_per_unit, domain_size=self.hw.domain_size)
+
+    def money(self) -> dict[str, float]:
+        f = self.figs
+        return dict(power_per_gpu=f["power_per_gpu"]["value"], price_per_unit=f["price_per_unit"]["value"],
+                    price_per_gpu_hour=f["price_per_gpu_hour"]["value"], pue=f["pue"]["value"],
+                    usd_per_kwh=f["usd_per_kwh"]["value"], years=f["years"]["value"])
+
+    def deploy(self, c: dict[str, Any], peak: float, mean: float) -> dict[str, Any]:
+        return deployment(peak, **self.perf(c), **self.money(), mean_demand_tps=mean)
+
+    def best(self, x: float, demand: Demand, basis: str, exact: bool = True
+             ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The cheapest deployment meeting ``x`` tokens/s/user at ``demand`` (ties: more output
+        per GPU)."""
+        peak, mean = demand.peak_mean(x, self.osl)
+        key = "usd_per_mtok" if basis == "own" else "usd_per_mtok_rental"
+        found = None
+        for c in self.candidates(x, exact):
+            d = self.deploy(c, peak, mean)
+            score = (d[key], -c["tps_per_gpu"])
+            if found is None or score < found[0]:
+                found = (score, c, d)
+        return None if found is None else (found[1], found[2])
+
+    def reason(self, x: float) -> str:
+        if self.error:
+            return self.error
+        return f"at most {self.top:.4g} tokens/s/user"
+
+    def row(self, c: dict[str, Any], d: dict[str, Any], level: float) -> dict[str, Any]:
+        hw = self.hw
+        r = dict(hardware=hw.name, feasible=True, min_tps_user=level, **c, unit=hw.unit,
+                 gpus_per_unit=hw.gpus_per_unit, max_tps_per_user=self.top, **d)
+        for k, f in self.figs.items():
+            r[k] = f["value"]
+            r[f"{k}_source"] = f["source"]
+        return r
+
+    def infeasible_row(self, level: float, reason: str) -> dict[str, Any]:
+        r = dict(hardware=self.hw.name, feasible=False, min_tps_user=level, unit=self.hw.unit,
+                 gpus_per_unit=self.hw.gpus_per_unit, max_tps_per_user=self.top, reason=reason)
+        for k, f in self.figs.items():
+            r[k] = f["value"]
+            r[f"{k}_source"] = f["source"]
+        return r
+
+
+def _running_argmax(y: np.ndarray) -> np.ndarray:
+    """Index of the running maximum of ``y`` (first occurrence)."""
+    out = np.empty(len(y), dtype=int)
+    best, bi = -math.inf, 0
+    for i, v in enumerate(y):
+        if v > best:
+            best, bi = v, i
+        out[i] = bi
+    return out
+
+
+# ---- shared set-up ----------------------------------------------------------------------------------
+SEARCH_KEYS = ("context", "gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "weights", "kv", "mtp",
+                "overlap", "kv_offload", "mode")
+
+
+def setup(model: Any, hardware: Any, *, serving: str, isl: float, osl: float,
+           max_ttft: float | None, pue: float, usd_per_kwh: float, years: float,
+           usd_per_unit: Any, usd_per_gpu_hour: Any, watts_per_gpu: Any, basis: str,
+           search: dict[str, Any]) -> tuple[Model, list[Option], dict[str, Any]]:
+    unknown = set(search) - set(SEARCH_KEYS)
+    if "metric" in unknown:
+        raise SpecError("<input>", "metric", "not settable for sizing: demand is output tokens/s, so "
+                        "throughput is always output tokens/s per GPU counting every GPU")
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+    if serving not in SIZING_SERVING:
+        raise SpecError("<input>", "serving", f"one of {', '.join(SIZING_SERVING)} for sizing (demand "
+                        f"is in output tokens), got {serving!r}")
+    if max_ttft is not None and serving != "disaggregated":
+        raise SpecError("<input>", "max_ttft", "only with disaggregated serving (it is the prefill "
+                        "pool's limit); TTFT is not modelled for aggregated or decode-only serving")
+    if basis not in BASES:
+        raise SpecError("<input>", "basis", f"one of {', '.join(BASES)}, got {basis!r}")
+    m = load_model(model)
+    hws = [load_hardware(h) for h in ([hardware] if isinstance(hardware, str | Hardware) else hardware)]
+    if not hws:
+        raise SpecError("<input>", "hardware", "at least one system")
+    names = [h.name for h in hws]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SpecError("<input>", "hardware", f"each system once, got {', '.join(dup)} twice")
+    for ov, field in ((usd_per_unit, "usd_per_unit"), (usd_per_gpu_hour, "usd_per_gpu_hour"),
+                      (watts_per_gpu, "watts_per_gpu")):
+        if isinstance(ov, Mapping):
+            bad = sorted(set(ov) - set(names))
+            if bad:
+                raise SpecError("<input>", field, f"overrides for the systems sized ({', '.join(names)}), "
+                                f"got {', '.join(map(str, bad))}")
+    figs = {h.name: figures(h, pue=pue, usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
+                            usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu) for h in hws}
+    fkw = dict(serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, **search)
+    opts = [Option(m, h, figs[h.name], fkw) for h in hws]
+    first = next((o for o in opts if o.feasible_at_all), None)
+    attrs = dict(model=m.name, serving=serving, isl=float(isl), osl=float(osl),
+                 max_ttft=(first.pts.attrs.get("max_ttft") if first is not None and
+                           serving == "disaggregated" else None),
+                 mode=search.get("mode", "realistic"), basis=basis, pue=pue, usd_per_kwh=usd_per_kwh,
+                 years=years, figures=figs)
+    return m, opts, attrs
+
+
+def no_option(opts: list[Option], level: float) -> SpecError:
+    best = "; ".join(f"{o.hw.name}: {o.reason(level)}" for o in opts)
+    ttft = opts[0].ttft_limit
+    asked = f">= {level:g} tokens/s/user" + (f", TTFT <= {ttft:g} s" if ttft is not None else "")
+    return SpecError("<input>", "service_level", f"a service level some option can meet (asked: {asked}); "
+                     f"best each can do: {best}")
+
+
+def check_level(v: Any, field: str = "min_tps_user") -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float | np.number) or not (
+            math.isfinite(float(v)) and float(v) > 0):
+        raise SpecError("<input>", field, f"a positive rate in tokens/s per user, got {v!r}")
+    return float(v)
+
+
+def mark_cheapest(df: pd.DataFrame, basis: str) -> pd.DataFrame:
+    key = "usd_per_mtok" if basis == "own" else "usd_per_mtok_rental"
+    df["cheapest"] = False
+    ok = df[df.feasible] if "feasible" in df else df
+    if not ok.empty and key in ok:
+        df.loc[ok[key].astype(float).idxmin(), "cheapest"] = True
+    return df

@@ -1,0 +1,272 @@
+"""Procurement sizing: from demand and a service level to GPUs, racks, megawatts and dollars.
+
+For each hardware option the frontier engine (:func:`planner.serving.frontiers.frontier`) gives
+the configurations meeting the service level (tokens/s per user, and for disaggregated serving
+the prefill pool's TTFT limit); the cheapest deployment of one of them at the demand is kept.
+The pieces live beside this module: :mod:`~planner.economics.demand` (loads and profiles),
+:mod:`~planner.economics.pools` (instances, domains, units), :mod:`~planner.economics.cost`
+(power, money and their sources), :mod:`~planner.economics.options` (one system's candidates).
+
+API (DataFrames): :func:`size`, :func:`power_budget`, :func:`cost_target`,
+:func:`fleet_capacity`, and :func:`sizing_curve` (cost and units against the service level,
+for :func:`planner.plot.plot_sizing`).
+"""
+
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.economics.cost import DEFAULT_PUE, DEFAULT_USD_PER_KWH, DEFAULT_YEARS, economics
+from planner.economics.demand import make_demand
+from planner.economics.options import Option, check_level, mark_cheapest, no_option, setup
+from planner.economics.pools import max_load, plan_pools
+from planner.errors import SpecError
+from planner.specs.model import Model
+
+DEFAULT_LEVELS = (10.0, 20.0, 50.0, 100.0, 200.0)
+
+
+# ---- API -------------------------------------------------------------------------------------------
+def size(model: Model | str, hardware: Any, *, min_tps_user: float, demand_tps: float | None = None,
+         users: float | None = None, requests_per_s: float | None = None, profile: Any = None,
+         profile_unit: str = "output_tps", serving: str = "disaggregated", isl: float = 1024,
+         osl: float = 1024, max_ttft: float | None = None, pue: float = DEFAULT_PUE,
+         usd_per_kwh: float = DEFAULT_USD_PER_KWH, years: float = DEFAULT_YEARS,
+         usd_per_unit: Any = None, usd_per_gpu_hour: Any = None, watts_per_gpu: Any = None,
+         basis: str = "own", **search: Any) -> pd.DataFrame:
+    """Size a deployment on each hardware option for the demand at the service level.
+
+    One row per option: the configuration (``tps_per_user``, ``tps_per_gpu`` = output tokens/s
+    per GPU counting every GPU, instance sizes, binding term), the deployment (``gpus`` bought,
+    ``units``, pools, ``power_mw`` facility and ``it_power_mw``, ``capex_usd``,
+    ``opex_usd_per_year`` (energy), ``rental_usd_per_year``, ``usd_per_mtok`` (capex over
+    ``years`` + energy), ``usd_per_mtok_rental``, ``tps_per_mw``, ``capacity_tps``, ``headroom``,
+    ``utilisation``, ``idle_usd_per_year``), each price and power figure with its ``*_source``, and
+    ``cheapest``.  Options that cannot meet the level have ``feasible`` False and a ``reason``;
+    if none can, SpecError says the best each can do.  ``search``: frontier search options
+    (``gpus``, ``weights``, ``mode``, ...).
+    """
+    level = check_level(min_tps_user)
+    dem = make_demand(demand_tps, users, requests_per_s, profile, profile_unit)
+    m, opts, attrs = setup(model, hardware, serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, pue=pue,
+                            usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
+                            usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
+                            basis=basis, search=search)
+    rows = []
+    for o in opts:
+        got = o.best(level, dem, basis)
+        rows.append(o.row(got[0], got[1], level) if got else o.infeasible_row(level, o.reason(level)))
+    if not any(r["feasible"] for r in rows):
+        raise no_option(opts, level)
+    df = mark_cheapest(pd.DataFrame(rows), basis)
+    df.attrs.update(attrs, min_tps_user=level, demand=dem.describe(), demand_kind=dem.kind,
+                    profile=list(dem.hourly) if dem.is_profile else None)
+    return df
+
+
+def power_budget(model: Model | str, hardware: Any, budget_mw: float, *, min_tps_user: float,
+                 serving: str = "disaggregated", isl: float = 1024, osl: float = 1024,
+                 max_ttft: float | None = None, pue: float = DEFAULT_PUE,
+                 usd_per_kwh: float = DEFAULT_USD_PER_KWH, years: float = DEFAULT_YEARS,
+                 usd_per_unit: Any = None, usd_per_gpu_hour: Any = None, watts_per_gpu: Any = None,
+                 basis: str = "own", **search: Any) -> pd.DataFrame:
+    """The largest load each option serves at the service level within ``budget_mw`` of facility
+    power: the whole units the budget powers (units x GPUs x W/GPU x PUE <= budget), then the
+    configuration serving the most on them.  Rows: ``units``, ``gpus``, ``power_mw``,
+    ``capacity_tps`` (output tokens/s), ``users`` (capacity / level), ``requests_per_s``
+    (capacity / OSL), and the costs at that full load."""
+    level = check_level(min_tps_user)
+    if isinstance(budget_mw, bool) or not isinstance(budget_mw, int | float) or not (
+            math.isfinite(budget_mw) and budget_mw > 0):
+        raise SpecError("<input>", "power_budget_mw", f"a positive power in MW, got {budget_mw!r}")
+    m, opts, attrs = setup(model, hardware, serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, pue=pue,
+                            usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
+                            usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
+                            basis=basis, search=search)
+    rows = []
+    for o in opts:
+        mon = o.money()
+        unit_w = o.hw.gpus_per_unit * mon["power_per_gpu"] * mon["pue"]
+        n = int(math.floor(budget_mw * 1e6 / unit_w * (1 + 1e-12)))
+        r = _fleet_row(o, n, level, f"{budget_mw:g} MW powers no whole {o.hw.unit} "
+                       f"(one needs {unit_w / 1e6:.4g} MW)")
+        r["power_budget_mw"] = float(budget_mw)
+        rows.append(r)
+    if not any(r["feasible"] for r in rows):
+        if all(not o.feasible_at_all or o.top < level for o in opts):
+            raise no_option(opts, level)
+        raise SpecError("<input>", "power_budget_mw", "a budget that serves load on some option; "
+                        + "; ".join(f"{r['hardware']}: {r['reason']}" for r in rows))
+    df = pd.DataFrame(rows)
+    df.attrs.update(attrs, min_tps_user=level, power_budget_mw=float(budget_mw))
+    return df
+
+
+def fleet_capacity(model: Model | str, hardware: Any, units: int, *,
+                   levels: Sequence[float] = DEFAULT_LEVELS, serving: str = "disaggregated",
+                   isl: float = 1024, osl: float = 1024, max_ttft: float | None = None,
+                   pue: float = DEFAULT_PUE, usd_per_kwh: float = DEFAULT_USD_PER_KWH,
+                   years: float = DEFAULT_YEARS, usd_per_unit: Any = None, usd_per_gpu_hour: Any = None,
+                   watts_per_gpu: Any = None, basis: str = "own", **search: Any) -> pd.DataFrame:
+    """The load a fixed fleet of ``units`` units of each option serves at each service level in
+    ``levels`` (tokens/s/user): one row per (hardware, level) with ``capacity_tps``, ``users``,
+    ``requests_per_s``, power and costs at that full load; ``feasible`` False (capacity 0)
+    where the level is out of reach or the fleet holds no whole instance."""
+    if isinstance(units, bool) or not isinstance(units, int | np.integer) or units < 1:
+        raise SpecError("<input>", "fleet_units", f"a whole number of units >= 1, got {units!r}")
+    lv = sorted({check_level(x, "levels") for x in levels})
+    if not lv:
+        raise SpecError("<input>", "levels", "at least one service level")
+    m, opts, attrs = setup(model, hardware, serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, pue=pue,
+                            usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
+                            usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
+                            basis=basis, search=search)
+    rows = []
+    for o in opts:
+        for x in lv:
+            rows.append(_fleet_row(o, int(units), x, ""))
+    df = pd.DataFrame(rows)
+    df.attrs.update(attrs, fleet_units=int(units), levels=lv)
+    return df
+
+
+def _fleet_row(o: Option, n: int, level: float, no_unit_reason: str) -> dict[str, Any]:
+    """The most load ``n`` units of option ``o`` serve at ``level``."""
+    if n < 1:
+        r = o.infeasible_row(level, no_unit_reason)
+        r.update(units=n, capacity_tps=0.0)
+        return r
+    best = None
+    for c in o.candidates(level):
+        cap = max_load(n, **o.perf(c))
+        if cap > 0 and (best is None or (cap, c["tps_per_gpu"]) > best[0]):
+            best = ((cap, c["tps_per_gpu"]), c)
+    if best is None:
+        reason = o.reason(level) if (not o.feasible_at_all or level > o.top) else (
+            f"{n} {o.hw.unit}(s) hold no whole set of instances at this level")
+        r = o.infeasible_row(level, reason)
+        r.update(units=n, capacity_tps=0.0)
+        return r
+    cap, c = best[0][0], best[1]
+    mon = o.money()
+    money = economics(units=n, gpus_per_unit=o.hw.gpus_per_unit, peak_tps=cap, mean_tps=cap,
+                      capacity_tps=cap, **mon)
+    pools = plan_pools(cap, **o.perf(c))
+    pools.update(units=n, gpus=n * o.hw.gpus_per_unit)
+    r = o.row(c, dict(demand_tps=cap, mean_demand_tps=cap, **pools, **money), level)
+    r.update(users=cap / level, requests_per_s=cap / o.osl)
+    return r
+
+
+def cost_target(model: Model | str, hardware: Any, usd_per_mtok: float, *, demand_tps: float | None = None,
+                users: float | None = None, requests_per_s: float | None = None, profile: Any = None,
+                profile_unit: str = "output_tps", serving: str = "disaggregated", isl: float = 1024,
+                osl: float = 1024, max_ttft: float | None = None, pue: float = DEFAULT_PUE,
+                usd_per_kwh: float = DEFAULT_USD_PER_KWH, years: float = DEFAULT_YEARS,
+                usd_per_unit: Any = None, usd_per_gpu_hour: Any = None, watts_per_gpu: Any = None,
+                basis: str = "own", refine: int = 6, **search: Any) -> pd.DataFrame:
+    """The highest interactivity (tokens/s/user) each option reaches at ``usd_per_mtok`` or less,
+    serving the demand (``basis``: ``own``, capex over ``years`` + energy, or ``rental``).
+
+    Searched over the frontier: the costs at every envelope point, then ``refine`` bisection
+    steps with the batch solved exactly between the last point within the target and the next.
+    One row per option with the deployment at that level (``tps_per_user`` is the level
+    reached); ``feasible`` False with the cheapest cost it can reach otherwise.
+    """
+    if isinstance(usd_per_mtok, bool) or not isinstance(usd_per_mtok, int | float) or not (
+            math.isfinite(usd_per_mtok) and usd_per_mtok > 0):
+        raise SpecError("<input>", "cost_target", f"a positive price in USD per million tokens, got "
+                        f"{usd_per_mtok!r}")
+    dem = make_demand(demand_tps, users, requests_per_s, profile, profile_unit)
+    m, opts, attrs = setup(model, hardware, serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, pue=pue,
+                            usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
+                            usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
+                            basis=basis, search=search)
+    key = "usd_per_mtok" if basis == "own" else "usd_per_mtok_rental"
+    rows = []
+    for o in opts:
+        if not o.feasible_at_all:
+            rows.append(o.infeasible_row(math.nan, o.reason(0.0)))
+            continue
+        xs = np.unique(o.pts.tps_per_user.to_numpy())
+        xs = np.unique(np.geomspace(xs.min(), xs.max(), 64))
+        costs = []
+        for x in xs:
+            got = o.best(float(x), dem, basis, exact=False)
+            costs.append(got[1][key] if got else math.inf)
+        costs = np.asarray(costs)
+        ok = np.nonzero(costs <= usd_per_mtok)[0]
+        if len(ok) == 0:
+            cheapest = float(np.nanmin(costs))
+            at = float(xs[np.flatnonzero(costs <= cheapest * (1 + 1e-12)).max()])
+            r = o.infeasible_row(math.nan, f"cheapest ${cheapest:.4g}/Mtok (up to {at:.4g} tokens/s/user)")
+            r["min_usd_per_mtok"] = cheapest
+            rows.append(r)
+            continue
+        i = int(ok.max())
+        lo = float(xs[i])
+        got = o.best(lo, dem, basis)
+        if got is None or got[1][key] > usd_per_mtok:  # keep the grid answer
+            got = o.best(lo, dem, basis, exact=False)
+        if i + 1 < len(xs):
+            hi = float(xs[i + 1])
+            for _ in range(max(0, int(refine))):
+                mid = math.sqrt(lo * hi)
+                g = o.best(mid, dem, basis)
+                if g is not None and g[1][key] <= usd_per_mtok:
+                    lo, got = mid, g
+                else:
+                    hi = mid
+        r = o.row(got[0], got[1], lo)
+        r["target_usd_per_mtok"] = float(usd_per_mtok)
+        rows.append(r)
+    if not any(r["feasible"] for r in rows):
+        raise SpecError("<input>", "cost_target", f"a price some option reaches (${usd_per_mtok:g}/Mtok); "
+                        "best each can do: " + "; ".join(f"{r['hardware']}: {r['reason']}" for r in rows))
+    df = pd.DataFrame(rows)
+    df.attrs.update(attrs, cost_target=float(usd_per_mtok), demand=dem.describe(), demand_kind=dem.kind)
+    return df
+
+
+def sizing_curve(model: Model | str, hardware: Any, *, demand_tps: float | None = None,
+                 users: float | None = None, requests_per_s: float | None = None, profile: Any = None,
+                 profile_unit: str = "output_tps", levels: Sequence[float] | None = None,
+                 points: int = 40, serving: str = "disaggregated", isl: float = 1024, osl: float = 1024,
+                 max_ttft: float | None = None, pue: float = DEFAULT_PUE,
+                 usd_per_kwh: float = DEFAULT_USD_PER_KWH, years: float = DEFAULT_YEARS,
+                 usd_per_unit: Any = None, usd_per_gpu_hour: Any = None, watts_per_gpu: Any = None,
+                 basis: str = "own", **search: Any) -> pd.DataFrame:
+    """$/M tokens and units needed against the per-user service level, per option (grid points
+    of the frontier, no exact batch solve: fast, and monotone by construction).  Rows:
+    ``hardware``, ``tps_per_user`` (the level), ``usd_per_mtok``, ``usd_per_mtok_rental``,
+    ``units``, ``unit``, ``gpus``, ``power_mw``."""
+    dem = make_demand(demand_tps, users, requests_per_s, profile, profile_unit)
+    m, opts, attrs = setup(model, hardware, serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, pue=pue,
+                            usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
+                            usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
+                            basis=basis, search=search)
+    rows = []
+    for o in opts:
+        if not o.feasible_at_all:
+            continue
+        xs = np.asarray(levels, dtype=float) if levels is not None else np.geomspace(
+            max(o.pts.tps_per_user.min(), 1e-3), o.top, points)
+        for x in xs:
+            got = o.best(float(x), dem, basis, exact=False)
+            if got is None:
+                continue
+            c, d = got
+            rows.append(dict(hardware=o.hw.name, tps_per_user=float(x), usd_per_mtok=d["usd_per_mtok"],
+                             usd_per_mtok_rental=d["usd_per_mtok_rental"], units=d["units"],
+                             unit=o.hw.unit, gpus=d["gpus"], power_mw=d["power_mw"],
+                             tps_per_gpu=c["tps_per_gpu"]))
+    df = pd.DataFrame(rows, columns=["hardware", "tps_per_user", "usd_per_mtok", "usd_per_mtok_rental",
+                                     "units", "unit", "gpus", "power_mw", "tps_per_gpu"])
+    df.attrs.update(attrs, demand=dem.describe())
+    return df

@@ -1,0 +1,364 @@
+"""The closed-form step model, in sympy.  Each equation lives here once.
+
+Conventions: per GPU, per layer unless the name says otherwise; SI units (s, B, FLOP, B/s,
+FLOP/s).  Notation: :mod:`planner.physics.symbols` (``docs/physics.md`` section 1).  The numeric path
+(:mod:`planner.physics.compiled`) lambdifies these very expressions; nothing is re-typed.
+
+One step processes ``b`` sequences on every attention-DP rank, ``s_q`` query tokens each
+(decode: 1 + draft tokens, reading a KV cache of mean length ``S``; prefill: the whole prompt,
+``s_q = I`` with mean causal context ``S = I/2``).  The same expressions therefore give a decode
+step and a prefill forward pass.
+
+Every operator's time is a roofline, ``max(F / (eta_c P), M / (eta_m B_hbm)) + tau_k``, summed
+over operators (a max per operator, then a sum; physics.md section 2).  ``bound`` mode sets
+every eta to 1 and every latency to 0: the speed of light.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from planner.physics.symbols import (
+    EP,
+    A,
+    B_c2c,
+    B_hbm,
+    B_so,
+    B_su,
+    C_hbm,
+    C_host,
+    E_s,
+    E_slots,
+    G,
+    M_nl,
+    N_su,
+    P_a,
+    P_c,
+    P_d,
+    P_e,
+    P_v,
+    S,
+    S_c,
+    S_w,
+    TP_a,
+    TP_e,
+    V,
+    W_attn,
+    W_rep,
+    a_so,
+    a_su,
+    b,
+    b_a,
+    b_comb,
+    b_disp,
+    b_kv,
+    b_wa,
+    b_wd,
+    b_we,
+    b_wv,
+    c_att,
+    d,
+    e_kv,
+    eta_c,
+    eta_m,
+    eta_so,
+    eta_su,
+    f_d,
+    f_e,
+    h,
+    k,
+    lam,
+    n_d,
+    n_emb,
+    n_L,
+    n_Ld,
+    n_mtp,
+    o_tbo,
+    phi_w,
+    r_mem,
+    s_h,
+    s_kv,
+    s_q,
+    t_fixed,
+    tau_k,
+    x_off,
+)
+
+
+def _max(*args: sp.Expr) -> sp.Expr:
+    """``Max`` left unevaluated: sympy's Max simplifier compares every pair of arguments
+    symbolically, which made importing this module take seconds and changes nothing here."""
+    return sp.Max(*args, evaluate=False)
+
+
+def _min(*args: sp.Expr) -> sp.Expr:
+    """``Min`` left unevaluated (see :func:`_max`)."""
+    return sp.Min(*args, evaluate=False)
+
+
+def at(expr: sp.Expr, values: dict[sp.Symbol, sp.Expr]) -> sp.Expr:
+    """``expr`` with ``values`` substituted, without re-simplifying (``subs`` would re-evaluate
+    every Max; the result is the same function)."""
+    with sp.evaluate(False):
+        return expr.xreplace(values)
+
+
+def roofline(F: sp.Expr, M: sp.Expr, P: sp.Expr) -> sp.Expr:
+    """Time of one operator: ``max(F / (eta_c P), M / (eta_m B_hbm)) + tau_k``  [s].
+
+    F in FLOP, M in bytes moved to/from HBM, P the dense peak of the compute dtype.
+    Source: the roofline model (Williams et al., CACM 2009); physics.md section 2.
+    """
+    return _max(F / (eta_c * P), M / (eta_m * B_hbm)) + tau_k
+
+
+def indicator(condition: sp.Basic) -> sp.Expr:
+    """1 where ``condition`` holds, else 0 (a factor that switches a term on or off)."""
+    return sp.Piecewise((1, condition), (0, True))
+
+
+def link_time(V_bytes: sp.Expr, B: sp.Expr, eta: sp.Expr, alpha: sp.Expr) -> sp.Expr:
+    """Alpha-beta time of one message phase: ``alpha + V / (eta B)``  [s] (Hockney 1994)."""
+    return alpha + V_bytes / (eta * B)
+
+
+# ---- tokens -------------------------------------------------------------------------------
+#: Global tokens per step in the instance, B_tok = b s_q G / TP_a (DP_a = G / TP_a ranks).
+B_tok = b * s_q * G / TP_a
+#: Load imbalance that applies: lambda is max/mean tokens over the EP ranks, so 1 when EP = 1
+#: (every GPU then holds every expert and sees every token).
+lam_EP = 1 + (lam - 1) * indicator(EP > 1)
+#: Tokens arriving at the busiest expert-parallel rank: T_e = lambda B_tok k / EP.
+T_e = lam_EP * B_tok * k / EP
+#: Effective context per layer with sliding-window layers: (1 - phi_w) S + phi_w min(S, S_w).
+S_eff = (1 - phi_w) * S + phi_w * _min(S, S_w)
+#: The same for the tokens *held* in the cache (S_c = S in decode, the whole prompt in prefill,
+#: where the mean causal context S is half the prompt).
+S_c_eff = (1 - phi_w) * S_c + phi_w * _min(S_c, S_w)
+
+# ---- attention -----------------------------------------------------------------------------
+#: Attention weights one attention-TP rank holds: the split part W_attn - W_rep divided by TP_a,
+#: plus W_rep whole.  Serving stacks (vLLM, SGLang, TensorRT-LLM) replicate MLA's low-rank
+#: down-projections q_a and kv_a on every TP rank rather than splitting them.
+W_attn_rank = W_rep + (W_attn - W_rep) / TP_a
+#: Attention projections: FLOPs 2 b s_q W_attn_rank; weights W_attn_rank b_wa read once.
+F_attn_proj = 2 * b * s_q * W_attn_rank
+M_attn_proj = W_attn_rank * b_wa
+t_attn_proj = roofline(F_attn_proj, M_attn_proj, P_a)
+
+#: Attention core FLOPs: 2 b s_q (h / TP_a) S c_att.  MLA absorbed: c_att = 2 r_kv + d_r
+#: (FlashMLA deep-dive: 2 h_q s_q s_k (d_k + d_v), d_k = 576, d_v = 512).
+F_attn_core = 2 * b * s_q * (h / TP_a) * S_eff * c_att
+#: KV bytes read: b S e_kv b_kv / s_kv.  MLA latent KV is not split by attention TP (s_kv = 1);
+#: GQA KV splits by KV heads up to h_kv ranks.
+M_kv_read = b * S_eff * e_kv * b_kv / s_kv
+
+# ---- memory capacity -------------------------------------------------------------------------
+#: Weight bytes held per GPU: attention, dense FFN and shared experts split by TP_a; routed
+#: expert slots split E_slots / EP per GPU and by TP_e; embeddings and LM head split by TP_a;
+#: each MTP module held is one MoE layer plus its 2d x d projection.
+M_weights = (
+    n_L * W_attn_rank * b_wa
+    + n_Ld * 3 * d * f_d * b_wd / TP_a
+    + (n_L - n_Ld) * E_s * 3 * d * f_e * b_wd / TP_a
+    + (n_L - n_Ld) * (E_slots / EP) * 3 * d * f_e * b_we / TP_e
+    + n_emb * V * d * b_wv / TP_a
+    + n_mtp * (W_attn_rank * b_wa + (E_slots / EP) * 3 * d * f_e * b_we / TP_e
+               + E_s * 3 * d * f_e * b_wd / TP_a + 2 * d * d * b_wa / TP_a)
+)
+#: KV-cache bytes per GPU: b S_c e_kv b_kv n_L / s_kv.
+M_kv = b * S_c_eff * e_kv * b_kv * n_L / s_kv
+#: HBM left for the KV cache: (1 - r_mem) C_hbm - weights.
+C_free = (1 - r_mem) * C_hbm - M_weights
+#: Fraction of the KV cache that spills to CPU-attached memory (second tier), when allowed.
+phi_h = x_off * _max(0, M_kv - _max(C_free, 0)) / M_kv
+#: Largest b that fits: in HBM alone, or HBM + CPU-attached memory when spilling is allowed.
+b_max = (_max(C_free, 0) + x_off * C_host) / (S_c_eff * e_kv * b_kv * n_L / s_kv)
+
+#: Attention core time: compute, or the KV read from HBM and (in parallel) from the host tier
+#: (the spilled fraction phi_h of every sequence's cache is read over the host link).
+t_attn_core = _max(
+    F_attn_core / (eta_c * P_c),
+    (1 - phi_h) * M_kv_read / (eta_m * B_hbm),
+    phi_h * M_kv_read / (eta_m * B_c2c),
+) + tau_k
+
+# ---- FFN: routed experts, shared experts, dense layers, LM head ---------------------------
+#: Expected distinct expert slots touched on one GPU holding E_slots / EP of them, uniform
+#: routing: (E_slots / EP) (1 - (1 - k / E_slots)^B_tok).  Small batches are weight-read bound.
+n_touched = (E_slots / EP) * (1 - (1 - k / E_slots) ** B_tok)
+F_experts = 2 * 3 * d * f_e * T_e / TP_e
+M_experts = n_touched * 3 * d * f_e * b_we / TP_e
+t_experts = roofline(F_experts, M_experts, P_e)
+
+F_shared = 2 * E_s * 3 * d * f_e * b * s_q / TP_a
+M_shared = E_s * 3 * d * f_e * b_wd / TP_a
+#: Shared experts (none when E_s = 0: no kernel, no tau_k).
+t_shared = roofline(F_shared, M_shared, P_d) - tau_k * (1 - _min(1, E_s))
+
+F_dense_ffn = 2 * 3 * d * f_d * b * s_q / TP_a
+M_dense_ffn = 3 * d * f_d * b_wd / TP_a
+t_dense_ffn = roofline(F_dense_ffn, M_dense_ffn, P_d)
+
+F_head = 2 * b * s_h * V * d / TP_a
+M_head = V * d * b_wv / TP_a
+t_head = roofline(F_head, M_head, P_v)
+
+# ---- communication -----------------------------------------------------------------------------
+#: Probability that a given EP rank receives a given token, uniform routing of k experts over
+#: EP ranks: p = 1 - (1 - 1/EP)^k, so D = EP p distinct destination ranks (physics.md sec. 2).
+p_dest = 1 - (1 - 1 / EP) ** k
+#: Expected *remote* destination ranks per token: D (1 - 1/EP) = (EP - 1) p.
+n_dest = (EP - 1) * p_dest
+#: Share of expert-parallel ranks outside the sender's scale-up domain.  The instance's G GPUs
+#: span G / N_su domains and an EP rank (TP_e GPUs) never straddles one, so the share is
+#: max(0, 1 - N_su / G) (= 1 - N_su / EP when TP_e = 1).
+frac_so = _max(0, 1 - N_su / G)
+#: Destinations reached over scale-out: the EP frac_so ranks outside the sender's domain, each
+#: hit with probability p; node-limited routing with forwarding inside a domain sends one copy per
+#: remote domain, at most M_nl (DeepEP's normal kernels; the low-latency decode kernels do not).
+n_dest_so = _min(EP * frac_so * p_dest, M_nl)
+#: Destinations inside the sender's domain, itself excluded: EP min(1, N_su / G) - 1 ranks.
+#: (Splitting n_dest by frac_so instead would put the sender's own rank in the denominator and
+#: undercount scale-out traffic by a factor (EP - 1) / EP.)
+n_dest_su = _max(0, EP * (1 - frac_so) - 1) * p_dest
+#: Tokens each GPU sends: its 1/TP_a share of its attention rank's b s_q tokens.
+b_send = b * s_q / TP_a
+
+
+def a2a_volume(n_destinations: sp.Expr, bytes_per_elem: sp.Expr, tokens: sp.Expr = b_send) -> sp.Expr:
+    """Bytes one GPU sends in one all-to-all phase: tokens x destinations x d x bytes.
+
+    The DeepSeek speed-limit check (arXiv:2505.09343 sec. 2.3) is this with tokens = 32,
+    9 destinations, d = 7000.
+    """
+    return tokens * n_destinations * d * bytes_per_elem
+
+
+def a2a_time(bytes_per_elem: sp.Expr) -> sp.Expr:
+    """One EP all-to-all phase: the slower of its scale-up and scale-out parts (each alpha-beta).
+
+    Zero when EP = 1; the scale-out part only when EP spans more than one scale-up domain.
+    """
+    t_su = link_time(a2a_volume(n_dest_su, bytes_per_elem), B_su, eta_su, a_su)
+    t_so = link_time(a2a_volume(n_dest_so, bytes_per_elem), B_so, eta_so, a_so)
+    return _max(t_su, t_so * indicator(G > N_su)) * indicator(EP > 1)
+
+
+t_dispatch = a2a_time(b_disp)
+t_combine = a2a_time(b_comb)
+
+
+def allreduce_time(m: sp.Expr, n: sp.Expr, alpha: sp.Expr = a_su) -> sp.Expr:
+    """Ring all-reduce of m bytes over n GPUs on the scale-up domain:
+    ``2 (n-1)/n m / (eta_su B_su) + 2 (n-1) a_su`` (Thakur et al. 2005); 0 when n = 1.
+    ``alpha`` is the latency per step (``a_su``; 0 for the bandwidth part alone)."""
+    return 2 * (n - 1) / n * m / (eta_su * B_su) + 2 * (n - 1) * alpha
+
+
+#: Attention-output all-reduce over TP_a (b s_q tokens x d x b_a bytes).
+t_ar_attn = allreduce_time(b * s_q * d * b_a, TP_a)
+#: Expert-output all-reduce over TP_e (the T_e tokens of the rank).
+t_ar_moe = allreduce_time(T_e * d * b_a, TP_e)
+
+# ---- layers and the step -------------------------------------------------------------------------
+t_compute_moe = t_attn_proj + t_attn_core + t_experts + t_shared
+t_comm_moe = t_dispatch + t_combine + t_ar_attn + t_ar_moe
+#: Two-micro-batch overlap: each half batch's compute hides the other's communication,
+#: 2 max(t_comp(b/2), t_comm(b/2)); weights are read once per micro-batch.
+t_moe_overlap = 2 * _max(at(t_compute_moe, {b: b / 2}), at(t_comm_moe, {b: b / 2}))
+#: One MoE layer: the sum without overlap, the overlapped form with it (o = 1).
+t_layer_moe = (1 - o_tbo) * (t_compute_moe + t_comm_moe) + o_tbo * t_moe_overlap
+#: One dense-FFN layer: attention, FFN, two TP all-reduces.
+t_layer_dense = t_attn_proj + t_attn_core + t_dense_ffn + 2 * t_ar_attn
+#: Draft cost of MTP: n_d passes of one MoE layer and the head on one token per sequence.
+t_draft = n_d * at(t_layer_moe + t_head, {s_q: 1, s_h: 1})
+#: Time per step: n_Ld dense + (n_L - n_Ld) MoE layers + LM head + drafts + fixed cost.
+t_step = n_Ld * t_layer_dense + (n_L - n_Ld) * t_layer_moe + t_head + t_draft + t_fixed
+
+#: Per-user output rate: A tokens per step (A = 1 without speculation).
+tps_user = A / t_step
+#: Output tokens per second per GPU: B A / (t_step G) = b A / (t_step TP_a).
+tps_gpu = b * A / (t_step * TP_a)
+#: Prompt tokens per second per GPU in a prefill pass (s_q = prompt length).
+prefill_tps_gpu = b * s_q / (t_step * TP_a)
+
+
+def acceptance_length(alpha: sp.Expr, n: sp.Expr) -> sp.Expr:
+    """Mean tokens per step with n drafts at per-token acceptance alpha:
+    ``(1 - alpha^(n+1)) / (1 - alpha)`` (Leviathan et al. 2023)."""
+    return (1 - alpha ** (n + 1)) / (1 - alpha)
+
+
+def speed_limit_step(tokens: sp.Expr, destinations: sp.Expr, hidden: sp.Expr, layers: sp.Expr,
+                     micro_batches: sp.Expr) -> dict[str, sp.Expr]:
+    """DeepSeek's EP speed limit (arXiv:2505.09343 sec. 2.3) from *our* communication
+    equations: dispatch + combine via :func:`a2a_volume` / :func:`link_time` with every latency
+    0 and efficiency 1, compute fully hidden, ``micro_batches`` of communication per layer."""
+    t_comm = sum(
+        link_time(a2a_volume(destinations, bw, tokens).subs(d, hidden), B_so, 1, 0)
+        for bw in (b_disp, b_comb)
+    )
+    t_layer = micro_batches * _max(0, t_comm)
+    t_tpot = layers * t_layer
+    return {"t_comm": t_comm, "t_layer": t_layer, "tpot": t_tpot, "tps_user": 1 / t_tpot}
+
+
+#: Named expressions the numeric path evaluates (and ``moe-planner equations`` prints).
+TERMS: dict[str, sp.Expr] = {
+    "attn_proj": t_attn_proj,
+    "attn_core": t_attn_core,
+    "experts": t_experts,
+    "shared_experts": t_shared,
+    "dense_ffn": t_dense_ffn,
+    "lm_head": t_head,
+    "dispatch": t_dispatch,
+    "combine": t_combine,
+    "allreduce_attn": t_ar_attn,
+    "allreduce_moe": t_ar_moe,
+    "layer_moe": t_layer_moe,
+    "layer_dense": t_layer_dense,
+    "draft": t_draft,
+    "step": t_step,
+}
+
+#: Roofline parts used to say which resource binds each operator.
+PARTS: dict[str, sp.Expr] = {
+    "attn_proj.compute": F_attn_proj / (eta_c * P_a),
+    "attn_proj.hbm": M_attn_proj / (eta_m * B_hbm),
+    "attn_core.compute": F_attn_core / (eta_c * P_c),
+    "attn_core.hbm": (1 - phi_h) * M_kv_read / (eta_m * B_hbm),
+    "attn_core.host": phi_h * M_kv_read / (eta_m * B_c2c),
+    "experts.compute": F_experts / (eta_c * P_e),
+    "experts.hbm": M_experts / (eta_m * B_hbm),
+    "shared_experts.compute": F_shared / (eta_c * P_d),
+    "shared_experts.hbm": M_shared / (eta_m * B_hbm),
+    "dense_ffn.compute": F_dense_ffn / (eta_c * P_d),
+    "dense_ffn.hbm": M_dense_ffn / (eta_m * B_hbm),
+    "lm_head.compute": F_head / (eta_c * P_v),
+    "lm_head.hbm": M_head / (eta_m * B_hbm),
+    "a2a.scale_up": link_time(a2a_volume(n_dest_su, b_disp + b_comb), B_su, eta_su, 0),
+    "a2a.scale_out": link_time(a2a_volume(n_dest_so, b_disp + b_comb), B_so, eta_so, 0)
+    * indicator(G > N_su),
+    "allreduce_attn.bw": allreduce_time(b * s_q * d * b_a, TP_a, alpha=0),
+    "allreduce_moe.bw": allreduce_time(T_e * d * b_a, TP_e, alpha=0),
+}
+
+MEMORY: dict[str, sp.Expr] = {
+    "weights": M_weights,
+    "kv": M_kv,
+    "free": C_free,
+    "host_fraction": phi_h,
+    "b_max": b_max,
+}
+
+RATES: dict[str, sp.Expr] = {
+    "tps_user": tps_user,
+    "tps_gpu": tps_gpu,
+    "prefill_tps_gpu": prefill_tps_gpu,
+}
+
+ALL: dict[str, sp.Expr] = {**TERMS, **{f"part.{k}": v for k, v in PARTS.items()},
+                           **{f"memory.{k}": v for k, v in MEMORY.items()}, **RATES}
+
+_ = (C_hbm, C_host)  # used through C_free / b_max

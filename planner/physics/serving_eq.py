@@ -1,0 +1,101 @@
+"""Serving-level equations (physics.md section 4), in sympy, compiled once.
+
+Disaggregated serving (NVIDIA Dynamo, SGLang PD): a prefill pool and a decode pool whose sizes
+match rates, ``G_p X_p = (I / O) G_d X_d``.  Output tokens per second per GPU counting every
+GPU is then ``y = G_d X_d / (G_p + G_d) = 1 / (1/X_d + (I/O) / X_p)``.
+
+Aggregated serving (prefill chunks share the decode GPUs): every step that emits ``b A`` tokens
+on a rank must also prefill ``(I/O) b A`` prompt tokens, at the same layout's prefill rate, so
+the step stretches by ``(I/O) b A / (TP_a X_p)`` and per-GPU output is the same harmonic mean.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from planner.physics.symbols import REGISTRY, A, TP_a, b
+
+X_d = sp.Symbol("X_d", positive=True)    #: output tokens/s per decode GPU
+X_p = sp.Symbol("X_p", positive=True)    #: prompt tokens/s per prefill GPU
+I_in = sp.Symbol("I", positive=True)     #: input (prompt) tokens per request
+O_out = sp.Symbol("O", positive=True)    #: output tokens per request
+W_gpu = sp.Symbol("W_gpu", positive=True)  #: W per GPU, all-in
+c_h = sp.Symbol("c_h", positive=True)    #: USD per GPU-hour
+t_dec = sp.Symbol("t_step", positive=True)  #: decode step time, s
+
+SERVING_SYMBOLS = {
+    "X_d": (X_d, "output tokens/s per decode GPU", "token/s"),
+    "X_p": (X_p, "prompt tokens/s per prefill GPU", "token/s"),
+    "I": (I_in, "input (prompt) tokens per request", "token"),
+    "O": (O_out, "output tokens per request", "token"),
+    "W_gpu": (W_gpu, "power per GPU, all-in", "W"),
+    "c_h": (c_h, "price per GPU-hour", "USD/h"),
+    "t_step": (t_dec, "decode step time", "s"),
+}
+
+#: Output tokens/s per GPU counting prefill and decode GPUs (rate-matched pools).
+y_output = 1 / (1 / X_d + (I_in / O_out) / X_p)
+#: Prefill GPUs per decode GPU: G_p / G_d = (I/O) X_d / X_p.
+prefill_per_decode = (I_in / O_out) * X_d / X_p
+#: Input + output tokens/s per GPU (the InferenceMAX convention).
+y_total = y_output * (I_in + O_out) / O_out
+#: Aggregated serving: the decode step stretched by the prefill work it carries.
+t_step_aggregated = t_dec + (I_in / O_out) * b * A / (TP_a * X_p)
+#: Tokens/s per MW from per-GPU tokens/s (y) and all-in power per GPU.
+Y = sp.Symbol("y", positive=True)
+tps_per_mw = Y * 1e6 / W_gpu
+#: USD per million output tokens: c_h / (3600 y) * 1e6.
+usd_per_mtok = c_h / (3600 * Y) * 1e6
+
+EQUATIONS: dict[str, sp.Expr] = {
+    "y_output": y_output,
+    "prefill_per_decode": prefill_per_decode,
+    "y_total": y_total,
+    "t_step_aggregated": t_step_aggregated,
+    "tps_per_mw": tps_per_mw,
+    "usd_per_mtok": usd_per_mtok,
+}
+
+
+@cache
+def _fn(name: str) -> tuple[Any, tuple[str, ...]]:
+    expr = EQUATIONS[name]
+    syms = sorted(expr.free_symbols, key=lambda s: s.name)
+    registered = {v.symbol: k for k, v in REGISTRY.items()}
+    return sp.lambdify(syms, expr, modules="numpy"), tuple(registered.get(s, s.name) for s in syms)
+
+
+def evaluate(name: str, **values: Any) -> np.ndarray:
+    """Evaluate one serving equation; keyword names are the symbols' names (X_d, I, O, ...)."""
+    fn, names = _fn(name)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return fn(*(values[n] for n in names))
+
+
+def _kv_transfer() -> sp.Expr:
+    """KV hand-off of one request from prefill to decode: ``alpha + I m_kv / (eta B)``, the
+    request's KV (I tokens x m_kv bytes per token) sent by the TP_a GPUs of its prefill rank."""
+    from planner.physics.equations import link_time
+
+    m_kv = sp.Symbol("m_kv", positive=True)
+    B_link = sp.Symbol("B_link", positive=True)
+    eta_l = sp.Symbol("eta_link", positive=True)
+    a_l = sp.Symbol("alpha_link", nonnegative=True)
+    n_send = sp.Symbol("n_send", positive=True)
+    SERVING_SYMBOLS.update({
+        "m_kv": (m_kv, "KV-cache bytes per token, all layers", "B"),
+        "B_link": (B_link, "per-GPU per-direction bandwidth of the link used for the hand-off", "B/s"),
+        "eta_link": (eta_l, "achieved fraction of that bandwidth", "1"),
+        "alpha_link": (a_l, "latency of that link", "s"),
+        "n_send": (n_send, "GPUs sending one request's KV (the prefill rank's TP_a)", "1"),
+    })
+    return link_time(I_in * m_kv / n_send, B_link, eta_l, a_l)
+
+
+#: Time to hand one request's KV cache from the prefill pool to the decode pool.
+t_kv_transfer = _kv_transfer()
+EQUATIONS["t_kv_transfer"] = t_kv_transfer

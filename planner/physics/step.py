@@ -1,0 +1,481 @@
+"""Evaluate the step model: specs + layout + workload -> symbol values -> compiled equations.
+
+:func:`decode_step` and :func:`prefill` answer one configuration with a typed result;
+:func:`evaluate_configs` answers whole grids (numpy arrays) for the frontier search.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from planner.errors import SpecError
+from planner.physics import compiled
+from planner.specs.hardware import Hardware
+from planner.specs.model import Model
+from planner.specs.precision import compute_dtype, get_precision, kv_bytes
+from planner.specs.registry import load_hardware, load_model
+
+Mode = Literal["bound", "realistic"]
+MODES = ("bound", "realistic")
+#: Bytes per element on the wire for the EP dispatch, by the experts' compute dtype: FP8 with a
+#: FP32 scale per 128 (DeepEP), NVFP4 (E2M1 + E4M3 per 16), BF16.  Combine is always BF16.
+DISPATCH_BYTES = {"fp4": 0.5625, "fp8": 1.0 + 4.0 / 128.0, "bf16": 2.0}
+COMBINE_BYTES = 2.0
+#: Bottleneck categories, in the order they are reported.
+CATEGORIES = ("compute", "hbm_weights", "kv_read", "scale_up", "scale_out", "latency")
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding / MTP: ``drafts`` tokens per step, emitting ``accepted`` on average."""
+
+    drafts: int = 0
+    acceptance_rate: float | None = None       #: per-token acceptance alpha
+    mean_acceptance_length: float | None = None  #: measured tokens per step, overrides alpha
+
+    def tokens_per_step(self, mode: str) -> float:
+        """A: tokens emitted per sequence per step; ``bound`` mode takes the best case."""
+        if self.drafts == 0:
+            return 1.0
+        if mode == "bound":
+            return float(self.drafts + 1)
+        if self.mean_acceptance_length is not None:
+            return float(self.mean_acceptance_length)
+        from planner.physics.equations import acceptance_length
+
+        return float(acceptance_length(self.acceptance_rate, self.drafts))
+
+
+def resolve_speculation(model: Model, mtp: Any) -> Speculation:
+    """``mtp`` as given by a user: None/False/0/'off', an int, or a mapping/Speculation."""
+    if isinstance(mtp, Speculation):
+        spec = mtp
+    elif mtp is None or mtp is False or mtp == 0 or mtp == "off":
+        return Speculation()
+    elif isinstance(mtp, bool):
+        spec = Speculation(drafts=1)
+    elif isinstance(mtp, int | np.integer):
+        spec = Speculation(drafts=int(mtp))
+    elif isinstance(mtp, str) and mtp.isdigit():
+        spec = Speculation(drafts=int(mtp))
+    elif isinstance(mtp, dict):
+        spec = Speculation(
+            drafts=int(mtp.get("draft_tokens", mtp.get("drafts", 1))),
+            acceptance_rate=mtp.get("acceptance_rate"),
+            mean_acceptance_length=mtp.get("mean_acceptance_length"),
+        )
+    else:
+        raise SpecError("<input>", "mtp", f"off or a number of draft tokens, got {mtp!r}")
+    if spec.drafts < 0 or spec.drafts > 16:
+        raise SpecError("<input>", "mtp", f"0 to 16 draft tokens, got {spec.drafts}")
+    if spec.drafts == 0:
+        return Speculation()
+    if spec.mean_acceptance_length is not None:
+        if not 1.0 <= spec.mean_acceptance_length <= spec.drafts + 1:
+            raise SpecError("<input>", "mtp.mean_acceptance_length",
+                            f"between 1 and drafts + 1 = {spec.drafts + 1}")
+        return spec
+    if spec.acceptance_rate is None:
+        if model.mtp_acceptance <= 0:
+            raise SpecError("<input>", "mtp",
+                            f"an acceptance rate: {model.name} has no published default "
+                            "(give acceptance_rate or mean_acceptance_length)")
+        spec = Speculation(spec.drafts, acceptance_rate=model.mtp_acceptance)
+    if not 0.0 < spec.acceptance_rate < 1.0:
+        raise SpecError("<input>", "mtp.acceptance_rate", "a rate in (0, 1)")
+    return spec
+
+
+@dataclass(frozen=True)
+class Precisions:
+    """Storage format per tensor class and the compute dtype each multiplies in."""
+
+    weights: dict[str, str]
+    kv: str
+    compute: dict[str, str]
+
+    @property
+    def label(self) -> str:
+        return f"{self.weights['routed_experts']} experts / {self.weights['attention']} attn / {self.kv} KV"
+
+
+def resolve_precisions(model: Model, hw: Hardware, weights: str | None = None,
+                       kv: str | None = None, overrides: dict[str, str] | None = None) -> Precisions:
+    """Model defaults, with ``weights`` replacing the routed-expert format, ``kv`` the KV
+    format and ``overrides`` any class.  FP4 formats need FP4 tensor cores only for speed."""
+    prec = dict(model.precision)
+    if weights is not None:
+        get_precision(weights, "<input>", "weights")
+        prec["routed_experts"] = weights
+    for cls, name in (overrides or {}).items():
+        if cls not in prec:
+            raise SpecError("<input>", "precision", f"a tensor class among {', '.join(prec)}, got {cls!r}")
+        get_precision(name, "<input>", f"precision.{cls}")
+        prec[cls] = name
+    kv = kv or model.kv_precision
+    kv_bytes(kv, "<input>", "kv")
+    available = tuple(hw.flops)
+    comp = {c: compute_dtype(get_precision(p), available) for c, p in prec.items()}
+    return Precisions(prec, kv, comp)
+
+
+def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
+    if mode not in MODES:
+        raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
+    if mode == "bound":
+        return dict(eta_c=1.0, eta_m=1.0, eta_su=1.0, eta_so=1.0, tau_k=0.0, t_fixed=0.0,
+                    a_su=0.0, a_so=0.0, **{"lambda": 1.0}, r_mem=0.0)
+    e = hw.efficiency
+    return dict(eta_c=e.compute, eta_m=e.hbm, eta_su=e.scale_up, eta_so=e.scale_out,
+                tau_k=e.kernel_overhead, t_fixed=e.step_overhead, a_su=hw.su_latency,
+                a_so=hw.so_latency, **{"lambda": e.load_imbalance}, r_mem=e.memory_reserve)
+
+
+def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G: Any, TP_a: Any,
+                  EP: Any, TP_e: Any, E_slots: Any, b: Any, S: Any, s_q: Any, s_h: Any,
+                  n_d: Any = 0, overlap: Any = 0, kv_offload: Any = 0,
+                  phase: str = "decode", S_cache: Any = None) -> dict[str, Any]:
+    """Every symbol's value for these specs and this (possibly array-valued) configuration.
+
+    ``S`` is the mean context each query token attends to; ``S_cache`` the tokens each sequence
+    holds in the KV cache (default: ``S`` in decode, ``2 S`` = the prompt in prefill, where
+    :func:`evaluate_configs` passes ``S`` = half the prompt).
+    """
+    if S_cache is None:
+        S_cache = S if phase == "decode" else 2 * np.asarray(S)
+    pb = {c: get_precision(p).bytes for c, p in prec.weights.items()}
+    mla = model.attention == "mla"
+    if mla:
+        c_att = 2 * model.r_kv + model.d_r if phase == "decode" else model.d_n + model.d_r + model.d_v
+        s_kv: Any = 1.0
+    else:
+        c_att = 2 * model.d_head
+        s_kv = np.minimum(TP_a, model.h_kv)
+    n_mtp = np.where(np.asarray(n_d) > 0, model.mtp_layers if model.mtp_layers else 1, 0)
+    v = dict(
+        d=model.d, n_L=model.n_L, n_Ld=model.n_Ld, E=model.E, k=model.k, E_s=model.E_s,
+        f_e=model.f_e, f_d=model.f_d, h=model.h, V=model.V,
+        n_emb=1 if model.tie_embeddings else 2,
+        # the router (d x E per MoE layer) is read and multiplied with the attention weights;
+        # spread over all layers so the per-layer symbol keeps the model's exact total
+        W_attn=model.attn_params + model.router_params * model.n_moe / model.n_L,
+        # ... and, like the MLA down-projections, replicated on every attention-TP rank
+        W_rep=model.attn_replicated_params + model.router_params * model.n_moe / model.n_L,
+        e_kv=model.kv_elems_per_token_layer, c_att=c_att,
+        phi_w=model.sliding_layers / model.n_L, S_w=max(model.sliding_window, 1), n_mtp=n_mtp,
+        b_we=pb["routed_experts"], b_wa=pb["attention"], b_wd=pb["dense_ffn"],
+        b_wv=pb["embeddings"], b_kv=kv_bytes(prec.kv), b_a=2.0,
+        b_disp=DISPATCH_BYTES[prec.compute["routed_experts"]], b_comb=COMBINE_BYTES,
+        P_e=hw.flops[prec.compute["routed_experts"]], P_a=hw.flops[prec.compute["attention"]],
+        P_d=hw.flops[prec.compute["dense_ffn"]], P_v=hw.flops[prec.compute["embeddings"]],
+        P_c=hw.flops["bf16"], B_hbm=hw.hbm_bandwidth, C_hbm=hw.hbm_capacity,
+        N_su=hw.domain_size, B_su=hw.su_bandwidth, B_so=hw.so_bandwidth,
+        C_host=hw.host_capacity, B_c2c=max(hw.host_bandwidth, 1.0),
+        G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots, s_kv=s_kv,
+        # node-limited routing caps the scale-out copies only where the kernels forward inside a
+        # domain (DeepEP's normal kernels, prefill); the low-latency decode kernels send one RDMA
+        # copy to every destination GPU, so in decode the cap is k (no cap)
+        M_nl=model.max_groups if (model.max_groups and phase == "prefill") else model.k, o=overlap,
+        x_off=np.where(hw.host_capacity > 0, kv_offload, 0),
+        b=b, S=S, S_c=S_cache, s_q=s_q, s_h=s_h, n_d=n_d, A=1.0,
+    )
+    v.update(_efficiencies(hw, mode))
+    return v
+
+
+def default_slots(model: Model, ep: Any) -> Any:
+    """Expert slots with the fewest redundant replicas that make EP divide them (EPLB style)."""
+    ep = np.asarray(ep)
+    return np.ceil(model.E / ep) * ep
+
+
+def _layout_checks(model: Model, hw: Hardware, G: Any, TP_a: Any, EP: Any, TP_e: Any,
+                   E_slots: Any) -> list[tuple[int, Any]]:
+    """(code, failing mask) of the structural checks, in the order of REASONS."""
+    G, TP_a, EP, TP_e, E_slots = (np.asarray(x) for x in (G, TP_a, EP, TP_e, E_slots))
+    heads_ok = model.h % TP_a == 0
+    if model.attention == "gqa":
+        heads_ok &= (model.h_kv % TP_a == 0) | (TP_a % model.h_kv == 0)
+    return [
+        (1, G % TP_a != 0),
+        (2, ~heads_ok),
+        (3, EP * TP_e != G),
+        (4, E_slots % EP != 0),
+        (5, (E_slots < model.E) | (E_slots > 2 * model.E)),
+        (6, model.f_e % TP_e != 0),
+        (7, (TP_a > hw.domain_size) | (TP_e > hw.domain_size)),
+    ]
+
+
+def _first_code(checks: list[tuple[int, Any]]) -> np.ndarray:
+    """The lowest code whose check fails, 0 where none does (broadcast over the masks).
+
+    Arithmetic on booleans rather than ``np.where``: with mixed masks the latter is several times
+    slower (branch mispredictions), and this runs on every point of a frontier grid.
+    """
+    out = np.zeros(np.broadcast_shapes(*(np.shape(bad) for _, bad in checks)), dtype=np.int8)
+    for c, bad in reversed(checks):
+        out = out + np.asarray(bad) * (np.int8(c) - out)
+    return out
+
+
+def layout_problems(model: Model, hw: Hardware, G: Any, TP_a: Any, EP: Any, TP_e: Any,
+                    E_slots: Any) -> np.ndarray:
+    """Array of reason codes (0 = fine) for structural problems with a layout; see REASONS.
+    Where several checks fail, the lowest code is reported."""
+    return _first_code(_layout_checks(model, hw, G, TP_a, EP, TP_e, E_slots))
+
+
+REASONS = {
+    1: "attention TP must divide the GPU count",
+    2: "attention TP must divide the attention heads",
+    3: "EP x MoE TP must equal the GPU count",
+    4: "EP must divide the expert slots (routed + redundant)",
+    5: "expert slots must be between E and 2E",
+    6: "MoE TP must divide the expert intermediate size",
+    7: "tensor parallelism must stay inside one scale-up domain",
+    8: "weights do not fit in HBM",
+    9: "the KV cache does not fit in memory at this batch and context",
+    10: "context exceeds the model's maximum",
+}
+
+
+def evaluate_configs(model: Model, hw: Hardware, prec: Precisions, mode: str, *,
+                     G: Any, TP_a: Any, EP: Any, TP_e: Any, E_slots: Any, b: Any, S: Any,
+                     spec: Speculation = Speculation(), overlap: Any = 0, kv_offload: Any = 0,
+                     phase: str = "decode", categories: bool = True) -> dict[str, np.ndarray]:
+    """Evaluate a grid: every argument may be an array (they broadcast).
+
+    Returns the compiled outputs (every key of :data:`planner.physics.equations.ALL`) plus ``A``,
+    ``tps_user``/``tps_gpu`` with speculation applied, ``feasible`` and ``reason`` (a code into
+    :data:`REASONS`), and, unless ``categories=False`` (about 10% faster), the per-step seconds of
+    each bottleneck category ``cat.<name>`` and ``bottleneck`` (an index into
+    :data:`CATEGORIES`).  Give float64 arrays for speed; ``phase="prefill"`` reads ``S`` as the
+    prompt length.
+    """
+    if phase == "decode":
+        s_q = 1 + spec.drafts
+        s_h = s_q
+        n_d = spec.drafts
+    else:
+        s_q, s_h, n_d = S, 1, 0  # S is the prompt length here
+    S_ctx = S if phase == "decode" else np.asarray(S) / 2.0
+    vals = symbol_values(model, hw, prec, mode, G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots,
+                         b=b, S=S_ctx, s_q=s_q, s_h=s_h, n_d=n_d, overlap=overlap,
+                         kv_offload=kv_offload, phase=phase, S_cache=S)
+    out = compiled.evaluate(vals)
+    A = spec.tokens_per_step(mode) if phase == "decode" else 1.0
+    out["A"] = np.asarray(A)
+    if A != 1.0:
+        out["tps_user"] = out["tps_user"] * A
+        out["tps_gpu"] = out["tps_gpu"] * A
+    ctx = np.asarray(S) + (s_q if phase == "decode" else 0)
+    code = _first_code(_layout_checks(model, hw, G, TP_a, EP, TP_e, E_slots) + [
+        (8, out["memory.free"] <= 0),
+        (9, np.asarray(b) > out["memory.b_max"] * (1 + 1e-9)),
+        (10, ctx > model.max_context),
+    ])
+    out["reason"] = code
+    out["feasible"] = code == 0
+    if categories:
+        out.update(_categories(model, out, vals))
+    return out
+
+
+def _categories(model: Model, out: dict[str, np.ndarray], vals: dict[str, Any]) -> dict[str, Any]:
+    """Per-step seconds each resource is busy, by bottleneck category (bookkeeping of the parts).
+
+    Each operator's time goes to the resource that binds it (compute, weight reads, KV reads);
+    communication to the scale-up / scale-out links by bandwidth; kernel overheads, message
+    latencies and the fixed step cost to ``latency``.  With two-micro-batch overlap the MoE
+    layers' weight reads, kernel overheads and message latencies count twice (once per micro-
+    batch), and communication hidden behind compute still counts: the categories say what each
+    resource is busy with, so they need not add up to the step time.  Draft (MTP) passes are not
+    attributed.  ``bottleneck`` is the index of the largest; with overlap, of the largest on the
+    side (compute or communication) that sets the layer time.
+    """
+    n_moe, n_ld, n_l = model.n_moe, model.n_Ld, model.n_L
+    o = np.asarray(vals["o"], dtype=float)
+    mb = 1.0 + o  # weight reads / launches per MoE layer
+    p = {k[5:]: v for k, v in out.items() if k.startswith("part.")}
+
+    comp, hbm = 0.0, 0.0
+    for name, c_mult, m_mult in (
+        ("attn_proj", n_l, n_ld + n_moe * mb),
+        ("experts", n_moe, n_moe * mb),
+        ("shared_experts", n_moe if model.E_s else 0, n_moe * mb if model.E_s else 0),
+        ("dense_ffn", n_ld, n_ld),
+        ("lm_head", 1, 1),
+    ):
+        c, m = p[f"{name}.compute"], p[f"{name}.hbm"]
+        on_c = c >= m
+        comp = comp + c_mult * (c * on_c)
+        hbm = hbm + m_mult * (m * ~on_c)
+    c, m = p["attn_core.compute"], np.maximum(p["attn_core.hbm"], p["attn_core.host"])
+    on_c = c >= m
+    comp = comp + n_l * (c * on_c)
+    kv = n_l * (m * ~on_c)
+    ar_bw = p["allreduce_attn.bw"]
+    scale_up = n_moe * (p["a2a.scale_up"] + ar_bw + p["allreduce_moe.bw"]) + 2 * n_ld * ar_bw
+    scale_out = n_moe * p["a2a.scale_out"]
+    # message latencies: each communication term less its bandwidth part
+    a2a_alpha = np.maximum(out["dispatch"] + out["combine"]
+                           - np.maximum(p["a2a.scale_up"], p["a2a.scale_out"]), 0.0)
+    ar_alpha = (out["allreduce_attn"] - ar_bw) + (out["allreduce_moe"] - p["allreduce_moe.bw"])
+    ops_moe = 3 + (1 if model.E_s else 0)  # attention projections, core, experts, shared
+    latency = (vals["tau_k"] * (n_moe * ops_moe * mb + 3 * n_ld + 1) + vals["t_fixed"]
+               + n_moe * mb * (a2a_alpha + ar_alpha) + 2 * n_ld * (out["allreduce_attn"] - ar_bw))
+    cats = [comp, hbm, kv, scale_up, scale_out, latency]
+    shape = np.shape(out["step"])
+    cats = [x if np.shape(x) == shape else np.full(shape, x, dtype=float) for x in cats]
+    # With overlap a layer costs max(compute side, communication side): the side that loses is
+    # hidden and cannot bind, so only the winning side's categories compete for the label.
+    comp_side = cats[0] + cats[1] + cats[2]
+    comm_side = cats[3] + cats[4]
+    hide_comm = (o > 0) & (comp_side >= comm_side)
+    hide_comp = (o > 0) & (comm_side > comp_side)
+    ranked = [np.where(hide_comp, -1.0, x) for x in cats[:3]] + [np.where(hide_comm, -1.0, x)
+                                                                 for x in cats[3:5]] + [cats[5]]
+    # argmax by pairwise comparison (np.argmax over a stacked copy is ~10x slower)
+    best, idx = ranked[0], np.zeros(shape, dtype=np.int64)
+    for i, x in enumerate(ranked[1:], start=1):
+        gt = x > best
+        idx = idx + gt * (i - idx)
+        best = np.maximum(best, x)
+    return {"cat." + c: x for c, x in zip(CATEGORIES, cats, strict=True)} | {"bottleneck": idx}
+
+
+# ---- one configuration ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class StepResult:
+    """One decode step (or one prefill pass) of one configuration.  Times in seconds."""
+
+    phase: str
+    mode: str
+    model: str
+    hardware: str
+    config: dict[str, Any]
+    terms: dict[str, float]          #: per layer (ops, comm) and per step (layer_*, step)
+    categories: dict[str, float]     #: per-step seconds by bottleneck category
+    bottleneck: str
+    step_time: float                 #: TPOT for decode (per step), the pass time for prefill
+    tokens_per_step: float           #: A
+    tps_per_user: float
+    tps_per_gpu: float
+    memory: dict[str, float] = field(default_factory=dict)  #: bytes per GPU
+    feasible: bool = True
+    reason: str = ""
+
+    @property
+    def tpot(self) -> float:
+        return self.step_time / self.tokens_per_step
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase, "mode": self.mode, "model": self.model, "hardware": self.hardware,
+            "feasible": self.feasible, "reason": self.reason, "bottleneck": self.bottleneck,
+            "step_s": self.step_time, "tpot_s": self.tpot, "tokens_per_step": self.tokens_per_step,
+            "tps_per_user": self.tps_per_user, "tps_per_gpu": self.tps_per_gpu,
+            "terms_s": self.terms, "categories_s": self.categories, "memory_bytes": self.memory,
+            "config": self.config,
+        }
+
+
+def _layout(model: Model, gpus: int, tp_attn: int | None, ep: int | None, tp_moe: int | None,
+            expert_slots: int | None) -> tuple[int, int, int, int, int]:
+    for name, val in (("gpus", gpus), ("tp_attn", tp_attn), ("ep", ep), ("tp_moe", tp_moe),
+                      ("expert_slots", expert_slots)):
+        if val is not None and (isinstance(val, bool) or not isinstance(val, int | np.integer) or val < 1):
+            raise SpecError("<input>", name, f"a positive integer, got {val!r}")
+    tp_attn = tp_attn or 1
+    if ep is None and tp_moe is None:
+        ep, tp_moe = gpus, 1
+    elif ep is None:
+        ep = max(gpus // tp_moe, 1)
+    elif tp_moe is None:
+        tp_moe = max(gpus // ep, 1)
+    slots = expert_slots if expert_slots is not None else int(default_slots(model, ep))
+    return gpus, tp_attn, ep, tp_moe, slots
+
+
+def _single(model: Model | str, hardware: Hardware | str, phase: str, *, gpus: int, batch: float,
+            length: float, tp_attn: int | None, ep: int | None, tp_moe: int | None,
+            expert_slots: int | None, weights: str | None, kv: str | None,
+            precision: dict[str, str] | None, mtp: Any, overlap: bool, kv_offload: bool,
+            mode: str) -> StepResult:
+    model, hw = load_model(model), load_hardware(hardware)
+    G, TPa, EPv, TPe, slots = _layout(model, gpus, tp_attn, ep, tp_moe, expert_slots)
+    for name, val in (("batch", batch), ("context" if phase == "decode" else "prompt", length)):
+        if isinstance(val, bool) or not isinstance(val, int | float | np.number) or not (
+                math.isfinite(val) and val > 0):
+            raise SpecError("<input>", name, f"a finite positive number, got {val!r}")
+    prec = resolve_precisions(model, hw, weights, kv, precision)
+    spec = resolve_speculation(model, mtp) if phase == "decode" else Speculation()
+    b = batch * TPa / G  # sequences per attention-DP rank
+    out = evaluate_configs(model, hw, prec, mode, G=G, TP_a=TPa, EP=EPv, TP_e=TPe, E_slots=slots,
+                           b=b, S=length, spec=spec, overlap=int(overlap),
+                           kv_offload=int(kv_offload), phase=phase)
+    f = {k: float(np.asarray(v)) for k, v in out.items()}
+    code = int(f["reason"])
+    terms = {k: f[k] for k in compiled.eq.TERMS}
+    cats = {c: f["cat." + c] for c in CATEGORIES}
+    bottleneck = CATEGORIES[int(f["bottleneck"])]
+    if code == 9:
+        bottleneck = "memory_capacity"
+    config = dict(gpus=G, tp_attn=TPa, dp_attn=G // TPa if G % TPa == 0 else G / TPa, ep=EPv,
+                  tp_moe=TPe, expert_slots=slots, batch=batch, batch_per_gpu=batch / G,
+                  weights=prec.weights["routed_experts"], attention=prec.weights["attention"],
+                  kv=prec.kv, mtp=spec.drafts, overlap=bool(overlap), kv_offload=bool(kv_offload),
+                  mode=mode)
+    config["context" if phase == "decode" else "prompt"] = length
+    memory = {
+        "weights": f["memory.weights"], "kv": f["memory.kv"],
+        "kv_in_host": f["memory.kv"] * f["memory.host_fraction"],
+        "hbm_capacity": hw.hbm_capacity, "hbm_free_for_kv": f["memory.free"],
+        "max_batch": f["memory.b_max"] * G / TPa,
+    }
+    tps_gpu = f["prefill_tps_gpu"] if phase == "prefill" else f["tps_gpu"]
+    return StepResult(phase=phase, mode=mode, model=model.name, hardware=hw.name, config=config,
+                      terms=terms, categories=cats, bottleneck=bottleneck, step_time=f["step"],
+                      tokens_per_step=f["A"], tps_per_user=f["tps_user"], tps_per_gpu=tps_gpu,
+                      memory=memory, feasible=code == 0, reason=REASONS.get(code, ""))
+
+
+def decode_step(model: Model | str, hardware: Hardware | str, *, gpus: int, batch: float,
+                context: float, tp_attn: int | None = None, ep: int | None = None,
+                tp_moe: int | None = None, expert_slots: int | None = None,
+                weights: str | None = None, kv: str | None = None,
+                precision: dict[str, str] | None = None, mtp: Any = None, overlap: bool = False,
+                kv_offload: bool = False, mode: Mode = "realistic") -> StepResult:
+    """One decode step of ``batch`` concurrent sequences on a ``gpus``-GPU instance.
+
+    ``context`` is the mean KV length.  Layout defaults: attention TP 1 (DP attention on every
+    GPU), EP over all GPUs, the fewest redundant expert slots that EP divides.  ``weights``
+    replaces the routed-expert storage format (e.g. ``"nvfp4"``), ``kv`` the KV-cache format.
+    ``mtp``: draft tokens (int) or ``{"draft_tokens": n, "acceptance_rate": a}``.
+    """
+    return _single(model, hardware, "decode", gpus=gpus, batch=batch, length=context,
+                   tp_attn=tp_attn, ep=ep, tp_moe=tp_moe, expert_slots=expert_slots,
+                   weights=weights, kv=kv, precision=precision, mtp=mtp, overlap=overlap,
+                   kv_offload=kv_offload, mode=mode)
+
+
+def prefill(model: Model | str, hardware: Hardware | str, *, gpus: int, prompt: float,
+            batch: float = 1.0, tp_attn: int | None = None, ep: int | None = None,
+            tp_moe: int | None = None, expert_slots: int | None = None,
+            weights: str | None = None, kv: str | None = None,
+            precision: dict[str, str] | None = None, overlap: bool = False,
+            mode: Mode = "realistic") -> StepResult:
+    """One prefill pass of ``batch`` prompts of ``prompt`` tokens on a ``gpus``-GPU instance.
+
+    ``step_time`` is the pass time (the compute part of TTFT); ``tps_per_gpu`` is prompt tokens
+    per second per GPU.
+    """
+    return _single(model, hardware, "prefill", gpus=gpus, batch=batch, length=prompt,
+                   tp_attn=tp_attn, ep=ep, tp_moe=tp_moe, expert_slots=expert_slots,
+                   weights=weights, kv=kv, precision=precision, mtp=None, overlap=overlap,
+                   kv_offload=False, mode=mode)

@@ -1,0 +1,155 @@
+"""Comparing two systems: both frontiers, their ratio, and why (counterfactual swaps)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.errors import SpecError
+from planner.serving.frontiers import frontier, frontier_at
+from planner.serving.search import pareto
+from planner.specs.hardware import Hardware
+from planner.specs.registry import load_hardware, load_model
+
+DEFAULT_LEVELS = (10.0, 20.0, 50.0, 100.0, 200.0)
+#: A frontier below this fraction of its own peak is in its tail (see Comparison.ratio).
+USEFUL = 0.05
+
+
+def envelope(front: pd.DataFrame, x: np.ndarray, y: str = "tps_per_gpu") -> np.ndarray:
+    """Frontier value at each rate in ``x``, interpolated between frontier points (linear in
+    log x, as the frontier is drawn); NaN outside the frontier's range."""
+    f = front.sort_values("tps_per_user")
+    xs, ys = f.tps_per_user.to_numpy(), f[y].to_numpy()
+    out = np.interp(np.log(x), np.log(xs), ys, left=np.nan, right=np.nan)
+    return np.asarray(out)
+
+
+def _check_serving(kw: dict[str, Any]) -> None:
+    if kw.get("serving") == "prefill":
+        raise SpecError("<input>", "serving", "decode, aggregated or disaggregated: a comparison is "
+                        "made at tokens/s per user, which a prefill pool does not have (use "
+                        "frontier --serving prefill for each system)")
+
+
+@dataclass
+class Comparison:
+    """Two frontiers, the ratio curve, and the table at chosen interactivity levels."""
+
+    a: pd.DataFrame
+    b: pd.DataFrame
+    ratio: pd.DataFrame
+    table: pd.DataFrame
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200-nvl72",
+            hardware_b: str | Hardware = "hgx-h200", levels: tuple[float, ...] = DEFAULT_LEVELS,
+            **kw: Any) -> Comparison:
+    """Frontiers of ``model`` on two systems (each at its best precision unless ``weights`` is
+    given), their ratio over the common interactivity range, and at ``levels`` (tokens/s/user):
+    tokens/s per GPU and per MW on each side, the ratios, and the binding term of each."""
+    _check_serving(kw)
+    m = load_model(model)
+    ha, hb = load_hardware(hardware_a), load_hardware(hardware_b)
+    pts_a = frontier(m, ha, all_points=True, **kw)
+    pts_b = frontier(m, hb, all_points=True, **kw)
+    fa, fb = pareto(pts_a), pareto(pts_b)
+    fa.attrs.update(pts_a.attrs)
+    fb.attrs.update(pts_b.attrs)
+    lo = max(fa.tps_per_user.min(), fb.tps_per_user.min())
+    hi = min(fa.tps_per_user.max(), fb.tps_per_user.max())
+    x = np.geomspace(lo, hi, 200) if hi > lo else np.array([])
+    ya, yb = envelope(fa, x), envelope(fb, x)
+    ratio = pd.DataFrame({"tps_per_user": x, "tps_per_gpu_a": ya, "tps_per_gpu_b": yb,
+                          "ratio": ya / yb,
+                          "ratio_per_mw": (ya / ha.power_per_gpu) / (yb / hb.power_per_gpu)})
+    # where either system is down to a few percent of its own peak (the tail of its frontier), the
+    # ratio of two small numbers says little: flag it, so plots and maxima can leave it out
+    ratio["both_useful"] = (ya >= USEFUL * fa.tps_per_gpu.max()) & (yb >= USEFUL * fb.tps_per_gpu.max())
+    ta = frontier_at(m, ha, list(levels), points=pts_a, **kw)
+    tb = frontier_at(m, hb, list(levels), points=pts_b, **kw)
+    table = pd.DataFrame({"tps_per_user": list(levels)})
+    for tag, t in (("a", ta), ("b", tb)):
+        table[f"tps_per_gpu_{tag}"] = t.tps_per_gpu.to_numpy()
+        table[f"tps_per_mw_{tag}"] = t.get("tps_per_mw", pd.Series(np.nan, index=t.index)).to_numpy()
+        table[f"usd_per_mtok_{tag}"] = t.get("usd_per_mtok", pd.Series(np.nan, index=t.index)).to_numpy()
+        table[f"bottleneck_{tag}"] = t.get("bottleneck", pd.Series(None, index=t.index)).to_numpy()
+        table[f"weights_{tag}"] = t.get("weights", pd.Series(None, index=t.index)).to_numpy()
+        table[f"gpus_{tag}"] = t.get("gpus", pd.Series(np.nan, index=t.index)).to_numpy()
+    # the fastest per-user rate each system reaches: a level above it is out of reach (NaN)
+    table["max_tps_per_user_a"] = float(fa.tps_per_user.max())
+    table["max_tps_per_user_b"] = float(fb.tps_per_user.max())
+    table["ratio"] = table.tps_per_gpu_a / table.tps_per_gpu_b
+    table["ratio_per_mw"] = table.tps_per_mw_a / table.tps_per_mw_b
+    settings = {**pts_a.attrs, "hardware_a": ha.name, "hardware_b": hb.name}
+    settings.pop("hardware", None)
+    return Comparison(fa, fb, ratio, table, settings)
+
+
+#: The chain of swaps that turns system B into system A, one resource at a time.
+CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("tensor-core FLOP/s (incl. FP4)", ("flops",)),
+    ("HBM bandwidth", ("hbm_bandwidth",)),
+    ("HBM capacity", ("hbm_capacity",)),
+    ("scale-up domain (size, NVLink bandwidth, latency)", ("domain_size", "su_bandwidth",
+                                                            "su_latency", "gpus_per_system")),
+    ("scale-out NIC and CPU-attached memory", ("so_bandwidth", "so_latency", "host_capacity",
+                                               "host_bandwidth")),
+    ("efficiencies and overheads", ("efficiency",)),
+)
+
+
+def _y_at(model: Any, hw: Hardware, x: float, **kw: Any) -> tuple[float, str]:
+    t = frontier_at(model, hw, [x], **kw)
+    r = t.iloc[0]
+    return float(r.tps_per_gpu), str(r.get("bottleneck", ""))
+
+
+def explain(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200-nvl72",
+            hardware_b: str | Hardware = "hgx-h200", at: float = 50.0, **kw: Any) -> pd.DataFrame:
+    """Decompose the per-GPU throughput ratio A/B at ``at`` tokens/s/user into causes.
+
+    Chain: start from B and swap in A's resources one group at a time (:data:`CHAIN`); each
+    row's ``factor`` is the throughput after the swap over before, so the factors multiply to
+    the whole ratio.  Then single counterfactuals: B with A's scale-up domain, B with FP4 tensor
+    cores (2x its FP8 rate), A cut to 8-GPU domains with B's NIC between them, A with B's HBM.
+    """
+    _check_serving(kw)
+    m = load_model(model)
+    ha, hb = load_hardware(hardware_a), load_hardware(hardware_b)
+    rows = []
+    cur = hb
+    y_cur, bn = _y_at(m, cur, at, **kw)
+    rows.append(dict(kind="chain", step=f"{hb.name} as is", tps_per_gpu=y_cur, factor=1.0,
+                     cumulative=1.0, bottleneck=bn))
+    y0 = y_cur
+    for label, fields in CHAIN:
+        cur = cur.replace(**{f: getattr(ha, f) for f in fields})
+        y_new, bn = _y_at(m, cur, at, **kw)
+        rows.append(dict(kind="chain", step=f"+ {ha.name} {label}", tps_per_gpu=y_new,
+                         factor=y_new / y_cur, cumulative=y_new / y0, bottleneck=bn))
+        y_cur = y_new
+    ya, bna = _y_at(m, ha, at, **kw)
+    singles = [
+        (f"{hb.name} with a {ha.domain_size}-GPU scale-up domain",
+         hb.replace(domain_size=ha.domain_size, gpus_per_system=ha.domain_size), y0),
+        (f"{hb.name} with FP4 tensor cores (2x FP8)",
+         hb.replace(flops={**hb.flops, "fp4": 2 * hb.flops["fp8"]}), y0),
+        (f"{ha.name} cut to {hb.domain_size}-GPU domains, {hb.name} NIC between them",
+         ha.replace(domain_size=hb.domain_size, gpus_per_system=hb.domain_size,
+                    so_bandwidth=hb.so_bandwidth, so_latency=hb.so_latency), ya),
+        (f"{ha.name} with {hb.name} HBM", ha.replace(hbm_bandwidth=hb.hbm_bandwidth,
+                                                      hbm_capacity=hb.hbm_capacity), ya),
+    ]
+    for label, hw, base in singles:
+        y, bn = _y_at(m, hw, at, **kw)
+        rows.append(dict(kind="counterfactual", step=label, tps_per_gpu=y, factor=y / base,
+                         cumulative=np.nan, bottleneck=bn))
+    out = pd.DataFrame(rows)
+    out.attrs.update(model=m.name, hardware_a=ha.name, hardware_b=hb.name, at_tps_per_user=at,
+                     ratio=ya / y0)
+    return out

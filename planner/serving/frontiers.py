@@ -1,0 +1,312 @@
+"""Serving modes and the frontier: decode, prefill, aggregated, disaggregated.
+
+:func:`frontier` returns the upper-right Pareto envelope of (tokens/s per user, tokens/s per
+GPU) as a DataFrame, one row per point, with its configuration and binding term.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.errors import SpecError
+from planner.physics import serving_eq as seq
+from planner.physics.step import CATEGORIES, evaluate_configs, resolve_precisions
+from planner.serving.search import (
+    SearchSpace,
+    decode_candidates,
+    layouts,
+    overlap_options,
+    pareto,
+    precision_options,
+    row_inputs,
+    solve_batch,
+)
+from planner.specs.hardware import Hardware
+from planner.specs.model import Model
+from planner.specs.registry import load_hardware, load_model
+
+SERVING_MODES = ("decode", "prefill", "aggregated", "disaggregated")
+METRICS = ("output", "total", "decode")
+DEFAULT_MAX_TTFT = 2.0  # s
+PREFILL_CHUNK = 8192    # prompt tokens per attention rank per aggregated (chunked) prefill pass
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Input/output lengths (tokens) and the decode context they imply."""
+
+    isl: float = 1024
+    osl: float = 1024
+    context: float | None = None  #: mean KV length in decode; default isl + osl / 2
+
+    @property
+    def decode_context(self) -> float:
+        return self.context if self.context is not None else self.isl + self.osl / 2.0
+
+    def check(self) -> None:
+        for name, v in (("isl", self.isl), ("osl", self.osl), ("context", self.context)):
+            if v is None and name == "context":
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float | np.number) or not (
+                    math.isfinite(v) and v >= 1):
+                raise SpecError("<input>", name, f"a token count >= 1, got {v!r}")
+
+    @property
+    def label(self) -> str:
+        return f"ISL {self.isl:g} / OSL {self.osl:g}"
+
+
+# ---- prefill -------------------------------------------------------------------------------
+def prefill_candidates(model: Model, hw: Hardware, space: SearchSpace, isl: float, mode: str,
+                       points: int = 24) -> pd.DataFrame:
+    """Prefill passes on every layout and a geometric grid of prompts per rank (one prompt per
+    instance up to 64k tokens per rank).  Rows: feasible points with TTFT (pass time) and prompt
+    tokens/s per GPU."""
+    lay = layouts(model, hw, space.gpus, space.max_gpus, space.tp_attn, space.ep, space.tp_moe)
+    frames = []
+    for weights in precision_options(model, hw, space.weights):
+        prec = resolve_precisions(model, hw, weights, space.kv)
+        for o in overlap_options(space.overlap):
+            G, TPa, EPv, TPe, slots = (lay[c].values[:, None].astype(float)
+                                       for c in ("gpus", "tp_attn", "ep", "tp_moe", "expert_slots"))
+            lo = np.log(TPa / G)
+            hi = np.log(np.maximum(65536.0 / isl, TPa / G * 1.0001))
+            b = np.exp(lo + (hi - lo) * np.linspace(0, 1, points)[None, :])
+            out = evaluate_configs(model, hw, prec, mode, G=G, TP_a=TPa, EP=EPv, TP_e=TPe,
+                                   E_slots=slots, b=b, S=isl, overlap=o, phase="prefill")
+            shape = b.shape
+
+            def flat(x: Any, shape: tuple = shape) -> np.ndarray:
+                return np.broadcast_to(np.asarray(x), shape).ravel()
+
+            frames.append(pd.DataFrame({
+                "prefill_gpus": flat(G).astype(int), "prefill_tp_attn": flat(TPa).astype(int),
+                "prefill_ep": flat(EPv).astype(int), "prefill_tp_moe": flat(TPe).astype(int),
+                "prefill_expert_slots": flat(slots).astype(int),
+                "prefill_batch": flat(b * G / TPa), "prefill_weights": weights,
+                "prefill_overlap": bool(o),
+                "prefill_pass_s": flat(out["step"]),
+                "prefill_tps_per_gpu": flat(out["prefill_tps_gpu"]),
+                "prefill_bottleneck": np.asarray(CATEGORIES, dtype=object)[flat(out["bottleneck"])],
+                "feasible": flat(out["feasible"]),
+            }))
+    df = pd.concat(frames, ignore_index=True)
+    return df[df.feasible].drop(columns="feasible").reset_index(drop=True)
+
+
+def kv_transfer_time(model: Model, hw: Hardware, kv: str, isl: float, n_send: Any,
+                     same_domain: bool, mode: str) -> Any:
+    """Seconds to hand one request's KV from prefill to decode: over the scale-up domain when
+    both pools sit in one, over the NIC otherwise."""
+    eff = hw.efficiency
+    if same_domain:
+        B, eta, a = hw.su_bandwidth, eff.scale_up, hw.su_latency
+    else:
+        B, eta, a = hw.so_bandwidth, eff.scale_out, hw.so_latency
+    if mode == "bound":
+        eta, a = 1.0, 0.0
+    return seq.evaluate("t_kv_transfer", I=isl, m_kv=model.kv_bytes_per_token(kv),
+                        B_link=B, eta_link=eta, alpha_link=a, n_send=n_send)
+
+
+def best_prefill(model: Model, hw: Hardware, space: SearchSpace, isl: float, mode: str,
+                 max_ttft: float) -> pd.Series:
+    """The prefill configuration with the most prompt tokens/s per GPU whose pass time (plus a
+    worst-case NIC hand-off of the KV) stays within ``max_ttft``."""
+    cand = prefill_candidates(model, hw, space, isl, mode)
+    if cand.empty:
+        raise SpecError("<input>", "prefill", f"a prefill layout that fits {model.name} on {hw.name}")
+    kv = space.kv or model.kv_precision
+    kv_t = kv_transfer_time(model, hw, kv, isl, cand.prefill_tp_attn.to_numpy(float), False, mode)
+    cand = cand.assign(ttft_s=cand.prefill_pass_s + kv_t, kv_transfer_s=kv_t)
+    ok = cand[cand.ttft_s <= max_ttft]
+    if ok.empty:
+        fastest = cand.ttft_s.min()
+        raise SpecError("<input>", "max_ttft",
+                        f"a limit the prefill can meet: {model.name} on {hw.name} needs at least "
+                        f"{fastest:.3g} s for a {isl:g}-token prompt")
+    return ok.loc[ok.prefill_tps_per_gpu.idxmax()]
+
+
+# ---- the frontier ----------------------------------------------------------------------------
+def _costs(hw: Hardware, y_output: Any) -> dict[str, Any]:
+    return {
+        "tps_per_mw": seq.evaluate("tps_per_mw", y=y_output, W_gpu=hw.power_per_gpu),
+        "usd_per_mtok": seq.evaluate("usd_per_mtok", y=y_output, c_h=hw.price_per_gpu_hour),
+    }
+
+
+def _serving_columns(hw: Hardware, wl: Workload, serving: str, metric: str, X_d: np.ndarray,
+                     X_p: Any) -> dict[str, Any]:
+    """Per-GPU rates of the deployment from the decode rate ``X_d`` (output tokens/s per decode
+    GPU) and the prefill rate ``X_p``: output per GPU counting every GPU, input + output, the
+    chosen ``metric``, the decode share of GPUs (disaggregated), tokens/s per MW and $/Mtok."""
+    out: dict[str, Any] = {}
+    if serving == "disaggregated":
+        y_out = seq.evaluate("y_output", X_d=X_d, X_p=X_p, I=wl.isl, O=wl.osl)
+        frac = seq.evaluate("prefill_per_decode", X_d=X_d, X_p=X_p, I=wl.isl, O=wl.osl)
+        out["decode_gpu_fraction"] = 1.0 / (1.0 + frac)
+    else:
+        # decode pool alone; or aggregated, where every GPU does both and _aggregate already
+        # stretched each step by the prefill it carries
+        y_out = X_d
+    y_out = np.asarray(y_out, dtype=float) * np.ones(len(X_d))
+    total = y_out * (wl.isl + wl.osl) / wl.osl
+    out.update(tps_per_gpu={"output": y_out, "total": total, "decode": X_d}[metric],
+               output_tps_per_gpu=y_out, total_tps_per_gpu=total, **_costs(hw, y_out))
+    return out
+
+
+def _aggregate(model: Model, hw: Hardware, dec: pd.DataFrame, space: SearchSpace, wl: Workload,
+               mode: str) -> pd.DataFrame:
+    """Stretch each decode point by the chunked prefill its GPUs also carry (same layout)."""
+    keys = ["gpus", "tp_attn", "ep", "tp_moe", "expert_slots", "weights", "kv", "overlap"]
+    rates = {}
+    for key in dec.groupby(keys, sort=False).groups:
+        G, TPa, EPv, TPe, slots, weights, kv, o = key
+        prec = resolve_precisions(model, hw, weights, kv)
+        b_chunk = max(PREFILL_CHUNK / wl.isl, 1.0)
+        out = evaluate_configs(model, hw, prec, mode, G=G, TP_a=TPa, EP=EPv, TP_e=TPe,
+                               E_slots=slots, b=b_chunk, S=wl.isl, overlap=int(o), phase="prefill")
+        rates[key] = float(out["prefill_tps_gpu"]) if bool(out["feasible"]) else np.nan
+    X_p = np.array([rates[tuple(r)] for r in dec[keys].itertuples(index=False)])
+    b_rank = dec.batch_per_gpu.values * dec.tp_attn.values
+    t_agg = seq.evaluate("t_step_aggregated", t_step=dec.step_s.values, I=wl.isl, O=wl.osl,
+                         b=b_rank, A=dec.tokens_per_step.values, TP_a=dec.tp_attn.values, X_p=X_p)
+    A = dec.tokens_per_step.values
+    out = dec.assign(
+        prefill_tps_per_gpu=X_p, step_s=t_agg, tps_per_user=A / t_agg,
+        decode_tps_per_gpu=b_rank * A / (t_agg * dec.tp_attn.values),
+    )
+    return out[np.isfinite(X_p)]
+
+
+def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "disaggregated",
+             isl: float = 1024, osl: float = 1024, context: float | None = None,
+             gpus: int | None = None, max_gpus: int | None = None, tp_attn: int | None = None,
+             ep: int | None = None, tp_moe: int | None = None, weights: str | None = None,
+             kv: str | None = None, mtp: Any = "auto", overlap: Any = "auto",
+             kv_offload: bool = False, mode: str = "realistic", metric: str = "output",
+             max_ttft: float | None = None, all_points: bool = False) -> pd.DataFrame:
+    """The Pareto frontier of tokens/s per user vs tokens/s per GPU (``prefill``: prompt tokens/s
+    per GPU vs time to first token).
+
+    ``metric``: ``output`` (output tokens/s per GPU counting every GPU of the deployment, the
+    default), ``total`` (input + output, the InferenceMAX convention) or ``decode`` (output per
+    decode GPU).  ``gpus`` fixes the instance size (else the search chooses up to ``max_gpus``).
+    Returns one row per frontier point, sorted by ``tps_per_user``; ``df.attrs`` holds the
+    inputs.  ``all_points=True`` returns every feasible point instead of the envelope.
+    """
+    model, hw = load_model(model), load_hardware(hardware)
+    if serving not in SERVING_MODES:
+        raise SpecError("<input>", "serving", f"one of {', '.join(SERVING_MODES)}, got {serving!r}")
+    if metric not in METRICS:
+        raise SpecError("<input>", "metric", f"one of {', '.join(METRICS)}, got {metric!r}")
+    if mode not in ("bound", "realistic"):
+        raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
+    wl = Workload(isl, osl, context)
+    wl.check()
+    max_ttft = DEFAULT_MAX_TTFT if max_ttft is None else max_ttft
+    if not (isinstance(max_ttft, int | float) and math.isfinite(max_ttft) and max_ttft > 0):
+        raise SpecError("<input>", "max_ttft", f"a positive time in seconds, got {max_ttft!r}")
+    space = SearchSpace(gpus, max_gpus, tp_attn, ep, tp_moe, weights, kv, mtp, overlap, kv_offload)
+    attrs = dict(model=model.name, hardware=hw.name, serving=serving, isl=wl.isl, osl=wl.osl,
+                 context=wl.decode_context, mode=mode, metric=metric, max_ttft=max_ttft,
+                 gpus=gpus, weights=weights, kv=kv or model.kv_precision, mtp=str(mtp))
+
+    if serving == "prefill":
+        cand = prefill_candidates(model, hw, space, wl.isl, mode)
+        cand = cand.assign(ttft_s=cand.prefill_pass_s, tps_per_gpu=cand.prefill_tps_per_gpu,
+                           neg_ttft=-cand.prefill_pass_s)
+        cand = cand.assign(**_costs(hw, cand.tps_per_gpu.values), bottleneck=cand.prefill_bottleneck)
+        df = cand if all_points else pareto(cand, "neg_ttft", "tps_per_gpu")
+        df = df.drop(columns="neg_ttft").sort_values("ttft_s").reset_index(drop=True)
+        df.attrs.update(attrs, x="ttft_s", y="tps_per_gpu")
+        return df
+
+    dec = decode_candidates(model, hw, space, wl.decode_context, mode)
+    if dec.empty:
+        raise SpecError("<input>", "model", f"a configuration of {model.name} that fits on "
+                        f"{hw.name}" + (f" with {gpus} GPUs" if gpus else ""))
+    if serving == "aggregated":
+        dec = _aggregate(model, hw, dec, space, wl, mode)
+    if serving == "disaggregated":
+        pre = best_prefill(model, hw, space, wl.isl, mode, max_ttft)
+        X_p = float(pre.prefill_tps_per_gpu)
+        for c in pre.index:
+            if c.startswith("prefill_"):
+                dec[c] = pre[c]
+        dec["ttft_s"] = float(pre.ttft_s)
+        dec["kv_transfer_s"] = float(pre.kv_transfer_s)
+    else:
+        X_p = np.inf
+    dec = dec.assign(**_serving_columns(hw, wl, serving, metric, dec.decode_tps_per_gpu.to_numpy(float), X_p))
+    df = dec if all_points else pareto(dec, "tps_per_user", "tps_per_gpu")
+    df = df.sort_values("tps_per_user").reset_index(drop=True)
+    df.insert(0, "serving", serving)
+    df.insert(0, "hardware", hw.name)
+    df.insert(0, "model", model.name)
+    df.attrs.update(attrs, x="tps_per_user", y="tps_per_gpu")
+    return df
+
+
+def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[float],
+                points: pd.DataFrame | None = None, **kw: Any) -> pd.DataFrame:
+    """The best configuration at each per-user rate in ``targets`` (the most tokens/s per GPU
+    among configurations at least that fast for each user).  The batch of each promising
+    candidate is solved exactly (scipy brentq) rather than read off the grid.  ``points``: the
+    ``frontier(..., all_points=True)`` table, if already computed with the same ``kw``.
+    A row with NaN throughput means the target is out of reach."""
+    model, hw = load_model(model), load_hardware(hardware)
+    allp = points if points is not None else frontier(model, hw, all_points=True, **kw)
+    wl = Workload(allp.attrs["isl"], allp.attrs["osl"], allp.attrs["context"])
+    serving, mode = allp.attrs["serving"], allp.attrs["mode"]
+    keycols = ["gpus", "tp_attn", "ep", "tp_moe", "expert_slots", "weights", "kv", "mtp", "overlap",
+               "kv_offload"]
+    rows = []
+    for x in targets:
+        reach = allp[allp.tps_per_user >= x]
+        solved = []
+        # promising candidates: the best grid point at or above the target, per candidate
+        best = reach.sort_values("tps_per_gpu", ascending=False).drop_duplicates(keycols).head(4)
+        for _, r in best.iterrows():
+            if serving == "aggregated":
+                solved.append(r)  # the prefill stretch is not re-solved: the grid value stands
+                continue
+            B = solve_batch(model, hw, r.to_dict(), x, wl.decode_context, mode)
+            if B is not None:
+                solved.append(_point_at_batch(model, hw, r, B, wl, mode, allp))
+        if not solved:
+            rows.append({"target_tps_per_user": x, "tps_per_gpu": np.nan})
+            continue
+        top = max(solved, key=lambda s: s["tps_per_gpu"])
+        rows.append({"target_tps_per_user": x, **dict(top)})
+    out = pd.DataFrame(rows)
+    out.attrs.update(allp.attrs)
+    return out
+
+
+def _point_at_batch(model: Model, hw: Hardware, r: pd.Series, batch: float, wl: Workload,
+                    mode: str, allp: pd.DataFrame) -> pd.Series:
+    """Re-evaluate candidate ``r`` at instance batch ``batch`` and apply the serving transform."""
+    prec, kw = row_inputs(model, hw, r, wl.decode_context)
+    G, TPa = kw["G"], kw["TP_a"]
+    out = evaluate_configs(model, hw, prec, mode, b=batch * TPa / G, **kw)
+    X_d = float(out["tps_gpu"])
+    s = r.copy()
+    s["batch"], s["batch_per_gpu"] = batch, batch / G
+    s["tps_per_user"], s["decode_tps_per_gpu"], s["step_s"] = float(out["tps_user"]), X_d, float(out["step"])
+    s["bottleneck"] = CATEGORIES[int(out["bottleneck"])]
+    if np.isclose(batch, float(out["memory.b_max"]) * G / TPa, rtol=1e-6):
+        s["bottleneck"] = "memory_capacity"
+    X_p = float(r.prefill_tps_per_gpu) if "prefill_tps_per_gpu" in r else np.inf
+    for k, v in _serving_columns(hw, wl, allp.attrs["serving"], allp.attrs["metric"], np.array([X_d]),
+                                 X_p).items():
+        s[k] = float(np.asarray(v).reshape(-1)[0])
+    return s
+

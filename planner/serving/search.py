@@ -1,0 +1,238 @@
+"""The configuration search: layouts x batch x precision x MTP x overlap, evaluated as grids.
+
+A *candidate* is one (layout, precision, MTP, overlap) combination; its batch is continuous.
+:func:`decode_candidates` evaluates every candidate on a geometric batch grid in one vectorised
+call; :func:`pareto` keeps the upper-right envelope; :func:`solve_batch` finds, with scipy, the
+batch at which a candidate meets a per-user rate exactly.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import brentq
+
+from planner.errors import SpecError
+from planner.physics.step import (
+    CATEGORIES,
+    Precisions,
+    Speculation,
+    default_slots,
+    evaluate_configs,
+    layout_problems,
+    resolve_precisions,
+    resolve_speculation,
+)
+from planner.specs.hardware import Hardware
+from planner.specs.model import Model
+
+#: Batch grid: sequences per instance on a fixed geometric ladder, BATCH_PER_OCTAVE points per
+#: doubling from 1, plus each layout's memory limit.  The ladder does not depend on the hardware,
+#: so a system with more of any resource is evaluated on a superset of the same points.
+BATCH_PER_OCTAVE = 4
+BOTTLENECKS = (*CATEGORIES, "memory_capacity")
+
+
+def _pow2_upto(n: int) -> list[int]:
+    return [2**i for i in range(0, 12) if 2**i <= n]
+
+
+def instance_sizes(model: Model, hw: Hardware, gpus: int | None = None,
+                   max_gpus: int | None = None) -> list[int]:
+    """Instance sizes G to try: powers of two inside a scale-up domain, then whole domains
+    (and powers of two) up to ``max_gpus`` (default: 4 domains, at least 128 GPUs)."""
+    if gpus is not None:
+        return [gpus]
+    n = hw.domain_size
+    top = max_gpus or max(4 * n, 128)
+    sizes = set(_pow2_upto(min(n, top)))
+    sizes |= {m * n for m in range(1, top // n + 1)}
+    sizes |= set(_pow2_upto(top))
+    return sorted(s for s in sizes if s <= top)
+
+
+def layouts(model: Model, hw: Hardware, gpus: int | None = None, max_gpus: int | None = None,
+            tp_attn: int | None = None, ep: int | None = None, tp_moe: int | None = None) -> pd.DataFrame:
+    """Every structurally valid layout (G, TP_a, EP, TP_e, expert slots) for these specs."""
+    rows = []
+    for G in instance_sizes(model, hw, gpus, max_gpus):
+        tps = [tp_attn] if tp_attn else [t for t in _pow2_upto(min(G, hw.domain_size))]
+        tpes = [tp_moe] if tp_moe else [t for t in _pow2_upto(min(G, hw.domain_size))]
+        for TPa, TPe in itertools.product(tps, tpes):
+            if G % TPe:
+                continue
+            EPv = G // TPe
+            if ep is not None and EPv != ep:
+                continue
+            rows.append((G, TPa, EPv, TPe, int(default_slots(model, EPv))))
+    if not rows:
+        raise SpecError("<input>", "layout", "at least one layout: check --gpus, --tp-attn, --ep, --tp-moe")
+    df = pd.DataFrame(rows, columns=["gpus", "tp_attn", "ep", "tp_moe", "expert_slots"])
+    code = layout_problems(model, hw, df.gpus.values, df.tp_attn.values, df.ep.values,
+                           df.tp_moe.values, df.expert_slots.values)
+    if not (code == 0).any():
+        from planner.physics.step import REASONS
+
+        why = "; ".join(sorted({REASONS[int(c)] for c in code}))
+        raise SpecError("<input>", "layout", f"a valid layout for {model.name} on {hw.name} ({why})")
+    return df[code == 0].reset_index(drop=True)
+
+
+def precision_options(model: Model, hw: Hardware, weights: str | None = None) -> list[str]:
+    """Routed-expert formats worth trying: the model's own, NVFP4 where the hardware has FP4
+    tensor cores, and FP8 (what Hopper multiplies fastest); or exactly ``weights``."""
+    if weights is not None:
+        return [weights]
+    opts = [model.precision["routed_experts"]]
+    if "fp4" in hw.flops and "nvfp4" not in opts:
+        opts.append("nvfp4")
+    if "fp8" not in opts:
+        opts.append("fp8")
+    return opts
+
+
+def mtp_options(model: Model, mtp: Any) -> list[Speculation]:
+    """``"auto"``: off, and 1-3 drafts where the model has MTP layers and a published
+    acceptance; otherwise exactly what was asked."""
+    if isinstance(mtp, str) and mtp == "auto":
+        opts = [Speculation()]
+        if model.mtp_layers and model.mtp_acceptance > 0:
+            opts += [resolve_speculation(model, n) for n in (1, 2, 3)]
+        return opts
+    return [resolve_speculation(model, mtp)]
+
+
+def overlap_options(overlap: Any) -> list[int]:
+    if overlap is None or overlap == "auto":
+        return [0, 1]
+    return [int(bool(overlap))]
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """What to try.  ``None``/``"auto"`` means: let the search choose."""
+
+    gpus: int | None = None
+    max_gpus: int | None = None
+    tp_attn: int | None = None
+    ep: int | None = None
+    tp_moe: int | None = None
+    weights: str | None = None
+    kv: str | None = None
+    mtp: Any = "auto"
+    overlap: Any = "auto"
+    kv_offload: bool = False
+
+
+def decode_candidates(model: Model, hw: Hardware, space: SearchSpace, context: float, mode: str,
+                      per_octave: int = BATCH_PER_OCTAVE) -> pd.DataFrame:
+    """Evaluate every candidate on the batch ladder (one sequence per instance upwards,
+    ``per_octave`` points per doubling) and at its memory limit.  One row per feasible
+    (candidate, batch) point."""
+    lay = layouts(model, hw, space.gpus, space.max_gpus, space.tp_attn, space.ep, space.tp_moe)
+    frames = []
+    for weights in precision_options(model, hw, space.weights):
+        prec = resolve_precisions(model, hw, weights, space.kv)
+        for spec in mtp_options(model, space.mtp):
+            for o in overlap_options(space.overlap):
+                frames.append(_grid_one(model, hw, prec, spec, o, lay, context, mode,
+                                        space.kv_offload, per_octave))
+    df = pd.concat(frames, ignore_index=True)
+    return df[df.feasible].drop(columns="feasible").reset_index(drop=True)
+
+
+def _grid_one(model: Model, hw: Hardware, prec: Precisions, spec: Speculation, overlap: int,
+              lay: pd.DataFrame, context: float, mode: str, kv_offload: bool,
+              per_octave: int) -> pd.DataFrame:
+    G, TPa, EPv, TPe, slots = (lay[c].values[:, None].astype(float)
+                               for c in ("gpus", "tp_attn", "ep", "tp_moe", "expert_slots"))
+    common = dict(G=G, TP_a=TPa, EP=EPv, TP_e=TPe, E_slots=slots, S=context, spec=spec,
+                  overlap=overlap, kv_offload=int(kv_offload))
+    # memory limit per layout (b_max does not depend on b)
+    probe = evaluate_configs(model, hw, prec, mode, b=1.0, **common)
+    b_max = np.asarray(probe["memory.b_max"], dtype=float)
+    b_max = np.broadcast_to(b_max, G.shape).copy()
+    b_min = TPa / G  # one sequence in the whole instance
+    ok = b_max >= b_min
+    B_top = float(np.max(np.where(ok, b_max * G / TPa, 1.0)))
+    ladder = 2.0 ** (np.arange(0, int(np.log2(max(B_top, 1.0)) * per_octave) + 1) / per_octave)
+    b = np.concatenate([ladder[None, :] * b_min * np.ones_like(b_max), b_max], axis=1)
+    ok = ok & (b <= b_max * (1 + 1e-12))
+    out = evaluate_configs(model, hw, prec, mode, b=b, **common)
+    shape = b.shape
+    at_cap = np.isclose(b, b_max, rtol=1e-9) & ok
+    bottleneck = np.where(at_cap, len(CATEGORIES), out["bottleneck"])
+    feas = np.broadcast_to(out["feasible"], shape) & ok
+
+    def flat(x: Any) -> np.ndarray:
+        return np.broadcast_to(np.asarray(x), shape).ravel()
+
+    data = {
+        "gpus": flat(G).astype(int), "tp_attn": flat(TPa).astype(int),
+        "dp_attn": (flat(G) // flat(TPa)).astype(int), "ep": flat(EPv).astype(int),
+        "tp_moe": flat(TPe).astype(int), "expert_slots": flat(slots).astype(int),
+        "batch": flat(b * G / TPa), "batch_per_gpu": flat(b / TPa),
+        "weights": prec.weights["routed_experts"], "attention": prec.weights["attention"],
+        "kv": prec.kv, "compute": prec.compute["routed_experts"], "mtp": spec.drafts,
+        "overlap": bool(overlap), "kv_offload": bool(kv_offload),
+        "step_s": flat(out["step"]), "tokens_per_step": float(np.asarray(out["A"])),
+        "tps_per_user": flat(out["tps_user"]), "decode_tps_per_gpu": flat(out["tps_gpu"]),
+        "bottleneck": np.asarray(BOTTLENECKS, dtype=object)[flat(bottleneck).astype(int)],
+        "at_memory_cap": flat(at_cap), "feasible": flat(feas),
+        "kv_host_fraction": flat(out["memory.host_fraction"]),
+    }
+    for c in CATEGORIES:
+        data[f"t_{c}_s"] = flat(out[f"cat.{c}"])
+    return pd.DataFrame(data)
+
+
+def pareto(df: pd.DataFrame, x: str = "tps_per_user", y: str = "tps_per_gpu") -> pd.DataFrame:
+    """Upper-right Pareto envelope of (x, y): a point stays if no other point is at least as good
+    in both and better in one.  Returned sorted by x ascending; y is then non-increasing."""
+    if df.empty:
+        return df.copy()
+    d = df.sort_values([x, y], ascending=[False, False], kind="mergesort")
+    yv = d[y].to_numpy()
+    best_before = np.concatenate([[-np.inf], np.maximum.accumulate(yv)[:-1]])
+    keep = yv > best_before
+    return d[keep].sort_values(x, kind="mergesort").reset_index(drop=True)
+
+
+def candidate_key(row: pd.Series | dict[str, Any]) -> tuple:
+    return tuple(row[c] for c in ("gpus", "tp_attn", "ep", "tp_moe", "expert_slots", "weights",
+                                  "kv", "mtp", "overlap", "kv_offload"))
+
+
+def row_inputs(model: Model, hw: Hardware, row: Any, context: float
+               ) -> tuple[Precisions, dict[str, Any]]:
+    """The precisions and :func:`evaluate_configs` keywords (all but ``b``) of a candidate row."""
+    prec = resolve_precisions(model, hw, row["weights"], row["kv"])
+    kw = dict(G=float(row["gpus"]), TP_a=float(row["tp_attn"]), EP=float(row["ep"]),
+              TP_e=float(row["tp_moe"]), E_slots=float(row["expert_slots"]), S=context,
+              spec=resolve_speculation(model, int(row["mtp"])), overlap=int(row["overlap"]),
+              kv_offload=int(row["kv_offload"]))
+    return prec, kw
+
+
+def solve_batch(model: Model, hw: Hardware, row: dict[str, Any], target_tps_user: float,
+                context: float, mode: str) -> float | None:
+    """Instance batch at which candidate ``row`` gives exactly ``target_tps_user`` (brentq on the
+    monotone per-user rate); the memory-capped batch if even that is faster; None if one sequence
+    is already slower than the target."""
+    prec, kw = row_inputs(model, hw, row, context)
+    G, TPa = kw["G"], kw["TP_a"]
+
+    def rate(batch: float) -> float:
+        out = evaluate_configs(model, hw, prec, mode, b=batch * TPa / G, **kw)
+        return float(out["tps_user"])
+
+    b_max = float(evaluate_configs(model, hw, prec, mode, b=1.0, **kw)["memory.b_max"]) * G / TPa
+    if b_max < 1.0 or rate(1.0) < target_tps_user:
+        return None
+    if rate(b_max) >= target_tps_user:
+        return b_max
+    return brentq(lambda x: rate(x) - target_tps_user, 1.0, b_max, xtol=1e-4, rtol=1e-8)

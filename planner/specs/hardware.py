@@ -1,0 +1,215 @@
+"""Hardware specifications: YAML with units and sources -> a frozen record of SI floats."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from planner.errors import SpecError
+from planner.specs.reading import Fields
+from planner.specs.units import parse_quantity
+
+FLOP_DTYPES = ("fp4", "fp8", "bf16")
+FACT_KEYS = ("value", "source", "note", "kind", "retrieved", "direction")
+FACT_KINDS = ("datasheet", "measured", "assumed", "derived", "estimate", "fitted")
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Realistic-mode factors, kept apart from the peaks (``bound`` mode ignores them)."""
+
+    compute: float          #: eta_c, achieved fraction of dense tensor peak
+    hbm: float              #: eta_m, achieved fraction of HBM bandwidth
+    scale_up: float         #: eta_n on the scale-up (NVLink) domain
+    scale_out: float        #: eta_n on the scale-out (NIC) network
+    kernel_overhead: float  #: tau_k, s per operator (launch, sync)
+    step_overhead: float    #: t_fixed, s per decode step (sampling, scheduling)
+    load_imbalance: float   #: lambda, max/mean tokens per expert-parallel rank
+    memory_reserve: float   #: fraction of HBM kept for activations and workspace
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One system.  Per-GPU values unless the name says otherwise; SI units throughout."""
+
+    name: str
+    description: str
+    family: str
+    gpu_model: str
+    flops: dict[str, float]      #: dense peak FLOP/s per compute dtype (P[dt])
+    hbm_capacity: float          #: C_hbm, B
+    hbm_bandwidth: float         #: B_hbm, B/s
+    tdp: float                   #: W, GPU alone
+    domain_size: int             #: N_su, GPUs per scale-up (NVLink) domain
+    su_bandwidth: float          #: B_su, B/s per GPU per direction
+    su_latency: float            #: a_su, s per message
+    so_bandwidth: float          #: B_so, B/s per GPU per direction
+    so_latency: float            #: a_so, s per message
+    host_capacity: float         #: C_host, B of CPU-attached memory per GPU (0: none)
+    host_bandwidth: float        #: B_c2c, B/s per GPU per direction to that memory
+    gpus_per_system: int
+    gpus_per_unit: int           #: GPUs in one purchasable unit (rack or node)
+    unit: str                    #: "rack" or "node"
+    power_per_gpu: float         #: W_gpu, W all-in (system power / GPUs)
+    price_per_unit: float        #: USD per purchasable unit (capex)
+    price_per_gpu_hour: float    #: USD per GPU-hour (rental or TCO)
+    efficiency: Efficiency
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    path: str = field(default="", compare=False, repr=False)
+
+    @property
+    def hbm_capacity_total(self) -> float:
+        return self.hbm_capacity * self.gpus_per_system
+
+    @property
+    def fast_memory_total(self) -> float:
+        """HBM plus CPU-attached memory the GPUs reach, whole system (the NVL72's "30 TB")."""
+        return (self.hbm_capacity + self.host_capacity) * self.gpus_per_system
+
+    def peak(self, dtype: str) -> float:
+        return self.flops[dtype]
+
+    def replace(self, **changes: Any) -> Hardware:
+        """A copy with some fields changed (counterfactuals, sensitivities)."""
+        eff = changes.pop("efficiency", None)
+        if isinstance(eff, dict):
+            eff = dataclasses.replace(self.efficiency, **eff)
+        if eff is not None:
+            changes["efficiency"] = eff
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d.pop("path")
+        d["hbm_capacity_total"] = self.hbm_capacity_total
+        d["fast_memory_total"] = self.fast_memory_total
+        d["gpus"] = self.gpus_per_system
+        d["scale_up_domain"] = self.domain_size
+        return d
+
+
+def _fact(f: Fields, key: str, dimension: str | None, sources: dict[str, str],
+          required: bool = True, link: bool = False, lo: float = 0.0, hi: float = float("inf"),
+          integer: bool = False) -> Any:
+    """Read ``key: {value: ..., source: ...}`` and return its SI value."""
+    sub = f.sub(key, required)
+    if sub is None:
+        return None
+    value_raw = sub.raw("value")
+    src = sub.text("source")
+    if not src.strip():
+        raise SpecError(f.label, sub.path("source"), "a non-empty source for this fact")
+    sub.text("note", required=False)
+    sub.text("kind", required=False, choices=FACT_KINDS)
+    sub.raw("retrieved", required=False)
+    if link:
+        direction = sub.text("direction", required=False)
+        if direction is None:
+            raise SpecError(f.label, sub.path("direction"),
+                            "per_direction or bidirectional: a link bandwidth must say which")
+        if direction not in ("per_direction", "bidirectional"):
+            raise SpecError(f.label, sub.path("direction"),
+                            f"per_direction or bidirectional, got {direction!r}")
+    if dimension is None:
+        if integer:
+            value = sub.integer("value")
+        else:
+            value = sub.number("value", lo=lo, hi=hi, lo_open=lo == 0.0)
+    else:
+        value = parse_quantity(value_raw, dimension, f.label, sub.path("value"))
+        if link and direction == "bidirectional":
+            value /= 2.0
+    sub.done()
+    sources[sub.prefix] = src
+    return value
+
+
+def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
+    f = Fields(doc, label)
+    src: dict[str, str] = {}
+    name = f.text("name")
+    description = f.text("description")
+    family = f.text("family", choices=("hopper", "blackwell", "other"))
+
+    g = f.sub("gpu")
+    gpu_model = g.text("model")
+    fl = g.sub("dense_flops")
+    flops = {}
+    for dt in list(fl.doc):
+        if dt not in FLOP_DTYPES:
+            raise SpecError(label, fl.path(str(dt)), f"a compute dtype among {', '.join(FLOP_DTYPES)}")
+        flops[dt] = _fact(fl, dt, "flops", src)
+    fl.done()
+    for dt in ("fp8", "bf16"):
+        if dt not in flops:
+            raise SpecError(label, fl.path(dt), "a dense peak for this dtype (the field is missing)")
+    hbm_capacity = _fact(g, "hbm_capacity", "bytes", src)
+    hbm_bandwidth = _fact(g, "hbm_bandwidth", "bandwidth", src)
+    tdp = _fact(g, "tdp", "power", src)
+    g.done()
+
+    su = f.sub("scale_up")
+    domain_size = _fact(su, "domain_size", None, src, integer=True)
+    su_bw = _fact(su, "bandwidth", "bandwidth", src, link=True)
+    su_lat = _fact(su, "latency", "time", src)
+    su.done()
+
+    so = f.sub("scale_out")
+    so_bw = _fact(so, "bandwidth", "bandwidth", src, link=True)
+    so_lat = _fact(so, "latency", "time", src)
+    so.done()
+
+    host = f.sub("host_memory", required=False)
+    host_cap, host_bw = 0.0, 0.0
+    if host is not None:
+        host_cap = _fact(host, "capacity", "bytes", src)
+        host_bw = _fact(host, "bandwidth", "bandwidth", src, link=True)
+        host.done()
+
+    s = f.sub("system")
+    gpus_per_system = _fact(s, "gpus_per_system", None, src, integer=True)
+    gpus_per_unit = _fact(s, "gpus_per_unit", None, src, integer=True)
+    unit = s.text("unit", choices=("rack", "node", "gpu"))
+    power = _fact(s, "power_per_gpu", "power", src)
+    price_unit = _fact(s, "price_per_unit", "usd", src)
+    price_hour = _fact(s, "price_per_gpu_hour", "usd_per_hour", src)
+    s.done()
+
+    e = f.sub("efficiency")
+    eff = Efficiency(
+        compute=_fact(e, "compute", None, src, hi=1.0),
+        hbm=_fact(e, "hbm", None, src, hi=1.0),
+        scale_up=_fact(e, "scale_up", None, src, hi=1.0),
+        scale_out=_fact(e, "scale_out", None, src, hi=1.0),
+        kernel_overhead=_fact(e, "kernel_overhead", "time", src),
+        step_overhead=_fact(e, "step_overhead", "time", src),
+        load_imbalance=_fact(e, "load_imbalance", None, src, lo=1.0, hi=16.0),
+        memory_reserve=_fact(e, "memory_reserve", None, src, lo=0.0, hi=0.9),
+    )
+    e.done()
+    f.raw("calibration", required=False)  # provenance of fitted efficiencies (free-form)
+    f.done()
+
+    if domain_size < gpus_per_system and gpus_per_system % domain_size:
+        raise SpecError(label, "scale_up.domain_size",
+                        f"a size that divides system.gpus_per_system ({gpus_per_system}) or spans it, "
+                        f"got {domain_size}")
+    if gpus_per_unit % min(domain_size, gpus_per_unit):
+        raise SpecError(label, "system.gpus_per_unit", "a whole number of scale-up domains")
+    return Hardware(
+        name=name, description=description, family=family, gpu_model=gpu_model, flops=flops,
+        hbm_capacity=hbm_capacity, hbm_bandwidth=hbm_bandwidth, tdp=tdp,
+        domain_size=domain_size, su_bandwidth=su_bw, su_latency=su_lat,
+        so_bandwidth=so_bw, so_latency=so_lat, host_capacity=host_cap, host_bandwidth=host_bw,
+        gpus_per_system=gpus_per_system, gpus_per_unit=gpus_per_unit, unit=unit,
+        power_per_gpu=power, price_per_unit=price_unit, price_per_gpu_hour=price_hour,
+        efficiency=eff, sources=src, path=str(label),
+    )
+
+
+def load_hardware_file(path: Path | str) -> Hardware:
+    from planner.specs.reading import read_yaml
+
+    return parse_hardware(read_yaml(path), str(path))

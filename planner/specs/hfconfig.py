@@ -1,0 +1,405 @@
+"""Hugging Face ``config.json`` -> :class:`~planner.specs.model.Model`.
+
+Reads the architecture fields and the ``quantization_config`` block of a checkpoint's
+``config.json`` (a file, or a directory holding one) for the MoE families the planner models:
+
+==============  ===========================================  ===================================
+model_type      architectures                                examples
+==============  ===========================================  ===================================
+deepseek_v3     DeepseekV3ForCausalLM                        DeepSeek-V3, DeepSeek-R1
+kimi_k2         DeepseekV3ForCausalLM                        Kimi K2, Kimi K2 Thinking
+deepseek_v2     DeepseekV2ForCausalLM                        DeepSeek-V2, DeepSeek-V2-Lite
+qwen3_moe       Qwen3MoeForCausalLM                          Qwen3-235B-A22B, Qwen3-30B-A3B
+gpt_oss         GptOssForCausalLM                            gpt-oss-120b, gpt-oss-20b
+mixtral         MixtralForCausalLM                           Mixtral-8x7B, Mixtral-8x22B
+==============  ===========================================  ===================================
+
+Storage precision per tensor class (``planner.specs.precision``):
+
+* no ``quantization_config``: every class at ``torch_dtype`` (``bfloat16`` -> bf16, ``float16``
+  -> fp16; a ``float32`` checkpoint is planned as bf16, since nobody serves FP32);
+* ``quant_method: fp8`` (DeepSeek-V3 style E4M3 with 128x128 block scales): fp8 for every
+  linear layer (attention, dense FFN and shared experts, routed experts), bf16 embeddings;
+* ``quant_method: compressed-tensors``: each class takes the scheme of the ``config_groups``
+  entry whose ``targets`` match its modules, unless the ``ignore`` list names them (Kimi K2
+  Thinking: INT4 symmetric group 32 on the routed experts only -> ``int4_g32``);
+* ``quant_method: mxfp4`` (gpt-oss): mxfp4 for the routed experts, the rest at ``torch_dtype``;
+* ``quant_method: modelopt`` (NVIDIA ModelOpt, e.g. the ``-FP4`` checkpoints): ``quant_algo``
+  NVFP4 -> nvfp4 or FP8 -> fp8 for every linear layer not matched by ``ignore`` (glob patterns;
+  ``exclude_modules`` in older files).
+
+The input embedding and LM head are one class (``embeddings``) and stay at ``torch_dtype``.
+The KV cache is planned in bf16.  Keys the planner does not use (rope scaling, token ids,
+routing scale factors) are ignored; a key it needs that is missing is an error naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from planner.errors import SpecError
+from planner.specs.model import Model
+from planner.specs.precision import TENSOR_CLASSES
+from planner.specs.reading import Fields, read_text
+
+#: model_type -> Model.architecture
+MODEL_TYPES = ("deepseek_v3", "kimi_k2", "deepseek_v2", "qwen3_moe", "gpt_oss", "mixtral")
+#: ``architectures[0]`` -> model_type, used only when ``model_type`` is absent
+ARCH_CLASSES = {
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "GptOssForCausalLM": "gpt_oss",
+    "MixtralForCausalLM": "mixtral",
+}
+_MLA = ("deepseek_v3", "kimi_k2", "deepseek_v2")
+_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16"}
+_GATE_UP_DOWN = ("gate_proj", "up_proj", "down_proj")
+#: NVIDIA ModelOpt ``quant_algo`` -> storage format (W4A16_NVFP4 stores the same bytes as NVFP4)
+_MODELOPT = {"NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4", "FP8": "fp8"}
+
+
+def load_hf_config(path: str | Path) -> Model:
+    """A :class:`Model` from a Hugging Face ``config.json`` (or a directory holding one).
+
+    Raises :class:`SpecError` (``<file>: <field>: <expected>``) for unreadable or invalid JSON,
+    an unsupported ``model_type``, a missing key or a quantization scheme the planner does not
+    model.
+    """
+    p = Path(path).expanduser()
+    if p.is_dir():
+        p = p / "config.json"
+        if not p.is_file():
+            raise SpecError(str(path), "config.json", "a directory holding a Hugging Face config.json")
+    label = str(p)
+    text = read_text(p, label)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"at line {exc.lineno}, column {exc.colno}"
+        raise SpecError(label, "json", f"valid JSON ({exc.msg} {where})") from None
+    except RecursionError:
+        raise SpecError(label, "json", "a JSON document of reasonable nesting depth") from None
+    if not isinstance(doc, dict):
+        raise SpecError(label, "document", f"a JSON object of config fields, got {type(doc).__name__}")
+    return parse_hf_config(doc, label, _default_name(doc, p))
+
+
+def _default_name(doc: dict[str, Any], p: Path) -> str:
+    """``_name_or_path``'s last component when present, else the directory (or file stem)."""
+    name_or_path = doc.get("_name_or_path")
+    if isinstance(name_or_path, str) and name_or_path.strip("/ "):
+        return name_or_path.rstrip("/").rsplit("/", 1)[-1]
+    if p.name == "config.json":
+        return p.resolve().parent.name or "model"
+    return p.stem
+
+
+def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Model:
+    """The :class:`Model` of an already-parsed ``config.json`` mapping (see :func:`load_hf_config`)."""
+    top = Fields(doc, label)
+    f = top.sub("text_config") if isinstance(doc.get("text_config"), dict) else top
+    arch = _model_type(top, f)
+
+    kw: dict[str, Any] = {"name": name, "architecture": arch, "source": f"Hugging Face config.json: {label}"}
+    kw["d"] = f.integer("hidden_size")
+    n_L = kw["n_L"] = f.integer("num_hidden_layers")
+    kw["V"] = f.integer("vocab_size")
+    kw["tie_embeddings"] = f.boolean("tie_word_embeddings", default=False)
+    kw["max_context"] = f.integer("max_position_embeddings")
+    kw["h"] = f.integer("num_attention_heads")
+    if arch in _MLA:
+        _deepseek(f, kw)
+    else:
+        _gqa(f, arch, kw)
+    if kw["k"] > kw["E"]:
+        raise SpecError(label, f.path(_key(f, "num_experts_per_tok", "experts_per_token")),
+                        f"at most the number of routed experts ({kw['E']}), got {kw['k']}")
+    if kw["n_Ld"] >= n_L:
+        raise SpecError(label, f.path("first_k_dense_replace" if arch in _MLA else "mlp_only_layers"),
+                        f"fewer dense layers than num_hidden_layers ({n_L}), got {kw['n_Ld']}")
+    if kw["n_Ld"] and not kw["f_d"]:
+        raise SpecError(label, f.path("intermediate_size"), "a dense FFN size, since there are dense layers")
+
+    base, base_note = _base_dtype(top, f)
+    kw["precision"], quant = _precision(top, f, arch, kw, base)
+    kw["kv_precision"] = "bf16"
+    shape = ("MLA" if arch in _MLA else "GQA") + f", {kw['E']} experts top-{kw['k']}"
+    if kw["E_s"]:
+        shape += f" + {kw['E_s']} shared"
+    kw["description"] = f"{name} ({arch}, {shape}; weights {quant}{base_note}), from a HF config.json"
+    return Model(**kw, path=label)
+
+
+def _key(f: Fields, *names: str) -> str:
+    """The first of ``names`` present in the mapping (the first one if none is, for the error)."""
+    for n in names:
+        if n in f.doc:
+            return n
+    return names[0]
+
+
+def _model_type(top: Fields, f: Fields) -> str:
+    for fields in (f, top):
+        if "model_type" in fields.doc:
+            mt = fields.text("model_type")
+            if mt in MODEL_TYPES:
+                return mt
+            if fields is top and f is not top and "model_type" not in f.doc:
+                continue  # a wrapper (e.g. a vision-language config): judge by text_config's fields
+            raise SpecError(top.label, fields.path("model_type"),
+                            f"one of {', '.join(MODEL_TYPES)}; got {mt!r}")
+    for fields in (f, top):
+        archs = fields.doc.get("architectures")
+        if isinstance(archs, list) and archs:
+            for a in archs:
+                if a in ARCH_CLASSES:
+                    return ARCH_CLASSES[a]
+            raise SpecError(top.label, fields.path("architectures"),
+                            f"one of {', '.join(ARCH_CLASSES)} (or a model_type among "
+                            f"{', '.join(MODEL_TYPES)}); got {archs!r}")
+    raise SpecError(top.label, f.path("model_type"),
+                    f"one of {', '.join(MODEL_TYPES)} (the field is missing)")
+
+
+def _deepseek(f: Fields, kw: dict[str, Any]) -> None:
+    """DeepSeek-V2/V3 and Kimi K2: MLA attention, first_k_dense_replace dense layers, then MoE."""
+    n_L = kw["n_L"]
+    kw["attention"] = "mla"
+    kw["r_q"] = f.integer("q_lora_rank", required=False, default=0, minimum=0)
+    kw["r_kv"] = f.integer("kv_lora_rank")
+    kw["d_n"] = f.integer("qk_nope_head_dim")
+    kw["d_r"] = f.integer("qk_rope_head_dim")
+    kw["d_v"] = f.integer("v_head_dim")
+    kw["E"] = f.integer("n_routed_experts")
+    kw["k"] = f.integer("num_experts_per_tok")
+    kw["E_s"] = f.integer("n_shared_experts", required=False, default=0, minimum=0)
+    kw["f_e"] = f.integer("moe_intermediate_size")
+    kw["f_d"] = f.integer("intermediate_size", minimum=0)
+    first_dense = f.integer("first_k_dense_replace", minimum=0)
+    freq = f.integer("moe_layer_freq", required=False, default=1)
+    if freq != 1:
+        raise SpecError(f.label, f.path("moe_layer_freq"),
+                        f"1 (every layer after first_k_dense_replace is MoE), got {freq}")
+    kw["n_Ld"] = min(first_dense, n_L)
+    n_group = f.integer("n_group", required=False, default=1)
+    topk_group = f.integer("topk_group", required=False, default=n_group)
+    if n_group > 1:
+        if topk_group > n_group:
+            raise SpecError(f.label, f.path("topk_group"), f"at most n_group ({n_group}), got {topk_group}")
+        kw["routing_groups"], kw["max_groups"] = n_group, topk_group
+    kw["mtp_layers"] = f.integer("num_nextn_predict_layers", required=False, default=0, minimum=0)
+
+
+def _gqa(f: Fields, arch: str, kw: dict[str, Any]) -> None:
+    """Qwen3-MoE, gpt-oss, Mixtral: grouped-query attention and a routed-only MoE FFN."""
+    n_L, h = kw["n_L"], kw["h"]
+    kw["attention"] = "gqa"
+    kw["h_kv"] = f.integer("num_key_value_heads", required=False, default=h)
+    if h % kw["h_kv"]:
+        raise SpecError(f.label, f.path("num_key_value_heads"),
+                        f"a divisor of num_attention_heads ({h}), got {kw['h_kv']}")
+    if f.has("head_dim"):
+        kw["d_head"] = f.integer("head_dim")
+    else:
+        if kw["d"] % h:
+            raise SpecError(f.label, f.path("head_dim"),
+                            f"a value (the field is missing and hidden_size {kw['d']} is not a multiple "
+                            f"of num_attention_heads {h})")
+        kw["d_head"] = kw["d"] // h
+    kw["qkv_bias"] = f.boolean("attention_bias", default=arch == "gpt_oss")
+    if arch == "qwen3_moe":
+        kw["E"] = f.integer("num_experts")
+        kw["f_e"] = f.integer("moe_intermediate_size")
+        step = f.integer("decoder_sparse_step", required=False, default=1)
+        only = f.raw("mlp_only_layers", required=False, default=[])
+        if not isinstance(only, list) or not all(type(i) is int for i in only):
+            raise SpecError(f.label, f.path("mlp_only_layers"), f"a list of layer indices, got {only!r}")
+        dense = [i for i in range(n_L) if i in only or (i + 1) % step != 0]
+        kw["n_Ld"] = len(dense)  # the planner sums over layers: where the dense ones sit does not matter
+        kw["f_d"] = f.integer("intermediate_size") if dense else 0
+        if f.has("shared_expert_intermediate_size"):
+            raise SpecError(f.label, f.path("shared_expert_intermediate_size"),
+                            "no shared expert (qwen3_moe has none; Qwen2-MoE is not supported)")
+    else:
+        kw["E"] = f.integer("num_local_experts")
+        kw["f_e"] = f.integer("intermediate_size")
+        kw["n_Ld"], kw["f_d"] = 0, 0
+        kw["expert_bias"] = arch == "gpt_oss"  # gpt-oss experts and router carry biases
+    kw["k"] = f.integer(_key(f, "num_experts_per_tok", "experts_per_token"))
+    kw["E_s"] = 0
+    kw["sliding_window"], kw["sliding_layers"] = _sliding(f, arch, n_L)
+
+
+def _sliding(f: Fields, arch: str, n_L: int) -> tuple[int, int]:
+    """(window in tokens, number of layers that use it)."""
+    window = f.integer("sliding_window", required=False, default=0, minimum=0)
+    if arch == "qwen3_moe" and not f.boolean("use_sliding_window", default=False):
+        return 0, 0
+    if not window:
+        return 0, 0
+    if f.has("layer_types"):
+        types = f.raw("layer_types")
+        if not isinstance(types, list) or len(types) != n_L:
+            raise SpecError(f.label, f.path("layer_types"), f"a list of {n_L} layer types (one per layer)")
+        return window, sum(1 for t in types if t == "sliding_attention")
+    if arch == "gpt_oss":
+        return window, (n_L + 1) // 2  # even layers (0, 2, ...) use the window
+    if arch == "qwen3_moe":
+        first = f.integer("max_window_layers", required=False, default=0, minimum=0)
+        return window, max(0, n_L - first)  # layers >= max_window_layers slide
+    return window, n_L  # mixtral: every layer
+
+
+def _base_dtype(top: Fields, f: Fields) -> tuple[str, str]:
+    for fields in (f, top):
+        for key in ("torch_dtype", "dtype"):
+            if key in fields.doc and fields.doc[key] is not None:
+                dt = fields.text(key)
+                if dt not in _DTYPES:
+                    raise SpecError(top.label, fields.path(key), f"one of {', '.join(_DTYPES)}; got {dt!r}")
+                return _DTYPES[dt], (", float32 checkpoint planned as bf16" if dt == "float32" else "")
+    return "bf16", ""
+
+
+# ---- quantization -------------------------------------------------------------------------------
+
+def _module_names(arch: str, kw: dict[str, Any]) -> dict[str, list[str]]:
+    """Representative module names per tensor class, as the checkpoint spells them."""
+    n_L, n_Ld = kw["n_L"], kw["n_Ld"]
+    moe_layers = range(n_Ld, n_L)
+    if arch in _MLA:
+        attn = (["q_a_proj", "q_b_proj"] if kw["r_q"] else ["q_proj"]) + ["kv_a_proj_with_mqa", "kv_b_proj",
+                                                                          "o_proj"]
+        routed = [f"mlp.experts.0.{p}" for p in _GATE_UP_DOWN]
+        shared = [f"mlp.shared_experts.{p}" for p in _GATE_UP_DOWN] if kw["E_s"] else []
+    else:
+        attn = ["q_proj", "k_proj", "v_proj", "o_proj"]
+        shared = []
+        routed = {
+            "qwen3_moe": [f"mlp.experts.0.{p}" for p in _GATE_UP_DOWN],
+            "mixtral": [f"block_sparse_moe.experts.0.{w}" for w in ("w1", "w2", "w3")],
+            "gpt_oss": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"],
+        }[arch]
+    names = {
+        "attention": [f"model.layers.{i}.self_attn.{p}" for i in range(n_L) for p in attn],
+        "routed_experts": [f"model.layers.{i}.{p}" for i in moe_layers for p in routed],
+        "dense_ffn": [f"model.layers.{i}.mlp.{p}" for i in range(n_Ld) for p in _GATE_UP_DOWN]
+        + [f"model.layers.{i}.{p}" for i in moe_layers for p in shared],
+        "embeddings": ["lm_head"],
+    }
+    return names
+
+
+def _precision(top: Fields, f: Fields, arch: str, kw: dict[str, Any],
+               base: str) -> tuple[dict[str, str], str]:
+    """(tensor class -> storage format, a short description of the scheme)."""
+    holder = f if isinstance(f.doc.get("quantization_config"), dict) else top
+    q = holder.sub("quantization_config", required=False)
+    prec = dict.fromkeys(TENSOR_CLASSES, base)
+    if q is None:
+        return prec, base
+    method = q.text("quant_method", choices=("fp8", "compressed-tensors", "mxfp4", "modelopt"))
+    names = _module_names(arch, kw)
+    linear = ("attention", "dense_ffn", "routed_experts")
+    if method == "fp8":
+        fmt = q.text("fmt", required=False, default="e4m3")
+        if fmt != "e4m3":
+            raise SpecError(q.label, q.path("fmt"), f"e4m3 (the planner's fp8 format), got {fmt!r}")
+        skip = _not_converted(q, "modules_to_not_convert")
+        choose = {c: (lambda n: None if skip(n) else "fp8") for c in linear}
+    elif method == "mxfp4":
+        skip = _not_converted(q, "modules_to_not_convert")
+        choose = {"routed_experts": lambda n: None if skip(n) else "mxfp4"}
+    elif method == "modelopt":
+        algo = q.text("quant_algo")
+        fmt = _MODELOPT.get(algo.upper())
+        if fmt is None:
+            raise SpecError(q.label, q.path("quant_algo"),
+                            f"one of {', '.join(_MODELOPT)} (a single format for all layers), got {algo!r}")
+        skip = _not_converted(q, "ignore" if "ignore" in q.doc else "exclude_modules")
+        choose = {c: (lambda n, fmt=fmt: None if skip(n) else fmt) for c in linear}
+    else:
+        choose = {c: _compressed_tensors(q) for c in ("attention", "dense_ffn", "routed_experts")}
+    for cls, chooser in choose.items():
+        if names[cls]:
+            votes = Counter(chooser(n) for n in names[cls])
+            fmt = votes.most_common(1)[0][0]  # a class has one format: the one most of its modules use
+            prec[cls] = fmt or base
+    summary = ", ".join(f"{c} {prec[c]}" for c in TENSOR_CLASSES if prec[c] != base)
+    return prec, (f"{summary}, rest {base}" if summary else base)
+
+
+def _not_converted(q: Fields, key: str) -> Any:
+    """A predicate for an exclusion list (glob patterns or module-name prefixes)."""
+    raw = q.raw(key, required=False, default=[])
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        raise SpecError(q.label, q.path(key), f"a list of module names, got {raw!r}")
+
+    def skip(name: str) -> bool:
+        return any(fnmatchcase(name, pat) or fnmatchcase(name, pat + ".*") for pat in raw)
+
+    return skip
+
+
+def _compressed_tensors(q: Fields) -> Any:
+    """A chooser for a ``compressed-tensors`` block: module name -> format (None: not quantized)."""
+    ignore = q.raw("ignore", required=False, default=[])
+    if not isinstance(ignore, list) or not all(isinstance(x, str) for x in ignore):
+        raise SpecError(q.label, q.path("ignore"),
+                        f"a list of module names or 're:' patterns, got {ignore!r}")
+    groups = q.sub("config_groups")
+    schemes: list[tuple[str, list[str], str | None]] = []
+    for gname in groups.doc:
+        g = groups.sub(str(gname))
+        targets = g.raw("targets")
+        if not isinstance(targets, list) or not all(isinstance(x, str) for x in targets):
+            raise SpecError(q.label, g.path("targets"), f"a list of module names or classes, got {targets!r}")
+        schemes.append((str(gname), targets, _scheme_format(g.sub("weights"))))
+    if not schemes:
+        raise SpecError(q.label, groups.path("group_0"), "at least one quantization group")
+
+    def match(name: str, pattern: str, field: str) -> bool:
+        if pattern.startswith("re:"):
+            try:
+                return re.match(pattern[3:], name) is not None
+            except re.error:
+                raise SpecError(q.label, field, f"valid regular expressions, got {pattern!r}") from None
+        return pattern == "Linear" or name == pattern  # every module the planner names is a Linear
+
+    def choose(name: str) -> str | None:
+        if any(match(name, pat, q.path("ignore")) for pat in ignore):
+            return None
+        for gname, targets, fmt in schemes:
+            if any(match(name, t, groups.path(f"{gname}.targets")) for t in targets):
+                return fmt
+        return None
+
+    return choose
+
+
+def _scheme_format(w: Fields) -> str:
+    """compressed-tensors weight scheme -> planner storage format."""
+    bits = w.integer("num_bits")
+    kind = w.text("type", required=False, default="int")
+    strategy = w.text("strategy", required=False, default="tensor")
+    group = w.integer("group_size", required=False, default=0, minimum=0)
+    symmetric = w.boolean("symmetric", default=True)
+    if kind == "float" and bits == 8:
+        return "fp8"
+    if kind == "int" and bits == 4 and strategy == "group" and group == 32 and symmetric:
+        return "int4_g32"
+    if kind == "float" and bits == 4 and group == 16:
+        return "nvfp4"
+    if kind == "float" and bits == 4 and group == 32:
+        return "mxfp4"
+    got = f"{kind} {bits}-bit, strategy {strategy}" + (f", group {group}" if group else "") + (
+        "" if symmetric else ", asymmetric")
+    raise SpecError(w.label, w.path("num_bits"),
+                    "a weight scheme the planner models (int 4-bit symmetric group 32, float 4-bit group 16 "
+                    f"or 32, float 8-bit); got {got}")

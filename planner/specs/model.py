@@ -1,0 +1,263 @@
+"""Model specifications and the quantities derived from them (never typed in).
+
+Parameter accounting (``physics.md`` section 1 notation):
+
+* MLA attention per layer: ``d r_q + r_q h (d_n + d_r)`` (or ``d h (d_n + d_r)`` without a query
+  low rank) + ``d (r_kv + d_r)`` + ``r_kv h (d_n + d_v)`` + ``h d_v d``, plus the RMSNorm weights of
+  the low ranks.
+* GQA attention per layer: ``d h d_head + 2 d h_kv d_head + h d_head d`` (+ biases).
+* An expert (routed or shared) is ``3 d f_e`` weights (gate, up, down); a dense FFN ``3 d f_d``;
+  the router ``d E``.
+* ``total_params`` counts every weight of the main model, embeddings and LM head included, and
+  excludes the MTP module (as DeepSeek's "671B" does); ``mtp_params`` is reported apart.
+* ``active_params`` counts the weights a token multiplies: attention, dense FFN, ``k`` routed +
+  ``E_s`` shared experts, router, LM head; it excludes the input embedding (a table lookup,
+  not a matmul).  DeepSeek's "37B" includes both tables (36.7B); ours is 0.9B lower by design.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from planner.errors import SpecError
+from planner.specs.precision import TENSOR_CLASSES, get_precision, kv_bytes
+from planner.specs.reading import Fields, read_yaml
+
+ARCHITECTURES = ("deepseek_v3", "deepseek_v2", "kimi_k2", "qwen3_moe", "gpt_oss", "mixtral")
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    description: str
+    source: str
+    architecture: str
+    d: int                  #: hidden size
+    n_L: int                #: layers
+    n_Ld: int               #: dense-FFN layers (first)
+    V: int                  #: vocabulary
+    tie_embeddings: bool
+    max_context: int
+    attention: str          #: "mla" or "gqa"
+    h: int                  #: query heads
+    # MLA
+    r_q: int = 0            #: query low rank (0: none)
+    r_kv: int = 0
+    d_n: int = 0
+    d_r: int = 0
+    d_v: int = 0
+    # GQA
+    h_kv: int = 0
+    d_head: int = 0
+    sliding_window: int = 0  #: tokens (0: none)
+    sliding_layers: int = 0
+    qkv_bias: bool = False
+    # MoE
+    E: int = 1              #: routed experts
+    k: int = 1              #: routed experts per token
+    E_s: int = 0            #: shared experts
+    f_e: int = 0            #: expert intermediate size
+    f_d: int = 0            #: dense FFN intermediate size
+    max_groups: int = 0     #: node-limited routing: groups (nodes) per token; 0 = no limit
+    routing_groups: int = 0
+    expert_bias: bool = False
+    mtp_layers: int = 0
+    mtp_acceptance: float = 0.0   #: per-token acceptance rate of a draft (published)
+    mtp_source: str = ""
+    precision: dict[str, str] = field(default_factory=dict)  #: tensor class -> format
+    kv_precision: str = "bf16"
+    path: str = field(default="", compare=False, repr=False)
+
+    # ---- parameter counts ---------------------------------------------------------------
+    @property
+    def n_moe(self) -> int:
+        return self.n_L - self.n_Ld
+
+    @property
+    def attn_params(self) -> int:
+        """Attention weights per layer (W_attn)."""
+        d, h = self.d, self.h
+        if self.attention == "mla":
+            dqk = self.d_n + self.d_r
+            q = d * self.r_q + self.r_q + self.r_q * h * dqk if self.r_q else d * h * dqk
+            kv = d * (self.r_kv + self.d_r) + self.r_kv + self.r_kv * h * (self.d_n + self.d_v)
+            return q + kv + h * self.d_v * d
+        p = d * h * self.d_head + 2 * d * self.h_kv * self.d_head + h * self.d_head * d
+        if self.qkv_bias:
+            p += (h + 2 * self.h_kv) * self.d_head + d
+        return p
+
+    @property
+    def attn_replicated_params(self) -> int:
+        """Attention weights per layer every attention-TP rank holds whole: MLA's low-rank
+        down-projections (q_a and kv_a with their norms), which serving stacks replicate rather
+        than split.  0 for GQA (every projection splits by heads)."""
+        if self.attention != "mla":
+            return 0
+        q_a = self.d * self.r_q + self.r_q if self.r_q else 0
+        return q_a + self.d * (self.r_kv + self.d_r) + self.r_kv
+
+    @property
+    def expert_params(self) -> int:
+        """One expert's weights: 3 d f_e (+ biases)."""
+        return 3 * self.d * self.f_e + ((2 * self.f_e + self.d) if self.expert_bias else 0)
+
+    @property
+    def dense_ffn_params(self) -> int:
+        return 3 * self.d * self.f_d
+
+    @property
+    def router_params(self) -> int:
+        return self.d * self.E + (self.E if self.expert_bias else 0) if self.E > 1 else 0
+
+    @property
+    def embedding_params(self) -> int:
+        return self.V * self.d
+
+    @property
+    def head_params(self) -> int:
+        return 0 if self.tie_embeddings else self.V * self.d
+
+    def class_params(self) -> dict[str, int]:
+        """Weights per tensor class, whole model (MTP excluded)."""
+        norms = 2 * self.d * self.n_L + self.d
+        return {
+            "routed_experts": self.n_moe * self.E * self.expert_params,
+            "attention": self.n_L * self.attn_params + norms + self.n_moe * self.router_params,
+            "dense_ffn": self.n_Ld * self.dense_ffn_params + self.n_moe * self.E_s * self.expert_params,
+            "embeddings": self.embedding_params + self.head_params,
+        }
+
+    @property
+    def total_params(self) -> int:
+        return sum(self.class_params().values())
+
+    @property
+    def active_params(self) -> int:
+        """Weights one token multiplies (input embedding excluded, LM head included)."""
+        per_layer = self.attn_params + 2 * self.d
+        moe = (self.k + self.E_s) * self.expert_params + self.router_params
+        lm_head = self.V * self.d
+        return self.n_L * per_layer + self.n_Ld * self.dense_ffn_params + self.n_moe * moe + lm_head
+
+    @property
+    def mtp_params(self) -> int:
+        """One MTP module per layer: a full MoE decoder layer + the 2d x d projection + norms
+        (embedding and head shared with the main model)."""
+        layer = self.attn_params + self.E * self.expert_params + self.E_s * self.expert_params
+        return self.mtp_layers * (layer + self.router_params + 2 * self.d * self.d + 4 * self.d)
+
+    # ---- KV cache -------------------------------------------------------------------------
+    @property
+    def kv_elems_per_token_layer(self) -> int:
+        """KV-cache elements per token per layer (e_kv): MLA r_kv + d_r; GQA 2 h_kv d_head."""
+        if self.attention == "mla":
+            return self.r_kv + self.d_r
+        return 2 * self.h_kv * self.d_head
+
+    def kv_bytes_per_token(self, kv: str | None = None) -> float:
+        """KV bytes per token over all layers (sliding-window layers counted in full)."""
+        return self.n_L * self.kv_elems_per_token_layer * kv_bytes(kv or self.kv_precision)
+
+    def weight_bytes(self, overrides: dict[str, str] | None = None) -> dict[str, float]:
+        """Bytes per tensor class at the model's (or overridden) storage precision."""
+        prec = {**self.precision, **(overrides or {})}
+        return {c: n * get_precision(prec[c]).bytes for c, n in self.class_params().items()}
+
+    def replace(self, **changes: Any) -> Model:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d.pop("path")
+        wb = self.weight_bytes()
+        d.update(
+            total_params=self.total_params,
+            active_params=self.active_params,
+            mtp_params=self.mtp_params,
+            attn_params_per_layer=self.attn_params,
+            expert_params=self.expert_params,
+            class_params=self.class_params(),
+            kv_bytes_per_token=self.kv_bytes_per_token(),
+            weight_bytes=wb,
+            weight_bytes_total=sum(wb.values()),
+        )
+        return d
+
+
+def parse_model(doc: dict[str, Any], label: str) -> Model:
+    f = Fields(doc, label)
+    kw: dict[str, Any] = {}
+    kw["name"] = f.text("name")
+    kw["description"] = f.text("description")
+    kw["source"] = f.text("source")
+    kw["architecture"] = f.text("architecture", choices=ARCHITECTURES)
+    kw["d"] = f.integer("hidden_size")
+    kw["n_L"] = f.integer("layers")
+    kw["n_Ld"] = f.integer("dense_layers", minimum=0)
+    kw["V"] = f.integer("vocab_size")
+    kw["tie_embeddings"] = f.boolean("tie_embeddings")
+    kw["max_context"] = f.integer("max_context")
+    a = f.sub("attention")
+    kind = a.text("kind", choices=("mla", "gqa"))
+    kw["attention"] = kind
+    kw["h"] = a.integer("heads")
+    if kind == "mla":
+        kw["r_q"] = a.integer("q_lora_rank", required=False, default=0, minimum=0)
+        kw["r_kv"] = a.integer("kv_lora_rank")
+        kw["d_n"] = a.integer("qk_nope_head_dim")
+        kw["d_r"] = a.integer("qk_rope_head_dim")
+        kw["d_v"] = a.integer("v_head_dim")
+    else:
+        kw["h_kv"] = a.integer("kv_heads")
+        kw["d_head"] = a.integer("head_dim")
+        kw["sliding_window"] = a.integer("sliding_window", required=False, default=0, minimum=0)
+        kw["sliding_layers"] = a.integer("sliding_layers", required=False, default=0, minimum=0)
+        kw["qkv_bias"] = a.boolean("qkv_bias")
+        a.boolean("attention_sinks")
+        if kw["h"] % kw["h_kv"]:
+            raise SpecError(label, "attention.kv_heads", f"a divisor of heads ({kw['h']})")
+    a.done()
+    m = f.sub("moe")
+    kw["E"] = m.integer("routed_experts")
+    kw["k"] = m.integer("experts_per_token")
+    kw["E_s"] = m.integer("shared_experts", minimum=0)
+    kw["f_e"] = m.integer("expert_intermediate_size")
+    kw["f_d"] = m.integer("dense_intermediate_size", required=False, default=0, minimum=0)
+    kw["max_groups"] = m.integer("max_groups_per_token", required=False, default=0, minimum=0)
+    kw["routing_groups"] = m.integer("routing_groups", required=False, default=0, minimum=0)
+    kw["expert_bias"] = m.boolean("expert_bias")
+    m.done()
+    kw["mtp_layers"] = f.integer("mtp_layers", required=False, default=0, minimum=0)
+    mtp = f.sub("mtp", required=False)
+    if mtp is not None:
+        kw["mtp_acceptance"] = mtp.number("acceptance_rate", hi=0.999)
+        kw["mtp_source"] = mtp.text("source")
+        mtp.done()
+    p = f.sub("precision")
+    prec = {}
+    for c in TENSOR_CLASSES:
+        prec[c] = p.text(c)
+        get_precision(prec[c], label, p.path(c))
+    kw["precision"] = prec
+    kw["kv_precision"] = p.text("kv_cache")
+    kv_bytes(kw["kv_precision"], label, p.path("kv_cache"))
+    p.done()
+    f.done()
+
+    if kw["k"] > kw["E"]:
+        raise SpecError(label, "moe.experts_per_token", f"at most routed_experts ({kw['E']})")
+    if kw["n_Ld"] >= kw["n_L"] and kw["E"] > 1:
+        raise SpecError(label, "dense_layers", f"fewer than layers ({kw['n_L']})")
+    if kw["n_Ld"] and not kw["f_d"]:
+        raise SpecError(label, "moe.dense_intermediate_size", "a size, since dense_layers > 0")
+    if kw.get("sliding_layers", 0) > kw["n_L"]:
+        raise SpecError(label, "attention.sliding_layers", f"at most layers ({kw['n_L']})")
+    return Model(**kw, path=str(label))
+
+
+def load_model_file(path: Path | str) -> Model:
+    return parse_model(read_yaml(path), str(path))

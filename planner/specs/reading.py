@@ -1,0 +1,143 @@
+"""Safe YAML reading with strict keys, shared by the hardware, model and validation loaders."""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from planner.errors import SpecError
+
+#: libyaml's safe loader when available (same semantics, ~10x faster), else the pure-Python one.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def read_text(path: Path | str, label: str | None = None) -> str:
+    """A UTF-8 text file's content; a missing or unreadable file is a SpecError naming it."""
+    label = label or str(path)
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(label, "file", "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(label, "file", f"a readable UTF-8 text file ({exc.__class__.__name__})") from None
+
+
+def read_yaml(path: Path | str, label: str | None = None) -> dict[str, Any]:
+    """Load one YAML mapping safely (no object-constructing tags); errors name the file."""
+    label = label or str(path)
+    return parse_yaml(read_text(path, label), label)
+
+
+def parse_yaml(text: str, label: str) -> dict[str, Any]:
+    try:
+        doc = yaml.load(text, Loader=_SAFE_LOADER)  # safe: no object-constructing tags
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "malformed YAML"
+        raise SpecError(label, "yaml", f"valid YAML ({problem}{at})") from None
+    except RecursionError:
+        raise SpecError(label, "yaml", "a YAML document of reasonable nesting depth") from None
+    if not isinstance(doc, dict):
+        raise SpecError(label, "document", f"a mapping of fields, got {type(doc).__name__}")
+    return doc
+
+
+class Fields:
+    """A strict view of one mapping in a spec: every key must be known and read.
+
+    ``Fields(doc, label, prefix)`` remembers which keys were taken; :meth:`done` raises for
+    any key left unread (an unknown field), suggesting the closest known name.
+    """
+
+    def __init__(self, doc: Any, label: str, prefix: str = "") -> None:
+        if not isinstance(doc, Mapping):
+            raise SpecError(label, prefix or "document", f"a mapping, got {type(doc).__name__}")
+        self.doc = doc
+        self.label = label
+        self.prefix = prefix
+        self.known: set[str] = set()
+
+    def path(self, key: str) -> str:
+        return f"{self.prefix}.{key}" if self.prefix else key
+
+    def has(self, key: str) -> bool:
+        self.known.add(key)
+        return key in self.doc and self.doc[key] is not None
+
+    def raw(self, key: str, required: bool = True, default: Any = None) -> Any:
+        self.known.add(key)
+        if key not in self.doc or self.doc[key] is None:
+            if required:
+                raise SpecError(self.label, self.path(key), "a value (the field is missing)")
+            return default
+        return self.doc[key]
+
+    def sub(self, key: str, required: bool = True) -> Fields | None:
+        value = self.raw(key, required)
+        if value is None:
+            return None
+        return Fields(value, self.label, self.path(key))
+
+    def integer(self, key: str, required: bool = True, default: int | None = None,
+                minimum: int = 1) -> int | None:
+        value = self.raw(key, required, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SpecError(self.label, self.path(key), f"an integer, got {value!r}")
+        if value < minimum:
+            raise SpecError(self.label, self.path(key), f"an integer >= {minimum}, got {value}")
+        return value
+
+    def number(self, key: str, lo: float = 0.0, hi: float = math.inf, required: bool = True,
+               default: float | None = None, lo_open: bool = True) -> float | None:
+        value = self.raw(key, required, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SpecError(self.label, self.path(key), f"a number, got {value!r}")
+        value = float(value)
+        low_ok = value > lo if lo_open else value >= lo
+        if not math.isfinite(value) or not low_ok or value > hi:
+            bounds = f"{'>' if lo_open else '>='} {lo:g}" + (f" and <= {hi:g}" if math.isfinite(hi) else "")
+            raise SpecError(self.label, self.path(key), f"a finite number {bounds}, got {value!r}")
+        return value
+
+    def text(self, key: str, required: bool = True, default: str | None = None,
+             choices: Iterable[str] | None = None) -> str | None:
+        value = self.raw(key, required, default)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise SpecError(self.label, self.path(key), f"text, got {value!r}")
+        if choices is not None:
+            choices = list(choices)
+            if value not in choices:
+                raise SpecError(self.label, self.path(key), f"one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    def boolean(self, key: str, default: bool = False) -> bool:
+        value = self.raw(key, False, default)
+        if not isinstance(value, bool):
+            raise SpecError(self.label, self.path(key), f"true or false, got {value!r}")
+        return value
+
+    def done(self) -> None:
+        for key in self.doc:
+            if key not in self.known:
+                close = difflib.get_close_matches(str(key), sorted(self.known), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                known = ", ".join(sorted(self.known))
+                raise SpecError(self.label, self.path(str(key)),
+                                f"a known field{hint}; known fields here: {known}")
+
+
+def suggest(name: str, names: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.4)
+    return f" (did you mean {', '.join(close)}?)" if close else ""

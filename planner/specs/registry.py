@@ -1,0 +1,81 @@
+"""Finding specs: bundled names (package data) or paths to YAML / Hugging Face config.json."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from planner.errors import SpecError
+from planner.specs.hardware import Hardware, parse_hardware
+from planner.specs.model import Model, parse_model
+from planner.specs.reading import parse_yaml, suggest
+
+
+def _bundled(package: str) -> dict[str, str]:
+    root = resources.files(package)
+    return {p.name[:-5]: p.name for p in root.iterdir() if p.name.endswith(".yaml")}
+
+
+def hardware_names() -> list[str]:
+    return sorted(_bundled("planner.hardware_specs"))
+
+
+def model_names() -> list[str]:
+    return sorted(_bundled("planner.model_specs"))
+
+
+def _looks_like_path(name: str) -> bool:
+    return "/" in name or name.endswith((".yaml", ".yml", ".json")) or Path(name).is_file()
+
+
+@lru_cache(maxsize=64)
+def _bundled_hardware(name: str) -> Hardware:
+    text = resources.files("planner.hardware_specs").joinpath(f"{name}.yaml").read_text("utf-8")
+    label = f"hardware_specs/{name}.yaml"
+    return parse_hardware(parse_yaml(text, label), label)
+
+
+@lru_cache(maxsize=64)
+def _bundled_model(name: str) -> Model:
+    text = resources.files("planner.model_specs").joinpath(f"{name}.yaml").read_text("utf-8")
+    label = f"model_specs/{name}.yaml"
+    return parse_model(parse_yaml(text, label), label)
+
+
+def load_hardware(name: str | Hardware) -> Hardware:
+    """A bundled system by name (``"gb200-nvl72"``) or a YAML file by path."""
+    if isinstance(name, Hardware):
+        return name
+    if not isinstance(name, str) or not name:
+        raise SpecError("<input>", "hardware", f"a hardware name or path, got {name!r}")
+    if name in hardware_names():
+        return _bundled_hardware(name)
+    if _looks_like_path(name):
+        from planner.specs.hardware import load_hardware_file
+
+        return load_hardware_file(name)
+    raise SpecError("<input>", "hardware",
+                    f"a known system, got {name!r}{suggest(name, hardware_names())}; "
+                    f"known: {', '.join(hardware_names())}")
+
+
+def load_model(name: str | Model) -> Model:
+    """A bundled model by name, a model YAML by path, or a Hugging Face ``config.json``."""
+    if isinstance(name, Model):
+        return name
+    if not isinstance(name, str) or not name:
+        raise SpecError("<input>", "model", f"a model name or path, got {name!r}")
+    if name in model_names():
+        return _bundled_model(name)
+    if _looks_like_path(name):
+        if name.endswith(".json") or Path(name).is_dir():
+            from planner.specs.hfconfig import load_hf_config
+
+            return load_hf_config(name)
+        from planner.specs.model import load_model_file
+
+        return load_model_file(name)
+    raise SpecError("<input>", "model",
+                    f"a known model, got {name!r}{suggest(name, model_names())}; "
+                    f"known: {', '.join(model_names())}")

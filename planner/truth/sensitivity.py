@@ -1,0 +1,213 @@
+"""Sensitivities: what each hardware resource is worth at a fixed per-user rate.
+
+:func:`elasticities` gives, for each resource ``p``, the elasticity
+``d ln(tokens/s per GPU) / d ln p`` at a fixed tokens/s per user, two ways:
+
+* ``elasticity``: central finite differences (+-5%) of the frontier itself
+  (:func:`planner.serving.frontiers.frontier_at` on :meth:`Hardware.replace`), so the search may change the
+  configuration (layout, batch, precision, MTP) as the resource changes;
+* ``symbolic``: from the sympy step time of the configuration chosen at the nominal point,
+  ``t = equations.t_step``, differentiated with ``sympy.diff`` and evaluated there.  Holding the
+  per-user rate fixed means holding ``t`` fixed while the batch ``b`` adjusts, so
+  ``d ln y / d ln p = -(d ln t / d ln p) / (d ln t / d ln b)``; where the batch sits at the memory
+  limit ``b_max`` instead, ``d ln y / d ln p = (d ln b_max / d ln p)(1 - d ln t / d ln b) - d ln t /
+  d ln p``.  It covers the decode step only (not the prefill pool of a disaggregated deployment
+  nor the prefill stretch of an aggregated one) and ignores re-optimisation, so it agrees with
+  the finite difference where the decode pool dominates and the best configuration stays put.
+  ``step_elasticity`` is ``d ln t / d ln p`` itself (fixed batch).
+
+:func:`what_if` answers "what does 2x NVLink buy at 50 tokens/s/user" in one call.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import sympy as sp
+
+from planner.errors import SpecError
+from planner.serving.frontiers import frontier_at
+from planner.specs.hardware import Hardware
+from planner.specs.model import Model
+from planner.specs.registry import load_hardware, load_model
+
+#: Resource name -> (label, how to scale it, symbols of the step model it is).
+RESOURCES: dict[str, tuple[str, Callable[[Hardware, float], Hardware], tuple[str, ...]]] = {
+    "hbm_bandwidth": ("HBM bandwidth", lambda h, f: h.replace(hbm_bandwidth=h.hbm_bandwidth * f),
+                      ("B_hbm",)),
+    "su_bandwidth": ("scale-up (NVLink) bandwidth", lambda h, f: h.replace(su_bandwidth=h.su_bandwidth * f),
+                     ("B_su",)),
+    "so_bandwidth": ("scale-out (NIC) bandwidth", lambda h, f: h.replace(so_bandwidth=h.so_bandwidth * f),
+                     ("B_so",)),
+    "flops": ("tensor FLOP/s (all dtypes)",
+              lambda h, f: h.replace(flops={k: v * f for k, v in h.flops.items()}),
+              ("P_e", "P_a", "P_d", "P_v", "P_c")),
+    "hbm_capacity": ("HBM capacity", lambda h, f: h.replace(hbm_capacity=h.hbm_capacity * f), ("C_hbm",)),
+}
+#: Further resources :func:`what_if` accepts (scaled the same way; no elasticity row by default).
+EXTRA: dict[str, tuple[str, Callable[[Hardware, float], Hardware], tuple[str, ...]]] = {
+    "su_latency": ("scale-up latency", lambda h, f: h.replace(su_latency=h.su_latency * f), ("a_su",)),
+    "so_latency": ("scale-out latency", lambda h, f: h.replace(so_latency=h.so_latency * f), ("a_so",)),
+    "host_bandwidth": ("CPU-memory link bandwidth",
+                       lambda h, f: h.replace(host_bandwidth=h.host_bandwidth * f), ("B_c2c",)),
+    "host_capacity": ("CPU-attached memory", lambda h, f: h.replace(host_capacity=h.host_capacity * f),
+                      ("C_host",)),
+}
+ALL_RESOURCES = {**RESOURCES, **EXTRA}
+STEP = 0.05
+
+
+def _resource(name: str) -> tuple[str, Callable[[Hardware, float], Hardware], tuple[str, ...]]:
+    try:
+        return ALL_RESOURCES[name]
+    except KeyError:
+        raise SpecError("<input>", "param", f"one of {', '.join(ALL_RESOURCES)}, got {name!r}") from None
+
+
+def _at(model: Model, hw: Hardware, x: float, kw: dict[str, Any]) -> pd.Series:
+    return frontier_at(model, hw, [x], **kw).iloc[0]
+
+
+def _y(row: pd.Series) -> float:
+    v = float(row.get("tps_per_gpu", np.nan))
+    return v if math.isfinite(v) else 0.0
+
+
+def elasticities(model: Model | str, hw: Hardware | str, at_tps_user: float = 50.0,
+                 step: float = STEP, params: tuple[str, ...] | None = None, symbolic: bool = True,
+                 **kw: Any) -> pd.DataFrame:
+    """Elasticity of tokens/s per GPU to each hardware resource at ``at_tps_user`` tokens/s/user.
+
+    ``kw`` go to :func:`planner.serving.frontiers.frontier` (serving, isl, osl, gpus, mode, ...).  Returns
+    one row per resource: ``param``, ``label``, ``value`` (SI), ``tps_per_gpu`` at -step, nominal,
+    +step, ``elasticity`` (finite difference), ``symbolic`` and ``step_elasticity`` (sympy, at the
+    nominal configuration), and the binding term at each.  ``df.attrs`` holds the nominal
+    configuration.
+    """
+    model, hw = load_model(model), load_hardware(hw)
+    if not (isinstance(at_tps_user, int | float) and math.isfinite(at_tps_user) and at_tps_user > 0):
+        raise SpecError("<input>", "at", f"a positive tokens/s per user, got {at_tps_user!r}")
+    if not 0 < step < 0.5:
+        raise SpecError("<input>", "step", f"a relative step in (0, 0.5), got {step!r}")
+    params = tuple(params or RESOURCES)
+    base = _at(model, hw, at_tps_user, kw)
+    y0 = _y(base)
+    if y0 <= 0:
+        raise SpecError("<input>", "at", f"a rate {model.name} on {hw.name} reaches: {at_tps_user:g} "
+                        "tokens/s per user is out of reach")
+    sym = symbolic_elasticities(model, hw, base, kw, params) if symbolic else {}
+    rows = []
+    for p in params:
+        label, scale, _ = _resource(p)
+        lo = _at(model, scale(hw, 1 - step), at_tps_user, kw)
+        hi = _at(model, scale(hw, 1 + step), at_tps_user, kw)
+        y_lo, y_hi = _y(lo), _y(hi)
+        if y_lo > 0 and y_hi > 0:
+            e = (math.log(y_hi) - math.log(y_lo)) / (math.log(1 + step) - math.log(1 - step))
+        else:
+            e = math.nan
+        s = sym.get(p, {})
+        rows.append({"param": p, "label": label, "value": _value(hw, p), "tps_per_gpu_minus": y_lo,
+                     "tps_per_gpu": y0, "tps_per_gpu_plus": y_hi, "elasticity": e,
+                     "symbolic": s.get("elasticity", math.nan),
+                     "step_elasticity": s.get("step_elasticity", math.nan),
+                     "bottleneck": base.get("bottleneck"), "bottleneck_plus": hi.get("bottleneck")})
+    out = pd.DataFrame(rows)
+    cfg = {c: _clean(base.get(c)) for c in ("gpus", "tp_attn", "ep", "tp_moe", "expert_slots", "batch",
+                                            "batch_per_gpu", "weights", "kv", "mtp", "overlap",
+                                            "kv_offload", "bottleneck", "tps_per_user", "tps_per_gpu")}
+    out.attrs.update(model=model.name, hardware=hw.name, at_tps_per_user=at_tps_user, step=step,
+                     config=cfg, memory_capped=bool(sym.get("_capped", False)),
+                     serving=kw.get("serving", "disaggregated"), mode=kw.get("mode", "realistic"))
+    return out
+
+
+def _value(hw: Hardware, p: str) -> float:
+    if p == "flops":
+        return float(max(hw.flops.values()))
+    return float(getattr(hw, p))
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def symbolic_elasticities(model: Model, hw: Hardware, row: pd.Series, kw: dict[str, Any],
+                          params: tuple[str, ...]) -> dict[str, Any]:
+    """``sympy.diff`` of :data:`planner.physics.equations.t_step` at the configuration in ``row``.
+
+    Each resource's symbols are replaced by (value x s) and every other symbol by its value, so
+    ``d ln t / d ln p`` is ``(d t / d s) / t`` at ``s = 1``; the same for the batch ``b`` and for
+    the memory limit ``b_max``.
+    """
+    from planner.physics import equations as eq
+    from planner.physics.step import resolve_precisions, resolve_speculation, symbol_values
+    from planner.physics.symbols import REGISTRY
+
+    if row is None or not math.isfinite(float(row.get("tps_per_gpu", np.nan))):
+        return {}
+    mode = kw.get("mode", "realistic")
+    prec = resolve_precisions(model, hw, row["weights"], row["kv"])
+    spec = resolve_speculation(model, int(row["mtp"]))
+    isl, osl = float(kw.get("isl") or 1024), float(kw.get("osl") or 1024)
+    context = kw.get("context") or isl + osl / 2.0
+    G, TPa = float(row["gpus"]), float(row["tp_attn"])
+    b = float(row["batch"]) * TPa / G
+    vals = symbol_values(model, hw, prec, mode, G=G, TP_a=TPa, EP=float(row["ep"]), TP_e=float(row["tp_moe"]),
+                         E_slots=float(row["expert_slots"]), b=b, S=float(context), s_q=1 + spec.drafts,
+                         s_h=1 + spec.drafts, n_d=spec.drafts, overlap=int(bool(row["overlap"])),
+                         kv_offload=int(bool(row.get("kv_offload", False))))
+    num = {n: float(np.asarray(vals[n])) for n in REGISTRY}
+    s = sp.Symbol("s", positive=True)
+
+    def log_deriv(expr: sp.Expr, names: tuple[str, ...]) -> float:
+        rep = {REGISTRY[n].symbol: (sp.Float(num[n]) * s if n in names else sp.Float(num[n]))
+               for n in REGISTRY}
+        e = expr.xreplace(rep)
+        v = float(e.subs(s, 1))
+        d = float(sp.diff(e, s).subs(s, 1))
+        return d / v if v else math.nan
+
+    eps_b = log_deriv(eq.t_step, ("b",))
+    b_max = float(eq.b_max.xreplace({REGISTRY[n].symbol: sp.Float(num[n]) for n in REGISTRY}))
+    capped = math.isclose(b, b_max, rel_tol=1e-6)
+    out: dict[str, Any] = {"_capped": capped}
+    for p in params:
+        names = _resource(p)[2]
+        eps_t = log_deriv(eq.t_step, names)
+        if capped:
+            eps_bmax = log_deriv(eq.b_max, names)
+            e = eps_bmax * (1.0 - eps_b) - eps_t
+        else:
+            e = -eps_t / eps_b if eps_b else math.nan
+        out[p] = {"elasticity": e, "step_elasticity": eps_t}
+    return out
+
+
+def what_if(model: Model | str, hw: Hardware | str, factor: float = 2.0, param: str = "su_bandwidth",
+            at: float = 50.0, **kw: Any) -> dict[str, Any]:
+    """Tokens/s per GPU at ``at`` tokens/s per user with ``param`` scaled by ``factor``, against
+    the system as is; the configuration and binding term of each."""
+    model, hw = load_model(model), load_hardware(hw)
+    if not (isinstance(factor, int | float) and math.isfinite(factor) and factor > 0):
+        raise SpecError("<input>", "factor", f"a positive factor, got {factor!r}")
+    label, scale, _ = _resource(param)
+    base = _at(model, hw, at, kw)
+    new = _at(model, scale(hw, factor), at, kw)
+    y0, y1 = _y(base), _y(new)
+
+    def cfg(r: pd.Series) -> dict[str, Any]:
+        return {c: _clean(r.get(c)) for c in ("gpus", "tp_attn", "ep", "tp_moe", "batch_per_gpu", "weights",
+                                              "mtp", "overlap", "bottleneck")}
+
+    return {"model": model.name, "hardware": hw.name, "param": param, "label": label, "factor": factor,
+            "at_tps_per_user": at, "tps_per_gpu": y0, "tps_per_gpu_new": y1,
+            "gain": y1 / y0 if y0 > 0 else math.nan, "bottleneck": base.get("bottleneck"),
+            "bottleneck_new": new.get("bottleneck"), "config": cfg(base), "config_new": cfg(new)}
+

@@ -1,0 +1,85 @@
+"""Uncertainty bands on a frontier: Monte Carlo over the realistic-mode efficiencies.
+
+Each draw replaces the system's efficiencies (:func:`planner.truth.calibrate.sampled_efficiencies`):
+the fitted ones from the calibration's covariance (log-normal, recorded in the spec's
+``calibration:`` block), the others uniform within +-15% of their value (or every one of them
+with ``method='ranges'``).  For every draw the whole frontier is searched again (the best
+configuration may change with the efficiencies) and read at a common grid of tokens/s per user.
+``lo``/``hi`` are the 5th/95th percentiles over the draws, ``mid`` the median; a draw that cannot
+reach a rate at all counts as zero throughput there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.errors import SpecError
+from planner.serving.comparison import envelope
+from planner.serving.frontiers import frontier
+from planner.specs.hardware import Hardware
+from planner.specs.model import Model
+from planner.specs.registry import load_hardware, load_model
+from planner.truth.calibrate import sampled_efficiencies
+
+DEFAULT_SAMPLES = 24
+DEFAULT_SEED = 20250
+GRID_POINTS = 40
+QUANTILES = (5.0, 95.0)
+
+
+def frontier_band(model: Model | str, hw: Hardware | str, *, samples: int = DEFAULT_SAMPLES,
+                  seed: int = DEFAULT_SEED, method: str = "auto", rel: float = 0.15,
+                  grid: np.ndarray | None = None, base: pd.DataFrame | None = None,
+                  **frontier_kw: Any) -> pd.DataFrame:
+    """Band around the realistic frontier of ``model`` on ``hw``.
+
+    ``method``: ``auto`` (the fit covariance where the spec records a calibration, declared
+    +-``rel`` ranges for the rest), ``fit`` (require a recorded fit) or ``ranges`` (+-``rel`` on
+    every efficiency).  ``frontier_kw`` go to :func:`planner.serving.frontiers.frontier` (``mode`` must be
+    realistic: bound mode has no efficiencies to vary).  ``grid``: tokens/s per user to read the
+    band at (default: ``GRID_POINTS`` log-spaced over the nominal frontier).  ``base``: the
+    nominal frontier, if already computed with the same arguments.
+
+    Returns a DataFrame with ``tps_per_user``, ``lo``, ``mid``, ``hi`` (tokens/s per GPU in the
+    frontier's metric), ``nominal`` and ``reach`` (fraction of draws that reach the rate).
+    """
+    model, hw = load_model(model), load_hardware(hw)
+    if frontier_kw.get("mode", "realistic") != "realistic":
+        raise SpecError("<input>", "mode", "realistic for an uncertainty band (bound mode has no "
+                        "efficiencies to vary)")
+    if frontier_kw.get("serving") == "prefill":
+        raise SpecError("<input>", "serving", "decode, aggregated or disaggregated for a band on "
+                        "tokens/s per user")
+    if method not in ("auto", "fit", "ranges"):
+        raise SpecError("<input>", "method", f"auto, fit or ranges, got {method!r}")
+    if not (isinstance(samples, int) and 2 <= samples <= 1000):
+        raise SpecError("<input>", "samples", f"an integer from 2 to 1000, got {samples!r}")
+    frontier_kw = {k: v for k, v in frontier_kw.items() if k != "all_points"}
+    nominal = base if base is not None else frontier(model, hw, **frontier_kw)
+    if grid is None:
+        x = nominal.tps_per_user.to_numpy(float)
+        grid = np.geomspace(x.min(), x.max(), GRID_POINTS) if x.max() > x.min() else x[:1]
+    grid = np.asarray(grid, dtype=float)
+    rng = np.random.default_rng(seed)
+    ys = np.zeros((samples, grid.size))
+    for i, eff in enumerate(sampled_efficiencies(hw, rng, samples, rel=rel, method=method)):
+        try:
+            f = frontier(model, hw.replace(efficiency=eff), **frontier_kw)
+        except SpecError:
+            continue  # nothing fits with these efficiencies: zero everywhere
+        y = envelope(f, grid) if len(f) > 1 else np.where(np.isclose(grid, f.tps_per_user.iloc[0]),
+                                                           f.tps_per_gpu.iloc[0], np.nan)
+        # below the draw's slowest point the frontier continues flat (more batch cannot help)
+        slowest = f.tps_per_user.min()
+        y = np.where(grid < slowest, f.tps_per_gpu.max(), y)
+        ys[i] = np.nan_to_num(y, nan=0.0)
+    lo, mid, hi = np.percentile(ys, [QUANTILES[0], 50.0, QUANTILES[1]], axis=0)
+    out = pd.DataFrame({"tps_per_user": grid, "lo": lo, "mid": mid, "hi": hi,
+                        "nominal": envelope(nominal, grid) if len(nominal) > 1 else np.nan,
+                        "reach": (ys > 0).mean(axis=0)})
+    out.attrs.update(nominal.attrs, band_samples=samples, band_seed=seed, band_method=method,
+                     band_quantiles=QUANTILES, band_rel=rel)
+    return out

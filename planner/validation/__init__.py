@@ -1,1 +1,0 @@
-"""Published measurements and closed-form results the model is scored against."""
