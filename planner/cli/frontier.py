@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from planner.cli.common import add_command, positive_float, positive_int, print_json
 from planner.errors import SpecError
 from planner.outputs import table, write_atomic
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CONFIG_COLUMNS = (
     "gpus", "tp_attn", "dp_attn", "ep", "tp_moe", "expert_slots", "batch", "batch_per_gpu",
@@ -94,6 +94,8 @@ def frontier_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _clean(v: Any) -> Any:
+    import numpy as np
+
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, float) and not math.isfinite(v):
@@ -102,6 +104,8 @@ def _clean(v: Any) -> Any:
 
 
 def points_json(df: pd.DataFrame) -> list[dict[str, Any]]:
+    import pandas as pd
+
     pts = []
     for _, r in df.iterrows():
         cfg = {c: _clean(r[c]) for c in CONFIG_COLUMNS if c in r.index and not pd.isna(r[c])}
@@ -181,6 +185,9 @@ def _print_band(band: pd.DataFrame, name: str = "") -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    import numpy as np
+    import pandas as pd
+
     from planner.serving.comparison import compare, explain
 
     if len(args.hardware) != 2:

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from planner.cli.common import add_command, positive_float, positive_int, print_json
 from planner.cli.frontier import _clean, workload_parent
 from planner.errors import SpecError
 from planner.outputs import table, write_atomic
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FIGURE_LABELS = {
     "price_per_unit": "price per {unit}",

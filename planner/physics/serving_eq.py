@@ -1,4 +1,5 @@
-"""Serving-level equations (physics.md section 4), in sympy, compiled once.
+"""Serving-level equations (physics.md section 4), in sympy; evaluated through
+:func:`planner.physics.compiled.evaluate_named`.
 
 Disaggregated serving (NVIDIA Dynamo, SGLang PD): a prefill pool and a decode pool whose sizes
 match rates, ``G_p X_p = (I / O) G_d X_d``.  Output tokens per second per GPU counting every
@@ -11,13 +12,9 @@ the step stretches by ``(I/O) b A / (TP_a X_p)`` and per-GPU output is the same 
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Any
-
-import numpy as np
 import sympy as sp
 
-from planner.physics.symbols import REGISTRY, A, TP_a, b
+from planner.physics.symbols import A, TP_a, b
 
 X_d = sp.Symbol("X_d", positive=True)    #: output tokens/s per decode GPU
 X_p = sp.Symbol("X_p", positive=True)    #: prompt tokens/s per prefill GPU
@@ -61,21 +58,6 @@ EQUATIONS: dict[str, sp.Expr] = {
 }
 
 
-@cache
-def _fn(name: str) -> tuple[Any, tuple[str, ...]]:
-    expr = EQUATIONS[name]
-    syms = sorted(expr.free_symbols, key=lambda s: s.name)
-    registered = {v.symbol: k for k, v in REGISTRY.items()}
-    return sp.lambdify(syms, expr, modules="numpy"), tuple(registered.get(s, s.name) for s in syms)
-
-
-def evaluate(name: str, **values: Any) -> np.ndarray:
-    """Evaluate one serving equation; keyword names are the symbols' names (X_d, I, O, ...)."""
-    fn, names = _fn(name)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return fn(*(values[n] for n in names))
-
-
 def _kv_transfer() -> sp.Expr:
     """KV hand-off of one request from prefill to decode: ``alpha + I m_kv / (eta B)``, the
     request's KV (I tokens x m_kv bytes per token) sent by the TP_a GPUs of its prefill rank."""
@@ -99,3 +81,22 @@ def _kv_transfer() -> sp.Expr:
 #: Time to hand one request's KV cache from the prefill pool to the decode pool.
 t_kv_transfer = _kv_transfer()
 EQUATIONS["t_kv_transfer"] = t_kv_transfer
+
+
+def _speculation() -> sp.Expr:
+    """Tokens emitted per sequence per step with ``n_draft`` drafts accepted at ``alpha`` each:
+    :func:`planner.physics.equations.acceptance_length`."""
+    from planner.physics.equations import acceptance_length
+
+    alpha = sp.Symbol("alpha", positive=True)
+    n = sp.Symbol("n_draft", positive=True)
+    SERVING_SYMBOLS.update({
+        "alpha": (alpha, "per-draft-token acceptance rate", "1"),
+        "n_draft": (n, "draft tokens per step", "token"),
+    })
+    return acceptance_length(alpha, n)
+
+
+#: Mean tokens per step of speculative decoding (Leviathan et al. 2023).
+tokens_per_step = _speculation()
+EQUATIONS["tokens_per_step"] = tokens_per_step

@@ -45,9 +45,8 @@ class Speculation:
             return float(self.drafts + 1)
         if self.mean_acceptance_length is not None:
             return float(self.mean_acceptance_length)
-        from planner.physics.equations import acceptance_length
-
-        return float(acceptance_length(self.acceptance_rate, self.drafts))
+        return float(compiled.evaluate_named("tokens_per_step", alpha=self.acceptance_rate,
+                                             n_draft=self.drafts))
 
 
 def resolve_speculation(model: Model, mtp: Any) -> Speculation:
@@ -421,7 +420,7 @@ def _single(model: Model | str, hardware: Hardware | str, phase: str, *, gpus: i
                            kv_offload=int(kv_offload), phase=phase)
     f = {k: float(np.asarray(v)) for k, v in out.items()}
     code = int(f["reason"])
-    terms = {k: f[k] for k in compiled.eq.TERMS}
+    terms = {k: f[k] for k in compiled.TERM_NAMES}
     cats = {c: f["cat." + c] for c in CATEGORIES}
     bottleneck = CATEGORIES[int(f["bottleneck"])]
     if code == 9:

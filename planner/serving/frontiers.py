@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import SpecError
-from planner.physics import serving_eq as seq
+from planner.physics import compiled
 from planner.physics.step import CATEGORIES, evaluate_configs, resolve_precisions
 from planner.serving.search import (
     SearchSpace,
@@ -110,7 +110,7 @@ def kv_transfer_time(model: Model, hw: Hardware, kv: str, isl: float, n_send: An
         B, eta, a = hw.so_bandwidth, eff.scale_out, hw.so_latency
     if mode == "bound":
         eta, a = 1.0, 0.0
-    return seq.evaluate("t_kv_transfer", I=isl, m_kv=model.kv_bytes_per_token(kv),
+    return compiled.evaluate_named("t_kv_transfer", I=isl, m_kv=model.kv_bytes_per_token(kv),
                         B_link=B, eta_link=eta, alpha_link=a, n_send=n_send)
 
 
@@ -136,8 +136,8 @@ def best_prefill(model: Model, hw: Hardware, space: SearchSpace, isl: float, mod
 # ---- the frontier ----------------------------------------------------------------------------
 def _costs(hw: Hardware, y_output: Any) -> dict[str, Any]:
     return {
-        "tps_per_mw": seq.evaluate("tps_per_mw", y=y_output, W_gpu=hw.power_per_gpu),
-        "usd_per_mtok": seq.evaluate("usd_per_mtok", y=y_output, c_h=hw.price_per_gpu_hour),
+        "tps_per_mw": compiled.evaluate_named("tps_per_mw", y=y_output, W_gpu=hw.power_per_gpu),
+        "usd_per_mtok": compiled.evaluate_named("usd_per_mtok", y=y_output, c_h=hw.price_per_gpu_hour),
     }
 
 
@@ -148,8 +148,8 @@ def _serving_columns(hw: Hardware, wl: Workload, serving: str, metric: str, X_d:
     chosen ``metric``, the decode share of GPUs (disaggregated), tokens/s per MW and $/Mtok."""
     out: dict[str, Any] = {}
     if serving == "disaggregated":
-        y_out = seq.evaluate("y_output", X_d=X_d, X_p=X_p, I=wl.isl, O=wl.osl)
-        frac = seq.evaluate("prefill_per_decode", X_d=X_d, X_p=X_p, I=wl.isl, O=wl.osl)
+        y_out = compiled.evaluate_named("y_output", X_d=X_d, X_p=X_p, I=wl.isl, O=wl.osl)
+        frac = compiled.evaluate_named("prefill_per_decode", X_d=X_d, X_p=X_p, I=wl.isl, O=wl.osl)
         out["decode_gpu_fraction"] = 1.0 / (1.0 + frac)
     else:
         # decode pool alone; or aggregated, where every GPU does both and _aggregate already
@@ -176,7 +176,7 @@ def _aggregate(model: Model, hw: Hardware, dec: pd.DataFrame, space: SearchSpace
         rates[key] = float(out["prefill_tps_gpu"]) if bool(out["feasible"]) else np.nan
     X_p = np.array([rates[tuple(r)] for r in dec[keys].itertuples(index=False)])
     b_rank = dec.batch_per_gpu.values * dec.tp_attn.values
-    t_agg = seq.evaluate("t_step_aggregated", t_step=dec.step_s.values, I=wl.isl, O=wl.osl,
+    t_agg = compiled.evaluate_named("t_step_aggregated", t_step=dec.step_s.values, I=wl.isl, O=wl.osl,
                          b=b_rank, A=dec.tokens_per_step.values, TP_a=dec.tp_attn.values, X_p=X_p)
     A = dec.tokens_per_step.values
     out = dec.assign(

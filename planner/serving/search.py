@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq
 
 from planner.errors import SpecError
 from planner.physics.step import (
@@ -235,4 +234,6 @@ def solve_batch(model: Model, hw: Hardware, row: dict[str, Any], target_tps_user
         return None
     if rate(b_max) >= target_tps_user:
         return b_max
+    from scipy.optimize import brentq  # imported here: scipy.optimize takes ~0.4 s to import
+
     return brentq(lambda x: rate(x) - target_tps_user, 1.0, b_max, xtol=1e-4, rtol=1e-8)

@@ -4,6 +4,10 @@ Units are converted here and in the presentation code only; everything inside th
 bytes, seconds, FLOP, B/s, FLOP/s, W and USD as plain floats.  Decimal prefixes mean decimal
 (1 GB = 1e9 B); binary prefixes must be spelled (GiB).  FLOP is its own dimension, so a byte
 count can never pass for a FLOP count.
+
+Parsing uses pint, which takes about a second to import and set up; every text parsed is
+remembered in the on-disk cache (:mod:`planner.cache`, keyed by this module's source and the
+pint version), so a run that reads only specs seen before does not import pint.
 """
 
 from __future__ import annotations
@@ -11,21 +15,35 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
+from typing import Any
 
-import pint
-
+from planner import cache
 from planner.errors import SpecError
 
-_UREG = pint.UnitRegistry(autoconvert_offset_to_baseunit=False)
-# pint's own byte and bit are dimensionless (and its B is a bel, its b a barn): use a data
-# dimension of our own so that "4.8 TB" can never pass for a bandwidth.
-_UREG.define("databyte = [data]")
-_UREG.define("databit = databyte / 8")
-_UREG.define("FLOP = [flop] = flop")
-_UREG.define("FLOPS = FLOP / second = flops")
-_UREG.define("OPS = FLOPS")
-_UREG.define("USD = [currency] = dollar = usd")
-_UREG.define("GPU = [gpu]")
+
+@lru_cache(maxsize=1)
+def _registry() -> Any:
+    import pint
+
+    ureg = pint.UnitRegistry(autoconvert_offset_to_baseunit=False)
+    # pint's own byte and bit are dimensionless (and its B is a bel, its b a barn): use a data
+    # dimension of our own so that "4.8 TB" can never pass for a bandwidth.
+    ureg.define("databyte = [data]")
+    ureg.define("databit = databyte / 8")
+    ureg.define("FLOP = [flop] = flop")
+    ureg.define("FLOPS = FLOP / second = flops")
+    ureg.define("OPS = FLOPS")
+    ureg.define("USD = [currency] = dollar = usd")
+    ureg.define("GPU = [gpu]")
+    return ureg
+
+
+@lru_cache(maxsize=1)
+def _known() -> tuple[Any, dict[str, float]]:
+    """(cache file, {"dimension|text": SI value}) of the quantities parsed in earlier runs."""
+    path = cache.entry_path("quantities", cache.source_key("planner.specs", ("units",), ("pint",)))
+    doc = cache.read(path)
+    return path, (doc if isinstance(doc, dict) else {})
 
 #: dimension name -> (pint unit the SI float is expressed in, words for the error message)
 DIMENSIONS: dict[str, tuple[str, str]] = {
@@ -73,12 +91,25 @@ def _short(value: object, limit: int = 60) -> str:
     return r if len(r) <= limit else r[: limit - 3] + "..."
 
 
-@lru_cache(maxsize=4096)
 def _parse_text(text: str, dimension: str, where: str, field: str) -> float:
+    path, known = _known()
+    key = f"{dimension}|{text}"
+    value = known.get(key)
+    if isinstance(value, float):
+        return value
+    value = _parse_pint(text, dimension, where, field)
+    known[key] = value
+    cache.write(path, known)
+    return value
+
+
+def _parse_pint(text: str, dimension: str, where: str, field: str) -> float:
+    import pint
+
     unit, words = DIMENSIONS[dimension]
     cleaned = _normalise(text)
     try:
-        q = _UREG.Quantity(cleaned)
+        q = _registry().Quantity(cleaned)
     except Exception:  # pint raises many kinds of parse errors
         raise SpecError(where, field, f"expected {words}, got {text!r}") from None
     if not isinstance(q, pint.Quantity) or q.dimensionless:

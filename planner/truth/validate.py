@@ -44,10 +44,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 
 from planner.errors import SpecError
-from planner.physics import serving_eq as seq
+from planner.physics import compiled
 from planner.physics.step import (
     CATEGORIES,
     Precisions,
@@ -323,8 +322,8 @@ def _decode_eval(s: _Setup, point: Point, mode: str, spec: Speculation, batch: f
     A = float(np.asarray(out["A"]))
     t = float(out["step"])
     if point.serving == "aggregated":
-        t = float(seq.evaluate("t_step_aggregated", t_step=t, I=point.isl, O=point.osl, b=b_rank, A=A,
-                               TP_a=TPa, X_p=x_p))
+        t = float(compiled.evaluate_named("t_step_aggregated", t_step=t, I=point.isl, O=point.osl,
+                                          b=b_rank, A=A, TP_a=TPa, X_p=x_p))
     return {"t": t, "A": A, "tps_user": A / t, "tps_gpu": b_rank * A / (t * TPa),
             "b_max": float(out["memory.b_max"]) * G / TPa, "feasible": bool(out["feasible"]),
             "reason": int(out["reason"]), "bottleneck": CATEGORIES[int(out["bottleneck"])]}
@@ -374,6 +373,8 @@ def _at_rate(s: _Setup, point: Point, mode: str, x_p: float | None) -> Predictio
             batch, r = b_max, top
             r["bottleneck"] = "memory_capacity"
         else:
+            from scipy.optimize import brentq
+
             batch = brentq(lambda B, sp=spec: _decode_eval(s, point, mode, sp, B, x_p)["tps_user"] - target,
                            1.0, b_max, xtol=1e-6, rtol=1e-10)
             r = _decode_eval(s, point, mode, spec, batch, x_p)

@@ -23,7 +23,7 @@ from planner.errors import SpecError
 from planner.specs.precision import PRECISIONS
 from planner.specs.registry import hardware_names, load_hardware, load_model, model_names
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @functools.cache

@@ -138,7 +138,8 @@ def test_yaml_tags_never_construct_objects(tmp_path):
 def _hf_base() -> dict:
     from pathlib import Path
 
-    return json.loads((Path(__file__).parent / "data" / "deepseek-v3" / "config.json").read_text())
+    path = Path(__file__).resolve().parents[1] / "data" / "deepseek-v3" / "config.json"
+    return json.loads(path.read_text())
 
 
 @FUZZ

@@ -15,7 +15,7 @@ from planner.errors import SpecError
 from planner.specs.hfconfig import load_hf_config
 from planner.specs.registry import load_model
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 FIXTURES = ["deepseek-v3", "kimi-k2-thinking", "qwen3-235b-a22b", "gpt-oss-120b", "mixtral-8x7b"]
 
 

@@ -1,0 +1,219 @@
+"""From the sympy expressions to Python source: the code generation behind
+:mod:`planner.physics.compiled` (imported only when a call signature is compiled for the first
+time; a warm cache never imports this module or sympy).
+
+The steps for one call signature (which symbols are arrays, which switches are fixed):
+
+1. *Switches*: a scalar overlap flag ``o``, spill flag ``x_off`` or a zero draft count ``n_d`` is
+   substituted exactly, so the branch a call does not use is not computed at all.
+2. *Constants*: every maximal sub-expression of symbols that are scalars in this call is hoisted
+   out and computed once per call on Python floats (stage 1); sums are regrouped by their
+   varying factor (``c1 X + c2 X -> (c1 + c2) X``).
+3. *Grid*: the rest, with common sub-expressions shared (``cse=True``), over the arrays and the
+   hoisted constants (stage 2).
+
+Printing: ``Piecewise`` as ``numpy.where`` (an indicator as ``1.0 * condition``, several times
+faster on mixed masks); ``Max``/``Min`` as nested ``numpy.maximum``/``minimum``; ``x**-1`` as a
+division; integer powers by a per-call constant through ``_ipow`` (repeated squaring).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import sympy as sp
+from sympy.printing.numpy import NumPyPrinter
+
+from planner.physics import equations as eq
+from planner.physics import serving_eq
+from planner.physics.symbols import REGISTRY
+
+
+class _Printer(NumPyPrinter):
+    """NumPy printer: ``where`` / indicators for Piecewise, pairwise ``maximum``/``minimum``,
+    divisions for ``x**-1`` and repeated squaring for integer powers by a per-call constant."""
+
+    def _print_Piecewise(self, expr: sp.Piecewise) -> str:
+        *pairs, last = expr.args
+        if len(pairs) == 1 and pairs[0].expr == 1 and last.expr == 0 and last.cond == sp.true:
+            # an indicator: 1.0 * (bool array) is one fast pass; where() with a random mask is
+            # several times slower (branch mispredictions)
+            return f"(1.0*{self._print(pairs[0].cond)})"
+        if last.cond != sp.true:
+            return super()._print_Piecewise(expr)
+        out = self._print(last.expr)
+        where = self._module_format("numpy.where")
+        for pair in reversed(pairs):
+            out = f"{where}({self._print(pair.cond)}, {self._print(pair.expr)}, {out})"
+        return out
+
+    def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
+        base, exp = expr.args
+        if exp == -1:  # numpy.power(x, -1.0) is ~4x slower than a division
+            return f"(1.0/{self.parenthesize(base, 100)})"
+        if isinstance(exp, sp.Symbol) and exp.name.startswith("k_"):
+            # a per-call constant exponent (the experts per token k): integer powers by squaring
+            return f"_ipow({self._print(base)}, {self._print(exp)})"
+        return super()._print_Pow(expr, rational=rational)
+
+    def _nested(self, func: str, args: tuple[sp.Expr, ...]) -> str:
+        f = self._module_format(func)
+        out = self._print(args[-1])
+        for a in reversed(args[:-1]):
+            out = f"{f}({self._print(a)}, {out})"
+        return out
+
+    def _print_Max(self, expr: sp.Max) -> str:
+        return self._nested("numpy.maximum", expr.args)
+
+    def _print_Min(self, expr: sp.Min) -> str:
+        return self._nested("numpy.minimum", expr.args)
+
+
+def hoist_constants(exprs: list[sp.Expr], constants: set[sp.Symbol]
+                    ) -> tuple[list[sp.Expr], dict[sp.Symbol, sp.Expr]]:
+    """Replace every maximal constant-only sub-expression by a fresh symbol.
+
+    In sums and products the constant arguments are grouped into one factor or term.  Returns
+    the rewritten expressions and ``{fresh symbol: constant expression}``; substituting the
+    latter back gives the original expressions exactly.  Nothing is re-simplified (the trees
+    are rebuilt with ``evaluate=False``), so this takes well under a second.
+    """
+    hoisted: dict[sp.Expr, sp.Symbol] = {}
+    memo: dict[sp.Basic, sp.Basic] = {}
+    free: dict[sp.Basic, bool] = {}
+
+    def is_const(e: sp.Basic) -> bool:
+        r = free.get(e)
+        if r is None:
+            r = free[e] = e.free_symbols <= constants
+        return r
+
+    def const(e: sp.Expr) -> sp.Expr:
+        if e.is_Number:
+            return e
+        s = hoisted.get(e)
+        if s is None:
+            s = hoisted[e] = sp.Symbol(f"k_{len(hoisted)}")
+        return s
+
+    def walk(e: sp.Basic) -> sp.Basic:
+        if e in memo:
+            return memo[e]
+        if isinstance(e, sp.Expr) and is_const(e):
+            r = const(e)
+        elif e.is_Atom:
+            r = e
+        elif isinstance(e, sp.Mul):
+            fixed = [a for a in e.args if is_const(a)]
+            rest = [walk(a) for a in e.args if not is_const(a)]
+            # the varying factors stay one (unevaluated) node, so that cse shares them between
+            # terms that differ only in their constant coefficient
+            inner = sp.Mul(*rest) if len(rest) > 1 else rest[0]
+            r = sp.Mul(const(sp.Mul(*fixed)), inner) if fixed else inner
+        elif isinstance(e, sp.Add):
+            # group terms by their varying factor: c1 X + c2 X -> (c1 + c2) X, one pass over X
+            groups: dict[sp.Basic, list[sp.Expr]] = {}
+            for a in e.args:
+                if is_const(a):
+                    c, v = a, sp.S.One
+                elif isinstance(a, sp.Mul):
+                    c = sp.Mul(*[f for f in a.args if is_const(f)])
+                    v = sp.Mul(*[f for f in a.args if not is_const(f)])
+                else:
+                    c, v = sp.S.One, a
+                groups.setdefault(v, []).append(c)
+            terms = []
+            for v, cs in groups.items():
+                c = const(sp.Add(*cs)) if len(cs) > 1 else const(cs[0])
+                terms.append(c if v == 1 else (walk(v) if c == 1 else sp.Mul(c, walk(v))))
+            r = sp.Add(*terms)
+        else:
+            r = e.func(*(walk(a) for a in e.args))
+        memo[e] = r
+        return r
+
+    with sp.evaluate(False):
+        out = [walk(e) for e in exprs]
+    return out, {s: e for e, s in hoisted.items()}
+
+
+def _safe(exprs: list[sp.Expr], names: tuple[str, ...]) -> tuple[list[sp.Expr], list[sp.Symbol]]:
+    """The registry's symbols carry LaTeX names (``\\eta_{c}``), which lambdify would replace
+    by dummies with a slow, re-simplifying substitution (as it would for any Dummy argument);
+    swap them here for plain identifiers, without evaluation."""
+    swap = {REGISTRY[n].symbol: sp.Symbol(f"v_{n}") for n in names}
+    with sp.evaluate(False):
+        return [e.xreplace(swap) for e in exprs], list(swap.values())
+
+
+def _substitute(e: sp.Basic, fix: dict[sp.Symbol, sp.Expr], memo: dict[sp.Basic, sp.Basic]) -> sp.Basic:
+    """``e`` with ``fix`` substituted: sums and products re-evaluate (so ``0 * X`` vanishes),
+    ``Max``/``Min`` are rebuilt unevaluated (their simplifier is slow and changes nothing here)."""
+    if e in fix:
+        return fix[e]
+    if e.is_Atom:
+        return e
+    r = memo.get(e)
+    if r is None:
+        args = [_substitute(a, fix, memo) for a in e.args]
+        if all(a is b for a, b in zip(args, e.args, strict=True)):
+            r = e
+        elif isinstance(e, sp.Max | sp.Min):
+            r = e.func(*args, evaluate=False)
+        else:
+            r = e.func(*args)
+        memo[e] = r
+    return r
+
+
+def signature_sources(arrays: frozenset[str] | None, fixed: tuple[tuple[str, float], ...],
+                      arg_names: tuple[str, ...], grid_default: tuple[str, ...]) -> dict[str, Any]:
+    """Generated source for one call signature: ``arrays`` the symbols that vary over the grid
+    (None: ``grid_default``), ``fixed`` the switches substituted.
+
+    Returns ``stage1`` (Python floats), ``stage1_np`` (the same on numpy, for IEEE semantics),
+    ``stage2`` (the grid), and the argument names of stage 1 (``const_names``) and stage 2
+    (``grid_names``); each stage is the source of one function ``_lambdifygenerated``.
+    """
+    fixed_names = {n for n, _ in fixed}
+    if arrays is None:
+        arrays = frozenset(grid_default)
+    const_names = tuple(n for n in arg_names if n not in arrays and n not in fixed_names)
+    grid_names = tuple(n for n in arg_names if n in arrays and n not in fixed_names)
+    exprs = [eq.ALL[n] for n in eq.ALL]
+    if fixed:
+        fix = {REGISTRY[n].symbol: sp.Float(v) if v % 1 else sp.Integer(int(v)) for n, v in fixed}
+        memo: dict[sp.Basic, sp.Basic] = {}
+        exprs = [_substitute(e, fix, memo) for e in exprs]
+    consts = {REGISTRY[n].symbol for n in const_names}
+    exprs, hoisted = hoist_constants(exprs, consts)
+    fresh = list(hoisted)
+    k_exprs, k_args = _safe([hoisted[s] for s in fresh], const_names)
+    g_exprs, g_args = _safe(exprs, grid_names)
+    stage1 = sp.lambdify(k_args, k_exprs, modules="math", cse=True)
+    stage1_np = sp.lambdify(k_args, k_exprs, modules=["numpy"], printer=_Printer, cse=True)
+    stage2 = sp.lambdify(g_args + fresh, g_exprs, modules=["numpy"], printer=_Printer, cse=True)
+    return {"stage1": inspect.getsource(stage1), "stage1_np": inspect.getsource(stage1_np),
+            "stage2": inspect.getsource(stage2), "const_names": const_names, "grid_names": grid_names}
+
+
+def manifest() -> dict[str, Any]:
+    """The names the numeric path needs without sympy: every registered symbol with its group,
+    every output expression, the step terms, and the named serving equations' arguments."""
+    registered = {v.symbol: k for k, v in REGISTRY.items()}
+    named = {}
+    for name, expr in serving_eq.EQUATIONS.items():
+        syms = sorted(expr.free_symbols, key=lambda s: s.name)
+        named[name] = [registered.get(s, s.name) for s in syms]
+    return {"args": list(REGISTRY), "groups": {n: s.group for n, s in REGISTRY.items()},
+            "outputs": list(eq.ALL), "terms": list(eq.TERMS), "named": named}
+
+
+def named_source(name: str) -> str:
+    """Source of the numpy function of one named serving equation (arguments in the order of
+    :func:`manifest`'s ``named[name]``)."""
+    expr = serving_eq.EQUATIONS[name]
+    syms = sorted(expr.free_symbols, key=lambda s: s.name)
+    return inspect.getsource(sp.lambdify(syms, expr, modules="numpy"))
