@@ -66,7 +66,8 @@ def _layer(module: str) -> str | None:
 def test_nothing_outside_cli_imports_cli():
     # ``python -m planner`` (planner.__main__) is the program itself: it runs the command line
     bad = [(m, d) for m, deps in _imports().items()
-           if not m.startswith("planner.cli") and m != "planner.__main__" for d in deps if d.startswith("planner.cli")]
+           if not m.startswith("planner.cli") and m != "planner.__main__"
+           for d in deps if d.startswith("planner.cli")]
     assert not bad, bad
 
 
