@@ -29,6 +29,10 @@ def _clean(obj: Any) -> Any:
 
 # ---- validate ---------------------------------------------------------------------------------
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.runs is not None:
+        return _cmd_runs(args)
+    if args.out:
+        raise SpecError("<input>", "--out", "only with --runs (per-row results of the measured runs)")
     from planner.truth.validate import format_scorecard, load_points, scorecard
 
     card = scorecard(load_points(args.points))
@@ -37,6 +41,57 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         print(format_scorecard(card))
     return 1 if card.violations or not card.closed_ok else 0
+
+
+def _pct(v: float) -> str:
+    return "-" if v is None or not math.isfinite(v) else f"{v:.0%}"
+
+
+def _cmd_runs(args: argparse.Namespace) -> int:
+    from planner.outputs import table, write_atomic
+    from planner.truth.runs import score_runs
+
+    if args.points:
+        raise SpecError("<input>", "--points", "not with --runs (published points and measured runs are "
+                        "separate scorecards)")
+    score = score_runs(None if args.runs is True else args.runs)
+    if args.out:
+        write_atomic(args.out, lambda tmp: score.per_row().to_csv(tmp, index=False))
+    s = score.summary()
+    if args.json:
+        print_json(_clean(s))
+        return 0
+    print(f"# measured runs: {score.source} ({s['rows_total']} rows, {s['rows_scored']} scored)")
+    print("# TPOT predicted at each run's own layout; error = |predicted / measured - 1| in realistic mode; "
+          "bias = median predicted / measured (>1: predicted slower); bound/meas = median bound-mode "
+          "TPOT / measured (must stay <= 1)")
+    rows = [[g["system"], g["model"], g["stack"], g["serving"], g["n"], _pct(g["tpot_median_abs_err"]),
+             _pct(g["tpot_p90_abs_err"]), f"{g['tpot_bias']:.2f}", f"{g['bound_tpot_median_ratio']:.2f}",
+             _pct(g["ttft_median_abs_err"]), g["bound_violations"]] for g in s["groups"]]
+    print(table(rows, ["system", "model", "stack", "serving", "n", "median", "p90", "bias", "bound/meas",
+                       "TTFT median", "bound viol."]))
+    print()
+    rows = [[r["system"], r["n"], _pct(r["tpot_median_abs_err"]), _pct(r["tpot_p90_abs_err"]),
+             f"{r['tpot_bias']:.2f}", _pct(r["ttft_median_abs_err"])] for r in score.by_system()]
+    rows.append(["all", s["rows_scored"], _pct(s["tpot_median_abs_err"]), _pct(s["tpot_p90_abs_err"]),
+                 f"{s['tpot_bias']:.2f}", _pct(s["ttft_median_abs_err"])])
+    print(table(rows, ["system", "n", "TPOT median", "p90", "bias", "TTFT median"]))
+    print()
+    print("# rows not scored, by reason")
+    print(table([[k, v] for k, v in s["rows_unmapped_by_reason"].items()], ["reason", "rows"]))
+    v = score.violations()
+    print(f"\n# {s['bound_violations']} rows measured faster than the no-speculation bound "
+          f"({s['bound_violations_flagged']} also flagged by another rule: a 1.3x faster twin or queueing)")
+    if len(v):
+        print(table([[r.id, r.hardware, r.backend, r.mode, f"{r.silicon_tpot_ms:.3g}",
+                      f"{r.tpot_bound_ms:.3g}", "twin" if r.twin_faster else ""]
+                     for r in v.itertuples()][:40],
+                    ["id", "system", "stack", "mode", "TPOT ms", "bound ms", "flag"]))
+        if len(v) > 40:
+            print(f"... {len(v) - 40} more (--out FILE lists every row)")
+    if args.out:
+        print(f"# wrote {args.out}")
+    return 0
 
 
 # ---- calibrate --------------------------------------------------------------------------------
@@ -187,8 +242,19 @@ def register(sub: Any) -> None:
         "conditions in bound mode (datasheet peaks: must not be beaten by any measurement) and realistic "
         "mode (the specs' efficiencies), and reproduce the closed-form points.  Exit status 1 if a "
         "measurement exceeds its bound or a closed-form point does not reproduce.",
-        epilog="examples:\n  moe-planner validate\n  moe-planner validate --json")
+        epilog="examples:\n  moe-planner validate\n  moe-planner validate --json\n"
+        "  moe-planner validate --runs                  # the 4,407 bundled measured runs\n"
+        "  moe-planner validate --runs my_runs.csv --json --out rows.csv\n\n"
+        "--runs scores measured serving runs (TTFT and TPOT at a stated layout) at each run's exact "
+        "layout, bound and realistic mode; FILE is any CSV with the columns of "
+        "planner/truth/data/measured_runs.csv (see measured_runs.md there).  Errors are fractions "
+        "(0.12 = 12%); tpot_bias is the median predicted / measured TPOT.")
     v.add_argument("--json", action="store_true", help="print the scorecard as JSON")
+    v.add_argument("--runs", nargs="?", const=True, default=None, metavar="FILE",
+                   help="score measured serving runs instead of the published points (default FILE: "
+                        "the bundled runs)")
+    v.add_argument("--out", metavar="CSV", default=None,
+                   help="with --runs: write one row per run (predictions, ratios, flags, status)")
     v.add_argument("--points", metavar="FILE", default=None,
                    help="a points YAML in the same format (default: the bundled points)")
 

@@ -1,0 +1,582 @@
+"""Measured serving runs, scored at each run's exact layout: the model's measuring stick.
+
+A run is one benchmark of a serving stack (TensorRT-LLM, SGLang, vLLM) on one system: a model,
+precision, ISL/OSL, concurrency and layout, with the measured TTFT and TPOT.  The bundled file
+(``planner/truth/data/measured_runs.csv``, see ``measured_runs.md`` beside it for source,
+license and columns) holds 4,407 such runs; any CSV with the same columns can be scored.
+
+For each run the decode step is evaluated at the run's own layout (worker GPUs = TP x attention
+DP, attention TP x DP, MoE TP x EP, the batch per attention-DP rank, context ISL + OSL/2, the
+precision of its quant-mode columns) in ``bound`` mode (datasheet peaks, no overheads, the
+faster of overlap on and off: no run without speculative decoding may beat it) and
+``realistic`` mode; aggregated runs stretch each step by the chunked prefill the same GPUs carry
+(:data:`planner.physics.serving_eq.t_step_aggregated`).  Predicted TTFT is the prefill pass of
+one request at the run's prefill layout (aggregated: its only layout); queueing, scheduling and
+the KV hand-off are not in it.
+
+Cleaning rules live here, each named and counted in the output, never a silent drop:
+
+``duplicate``
+    identical to an earlier row in every field but the id and the source text (the model labels
+    DeepSeek-V3 and DeepSeek-R1 name one architecture, so a DeepSeek-V3-labelled copy of a
+    DeepSeek-R1 row is a duplicate): dropped.
+``label_contradicts_id``
+    a DeepSeek-V3 label on a ``dsr1`` id that duplicates nothing: scored with the DeepSeek-R1
+    spec (the id names the model that ran; the two specs are one architecture).  Not dropped.
+``layout_contradicts_id``
+    the id names ``tp{X}_ep{Y}`` but ``tp_size`` is recorded as X x Y: dropped (the true
+    attention TP x DP split cannot be recovered).
+``queueing``
+    the running decode batch was below half the concurrency, from the row's own numbers: in a
+    closed loop each request spends TTFT waiting or in prefill and (OSL - 1) TPOT decoding, so
+    the decoding share of the concurrency is ``f = (OSL-1) TPOT / (TTFT + (OSL-1) TPOT)``;
+    ``f < 0.5`` is queueing.  Not scored (its TPOT was measured at a smaller batch).
+``speculation_suspected``
+    measured faster than the no-speculation bound, or at least 1.3x faster in TPOT than a twin
+    row (same system, model, stack, layout, precision, ISL/OSL, concurrency; another build or
+    source), as when speculative decoding was on in one build.  Not scored; listed.
+
+Rows the equations cannot express are counted by reason (model or system not bundled,
+architecture not modelled, layout inconsistent or rejected, memory).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.errors import SpecError
+from planner.physics import compiled
+from planner.physics.step import CATEGORIES, REASONS, default_slots, evaluate_configs, resolve_precisions
+from planner.serving.frontiers import PREFILL_CHUNK
+
+#: Columns a runs CSV must have (the bundled file's, see measured_runs.md).
+REQUIRED = (
+    "id",
+    "backend",
+    "model_path",
+    "system",
+    "mode",
+    "isl",
+    "osl",
+    "gemm_quant_mode",
+    "moe_quant_mode",
+    "batch_size",
+    "tp_size",
+    "attention_dp_size",
+    "moe_tp_size",
+    "moe_ep_size",
+    "prefill_tp_size",
+    "prefill_attention_dp_size",
+    "prefill_moe_tp_size",
+    "prefill_moe_ep_size",
+    "decode_batch_size",
+    "decode_num_workers",
+    "decode_tp_size",
+    "decode_attention_dp_size",
+    "decode_moe_tp_size",
+    "decode_moe_ep_size",
+    "silicon_ttft_ms",
+    "silicon_tpot_ms",
+    "concurrency",
+)
+#: Hugging Face model id -> bundled model spec.
+MODELS = {
+    "deepseek-ai/DeepSeek-R1": "deepseek-r1",
+    "deepseek-ai/DeepSeek-V3": "deepseek-v3",
+    "nvidia/DeepSeek-R1-NVFP4": "deepseek-r1",
+    "nvidia/DeepSeek-V3.1-NVFP4": "deepseek-v3",
+    "openai/gpt-oss-120b": "gpt-oss-120b",
+    "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b",
+    "MiniMaxAI/MiniMax-M2.5": "minimax-m2.5",
+    "meta-llama/Llama-3.1-70B": "llama-3.1-70b",
+    "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b",
+    "nvidia/Llama-3.1-8B-Instruct-FP8": "llama-3.1-8b",
+    "Qwen/Qwen3-32B": "qwen3-32b",
+    "nvidia/Qwen3-32B-NVFP4": "qwen3-32b",
+}
+#: Models whose architecture the equations do not express yet, and the missing piece.
+NOT_MODELLED = {
+    "Qwen/Qwen3.5-397B-A17B": "architecture not modelled: linear-attention (Gated DeltaNet) layers",
+    "zhipuai/GLM-5": "architecture not modelled: DeepSeek sparse attention (indexer + top-k MLA)",
+}
+#: Run ``system`` -> bundled hardware spec.
+SYSTEMS = {
+    "h100_sxm": "hgx-h100",
+    "h200_sxm": "hgx-h200",
+    "b200_sxm": "hgx-b200",
+    "b300_sxm": "hgx-b300",
+    "gb200": "gb200-nvl72",
+    "gb300": "gb300-nvl72",
+}
+#: Quant-mode column value -> weight format.
+QUANT = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "nvfp4", "bf16": "bf16", "fp16": "bf16"}
+QUEUEING_FRACTION = 0.5
+TWIN_SPEEDUP = 1.3
+BOUND_SLACK = 0.01
+#: The rules that remove a row from the TPOT statistics (in the order they are applied).
+DROP_RULES = ("duplicate", "layout_contradicts_id", "queueing", "speculation_suspected")
+_ARCH_TWINS = {"deepseek-ai/DeepSeek-V3": "deepseek-ai/DeepSeek-R1"}
+_ID_LAYOUT = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+)")
+
+
+def _label(path: str | Path | None) -> str:
+    return str(path) if path is not None else "planner/truth/data/measured_runs.csv"
+
+
+def load_runs(path: str | Path | None = None) -> pd.DataFrame:
+    """The runs CSV (the bundled file unless ``path``), checked for the required columns."""
+    label = _label(path)
+    try:
+        if path is None:
+            with resources.files("planner.truth.data").joinpath("measured_runs.csv").open("rb") as fh:
+                df = pd.read_csv(fh)
+        else:
+            df = pd.read_csv(path)
+    except FileNotFoundError:
+        raise SpecError(label, "file", "an existing CSV file") from None
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise SpecError(label, "file", f"a readable CSV file ({type(exc).__name__})") from None
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise SpecError(
+            label, "columns", f"the columns of the measured-runs file; missing {', '.join(missing)}"
+        )
+    if df.empty:
+        raise SpecError(label, "rows", "at least one run")
+    for c in ("isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms"):
+        v = pd.to_numeric(df[c], errors="coerce")
+        bad = ~(np.isfinite(v) & (v > 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise SpecError(label, f"row {i + 2}: {c}", f"a positive number, got {df[c].iloc[i]!r}")
+        df[c] = v.astype(float)
+    return df
+
+
+# ---- cleaning rules --------------------------------------------------------------------------------
+def _duplicates(df: pd.DataFrame) -> pd.Series:
+    key = df.drop(columns=[c for c in ("id", "silicon_data_source") if c in df.columns]).copy()
+    key["model_path"] = key["model_path"].replace(_ARCH_TWINS)
+    return key.duplicated(keep="first")
+
+
+def _label_contradicts_id(df: pd.DataFrame) -> pd.Series:
+    return (df.model_path == "deepseek-ai/DeepSeek-V3") & df.id.str.contains(
+        r"(?:^|_)dsr1_|deepseek_r1", regex=True
+    )
+
+
+def _layout_contradicts_id(df: pd.DataFrame) -> pd.Series:
+    m = df.id.str.extract(_ID_LAYOUT).astype(float)
+    tp, ep = m[0], m[1]
+    agg = df["mode"] == "agg"
+    return agg & tp.notna() & (ep > 1) & (df.tp_size == tp * ep) & (df.tp_size != tp)
+
+
+def running_fraction(df: pd.DataFrame) -> pd.Series:
+    """Share of the concurrency decoding at any time: (OSL-1) TPOT / (TTFT + (OSL-1) TPOT)."""
+    dec = (df.osl - 1.0) * df.silicon_tpot_ms
+    return dec / (df.silicon_ttft_ms + dec)
+
+
+def _twin_speedup(df: pd.DataFrame) -> pd.Series:
+    """Rows at least TWIN_SPEEDUP x faster in TPOT than another row of the same configuration."""
+    cfg = [c for c in REQUIRED if c not in ("id", "silicon_ttft_ms", "silicon_tpot_ms")]
+    slowest = df.groupby(cfg, dropna=False)["silicon_tpot_ms"].transform("max")
+    return slowest >= TWIN_SPEEDUP * df.silicon_tpot_ms
+
+
+# ---- mapping a row to a configuration ----------------------------------------------------------
+@dataclass
+class _Mapped:
+    ok: bool
+    reason: str = ""
+    model: str = ""
+    hardware: str = ""
+    weights: dict[str, str] = field(default_factory=dict)
+    kv: str = ""
+    decode: tuple[float, float, float, float] = (0, 0, 0, 0)  #: G, TP_a, EP, TP_e
+    prefill: tuple[float, float, float, float] = (0, 0, 0, 0)
+    batch: float = 0.0  #: per attention-DP rank
+    batch_basis: str = ""
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _layout(model: Any, tp: Any, dp: Any, mtp: Any, mep: Any) -> tuple[tuple[float, ...] | None, str]:
+    tp, dp, mtp, mep = _num(tp), _num(dp) or 1.0, _num(mtp), _num(mep)
+    if tp is None or tp < 1:
+        return None, "layout not recorded"
+    G = tp * dp
+    if model.E <= 1:  # dense: no expert parallelism, the FFN sharded like attention
+        return (G, tp, 1.0, G), ""
+    if not mtp or not mep:
+        return None, "MoE layout not recorded (moe_tp_size or moe_ep_size missing or 0)"
+    if mtp * mep != G:
+        return None, "layout inconsistent: MoE TP x EP differs from the worker's GPUs"
+    return (G, tp, mep, mtp), ""
+
+
+def _map(row: pd.Series, models: dict[str, Any]) -> _Mapped:
+    mp = row.model_path
+    if mp in NOT_MODELLED:
+        return _Mapped(False, NOT_MODELLED[mp])
+    name = MODELS.get(mp)
+    hw = SYSTEMS.get(str(row.system))
+    if name is None:
+        return _Mapped(False, "model not bundled")
+    if hw is None:
+        return _Mapped(False, "system not bundled")
+    model = models.get(name)
+    if model is None:
+        return _Mapped(False, f"model spec {name} not bundled")
+    if _num(row.get("pp_size")) not in (None, 1.0) or _num(row.get("decode_pp_size")) not in (None, 1.0):
+        return _Mapped(False, "pipeline parallelism not modelled")
+    gemm, moe = row.gemm_quant_mode, row.moe_quant_mode
+    weights = {}
+    if isinstance(moe, str):
+        if moe not in QUANT:
+            return _Mapped(False, f"quant mode {moe} not modelled")
+        weights["routed_experts"] = QUANT[moe]
+    if isinstance(gemm, str):
+        if gemm not in QUANT:
+            return _Mapped(False, f"quant mode {gemm} not modelled")
+        weights["attention"] = weights["dense_ffn"] = QUANT[gemm]
+    kv = "fp8" if weights.get("attention") in ("fp8", "nvfp4") else ""
+    if row["mode"] == "agg":
+        dec, why = _layout(model, row.tp_size, row.attention_dp_size, row.moe_tp_size, row.moe_ep_size)
+        pre = dec
+        b = _num(row.batch_size)
+        basis = "batch_size"
+        if b is None:
+            c = _num(row.concurrency)
+            if c is None:
+                return _Mapped(False, "batch not recorded")
+            b, basis = c / (_num(row.attention_dp_size) or 1.0), "concurrency / attention DP"
+    else:
+        dec, why = _layout(
+            model,
+            row.decode_tp_size,
+            row.decode_attention_dp_size,
+            row.decode_moe_tp_size,
+            row.decode_moe_ep_size,
+        )
+        pre, why_p = _layout(
+            model,
+            row.prefill_tp_size,
+            row.prefill_attention_dp_size,
+            row.prefill_moe_tp_size,
+            row.prefill_moe_ep_size,
+        )
+        why = why or why_p
+        b = _num(row.decode_batch_size)
+        basis = "decode_batch_size"
+        if b is None:
+            c = _num(row.concurrency)
+            if c is None:
+                return _Mapped(False, "batch not recorded")
+            workers = _num(row.decode_num_workers)
+            dp = _num(row.decode_attention_dp_size) or 1.0
+            b = c / ((workers or 1.0) * dp)
+            basis = (
+                "concurrency / (workers x attention DP)"
+                if workers
+                else "concurrency / attention DP (decode workers not recorded: one assumed)"
+            )
+    if why:
+        return _Mapped(False, why)
+    if b <= 0:
+        return _Mapped(False, "batch not recorded")
+    return _Mapped(True, "", name, hw, weights, kv, dec, pre, b, basis)
+
+
+# ---- evaluation ----------------------------------------------------------------------------------
+def _evaluate_group(
+    model: Any, hw: Any, weights: dict[str, str], kv: str, rows: pd.DataFrame
+) -> pd.DataFrame:
+    """Bound and realistic TPOT and TTFT for rows sharing model, system and precision."""
+    prec = resolve_precisions(
+        model,
+        hw,
+        weights.get("routed_experts"),
+        kv or None,
+        {k: v for k, v in weights.items() if k != "routed_experts"},
+    )
+    dec = np.array(rows["_decode"].tolist(), dtype=float)
+    pre = np.array(rows["_prefill"].tolist(), dtype=float)
+    b = rows["_batch"].to_numpy(dtype=float)
+    isl, osl = rows.isl.to_numpy(float), rows.osl.to_numpy(float)
+    ctx = isl + osl / 2.0
+    agg = (rows["mode"] == "agg").to_numpy()
+    out: dict[str, Any] = {}
+
+    def lay(a: np.ndarray) -> dict[str, np.ndarray]:
+        G, TPa, EP, TPe = a.T
+        return dict(G=G, TP_a=TPa, EP=EP, TP_e=TPe, E_slots=np.asarray(default_slots(model, EP), float))
+
+    for mode in ("bound", "realistic"):
+        overlaps = (0, 1) if mode == "bound" else (0,)
+        # chunked prefill carried by aggregated steps: rate of one chunk of PREFILL_CHUNK tokens
+        ch = evaluate_configs(
+            model,
+            hw,
+            prec,
+            mode,
+            **lay(dec),
+            b=np.maximum(PREFILL_CHUNK / isl, 1.0),
+            S=isl,
+            phase="prefill",
+            categories=False,
+        )
+        x_p = np.asarray(ch["prefill_tps_gpu"], float)
+        best_t = np.full(len(rows), np.inf)
+        reason = np.zeros(len(rows), dtype=int)
+        bottleneck = np.full(len(rows), "", dtype=object)
+        for o in overlaps:
+            r = evaluate_configs(model, hw, prec, mode, **lay(dec), b=b, S=ctx, overlap=o)
+            t = np.asarray(r["step"], float)
+            t_agg = compiled.evaluate_named(
+                "t_step_aggregated", t_step=t, I=isl, O=osl, b=b, A=1.0, TP_a=dec[:, 1], X_p=x_p
+            )
+            t = np.where(agg, t_agg, t)
+            better = t < best_t
+            best_t = np.where(better, t, best_t)
+            reason = np.where(better | (o == 0), np.asarray(r["reason"], int), reason)
+            bottleneck = np.where(
+                better, np.array(CATEGORIES, dtype=object)[np.asarray(r["bottleneck"], int)], bottleneck
+            )
+        p = evaluate_configs(
+            model, hw, prec, mode, **lay(pre), b=np.ones(len(rows)), S=isl, phase="prefill", categories=False
+        )
+        ttft = np.asarray(p["step"], float)
+        out[f"tpot_{mode}_ms"] = best_t * 1e3
+        out[f"ttft_{mode}_ms"] = np.where(np.asarray(p["feasible"], bool), ttft * 1e3, np.nan)
+        out[f"reason_{mode}"] = reason
+        out[f"bottleneck_{mode}"] = bottleneck
+    return pd.DataFrame(out, index=rows.index)
+
+
+def score_runs(path: str | Path | None = None) -> RunsScore:
+    """Score every run of the file (the bundled one unless ``path``); see the module docstring."""
+    from planner.specs.registry import load_hardware, load_model, model_names
+
+    df = load_runs(path).copy()
+    n = len(df)
+    df["rule"] = ""
+    df["flags"] = ""
+    dup = _duplicates(df)
+    df.loc[dup, "rule"] = "duplicate"
+    relabel = _label_contradicts_id(df) & ~dup
+    df.loc[relabel, "flags"] = "label_contradicts_id"
+    df.loc[relabel, "model_path"] = "deepseek-ai/DeepSeek-R1"
+    lay = _layout_contradicts_id(df) & (df.rule == "")
+    df.loc[lay, "rule"] = "layout_contradicts_id"
+    frac = running_fraction(df)
+    df["running_fraction"] = frac
+    q = (frac < QUEUEING_FRACTION) & (df.rule == "")
+    df.loc[q, "rule"] = "queueing"
+    twin = _twin_speedup(df) & (df.rule == "")
+    df["twin_faster"] = twin
+
+    bundled = set(model_names())
+    models = {}
+    for name in sorted(set(MODELS.values()) & bundled):
+        models[name] = load_model(name)
+    maps = [_map(r, models) for _, r in df.iterrows()]
+    df["status"] = ["" if m.ok else m.reason for m in maps]
+    df["model"] = [m.model for m in maps]
+    df["hardware"] = [m.hardware for m in maps]
+    df["batch_per_rank"] = [m.batch if m.ok else np.nan for m in maps]
+    df["batch_basis"] = [m.batch_basis for m in maps]
+    df["_decode"] = [m.decode for m in maps]
+    df["_prefill"] = [m.prefill for m in maps]
+    df["_batch"] = df["batch_per_rank"]
+    df["_prec"] = [repr(sorted(m.weights.items())) + m.kv for m in maps]
+    cols = [
+        "tpot_bound_ms",
+        "tpot_realistic_ms",
+        "ttft_bound_ms",
+        "ttft_realistic_ms",
+        "reason_bound",
+        "reason_realistic",
+        "bottleneck_bound",
+        "bottleneck_realistic",
+    ]
+    for c in cols:
+        df[c] = (
+            np.nan if not c.startswith(("reason", "bottleneck")) else (0 if c.startswith("reason") else "")
+        )
+    ok = (df.status == "") & (df.rule.isin(["", "queueing"]))
+    hw_cache: dict[str, Any] = {}
+    by_map = {i: m for i, m in zip(df.index, maps, strict=True)}
+    for (model, hw, _), idx in df[ok].groupby(["model", "hardware", "_prec"]).groups.items():
+        if hw not in hw_cache:
+            try:
+                hw_cache[hw] = load_hardware(hw)
+            except SpecError:
+                hw_cache[hw] = None
+        if hw_cache[hw] is None:
+            df.loc[idx, "status"] = f"hardware spec {hw} not bundled"
+            continue
+        m0 = by_map[idx[0]]
+        res = _evaluate_group(models[model], hw_cache[hw], m0.weights, m0.kv, df.loc[idx])
+        for c in cols:
+            df.loc[idx, c] = res[c]
+    # layouts the equations reject
+    bad = ok & (df.status == "") & (df.reason_realistic.astype(int) != 0)
+    df.loc[bad, "status"] = [f"layout rejected: {REASONS[int(c)]}" for c in df.loc[bad, "reason_realistic"]]
+    # bound violations and speculation
+    scoredable = (df.status == "") & (df.rule == "")
+    viol = scoredable & (df.silicon_tpot_ms < df.tpot_bound_ms * (1 - BOUND_SLACK))
+    df["bound_violation"] = viol | (
+        (df.status == "")
+        & (df.rule == "queueing")
+        & (df.silicon_tpot_ms < df.tpot_bound_ms * (1 - BOUND_SLACK))
+    )
+    spec = scoredable & (viol | df.twin_faster)
+    df.loc[spec, "rule"] = "speculation_suspected"
+    df["tpot_ratio"] = df.tpot_realistic_ms / df.silicon_tpot_ms
+    df["ttft_ratio"] = df.ttft_realistic_ms / df.silicon_ttft_ms
+    df["scored"] = (df.status == "") & (df.rule == "")
+    df = df.drop(columns=["_decode", "_prefill", "_batch", "_prec"])
+    return RunsScore(df, _label(path), n)
+
+
+def _stats(d: pd.DataFrame) -> dict[str, Any]:
+    e = (d.tpot_ratio - 1).abs()
+    te = (d.ttft_ratio - 1).abs().dropna()
+    return {
+        "n": int(len(d)),
+        "tpot_median_abs_err": float(e.median()) if len(d) else math.nan,
+        "tpot_p90_abs_err": float(e.quantile(0.9)) if len(d) else math.nan,
+        "tpot_bias": float(d.tpot_ratio.median()) if len(d) else math.nan,
+        "ttft_median_abs_err": float(te.median()) if len(te) else math.nan,
+        "bound_tpot_median_ratio": float((d.tpot_bound_ms / d.silicon_tpot_ms).median())
+        if len(d)
+        else math.nan,
+    }
+
+
+@dataclass
+class RunsScore:
+    """The scored runs: ``rows`` (one per input row, with ``status``, ``rule``, predictions and
+    ratios) and the summary figures."""
+
+    rows: pd.DataFrame
+    source: str
+    rows_total: int
+
+    @property
+    def scored(self) -> pd.DataFrame:
+        return self.rows[self.rows.scored]
+
+    def unmapped_by_reason(self) -> dict[str, int]:
+        r = self.rows[~self.rows.scored]
+        why = np.where(r.rule != "", "cleaning: " + r.rule, r.status)
+        return {k: int(v) for k, v in pd.Series(why).value_counts().items()}
+
+    def groups(self) -> list[dict[str, Any]]:
+        out = []
+        s = self.scored
+        for (hw, model, backend, mode), d in s.groupby(["hardware", "model", "backend", "mode"]):
+            viol = self.rows[
+                (self.rows.hardware == hw)
+                & (self.rows.model == model)
+                & (self.rows.backend == backend)
+                & (self.rows["mode"] == mode)
+                & self.rows.bound_violation
+            ]
+            out.append(
+                {
+                    "system": hw,
+                    "model": model,
+                    "stack": backend,
+                    "serving": "aggregated" if mode == "agg" else "disaggregated",
+                    **_stats(d),
+                    "bound_violations": int(len(viol)),
+                }
+            )
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        s = _stats(self.scored)
+        v = self.rows[self.rows.bound_violation]
+        return {
+            "rows_total": self.rows_total,
+            "rows_scored": int(self.rows.scored.sum()),
+            "rows_unmapped_by_reason": self.unmapped_by_reason(),
+            "tpot_median_abs_err": s["tpot_median_abs_err"],
+            "tpot_p90_abs_err": s["tpot_p90_abs_err"],
+            "tpot_bias": s["tpot_bias"],
+            "ttft_median_abs_err": s["ttft_median_abs_err"],
+            "bound_violations": int(len(v)),
+            "bound_violations_flagged": int(v.twin_faster.sum() + (v.rule == "queueing").sum()),
+            "groups": self.groups(),
+        }
+
+    def by_system(self) -> list[dict[str, Any]]:
+        return [{"system": hw, **_stats(d)} for hw, d in self.scored.groupby("hardware")]
+
+    def violations(self) -> pd.DataFrame:
+        v = self.rows[self.rows.bound_violation]
+        return v[
+            [
+                "id",
+                "hardware",
+                "model",
+                "backend",
+                "mode",
+                "silicon_tpot_ms",
+                "tpot_bound_ms",
+                "twin_faster",
+                "rule",
+            ]
+        ]
+
+    def per_row(self) -> pd.DataFrame:
+        """One row per input row, for ``--out``."""
+        cols = [
+            "id",
+            "model_path",
+            "system",
+            "backend",
+            "backend_version",
+            "mode",
+            "isl",
+            "osl",
+            "concurrency",
+            "model",
+            "hardware",
+            "batch_per_rank",
+            "batch_basis",
+            "running_fraction",
+            "silicon_tpot_ms",
+            "tpot_bound_ms",
+            "tpot_realistic_ms",
+            "tpot_ratio",
+            "bottleneck_realistic",
+            "silicon_ttft_ms",
+            "ttft_realistic_ms",
+            "ttft_ratio",
+            "bound_violation",
+            "twin_faster",
+            "scored",
+            "rule",
+            "status",
+            "flags",
+        ]
+        return self.rows[[c for c in cols if c in self.rows.columns]]

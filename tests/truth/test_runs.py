@@ -1,0 +1,168 @@
+"""Measured runs (planner.truth.runs): each cleaning rule on a small hand-made CSV, the
+accounting of the bundled file, and the ``validate --runs`` command line."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from planner.cli import main
+from planner.errors import SpecError
+from planner.truth.runs import REQUIRED, load_runs, running_fraction, score_runs
+
+SUMMARY_KEYS = {"rows_total", "rows_scored", "rows_unmapped_by_reason", "tpot_median_abs_err",
+                "tpot_p90_abs_err", "tpot_bias", "ttft_median_abs_err", "bound_violations",
+                "bound_violations_flagged", "groups"}
+
+#: an aggregated DeepSeek-R1 run on 8 x H200 (TRT-LLM, FP8, TP8 EP8, 16 sequences), numbers made up
+BASE = dict(
+    id="dsr1_h200_trtllm_fp8_agg_1024x1024_c16_tp8_ep8_1", silicon_data_source="hand-made",
+    backend="trtllm", backend_version="1.0", model_path="deepseek-ai/DeepSeek-R1", system="h200_sxm",
+    precision="fp8", mode="agg", isl=1024, osl=1024, gemm_quant_mode="fp8", moe_quant_mode="fp8",
+    batch_size=16, tp_size=8, pp_size=1, attention_dp_size=1, moe_tp_size=1, moe_ep_size=8,
+    silicon_ttft_ms=600.0, silicon_tpot_ms=20.0, concurrency=16,
+)
+
+
+def _csv(tmp_path, rows: list[dict]) -> str:
+    full = [{c: None for c in REQUIRED} | BASE | r for r in rows]
+    path = tmp_path / "runs.csv"
+    pd.DataFrame(full).to_csv(path, index=False)
+    return str(path)
+
+
+def _by_id(score) -> pd.DataFrame:
+    return score.rows.set_index("id")
+
+
+def test_duplicate_rows_are_dropped_and_counted(tmp_path):
+    path = _csv(tmp_path, [
+        {},
+        {"id": "copy_of_first"},                                             # same run, another id
+        {"id": "dsr1_h200_v3_label", "model_path": "deepseek-ai/DeepSeek-V3"},  # V3 label on an R1 run
+        {"id": "dsr1_h200_v3_own", "model_path": "deepseek-ai/DeepSeek-V3", "silicon_tpot_ms": 21.0},
+    ])
+    s = score_runs(path)
+    r = _by_id(s)
+    assert r.loc["copy_of_first", "rule"] == "duplicate"
+    assert r.loc["dsr1_h200_v3_label", "rule"] == "duplicate"
+    assert r.loc[BASE["id"], "rule"] == ""
+    # not a duplicate (another TPOT), but its id names DeepSeek-R1: scored, flagged, as DeepSeek-R1
+    assert r.loc["dsr1_h200_v3_own", "flags"] == "label_contradicts_id"
+    assert r.loc["dsr1_h200_v3_own", "model"] == "deepseek-r1"
+    assert s.summary()["rows_unmapped_by_reason"]["cleaning: duplicate"] == 2
+
+
+def test_queueing_from_the_rows_own_numbers(tmp_path):
+    # OSL 128, TPOT 20 ms: 127 x 20 ms = 2.54 s decoding per request; with TTFT 10 s the share of
+    # the concurrency decoding is 2.54 / 12.54 = 0.20 < 0.5: queueing.  TTFT 1 s: 2.54 / 3.54 = 0.72.
+    path = _csv(tmp_path, [
+        {"id": "queued", "osl": 128, "silicon_ttft_ms": 10_000.0},
+        {"id": "fine", "osl": 128, "silicon_ttft_ms": 1_000.0},
+    ])
+    s = score_runs(path)
+    r = _by_id(s)
+    assert r.loc["queued", "running_fraction"] == pytest.approx(2540 / 12540)
+    assert r.loc["queued", "rule"] == "queueing"
+    assert r.loc["fine", "rule"] == ""
+    assert not r.loc["queued", "scored"] and r.loc["fine", "scored"]
+
+
+def test_running_fraction_by_hand():
+    df = pd.DataFrame({"osl": [1001.0], "silicon_tpot_ms": [10.0], "silicon_ttft_ms": [10_000.0]})
+    assert float(running_fraction(df).iloc[0]) == pytest.approx(0.5)  # 1000 x 10 ms vs 10 s
+
+
+def test_layout_that_contradicts_its_id(tmp_path):
+    # the id says TP8 EP8 (8 GPUs); tp_size records 8 x 8 = 64
+    path = _csv(tmp_path, [{"id": "x_tp8_ep8_7", "tp_size": 64, "moe_tp_size": 8, "moe_ep_size": 8},
+                           {"id": "y_tp8_ep8_8"}])
+    r = _by_id(score_runs(path))
+    assert r.loc["x_tp8_ep8_7", "rule"] == "layout_contradicts_id"
+    assert r.loc["y_tp8_ep8_8", "rule"] == ""
+
+
+def test_faster_than_the_bound_is_listed_as_speculation(tmp_path):
+    # 0.1 ms per token: 8 x H200 cannot even read the attention weights of one layer that fast
+    # (the normal row runs 32 sequences: not a twin of the fast one, which would flag it too)
+    path = _csv(tmp_path, [{"id": "too_fast", "silicon_tpot_ms": 0.1, "silicon_ttft_ms": 10.0},
+                           {"id": "normal", "batch_size": 32, "concurrency": 32}])
+    s = score_runs(path)
+    r = _by_id(s)
+    assert r.loc["too_fast", "bound_violation"]
+    assert r.loc["too_fast", "rule"] == "speculation_suspected"
+    assert list(s.violations().id) == ["too_fast"]
+    summary = s.summary()
+    assert summary["bound_violations"] == 1 and summary["bound_violations_flagged"] == 0
+    assert not r.loc["normal", "bound_violation"] and r.loc["normal", "scored"]
+
+
+def test_a_much_faster_twin_is_flagged(tmp_path):
+    # the same configuration measured with two builds: 20 ms and 12 ms (1.67x > 1.3x)
+    path = _csv(tmp_path, [{"id": "slow_build", "backend_version": "1.0"},
+                           {"id": "fast_build", "backend_version": "1.1", "silicon_tpot_ms": 12.0}])
+    r = _by_id(score_runs(path))
+    assert r.loc["fast_build", "twin_faster"] and r.loc["fast_build", "rule"] == "speculation_suspected"
+    assert r.loc["slow_build", "rule"] == ""
+
+
+def test_bound_is_below_realistic_and_unmapped_rows_say_why(tmp_path):
+    path = _csv(tmp_path, [{}, {"id": "glm", "model_path": "zhipuai/GLM-5"},
+                           {"id": "odd_layout", "moe_tp_size": 2, "moe_ep_size": 8},
+                           {"id": "other", "model_path": "some/unknown-model"}])
+    s = score_runs(path)
+    r = _by_id(s)
+    base = r.loc[BASE["id"]]
+    assert 0 < base.tpot_bound_ms <= base.tpot_realistic_ms
+    assert base.tpot_ratio == pytest.approx(base.tpot_realistic_ms / 20.0)
+    assert r.loc["glm", "status"].startswith("architecture not modelled")
+    assert r.loc["odd_layout", "status"].startswith("layout inconsistent")
+    assert r.loc["other", "status"] == "model not bundled"
+    summary = s.summary()
+    assert set(summary) == SUMMARY_KEYS
+    assert summary["rows_scored"] + sum(summary["rows_unmapped_by_reason"].values()) == summary["rows_total"]
+
+
+def test_bundled_file_accounts_for_every_row():
+    s = score_runs()
+    summary = s.summary()
+    assert summary["rows_total"] == 4407
+    assert summary["rows_scored"] + sum(summary["rows_unmapped_by_reason"].values()) == 4407
+    assert summary["rows_unmapped_by_reason"]["cleaning: duplicate"] > 0
+    assert summary["rows_scored"] > 1000
+    for g in summary["groups"]:
+        assert g["n"] > 0 and g["tpot_bias"] > 0
+
+
+def test_missing_column_is_one_line(tmp_path):
+    path = tmp_path / "bad.csv"
+    pd.DataFrame([BASE]).drop(columns=["moe_ep_size"]).to_csv(path, index=False)
+    with pytest.raises(SpecError, match="missing .*moe_ep_size"):
+        load_runs(path)
+
+
+def test_cli_runs_json_and_out(tmp_path, capsys):
+    path = _csv(tmp_path, [{}, {"id": "copy"}])
+    out = tmp_path / "rows.csv"
+    assert main(["validate", "--runs", path, "--json", "--out", str(out)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == SUMMARY_KEYS
+    assert doc["rows_total"] == 2 and doc["rows_scored"] == 1
+    rows = pd.read_csv(out)
+    assert len(rows) == 2 and {"tpot_realistic_ms", "tpot_bound_ms", "rule", "status"} <= set(rows.columns)
+
+
+def test_cli_runs_table(tmp_path, capsys):
+    assert main(["validate", "--runs", _csv(tmp_path, [{}])]) == 0
+    text = capsys.readouterr().out
+    assert "hgx-h200" in text and "deepseek-r1" in text and "rows not scored" in text
+
+
+@pytest.mark.parametrize("argv", [["validate", "--runs", "/nonexistent/runs.csv"],
+                                  ["validate", "--out", "x.csv"]])
+def test_cli_runs_bad_input(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
