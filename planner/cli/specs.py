@@ -134,8 +134,9 @@ def hardware_summary(h: Hardware) -> str:
 def model_summary(m: Model) -> str:
     shared = f" + {m.E_s} shared" if m.E_s else ""
     formats = sorted(set(m.precision.values()), key=lambda f: (f == "bf16", f))
+    ffn = f"dense FFN {m.f_d}" if m.is_dense else f"{m.E} experts top-{m.k}{shared}"
     return (f"{m.total_params / 1e9:.0f}B total / {m.active_params / 1e9:.1f}B active, "
-            f"{m.attention.upper()}, {m.E} experts top-{m.k}{shared}, weights {'/'.join(formats)}")
+            f"{m.attention.upper()}, {ffn}, weights {'/'.join(formats)}")
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -247,6 +248,8 @@ def _model_table(m: Model) -> list[str]:
     moe = f"{m.E} routed, top-{m.k}" + (f", + {m.E_s} shared" if m.E_s else "") + f", expert FFN {m.f_e}"
     if m.routing_groups:
         moe += f", {m.max_groups} of {m.routing_groups} groups per token"
+    if m.is_dense:
+        moe = "none (dense model)"
     arch = [
         ("architecture", m.architecture, ""),
         ("hidden size", f"{m.d}", ""),

@@ -105,11 +105,15 @@ class Precisions:
 def resolve_precisions(model: Model, hw: Hardware, weights: str | None = None,
                        kv: str | None = None, overrides: dict[str, str] | None = None) -> Precisions:
     """Model defaults, with ``weights`` replacing the routed-expert format, ``kv`` the KV
-    format and ``overrides`` any class.  FP4 formats need FP4 tensor cores only for speed."""
+    format and ``overrides`` any class.  FP4 formats need FP4 tensor cores only for speed.
+    A dense model has no routed experts: there ``weights`` sets the dense-FFN format, the
+    tensors that take the experts' place."""
     prec = dict(model.precision)
     if weights is not None:
         get_precision(weights, "<input>", "weights")
         prec["routed_experts"] = weights
+        if model.is_dense:
+            prec["dense_ffn"] = weights
     for cls, name in (overrides or {}).items():
         if cls not in prec:
             raise SpecError("<input>", "precision", f"a tensor class among {', '.join(prec)}, got {cls!r}")
@@ -199,10 +203,13 @@ def _layout_checks(model: Model, hw: Hardware, G: Any, TP_a: Any, EP: Any, TP_e:
     heads_ok = model.h % TP_a == 0
     if model.attention == "gqa":
         heads_ok &= (model.h_kv % TP_a == 0) | (TP_a % model.h_kv == 0)
+    # a dense model has no experts to spread: EP is 1 and the "MoE TP" is the attention TP (the
+    # dense FFN splits with attention), so the instance is G / TP_a replicas of one TP group
+    moe_split = ((11, (EP != 1) | (TP_e != TP_a)) if model.is_dense else (3, EP * TP_e != G))
     return [
         (1, G % TP_a != 0),
         (2, ~heads_ok),
-        (3, EP * TP_e != G),
+        moe_split,
         (4, E_slots % EP != 0),
         (5, (E_slots < model.E) | (E_slots > 2 * model.E)),
         (6, model.f_e % TP_e != 0),
@@ -240,6 +247,7 @@ REASONS = {
     8: "weights do not fit in HBM",
     9: "the KV cache does not fit in memory at this batch and context",
     10: "context exceeds the model's maximum",
+    11: "a dense model has no experts: EP must be 1 and MoE TP equal to attention TP",
 }
 
 
@@ -390,6 +398,10 @@ def _layout(model: Model, gpus: int, tp_attn: int | None, ep: int | None, tp_moe
                       ("expert_slots", expert_slots)):
         if val is not None and (isinstance(val, bool) or not isinstance(val, int | np.integer) or val < 1):
             raise SpecError("<input>", name, f"a positive integer, got {val!r}")
+    if model.is_dense:
+        # no experts: one tensor-parallel group over the instance unless told otherwise, EP 1
+        tp_attn = tp_attn or tp_moe or gpus
+        return gpus, tp_attn, ep or 1, tp_moe or tp_attn, expert_slots or 1
     tp_attn = tp_attn or 1
     if ep is None and tp_moe is None:
         ep, tp_moe = gpus, 1
@@ -421,6 +433,8 @@ def _single(model: Model | str, hardware: Hardware | str, phase: str, *, gpus: i
     f = {k: float(np.asarray(v)) for k, v in out.items()}
     code = int(f["reason"])
     terms = {k: f[k] for k in compiled.TERM_NAMES}
+    if model.is_dense:  # terms of MoE layers, which a dense model has none of (n_moe = 0)
+        terms.update(dict.fromkeys(_MOE_ONLY_TERMS, 0.0))
     cats = {c: f["cat." + c] for c in CATEGORIES}
     bottleneck = CATEGORIES[int(f["bottleneck"])]
     if code == 9:
@@ -444,6 +458,10 @@ def _single(model: Model | str, hardware: Hardware | str, phase: str, *, gpus: i
                       memory=memory, feasible=code == 0, reason=REASONS.get(code, ""))
 
 
+#: Per-layer terms that exist only in MoE layers (reported as 0 for a dense model).
+_MOE_ONLY_TERMS = ("experts", "shared_experts", "dispatch", "combine", "allreduce_moe", "layer_moe")
+
+
 def decode_step(model: Model | str, hardware: Hardware | str, *, gpus: int, batch: float,
                 context: float, tp_attn: int | None = None, ep: int | None = None,
                 tp_moe: int | None = None, expert_slots: int | None = None,
@@ -453,8 +471,9 @@ def decode_step(model: Model | str, hardware: Hardware | str, *, gpus: int, batc
     """One decode step of ``batch`` concurrent sequences on a ``gpus``-GPU instance.
 
     ``context`` is the mean KV length.  Layout defaults: attention TP 1 (DP attention on every
-    GPU), EP over all GPUs, the fewest redundant expert slots that EP divides.  ``weights``
-    replaces the routed-expert storage format (e.g. ``"nvfp4"``), ``kv`` the KV-cache format.
+    GPU), EP over all GPUs, the fewest redundant expert slots that EP divides; for a dense model
+    (no experts) attention TP over all GPUs and EP 1.  ``weights`` replaces the routed-expert
+    storage format (e.g. ``"nvfp4"``; a dense model's FFN format), ``kv`` the KV-cache format.
     ``mtp``: draft tokens (int) or ``{"draft_tokens": n, "acceptance_rate": a}``.
     """
     return _single(model, hardware, "decode", gpus=gpus, batch=batch, length=context,

@@ -71,7 +71,7 @@ def prefill_candidates(model: Model, hw: Hardware, space: SearchSpace, isl: floa
     frames = []
     for weights in precision_options(model, hw, space.weights):
         prec = resolve_precisions(model, hw, weights, space.kv)
-        for o in overlap_options(space.overlap):
+        for o in overlap_options(space.overlap, model):
             G, TPa, EPv, TPe, slots = (lay[c].values[:, None].astype(float)
                                        for c in ("gpus", "tp_attn", "ep", "tp_moe", "expert_slots"))
             lo = np.log(TPa / G)

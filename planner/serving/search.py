@@ -56,10 +56,17 @@ def instance_sizes(model: Model, hw: Hardware, gpus: int | None = None,
 
 def layouts(model: Model, hw: Hardware, gpus: int | None = None, max_gpus: int | None = None,
             tp_attn: int | None = None, ep: int | None = None, tp_moe: int | None = None) -> pd.DataFrame:
-    """Every structurally valid layout (G, TP_a, EP, TP_e, expert slots) for these specs."""
+    """Every structurally valid layout (G, TP_a, EP, TP_e, expert slots) for these specs.
+
+    A dense model has no experts: EP = 1 and TP_e = TP_a (the only MoE split the layout checks
+    accept), so its layouts differ by G and TP_a alone."""
     rows = []
     for G in instance_sizes(model, hw, gpus, max_gpus):
         tps = [tp_attn] if tp_attn else [t for t in _pow2_upto(min(G, hw.domain_size))]
+        if model.is_dense:
+            rows += [(G, TPa, 1, TPa, 1) for TPa in tps
+                     if (ep is None or ep == 1) and (tp_moe is None or tp_moe == TPa)]
+            continue
         tpes = [tp_moe] if tp_moe else [t for t in _pow2_upto(min(G, hw.domain_size))]
         for TPa, TPe in itertools.product(tps, tpes):
             if G % TPe:
@@ -83,10 +90,11 @@ def layouts(model: Model, hw: Hardware, gpus: int | None = None, max_gpus: int |
 
 def precision_options(model: Model, hw: Hardware, weights: str | None = None) -> list[str]:
     """Routed-expert formats worth trying: the model's own, NVFP4 where the hardware has FP4
-    tensor cores, and FP8 (what Hopper multiplies fastest); or exactly ``weights``."""
+    tensor cores, and FP8 (what Hopper multiplies fastest); or exactly ``weights``.  For a dense
+    model the same choice applies to its dense FFN (see :func:`resolve_precisions`)."""
     if weights is not None:
         return [weights]
-    opts = [model.precision["routed_experts"]]
+    opts = [model.precision["dense_ffn" if model.is_dense else "routed_experts"]]
     if "fp4" in hw.flops and "nvfp4" not in opts:
         opts.append("nvfp4")
     if "fp8" not in opts:
@@ -105,9 +113,11 @@ def mtp_options(model: Model, mtp: Any) -> list[Speculation]:
     return [resolve_speculation(model, mtp)]
 
 
-def overlap_options(overlap: Any) -> list[int]:
+def overlap_options(overlap: Any, model: Model | None = None) -> list[int]:
+    """Two-micro-batch overlap off and on (``"auto"``); only off for a dense model, which has no
+    MoE layer whose communication it could hide."""
     if overlap is None or overlap == "auto":
-        return [0, 1]
+        return [0] if model is not None and model.is_dense else [0, 1]
     return [int(bool(overlap))]
 
 
@@ -137,7 +147,7 @@ def decode_candidates(model: Model, hw: Hardware, space: SearchSpace, context: f
     for weights in precision_options(model, hw, space.weights):
         prec = resolve_precisions(model, hw, weights, space.kv)
         for spec in mtp_options(model, space.mtp):
-            for o in overlap_options(space.overlap):
+            for o in overlap_options(space.overlap, model):
                 frames.append(_grid_one(model, hw, prec, spec, o, lay, context, mode,
                                         space.kv_offload, per_octave))
     df = pd.concat(frames, ignore_index=True)

@@ -1,7 +1,8 @@
 """Hugging Face ``config.json`` -> :class:`~planner.specs.model.Model`.
 
 Reads the architecture fields and the ``quantization_config`` block of a checkpoint's
-``config.json`` (a file, or a directory holding one) for the MoE families the planner models:
+``config.json`` (a file, or a directory holding one) for the MoE families the planner models,
+and the dense ones (``llama``, ``qwen3``: every layer a dense FFN, no experts):
 
 ==============  ===========================================  ===================================
 model_type      architectures                                examples
@@ -12,14 +13,18 @@ deepseek_v2     DeepseekV2ForCausalLM                        DeepSeek-V2, DeepSe
 qwen3_moe       Qwen3MoeForCausalLM                          Qwen3-235B-A22B, Qwen3-30B-A3B
 gpt_oss         GptOssForCausalLM                            gpt-oss-120b, gpt-oss-20b
 mixtral         MixtralForCausalLM                           Mixtral-8x7B, Mixtral-8x22B
+minimax_m2      MiniMaxM2ForCausalLM                         MiniMax-M2, MiniMax-M2.1, MiniMax-M2.5
+llama           LlamaForCausalLM                             Llama-3.1-8B, Llama-3.1-70B (dense)
+qwen3           Qwen3ForCausalLM                             Qwen3-32B, Qwen3-8B (dense)
 ==============  ===========================================  ===================================
 
 Storage precision per tensor class (``planner.specs.precision``):
 
 * no ``quantization_config``: every class at ``torch_dtype`` (``bfloat16`` -> bf16, ``float16``
   -> fp16; a ``float32`` checkpoint is planned as bf16, since nobody serves FP32);
-* ``quant_method: fp8`` (DeepSeek-V3 style E4M3 with 128x128 block scales): fp8 for every
-  linear layer (attention, dense FFN and shared experts, routed experts), bf16 embeddings;
+* ``quant_method: fp8`` (DeepSeek-V3 style E4M3 with 128x128 block scales; ``fmt`` e4m3 or
+  float8_e4m3fn): fp8 for every linear layer (attention, dense FFN and shared experts, routed
+  experts), bf16 embeddings;
 * ``quant_method: compressed-tensors``: each class takes the scheme of the ``config_groups``
   entry whose ``targets`` match its modules, unless the ``ignore`` list names them (Kimi K2
   Thinking: INT4 symmetric group 32 on the routed experts only -> ``int4_g32``);
@@ -48,7 +53,8 @@ from planner.specs.precision import TENSOR_CLASSES
 from planner.specs.reading import Fields, read_text
 
 #: model_type -> Model.architecture
-MODEL_TYPES = ("deepseek_v3", "kimi_k2", "deepseek_v2", "qwen3_moe", "gpt_oss", "mixtral")
+MODEL_TYPES = ("deepseek_v3", "kimi_k2", "deepseek_v2", "qwen3_moe", "gpt_oss", "mixtral",
+               "minimax_m2", "llama", "qwen3")
 #: ``architectures[0]`` -> model_type, used only when ``model_type`` is absent
 ARCH_CLASSES = {
     "DeepseekV3ForCausalLM": "deepseek_v3",
@@ -56,8 +62,13 @@ ARCH_CLASSES = {
     "Qwen3MoeForCausalLM": "qwen3_moe",
     "GptOssForCausalLM": "gpt_oss",
     "MixtralForCausalLM": "mixtral",
+    "MiniMaxM2ForCausalLM": "minimax_m2",
+    "LlamaForCausalLM": "llama",
+    "Qwen3ForCausalLM": "qwen3",
 }
 _MLA = ("deepseek_v3", "kimi_k2", "deepseek_v2")
+#: dense families: GQA attention and one dense FFN per layer, no experts
+_DENSE = ("llama", "qwen3")
 _DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16"}
 _GATE_UP_DOWN = ("gate_proj", "up_proj", "down_proj")
 #: NVIDIA ModelOpt ``quant_algo`` -> storage format (W4A16_NVFP4 stores the same bytes as NVFP4)
@@ -120,7 +131,7 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
     if kw["k"] > kw["E"]:
         raise SpecError(label, f.path(_key(f, "num_experts_per_tok", "experts_per_token")),
                         f"at most the number of routed experts ({kw['E']}), got {kw['k']}")
-    if kw["n_Ld"] >= n_L:
+    if kw["n_Ld"] >= n_L and arch not in _DENSE:
         raise SpecError(label, f.path("first_k_dense_replace" if arch in _MLA else "mlp_only_layers"),
                         f"fewer dense layers than num_hidden_layers ({n_L}), got {kw['n_Ld']}")
     if kw["n_Ld"] and not kw["f_d"]:
@@ -129,7 +140,8 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
     base, base_note = _base_dtype(top, f)
     kw["precision"], quant = _precision(top, f, arch, kw, base)
     kw["kv_precision"] = "bf16"
-    shape = ("MLA" if arch in _MLA else "GQA") + f", {kw['E']} experts top-{kw['k']}"
+    shape = ("MLA" if arch in _MLA else "GQA") + (f", dense FFN {kw['f_d']}" if arch in _DENSE
+                                                  else f", {kw['E']} experts top-{kw['k']}")
     if kw["E_s"]:
         shape += f" + {kw['E_s']} shared"
     kw["description"] = f"{name} ({arch}, {shape}; weights {quant}{base_note}), from a HF config.json"
@@ -197,7 +209,8 @@ def _deepseek(f: Fields, kw: dict[str, Any]) -> None:
 
 
 def _gqa(f: Fields, arch: str, kw: dict[str, Any]) -> None:
-    """Qwen3-MoE, gpt-oss, Mixtral: grouped-query attention and a routed-only MoE FFN."""
+    """Qwen3-MoE, gpt-oss, Mixtral, MiniMax-M2: grouped-query attention and a routed-only MoE FFN;
+    Llama and Qwen3 (dense): the same attention and one dense FFN per layer."""
     n_L, h = kw["n_L"], kw["h"]
     kw["attention"] = "gqa"
     kw["h_kv"] = f.integer("num_key_value_heads", required=False, default=h)
@@ -226,20 +239,52 @@ def _gqa(f: Fields, arch: str, kw: dict[str, Any]) -> None:
         if f.has("shared_expert_intermediate_size"):
             raise SpecError(f.label, f.path("shared_expert_intermediate_size"),
                             "no shared expert (qwen3_moe has none; Qwen2-MoE is not supported)")
+    elif arch in _DENSE:
+        # every layer's MLP is one dense FFN (gate, up, down); no router, no expert weights
+        kw["n_Ld"], kw["f_d"] = n_L, f.integer("intermediate_size")
+        kw["E"], kw["f_e"] = 1, 0
+        if f.boolean("mlp_bias", default=False):
+            raise SpecError(f.label, f.path("mlp_bias"), "false (biases on the dense FFN are not modelled)")
     else:
         kw["E"] = f.integer("num_local_experts")
         kw["f_e"] = f.integer("intermediate_size")
         kw["n_Ld"], kw["f_d"] = 0, 0
         kw["expert_bias"] = arch == "gpt_oss"  # gpt-oss experts and router carry biases
-    kw["k"] = f.integer(_key(f, "num_experts_per_tok", "experts_per_token"))
+        if arch == "minimax_m2":
+            _minimax_m2(f, n_L)
+    kw["k"] = 1 if arch in _DENSE else f.integer(_key(f, "num_experts_per_tok", "experts_per_token"))
     kw["E_s"] = 0
     kw["sliding_window"], kw["sliding_layers"] = _sliding(f, arch, n_L)
 
 
+def _minimax_m2(f: Fields, n_L: int) -> None:
+    """MiniMax-M2 keeps Mixtral's field names; reject the variants the planner cannot represent.
+
+    ``attn_type_list`` marks each layer's attention (1: softmax, 0: the lightning/linear attention
+    of MiniMax-Text-01 and M1); ``shared_intermediate_size`` > 0 would add a shared expert of its
+    own width.  ``num_mtp_modules`` is not read: the published M2, M2.5 and M2.7 checkpoints hold
+    no MTP weights.  Partial RoPE (``rotary_dim``) changes no weight; the QK-norm and routing-bias
+    vectors (7,424 values per layer) are too small to count.
+    """
+    types = f.raw("attn_type_list", required=False, default=[1] * n_L)
+    if not isinstance(types, list) or len(types) != n_L or any(t != 1 for t in types):
+        got = (f"{len(types)} entries, values {sorted(set(map(repr, types)))}" if isinstance(types, list)
+               else repr(types))
+        raise SpecError(f.label, f.path("attn_type_list"),
+                        f"a list of {n_L} ones (softmax attention in every layer; linear-attention "
+                        f"layers are not modelled), got {got}")
+    shared = f.integer("shared_intermediate_size", required=False, default=0, minimum=0)
+    if shared:
+        raise SpecError(f.label, f.path("shared_intermediate_size"),
+                        f"0 (a shared expert of its own width is not modelled), got {shared}")
+
+
 def _sliding(f: Fields, arch: str, n_L: int) -> tuple[int, int]:
     """(window in tokens, number of layers that use it)."""
+    if arch == "llama":
+        return 0, 0  # LlamaForCausalLM attends to the full context (a sliding_window key is unused)
     window = f.integer("sliding_window", required=False, default=0, minimum=0)
-    if arch == "qwen3_moe" and not f.boolean("use_sliding_window", default=False):
+    if arch in ("qwen3_moe", "qwen3") and not f.boolean("use_sliding_window", default=False):
         return 0, 0
     if not window:
         return 0, 0
@@ -250,7 +295,7 @@ def _sliding(f: Fields, arch: str, n_L: int) -> tuple[int, int]:
         return window, sum(1 for t in types if t == "sliding_attention")
     if arch == "gpt_oss":
         return window, (n_L + 1) // 2  # even layers (0, 2, ...) use the window
-    if arch == "qwen3_moe":
+    if arch in ("qwen3_moe", "qwen3"):
         first = f.integer("max_window_layers", required=False, default=0, minimum=0)
         return window, max(0, n_L - first)  # layers >= max_window_layers slide
     return window, n_L  # mixtral: every layer
@@ -284,8 +329,9 @@ def _module_names(arch: str, kw: dict[str, Any]) -> dict[str, list[str]]:
         routed = {
             "qwen3_moe": [f"mlp.experts.0.{p}" for p in _GATE_UP_DOWN],
             "mixtral": [f"block_sparse_moe.experts.0.{w}" for w in ("w1", "w2", "w3")],
+            "minimax_m2": [f"block_sparse_moe.experts.0.{w}" for w in ("w1", "w2", "w3")],
             "gpt_oss": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"],
-        }[arch]
+        }.get(arch, [])  # dense families: no experts
     names = {
         "attention": [f"model.layers.{i}.self_attn.{p}" for i in range(n_L) for p in attn],
         "routed_experts": [f"model.layers.{i}.{p}" for i in moe_layers for p in routed],
@@ -309,7 +355,7 @@ def _precision(top: Fields, f: Fields, arch: str, kw: dict[str, Any],
     linear = ("attention", "dense_ffn", "routed_experts")
     if method == "fp8":
         fmt = q.text("fmt", required=False, default="e4m3")
-        if fmt != "e4m3":
+        if fmt not in ("e4m3", "float8_e4m3fn"):  # DeepSeek writes the short name, MiniMax torch's
             raise SpecError(q.label, q.path("fmt"), f"e4m3 (the planner's fp8 format), got {fmt!r}")
         skip = _not_converted(q, "modules_to_not_convert")
         choose = {c: (lambda n: None if skip(n) else "fp8") for c in linear}

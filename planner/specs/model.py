@@ -13,6 +13,9 @@ Parameter accounting (``physics.md`` section 1 notation):
 * ``active_params`` counts the weights a token multiplies: attention, dense FFN, ``k`` routed +
   ``E_s`` shared experts, router, LM head; it excludes the input embedding (a table lookup,
   not a matmul).  DeepSeek's "37B" includes both tables (36.7B); ours is 0.9B lower by design.
+* A dense model (Llama, Qwen3 dense) has ``n_Ld = n_L``: every layer a dense FFN of ``f_d``, no
+  routed or shared expert and no router.  It is stored with ``E = k = 1`` and ``f_e = 0`` (no
+  expert weights), so the MoE terms of the step model vanish with ``n_L - n_Ld = 0``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from planner.errors import SpecError
 from planner.specs.precision import TENSOR_CLASSES, get_precision, kv_bytes
 from planner.specs.reading import Fields, read_yaml
 
-ARCHITECTURES = ("deepseek_v3", "deepseek_v2", "kimi_k2", "qwen3_moe", "gpt_oss", "mixtral")
+ARCHITECTURES = ("deepseek_v3", "deepseek_v2", "kimi_k2", "qwen3_moe", "gpt_oss", "mixtral",
+                 "minimax_m2", "llama", "qwen3")
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,11 @@ class Model:
     @property
     def n_moe(self) -> int:
         return self.n_L - self.n_Ld
+
+    @property
+    def is_dense(self) -> bool:
+        """No MoE layer: every layer has a dense FFN (expert parallelism does not apply)."""
+        return self.n_moe == 0
 
     @property
     def attn_params(self) -> int:
@@ -221,16 +230,11 @@ def parse_model(doc: dict[str, Any], label: str) -> Model:
         if kw["h"] % kw["h_kv"]:
             raise SpecError(label, "attention.kv_heads", f"a divisor of heads ({kw['h']})")
     a.done()
-    m = f.sub("moe")
-    kw["E"] = m.integer("routed_experts")
-    kw["k"] = m.integer("experts_per_token")
-    kw["E_s"] = m.integer("shared_experts", minimum=0)
-    kw["f_e"] = m.integer("expert_intermediate_size")
-    kw["f_d"] = m.integer("dense_intermediate_size", required=False, default=0, minimum=0)
-    kw["max_groups"] = m.integer("max_groups_per_token", required=False, default=0, minimum=0)
-    kw["routing_groups"] = m.integer("routing_groups", required=False, default=0, minimum=0)
-    kw["expert_bias"] = m.boolean("expert_bias")
-    m.done()
+    m = f.sub("moe", required=False)
+    if m is None:
+        _parse_dense(f, kw, label)
+    else:
+        _parse_moe(f, m, kw, label)
     kw["mtp_layers"] = f.integer("mtp_layers", required=False, default=0, minimum=0)
     mtp = f.sub("mtp", required=False)
     if mtp is not None:
@@ -252,11 +256,40 @@ def parse_model(doc: dict[str, Any], label: str) -> Model:
         raise SpecError(label, "moe.experts_per_token", f"at most routed_experts ({kw['E']})")
     if kw["n_Ld"] >= kw["n_L"] and kw["E"] > 1:
         raise SpecError(label, "dense_layers", f"fewer than layers ({kw['n_L']})")
+    if kw["n_Ld"] > kw["n_L"]:
+        raise SpecError(label, "dense_layers", f"at most layers ({kw['n_L']})")
     if kw["n_Ld"] and not kw["f_d"]:
         raise SpecError(label, "moe.dense_intermediate_size", "a size, since dense_layers > 0")
     if kw.get("sliding_layers", 0) > kw["n_L"]:
         raise SpecError(label, "attention.sliding_layers", f"at most layers ({kw['n_L']})")
     return Model(**kw, path=str(label))
+
+
+def _parse_moe(f: Fields, m: Fields, kw: dict[str, Any], label: str) -> None:
+    """The ``moe:`` block of a MoE model."""
+    if "intermediate_size" in f.doc:
+        raise SpecError(label, "intermediate_size", "no top-level value in a MoE model (its dense "
+                        "FFN size is moe.dense_intermediate_size)")
+    kw["E"] = m.integer("routed_experts")
+    kw["k"] = m.integer("experts_per_token")
+    kw["E_s"] = m.integer("shared_experts", minimum=0)
+    kw["f_e"] = m.integer("expert_intermediate_size")
+    kw["f_d"] = m.integer("dense_intermediate_size", required=False, default=0, minimum=0)
+    kw["max_groups"] = m.integer("max_groups_per_token", required=False, default=0, minimum=0)
+    kw["routing_groups"] = m.integer("routing_groups", required=False, default=0, minimum=0)
+    kw["expert_bias"] = m.boolean("expert_bias")
+    m.done()
+
+
+def _parse_dense(f: Fields, kw: dict[str, Any], label: str) -> None:
+    """A dense model (no ``moe:`` block): ``dense_layers`` equals ``layers`` and the top-level
+    ``intermediate_size`` is every layer's FFN; no experts (E = k = 1, f_e = 0: no expert weights)."""
+    if kw["n_Ld"] != kw["n_L"]:
+        raise SpecError(label, "dense_layers",
+                        f"equal to layers ({kw['n_L']}) in a dense model (one without a moe: block), "
+                        f"got {kw['n_Ld']}")
+    kw["f_d"] = f.integer("intermediate_size")
+    kw["E"], kw["k"], kw["E_s"], kw["f_e"] = 1, 1, 0, 0
 
 
 def load_model_file(path: Path | str) -> Model:

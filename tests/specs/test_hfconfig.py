@@ -16,7 +16,8 @@ from planner.specs.hfconfig import load_hf_config
 from planner.specs.registry import load_model
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-FIXTURES = ["deepseek-v3", "kimi-k2-thinking", "qwen3-235b-a22b", "gpt-oss-120b", "mixtral-8x7b"]
+FIXTURES = ["deepseek-v3", "kimi-k2-thinking", "qwen3-235b-a22b", "gpt-oss-120b", "mixtral-8x7b",
+            "minimax-m2.5", "llama-3.1-8b", "llama-3.1-70b", "qwen3-32b"]
 
 
 def fixture(name: str) -> dict:
@@ -121,6 +122,72 @@ def test_mixtral_head_dim_default():
     assert m.kv_bytes_per_token() == 2 * 8 * 128 * 32 * 2  # 131,072 B
 
 
+def test_minimax_m2_fields(tmp_path):
+    m = load_hf_config(DATA / "minimax-m2.5")
+    assert m.architecture == "minimax_m2" and m.attention == "gqa"
+    assert (m.E, m.k, m.E_s, m.n_Ld, m.f_e) == (256, 8, 0, 0, 1536)  # num_local_experts, intermediate_size
+    assert m.mtp_layers == 0  # num_mtp_modules 3 is not read: the checkpoint has no MTP weights
+    # FP8 block scheme with fmt "float8_e4m3fn"; modules_to_not_convert names gate and lm_head
+    assert m.precision == {"routed_experts": "fp8", "attention": "fp8", "dense_ffn": "bf16",
+                           "embeddings": "bf16"}
+    assert m.kv_bytes_per_token() == 2 * 8 * 128 * 62 * 2 == 253_952
+    assert m.max_context == 196608
+    cfg = fixture("minimax-m2.5")
+    del cfg["model_type"]  # architectures alone decide
+    assert load_hf_config(write(tmp_path, cfg)).architecture == "minimax_m2"
+    cfg = fixture("minimax-m2.5")
+    cfg["attn_type_list"][0] = 0  # a lightning-attention layer (MiniMax-Text-01 / M1 style)
+    with pytest.raises(SpecError, match=r"attn_type_list: a list of 62 ones .*values \['0', '1'\]"):
+        load_hf_config(write(tmp_path, cfg))
+    cfg = fixture("minimax-m2.5")
+    cfg["shared_intermediate_size"] = 1536
+    with pytest.raises(SpecError, match="shared_intermediate_size: 0"):
+        load_hf_config(write(tmp_path, cfg))
+
+
+@pytest.mark.parametrize(("name", "arch"), [("llama-3.1-8b", "llama"), ("llama-3.1-70b", "llama"),
+                                            ("qwen3-32b", "qwen3")])
+def test_dense_fields(name, arch, tmp_path):
+    m = load_hf_config(DATA / name)
+    assert m.architecture == arch and m.is_dense
+    # every layer a dense FFN of intermediate_size; no router, no expert weights
+    assert (m.n_Ld, m.f_d) == (m.n_L, fixture(name)["intermediate_size"])
+    assert (m.E, m.k, m.E_s, m.f_e) == (1, 1, 0, 0)
+    assert m.class_params()["routed_experts"] == 0 and m.router_params == 0
+    cfg = fixture(name)
+    del cfg["model_type"]  # architectures alone decide
+    assert load_hf_config(write(tmp_path, cfg)).architecture == arch
+
+
+def test_llama_fields(tmp_path):
+    m = load_hf_config(DATA / "llama-3.1-8b")
+    assert m.d_head == 128  # no head_dim key: hidden_size / heads = 4096 / 32
+    assert m.kv_bytes_per_token() == 2 * 8 * 128 * 32 * 2 == 131_072
+    # 32 x (41,943,040 + 176,160,768 + 8,192) + 2 x 128,256 x 4,096 + 4,096
+    assert m.total_params == 8_030_261_248
+    assert m.max_context == 131072  # rope_scaling llama3, factor 8 on 8192
+    cfg = fixture("llama-3.1-8b")
+    cfg["sliding_window"] = 8192  # some Llama fine-tunes carry the key; LlamaForCausalLM ignores it
+    assert load_hf_config(write(tmp_path, cfg)).sliding_layers == 0
+    cfg["mlp_bias"] = True
+    with pytest.raises(SpecError, match="mlp_bias: false"):
+        load_hf_config(write(tmp_path, cfg))
+
+
+def test_qwen3_dense_fields(tmp_path):
+    m = load_hf_config(DATA / "qwen3-32b")
+    assert m.max_context == 40960  # the config's value (the bundled YAML uses the advertised 128K)
+    assert m.kv_bytes_per_token() == 2 * 8 * 128 * 64 * 2 == 262_144
+    assert not m.qkv_bias and m.sliding_layers == 0  # attention_bias false, use_sliding_window false
+    cfg = fixture("qwen3-32b")  # as Qwen's -FP8 release: E4M3 with 128x128 block scales
+    cfg["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                                  "weight_block_size": [128, 128]}
+    fp8 = load_hf_config(write(tmp_path, cfg))
+    # no routed experts to quantize: that class has no parameters and stays at torch_dtype
+    assert fp8.precision == {"routed_experts": "bf16", "attention": "fp8", "dense_ffn": "fp8",
+                             "embeddings": "bf16"}
+
+
 def test_text_config_nesting(tmp_path):
     inner = fixture("kimi-k2-thinking")
     quant = inner.pop("quantization_config")
@@ -158,10 +225,11 @@ def _edit(name, fn):
 
 
 BAD = [
-    ("unsupported-architecture", _edit("mixtral-8x7b", lambda c: c.update(model_type="llama")),
-     "model_type: one of deepseek_v3, kimi_k2, deepseek_v2, qwen3_moe, gpt_oss, mixtral; got 'llama'"),
+    ("unsupported-architecture", _edit("mixtral-8x7b", lambda c: c.update(model_type="gemma3")),
+     "model_type: one of deepseek_v3, kimi_k2, deepseek_v2, qwen3_moe, gpt_oss, mixtral, minimax_m2, "
+     "llama, qwen3; got 'gemma3'"),
     ("unknown-architectures", _edit("mixtral-8x7b", lambda c: (c.pop("model_type"),
-                                                               c.update(architectures=["LlamaForCausalLM"]))),
+                                                               c.update(architectures=["Gemma3ForCausalLM"]))),
      "architectures: one of DeepseekV3ForCausalLM"),
     ("missing-key", _edit("deepseek-v3", lambda c: c.pop("kv_lora_rank")),
      "kv_lora_rank: a value (the field is missing)"),

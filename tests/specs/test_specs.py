@@ -98,6 +98,17 @@ PUBLISHED = [
     ("gpt-oss-120b", 117e9, 5.1e9),       # gpt-oss README "117B parameters with 5.1B active"
     ("mixtral-8x7b", 46.7e9, 12.9e9),     # Mistral: 46.7B total, 12.9B per token
     ("deepseek-v2-lite", 15.7e9, 2.4e9),  # DeepSeek-V2 paper App. B.1: 15.7B / 2.4B
+    # MiniMax-M2 series report (arXiv 2605.26494): 229.9B total, 9.8B activated per token; the 9.8B
+    # leaves out the LM head, which ours counts: + V d = 200,064 x 3072 = 0.61B (README: "230B / 10B")
+    ("minimax-m2.5", 229.9e9, 9.8e9 + 200_064 * 3072),
+    # Dense models: every weight is active, but ours leaves out the input embedding (a lookup), so
+    # the expected active count is the published total less V d.
+    # Llama-3.1-8B-Instruct model page, safetensors "8.03B params" (8,030,261,248); V d = 128,256 x 4,096
+    ("llama-3.1-8b", 8.03e9, 8.03e9 - 128_256 * 4096),
+    # Llama-3.1-70B model page, safetensors "70.6B params"; V d = 128,256 x 8,192
+    ("llama-3.1-70b", 70.6e9, 70.6e9 - 128_256 * 8192),
+    # Qwen3-32B model card (README, Model Overview): "Number of Parameters: 32.8B"; V d = 151,936 x 5,120
+    ("qwen3-32b", 32.8e9, 32.8e9 - 151_936 * 5120),
 ]
 
 
@@ -134,6 +145,83 @@ def test_gqa_kv_cache_bf16():
     assert load_model("qwen3-235b-a22b").kv_bytes_per_token() == 2 * 4 * 128 * 94 * 2 == 192_512
     assert load_model("mixtral-8x7b").kv_bytes_per_token() == 2 * 8 * 128 * 32 * 2 == 131_072
     assert load_model("gpt-oss-120b").kv_bytes_per_token() == 2 * 8 * 64 * 36 * 2 == 73_728
+
+
+# ---- dense models (no experts) ------------------------------------------------------------------
+DENSE = ["llama-3.1-8b", "llama-3.1-70b", "qwen3-32b"]
+
+
+def test_dense_parameter_arithmetic():
+    m = load_model("llama-3.1-70b")  # config.json: d 8192, 80 layers, 64 / 8 heads of 128, FFN 28672
+    assert m.is_dense and (m.n_Ld, m.n_moe) == (80, 0)
+    attn = 8192 * 64 * 128 + 2 * 8192 * 8 * 128 + 64 * 128 * 8192  # q + k + v + o = 150,994,944
+    ffn = 3 * 8192 * 28672  # gate, up, down = 704,643,072
+    assert m.attn_params == attn and m.dense_ffn_params == ffn
+    # 80 layers x (attention + FFN + 2 norms) + input embedding + LM head + final norm
+    assert m.total_params == 80 * (attn + ffn + 2 * 8192) + 2 * 128_256 * 8192 + 8192 == 70_553_706_496
+    assert m.class_params()["routed_experts"] == 0 and m.router_params == 0 and m.mtp_params == 0
+    assert m.kv_bytes_per_token() == 2 * 8 * 128 * 80 * 2 == 327_680
+
+
+@pytest.mark.parametrize("name", DENSE)
+def test_dense_decode_step_has_no_expert_or_all_to_all_time(name):
+    from planner.physics.step import decode_step
+
+    m, hw = load_model(name), load_hardware("hgx-h200")
+    r = decode_step(m, hw, gpus=8, batch=64, context=2048)
+    assert r.feasible, r.reason
+    # no experts: EP 1, one expert slot, the "MoE TP" is the attention TP (all 8 GPUs by default)
+    assert (r.config["ep"], r.config["tp_attn"], r.config["tp_moe"], r.config["expert_slots"]) == (1, 8, 8, 1)
+    for term in ("experts", "shared_experts", "dispatch", "combine", "allreduce_moe", "layer_moe"):
+        assert r.terms[term] == 0.0, term
+    assert r.categories["scale_out"] == 0.0  # no all-to-all; TP stays inside the NVLink domain
+    # the step is n_L dense layers + the LM head + the fixed cost, nothing else
+    expected = m.n_L * r.terms["layer_dense"] + r.terms["lm_head"] + hw.efficiency.step_overhead
+    assert math.isclose(r.step_time, expected, rel_tol=1e-12)
+    # the same in bound mode, where every dispatch and combine is computed (and is 0 with EP = 1)
+    b = decode_step(m, hw, gpus=8, batch=64, context=2048, mode="bound")
+    assert b.terms["dispatch"] == b.terms["combine"] == 0.0
+    assert math.isclose(b.step_time, m.n_L * b.terms["layer_dense"] + b.terms["lm_head"], rel_tol=1e-12)
+
+
+def test_dense_weight_bytes_hand_check():
+    from planner.physics.step import decode_step
+
+    m, hw = load_model("llama-3.1-8b"), load_hardware("hgx-h200")
+    total = 2 * m.total_params  # BF16: 2 B per parameter
+    assert sum(m.weight_bytes().values()) == total == 16_060_522_496
+    r = decode_step(m, hw, gpus=8, batch=1, context=2048, mode="bound")
+    norms = 2 * (2 * 4096 * 32 + 4096)  # RMSNorm vectors, 532,480 B: not in the step model's weight terms
+    # held: every weight tensor split over the 8 TP ranks
+    assert math.isclose(8 * r.memory["weights"], total - norms, rel_tol=1e-12)
+    assert math.isclose(8 * r.memory["weights"], total, rel_tol=1e-4)
+    # read per step (bound mode, one sequence: every projection is memory-bound): each weight once,
+    # except the input embedding, a table lookup
+    read = 8 * r.categories["hbm_weights"] * hw.hbm_bandwidth
+    assert math.isclose(read, total - norms - 2 * 128_256 * 4096, rel_tol=1e-9)
+
+
+def test_dense_frontier_uses_no_expert_parallelism():
+    from planner.serving.frontiers import frontier
+
+    df = frontier("qwen3-32b", "hgx-h200", gpus=8, serving="aggregated")
+    assert len(df) and set(df.ep) == {1} and set(df.expert_slots) == {1}
+    assert (df.tp_moe == df.tp_attn).all() and not df.overlap.any()
+
+
+def test_dense_yaml_form(tmp_path):
+    doc = bundled_doc("planner.model_specs", "llama-3.1-8b")
+    assert "moe" not in doc and doc["dense_layers"] == doc["layers"]
+    doc["dense_layers"] = 31
+    path = tmp_path / "dense.yaml"
+    path.write_text(dump(doc))
+    with pytest.raises(SpecError, match="dense_layers: equal to layers .32. in a dense model"):
+        load_model(str(path))
+    doc = bundled_doc("planner.model_specs", "llama-3.1-8b")
+    del doc["intermediate_size"]
+    path.write_text(dump(doc))
+    with pytest.raises(SpecError, match="intermediate_size: a value"):
+        load_model(str(path))
 
 
 @pytest.mark.parametrize(("fmt", "bits"), [
@@ -358,6 +446,10 @@ BAD = [
     ("model-precision", _model(_set("precision.routed_experts", "fp6")), "model",
      "precision.routed_experts: expected one of bf16"),
     ("model-top-k", _model(_set("moe.experts_per_token", 9)), "model", "moe.experts_per_token: at most"),
+    ("model-no-moe-block", _model(_del("moe")), "model",
+     "dense_layers: equal to layers (32) in a dense model (one without a moe: block), got 0"),
+    ("model-top-level-ffn", _model(_set("intermediate_size", 14336)), "model",
+     "intermediate_size: no top-level value in a MoE model"),
 ]
 
 
