@@ -8,6 +8,7 @@ Public API (imported lazily, so ``import planner`` stays cheap)::
     size, power_budget, cost_target, fleet_capacity           # procurement sizing
     plot_frontiers, plot_sizing                                # plots
     validate, calibrate, sensitivity, uncertainty              # modules: scorecards, fits, bands
+    score_runs                                                 # measured runs at their layouts
 
 The package is layered (``docs/architecture.md``): ``specs`` -> ``physics`` -> ``serving`` ->
 ``economics`` and ``truth`` -> ``cli``; each layer imports only the ones before it.
@@ -40,6 +41,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     # modules of the truth layer, by their short names (``planner.validate.scorecard()``)
     "validate": ("truth.validate", None), "calibrate": ("truth.calibrate", None),
     "sensitivity": ("truth.sensitivity", None), "uncertainty": ("truth.uncertainty", None),
+    "score_runs": ("truth.runs", "score_runs"),
 }
 
 __all__ = ["SpecError", *_LAZY]

@@ -9,10 +9,11 @@ For each run the decode step is evaluated at the run's own layout (worker GPUs =
 DP, attention TP x DP, MoE TP x EP, the batch per attention-DP rank, context ISL + OSL/2, the
 precision of its quant-mode columns) in ``bound`` mode (datasheet peaks, no overheads, the
 faster of overlap on and off: no run without speculative decoding may beat it) and
-``realistic`` mode; aggregated runs stretch each step by the chunked prefill the same GPUs carry
-(:data:`planner.physics.serving_eq.t_step_aggregated`).  Predicted TTFT is the prefill pass of
-one request at the run's prefill layout (aggregated: its only layout); queueing, scheduling and
-the KV hand-off are not in it.
+``realistic`` mode; in realistic mode aggregated runs stretch each step by the chunked prefill
+the same GPUs carry (:data:`planner.physics.serving_eq.t_step_aggregated`), while the bound is
+the decode step alone (interleaved prefill can only add to a step).  Predicted TTFT is the
+prefill pass of one request at the run's prefill layout (aggregated: its only layout);
+queueing, scheduling and the KV hand-off are not in it.
 
 Cleaning rules live here, each named and counted in the output, never a silent drop:
 
@@ -222,8 +223,8 @@ def _layout(model: Any, tp: Any, dp: Any, mtp: Any, mep: Any) -> tuple[tuple[flo
     if tp is None or tp < 1:
         return None, "layout not recorded"
     G = tp * dp
-    if model.E <= 1:  # dense: no expert parallelism, the FFN sharded like attention
-        return (G, tp, 1.0, G), ""
+    if model.is_dense:  # no expert parallelism; the FFN sharded like attention
+        return (G, tp, 1.0, tp), ""
     if not mtp or not mep:
         return None, "MoE layout not recorded (moe_tp_size or moe_ep_size missing or 0)"
     if mtp * mep != G:
@@ -352,7 +353,8 @@ def _evaluate_group(
             t_agg = compiled.evaluate_named(
                 "t_step_aggregated", t_step=t, I=isl, O=osl, b=b, A=1.0, TP_a=dec[:, 1], X_p=x_p
             )
-            t = np.where(agg, t_agg, t)
+            if mode == "realistic":  # the bound is the decode step alone: prefill can only add
+                t = np.where(agg, t_agg, t)
             better = t < best_t
             best_t = np.where(better, t, best_t)
             reason = np.where(better | (o == 0), np.asarray(r["reason"], int), reason)
