@@ -245,10 +245,12 @@ def register(sub: Any) -> None:
         epilog="examples:\n  moe-planner validate\n  moe-planner validate --json\n"
         "  moe-planner validate --runs                  # the 4,407 bundled measured runs\n"
         "  moe-planner validate --runs my_runs.csv --json --out rows.csv\n\n"
-        "--runs scores measured serving runs (TTFT and TPOT at a stated layout) at each run's exact "
-        "layout, bound and realistic mode; FILE is any CSV with the columns of "
-        "planner/truth/data/measured_runs.csv (see measured_runs.md there).  Errors are fractions "
-        "(0.12 = 12%); tpot_bias is the median predicted / measured TPOT.")
+        "--runs scores measured serving runs (TTFT and TPOT at a stated layout) at each run's exact\n"
+        "layout, in bound and realistic mode; FILE is any CSV with the columns of\n"
+        "planner/truth/data/measured_runs.csv (see measured_runs.md there).  Errors are fractions\n"
+        "(0.12 = 12%); tpot_bias is the median predicted / measured TPOT.  With --runs the exit\n"
+        "status is 0 unless the input is bad: runs faster than the bound are listed (speculative\n"
+        "decoding is suspected; the file does not record it), not treated as failures.")
     v.add_argument("--json", action="store_true", help="print the scorecard as JSON")
     v.add_argument("--runs", nargs="?", const=True, default=None, metavar="FILE",
                    help="score measured serving runs instead of the published points (default FILE: "
