@@ -162,6 +162,17 @@ def _serving_columns(hw: Hardware, wl: Workload, serving: str, metric: str, X_d:
     return out
 
 
+def chunked_prefill_rate(model: Model, hw: Hardware, prec: Any, mode: str, *, G: Any, TP_a: Any, EP: Any,
+                         TP_e: Any, E_slots: Any, isl: Any, overlap: Any = 0) -> np.ndarray:
+    """Prompt tokens/s per GPU of the chunked prefill an aggregated step carries: one pass of
+    ``PREFILL_CHUNK`` prompt tokens per attention rank (at least one prompt) on the decode
+    layout; NaN where that pass does not fit.  Every argument may be an array."""
+    out = evaluate_configs(model, hw, prec, mode, G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots,
+                           b=np.maximum(PREFILL_CHUNK / np.asarray(isl, float), 1.0), S=isl, overlap=overlap,
+                           phase="prefill", categories=False)
+    return np.where(np.asarray(out["feasible"], bool), np.asarray(out["prefill_tps_gpu"], float), np.nan)
+
+
 def _aggregate(model: Model, hw: Hardware, dec: pd.DataFrame, space: SearchSpace, wl: Workload,
                mode: str) -> pd.DataFrame:
     """Stretch each decode point by the chunked prefill its GPUs also carry (same layout)."""
@@ -170,14 +181,12 @@ def _aggregate(model: Model, hw: Hardware, dec: pd.DataFrame, space: SearchSpace
     for key in dec.groupby(keys, sort=False).groups:
         G, TPa, EPv, TPe, slots, weights, kv, o = key
         prec = resolve_precisions(model, hw, weights, kv)
-        b_chunk = max(PREFILL_CHUNK / wl.isl, 1.0)
-        out = evaluate_configs(model, hw, prec, mode, G=G, TP_a=TPa, EP=EPv, TP_e=TPe,
-                               E_slots=slots, b=b_chunk, S=wl.isl, overlap=int(o), phase="prefill")
-        rates[key] = float(out["prefill_tps_gpu"]) if bool(out["feasible"]) else np.nan
+        rates[key] = float(chunked_prefill_rate(model, hw, prec, mode, G=G, TP_a=TPa, EP=EPv, TP_e=TPe,
+                                                E_slots=slots, isl=wl.isl, overlap=int(o)))
     X_p = np.array([rates[tuple(r)] for r in dec[keys].itertuples(index=False)])
     b_rank = dec.batch_per_gpu.values * dec.tp_attn.values
     t_agg = compiled.evaluate_named("t_step_aggregated", t_step=dec.step_s.values, I=wl.isl, O=wl.osl,
-                         b=b_rank, A=dec.tokens_per_step.values, TP_a=dec.tp_attn.values, X_p=X_p)
+                                    b=b_rank, A=dec.tokens_per_step.values, TP_a=dec.tp_attn.values, X_p=X_p)
     A = dec.tokens_per_step.values
     out = dec.assign(
         prefill_tps_per_gpu=X_p, step_s=t_agg, tps_per_user=A / t_agg,

@@ -56,7 +56,7 @@ import pandas as pd
 from planner.errors import SpecError
 from planner.physics import compiled
 from planner.physics.step import CATEGORIES, REASONS, default_slots, evaluate_configs, resolve_precisions
-from planner.serving.frontiers import PREFILL_CHUNK
+from planner.serving.frontiers import chunked_prefill_rate
 
 #: Columns a runs CSV must have (the bundled file's, see measured_runs.md).
 REQUIRED = (
@@ -319,7 +319,7 @@ def _evaluate_group(
     )
     dec = np.array(rows["_decode"].tolist(), dtype=float)
     pre = np.array(rows["_prefill"].tolist(), dtype=float)
-    b = rows["_batch"].to_numpy(dtype=float)
+    b = rows["batch_per_rank"].to_numpy(dtype=float)
     isl, osl = rows.isl.to_numpy(float), rows.osl.to_numpy(float)
     ctx = isl + osl / 2.0
     agg = (rows["mode"] == "agg").to_numpy()
@@ -331,36 +331,26 @@ def _evaluate_group(
 
     for mode in ("bound", "realistic"):
         overlaps = (0, 1) if mode == "bound" else (0,)
-        # chunked prefill carried by aggregated steps: rate of one chunk of PREFILL_CHUNK tokens
-        ch = evaluate_configs(
-            model,
-            hw,
-            prec,
-            mode,
-            **lay(dec),
-            b=np.maximum(PREFILL_CHUNK / isl, 1.0),
-            S=isl,
-            phase="prefill",
-            categories=False,
-        )
-        x_p = np.asarray(ch["prefill_tps_gpu"], float)
         best_t = np.full(len(rows), np.inf)
         reason = np.zeros(len(rows), dtype=int)
         bottleneck = np.full(len(rows), "", dtype=object)
         for o in overlaps:
             r = evaluate_configs(model, hw, prec, mode, **lay(dec), b=b, S=ctx, overlap=o)
             t = np.asarray(r["step"], float)
-            t_agg = compiled.evaluate_named(
-                "t_step_aggregated", t_step=t, I=isl, O=osl, b=b, A=1.0, TP_a=dec[:, 1], X_p=x_p
-            )
-            if mode == "realistic":  # the bound is the decode step alone: prefill can only add
-                t = np.where(agg, t_agg, t)
             better = t < best_t
             best_t = np.where(better, t, best_t)
             reason = np.where(better | (o == 0), np.asarray(r["reason"], int), reason)
             bottleneck = np.where(
                 better, np.array(CATEGORIES, dtype=object)[np.asarray(r["bottleneck"], int)], bottleneck
             )
+        if mode == "realistic" and agg.any():
+            # aggregated steps carry the chunked prefill of the same GPUs; the bound is the decode
+            # step alone (interleaved prefill can only add to a step)
+            x_p = chunked_prefill_rate(model, hw, prec, mode, **lay(dec), isl=isl)
+            t_agg = compiled.evaluate_named(
+                "t_step_aggregated", t_step=best_t, I=isl, O=osl, b=b, A=1.0, TP_a=dec[:, 1], X_p=x_p
+            )
+            best_t = np.where(agg, t_agg, best_t)
         p = evaluate_configs(
             model, hw, prec, mode, **lay(pre), b=np.ones(len(rows)), S=isl, phase="prefill", categories=False
         )
@@ -406,7 +396,6 @@ def score_runs(path: str | Path | None = None) -> RunsScore:
     df["batch_basis"] = [m.batch_basis for m in maps]
     df["_decode"] = [m.decode for m in maps]
     df["_prefill"] = [m.prefill for m in maps]
-    df["_batch"] = df["batch_per_rank"]
     df["_prec"] = [repr(sorted(m.weights.items())) + m.kv for m in maps]
     cols = [
         "tpot_bound_ms",
@@ -454,7 +443,7 @@ def score_runs(path: str | Path | None = None) -> RunsScore:
     df["tpot_ratio"] = df.tpot_realistic_ms / df.silicon_tpot_ms
     df["ttft_ratio"] = df.ttft_realistic_ms / df.silicon_ttft_ms
     df["scored"] = (df.status == "") & (df.rule == "")
-    df = df.drop(columns=["_decode", "_prefill", "_batch", "_prec"])
+    df = df.drop(columns=["_decode", "_prefill", "_prec"])
     return RunsScore(df, _label(path), n)
 
 
@@ -526,7 +515,7 @@ class RunsScore:
             "tpot_bias": s["tpot_bias"],
             "ttft_median_abs_err": s["ttft_median_abs_err"],
             "bound_violations": int(len(v)),
-            "bound_violations_flagged": int(v.twin_faster.sum() + (v.rule == "queueing").sum()),
+            "bound_violations_flagged": int((v.twin_faster | (v.rule == "queueing")).sum()),
             "groups": self.groups(),
         }
 

@@ -57,7 +57,7 @@ from planner.physics.step import (
     resolve_precisions,
     resolve_speculation,
 )
-from planner.serving.frontiers import PREFILL_CHUNK
+from planner.serving.frontiers import chunked_prefill_rate
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
 from planner.specs.reading import Fields, parse_yaml, read_yaml
@@ -332,11 +332,11 @@ def _decode_eval(s: _Setup, point: Point, mode: str, spec: Speculation, batch: f
 def _aggregated_prefill_rate(s: _Setup, point: Point, mode: str) -> float | None:
     if point.serving != "aggregated":
         return None
-    b_chunk = max(PREFILL_CHUNK / point.isl, 1.0)
-    out = _prefill_rate(s, point, mode, b_chunk, point.isl)
-    if not bool(out["feasible"]):
+    x_p = float(chunked_prefill_rate(s.model, s.hw, s.prec, mode, **s.layout, isl=point.isl,
+                                     overlap=int(point.overlap)))
+    if math.isnan(x_p):
         raise SpecError(point.id, "prefill", "a feasible chunked prefill on the point's layout")
-    return float(out["prefill_tps_gpu"])
+    return x_p
 
 
 def _at_batch(s: _Setup, point: Point, mode: str, batch: float, basis: str, x_p: float | None) -> Prediction:
