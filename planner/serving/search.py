@@ -220,9 +220,15 @@ def row_inputs(model: Model, hw: Hardware, row: Any, context: float
                ) -> tuple[Precisions, dict[str, Any]]:
     """The precisions and :func:`evaluate_configs` keywords (all but ``b``) of a candidate row."""
     prec = resolve_precisions(model, hw, row["weights"], row["kv"])
+    drafts = int(row["mtp"])
+    # the candidate's own tokens per step: rebuilding speculation from the draft count alone
+    # would replace a given acceptance with the model's default
+    A = row.get("tokens_per_step") if hasattr(row, "get") else None
+    spec = (Speculation(drafts=drafts, mean_acceptance_length=float(A))
+            if drafts and A is not None and np.isfinite(A) else resolve_speculation(model, drafts))
     kw = dict(G=float(row["gpus"]), TP_a=float(row["tp_attn"]), EP=float(row["ep"]),
               TP_e=float(row["tp_moe"]), E_slots=float(row["expert_slots"]), S=context,
-              spec=resolve_speculation(model, int(row["mtp"])), overlap=int(row["overlap"]),
+              spec=spec, overlap=int(row["overlap"]),
               kv_offload=int(row["kv_offload"]))
     return prec, kw
 
