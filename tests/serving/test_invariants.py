@@ -92,7 +92,7 @@ def test_more_resource_never_lowers_frontier(case, resource, factor):
 
 @pytest.mark.parametrize(("old", "new"), [
     ('"8 TB/s"', '"8000 GB/s"'),
-    ('"186 GB"', '"186000 MB"'),
+    ('"189471 MiB"', '"185.0302734375 GiB"'),
     ('"900 GB/s"', '"7200 Gb/s"'),
     ('"10 PFLOP/s"', '"10000 TFLOP/s"'),
 ])

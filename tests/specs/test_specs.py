@@ -260,9 +260,11 @@ def test_show_gb200_json(capsys):
     d = json.loads(out)
     assert d["kind"] == "hardware"
     assert d["gpus"] == 72 and d["scale_up_domain"] == 72  # one 72-GPU NVLink domain
-    assert math.isclose(d["hbm_capacity_total"], 13.4e12, rel_tol=0.01)  # 72 x 186 GB = 13.392 TB
-    # "up to 30 TB fast memory" (NVIDIA): 72 x (186 GB HBM + 240 GB LPDDR5X share) = 30.67 TB
-    assert math.isclose(d["fast_memory_total"], 30e12, rel_tol=0.03)
+    # 72 x 189471 MiB (as nvidia-smi reports the "186 GB" part) = 14.305 TB
+    assert math.isclose(d["hbm_capacity_total"], 72 * 189471 * 2**20, rel_tol=1e-12)
+    # NVIDIA's "up to 30 TB fast memory" adds label gigabytes, 72 x (186 + 240 GB LPDDR5X share)
+    # = 30.67 TB; in bytes the HBM is 189471 MiB, so 72 x (198.67 + 240) GB = 31.58 TB
+    assert math.isclose(d["fast_memory_total"], 72 * (189471 * 2**20 + 240e9), rel_tol=1e-12)
     assert d["su_bandwidth"] == 900e9  # "1.8 TB/s" NVLink 5 is bidirectional: 900 GB/s per direction
     assert d["flops"]["fp4"] == 10e15  # 20 PF sparse / 2
     assert d["hbm_bandwidth"] == 8e12
@@ -272,8 +274,8 @@ def test_show_h200_json(capsys):
     rc, out, _ = run_cli(capsys, "specs", "show", "hgx-h200", "--json")
     d = json.loads(out)
     assert rc == 0
-    assert d["scale_up_domain"] == 8 and d["hbm_capacity"] == 141e9
-    assert d["hbm_capacity_total"] == 8 * 141e9  # 1,128 GB per HGX H200
+    assert d["scale_up_domain"] == 8 and d["hbm_capacity"] == 143771 * 2**20
+    assert d["hbm_capacity_total"] == 8 * 143771 * 2**20  # 1,206 GB per HGX H200
     assert d["su_bandwidth"] == 450e9  # "900GB/s" NVLink 4, bidirectional
 
 
@@ -282,7 +284,7 @@ def test_show_h200_json_subprocess():
                           capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     d = json.loads(proc.stdout)
-    assert d["scale_up_domain"] == 8 and d["hbm_capacity"] == 141e9
+    assert d["scale_up_domain"] == 8 and d["hbm_capacity"] == 143771 * 2**20
 
 
 def test_show_model_json(capsys):
@@ -299,10 +301,10 @@ def test_show_model_json(capsys):
 def test_show_hardware_table(capsys):
     rc, out, _ = run_cli(capsys, "specs", "show", "hgx-h200")
     assert rc == 0
-    assert "141 GB" in out and "4.8 TB/s" in out and "989 TFLOP/s" in out
+    assert "151 GB" in out and "4.8 TB/s" in out and "989 TFLOP/s" in out
     assert "450 GB/s per direction" in out
     assert "MLCommons inference v4.1" in out  # a source is shown beside its value
-    assert "1.13 TB" in out  # HBM total, derived: 8 x 141 GB
+    assert "1.21 TB" in out  # HBM total, derived: 8 x 143771 MiB
 
 
 def test_show_model_table(capsys):
@@ -317,7 +319,7 @@ def test_show_yaml_path(tmp_path, capsys):
     path = tmp_path / "my-system.yaml"
     path.write_text(bundled_text("planner.hardware_specs", "hgx-h200"))
     rc, out, _ = run_cli(capsys, "specs", "show", str(path), "--json")
-    assert rc == 0 and json.loads(out)["hbm_capacity"] == 141e9
+    assert rc == 0 and json.loads(out)["hbm_capacity"] == 143771 * 2**20
     mpath = tmp_path / "my-model.yaml"
     mpath.write_text(bundled_text("planner.model_specs", "mixtral-8x7b"))
     rc, out, _ = run_cli(capsys, "specs", "show", str(mpath), "--json")
@@ -337,8 +339,8 @@ def test_list(capsys):
     assert rc == 0
     lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
     assert set(lines) == set(hardware_names()) | set(model_names())
-    assert "72 GPUs/domain, 186 GB HBM @ 8 TB/s, fp4 10 PFLOP/s" in lines["gb200-nvl72"]
-    assert "8 GPUs/domain, 141 GB HBM @ 4.8 TB/s, fp8 1.98 PFLOP/s" in lines["hgx-h200"]
+    assert "72 GPUs/domain, 199 GB HBM @ 8 TB/s, fp4 10 PFLOP/s" in lines["gb200-nvl72"]
+    assert "8 GPUs/domain, 151 GB HBM @ 4.8 TB/s, fp8 1.98 PFLOP/s" in lines["hgx-h200"]
     assert "1026B total / 31.7B active, MLA, 384 experts top-8" in lines["kimi-k2-thinking"]
     assert out.index("gb200-nvl72") < out.index("kimi-k2")  # hardware first, then models
 
