@@ -249,17 +249,50 @@ t_dispatch = a2a_time(b_disp)
 t_combine = a2a_time(b_comb)
 
 
-def allreduce_time(m: sp.Expr, n: sp.Expr, alpha: sp.Expr = a_su) -> sp.Expr:
-    """Ring all-reduce of m bytes over n GPUs on the scale-up domain:
-    ``2 (n-1)/n m / (eta_su B_su) + 2 (n-1) a_su`` (Thakur et al. 2005); 0 when n = 1.
-    ``alpha`` is the latency per step (``a_su``; 0 for the bandwidth part alone)."""
-    return 2 * (n - 1) / n * m / (eta_su * B_su) + 2 * (n - 1) * alpha
+def _ar_split(n: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """(GPUs per scale-up domain, domains) of an n-GPU all-reduce group: n_in = min(n, N_su),
+    n_out = n / n_in (1 inside one domain)."""
+    n_in = _min(n, N_su)
+    return n_in, n / n_in
 
 
-#: Attention-output all-reduce over TP_a (b s_q tokens x d x b_a bytes).
-t_ar_attn = allreduce_time(b * s_q * d * b_a, TP_a)
-#: Expert-output all-reduce over TP_e (the T_e tokens of the rank).
-t_ar_moe = allreduce_time(T_e * d * b_a, TP_e)
+def allreduce_bandwidth(m: sp.Expr, n: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """Bandwidth parts (scale-up, scale-out) of an all-reduce of m bytes over n GPUs  [s].
+
+    Inside each domain a reduce-scatter and an all-gather over n_in GPUs move
+    ``2 (n_in - 1)/n_in m`` bytes per GPU (Thakur, Rabenseifner and Gropp 2005); between the
+    n_out domains each GPU all-reduces its ``m / n_in`` shard over scale-out:
+    ``2 (n_out - 1)/n_out (m / n_in)`` bytes (the hierarchical all-reduce NCCL runs across
+    nodes).  Inside one domain the second part is 0."""
+    n_in, n_out = _ar_split(n)
+    t_su = 2 * (n_in - 1) / n_in * m / (eta_su * B_su)
+    t_so = 2 * (n_out - 1) / n_out * (m / n_in) / (eta_so * B_so)
+    return t_su, t_so
+
+
+def allreduce_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
+    """All-reduce of m bytes over n GPUs  [s]; 0 when n = 1.
+
+    Bandwidth: :func:`allreduce_bandwidth`.  Latency: inside a domain the two-shot kernel of
+    NVLink systems (one reduce-scatter pass, one all-gather pass, each GPU writing to all peers
+    at once: ``2 a_su``; TensorRT-LLM's custom all-reduce TWOSHOT strategy, and NCCL's NVLS
+    algorithm on NVSwitch), not the ``2 (n - 1) a_su`` of a ring; between domains a ring of
+    ``2 (n_out - 1) a_so``."""
+    _, n_out = _ar_split(n)
+    t_su, t_so = allreduce_bandwidth(m, n)
+    return t_su + t_so + (2 * a_su + 2 * (n_out - 1) * a_so) * indicator(n > 1)
+
+
+#: Attention-output all-reduce over TP_a: b s_q tokens x d x b_a bytes.
+m_ar_attn = b * s_q * d * b_a
+t_ar_attn = allreduce_time(m_ar_attn, TP_a)
+#: Expert-output all-reduce over TP_e.  A rank sums each token's expert outputs before the
+#: reduce, so every distinct token it received is reduced once, not once per expert: the
+#: busiest rank's distinct tokens lambda B_tok p_dest (p_dest = 1 when EP = 1, every token).
+#: (SGLang's MoE TP under attention DP gathers the tokens and reduce-scatters the outputs: the
+#: same bytes as this all-reduce.)
+m_ar_moe = lam_EP * B_tok * p_dest * d * b_a
+t_ar_moe = allreduce_time(m_ar_moe, TP_e)
 
 # ---- layers and the step -------------------------------------------------------------------------
 t_compute_moe = t_attn_proj + t_attn_core + t_experts + t_shared
@@ -340,8 +373,10 @@ PARTS: dict[str, sp.Expr] = {
     "a2a.scale_up": link_time(a2a_volume(n_dest_su, b_disp + b_comb), B_su, eta_su, 0),
     "a2a.scale_out": link_time(a2a_volume(n_dest_so, b_disp + b_comb), B_so, eta_so, 0)
     * indicator(G > N_su),
-    "allreduce_attn.bw": allreduce_time(b * s_q * d * b_a, TP_a, alpha=0),
-    "allreduce_moe.bw": allreduce_time(T_e * d * b_a, TP_e, alpha=0),
+    "allreduce_attn.scale_up": allreduce_bandwidth(m_ar_attn, TP_a)[0],
+    "allreduce_attn.scale_out": allreduce_bandwidth(m_ar_attn, TP_a)[1],
+    "allreduce_moe.scale_up": allreduce_bandwidth(m_ar_moe, TP_e)[0],
+    "allreduce_moe.scale_out": allreduce_bandwidth(m_ar_moe, TP_e)[1],
 }
 
 MEMORY: dict[str, sp.Expr] = {

@@ -213,7 +213,6 @@ def _layout_checks(model: Model, hw: Hardware, G: Any, TP_a: Any, EP: Any, TP_e:
         (4, E_slots % EP != 0),
         (5, (E_slots < model.E) | (E_slots > 2 * model.E)),
         (6, model.f_e % TP_e != 0),
-        (7, (TP_a > hw.domain_size) | (TP_e > hw.domain_size)),
     ]
 
 
@@ -243,7 +242,6 @@ REASONS = {
     4: "EP must divide the expert slots (routed + redundant)",
     5: "expert slots must be between E and 2E",
     6: "MoE TP must divide the expert intermediate size",
-    7: "tensor parallelism must stay inside one scale-up domain",
     8: "weights do not fit in HBM",
     9: "the KV cache does not fit in memory at this batch and context",
     10: "context exceeds the model's maximum",
@@ -326,13 +324,15 @@ def _categories(model: Model, out: dict[str, np.ndarray], vals: dict[str, Any]) 
     on_c = c >= m
     comp = comp + n_l * (c * on_c)
     kv = n_l * (m * ~on_c)
-    ar_bw = p["allreduce_attn.bw"]
-    scale_up = n_moe * (p["a2a.scale_up"] + ar_bw + p["allreduce_moe.bw"]) + 2 * n_ld * ar_bw
-    scale_out = n_moe * p["a2a.scale_out"]
+    ar_su, ar_so = p["allreduce_attn.scale_up"], p["allreduce_attn.scale_out"]
+    ar_bw = ar_su + ar_so
+    moe_bw = p["allreduce_moe.scale_up"] + p["allreduce_moe.scale_out"]
+    scale_up = n_moe * (p["a2a.scale_up"] + ar_su + p["allreduce_moe.scale_up"]) + 2 * n_ld * ar_su
+    scale_out = n_moe * (p["a2a.scale_out"] + ar_so + p["allreduce_moe.scale_out"]) + 2 * n_ld * ar_so
     # message latencies: each communication term less its bandwidth part
     a2a_alpha = np.maximum(out["dispatch"] + out["combine"]
                            - np.maximum(p["a2a.scale_up"], p["a2a.scale_out"]), 0.0)
-    ar_alpha = (out["allreduce_attn"] - ar_bw) + (out["allreduce_moe"] - p["allreduce_moe.bw"])
+    ar_alpha = (out["allreduce_attn"] - ar_bw) + (out["allreduce_moe"] - moe_bw)
     ops_moe = 3 + (1 if model.E_s else 0)  # attention projections, core, experts, shared
     latency = (vals["tau_k"] * (n_moe * ops_moe * mb + 3 * n_ld + 1) + vals["t_fixed"]
                + n_moe * mb * (a2a_alpha + ar_alpha) + 2 * n_ld * (out["allreduce_attn"] - ar_bw))

@@ -236,15 +236,47 @@ def test_ridge_points():
 
 
 def test_tp_allreduce_time():
-    # ring all-reduce of 1 MB over 8 GPUs at 450 GB/s, 1 us per step:
-    # 2 x 7/8 x 1e6 / 450e9 = 3.8889 us, + 2 x 7 x 1 us = 14 us -> 17.8889 us
+    # two-shot all-reduce of 1 MB over 8 GPUs of one domain at 450 GB/s, 1 us per pass:
+    # 2 x 7/8 x 1e6 / 450e9 = 3.8889 us, + 2 passes x 1 us -> 5.8889 us (a ring would pay
+    # 2 x 7 x 1 us = 14 us of latency)
     m, n = sp.symbols("m n", positive=True)
-    t = eq.allreduce_time(m, n).xreplace({m: 1e6, n: 8, REGISTRY["B_su"].symbol: 450e9,
-                                          REGISTRY["eta_su"].symbol: 1.0, REGISTRY["a_su"].symbol: 1e-6})
-    assert close(t, 2 * 7 / 8 * 1e6 / 450e9 + 14e-6)
-    assert close(t, 17.888888888888889e-6)
+    R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_su", "a_su", "N_su", "B_so", "eta_so", "a_so")}
+    base = {m: 1e6, R["B_su"]: 450e9, R["eta_su"]: 1.0, R["a_su"]: 1e-6, R["N_su"]: 8,
+            R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6}
+    t = eq.allreduce_time(m, n).xreplace({**base, n: 8})
+    assert close(t, 2 * 7 / 8 * 1e6 / 450e9 + 2e-6)
+    assert close(t, 5.888888888888889e-6)
     # one GPU: no communication
-    assert eq.allreduce_time(m, 1) == 0
+    assert eq.allreduce_time(m, 1).xreplace(base) == 0
+
+
+def test_allreduce_across_two_domains_is_hierarchical():
+    # 16 GPUs in two 8-GPU domains: in-domain reduce-scatter + all-gather over 8 (3.8889 us),
+    # then each GPU all-reduces its 1e6/8 B shard with its twin in the other domain over the
+    # 50 GB/s NIC: 2 x 1/2 x 125e3 / 50e9 = 2.5 us; latency 2 x 1 us + a 2-ring 2 x 1 x 5 us
+    m, n = sp.symbols("m n", positive=True)
+    R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_su", "a_su", "N_su", "B_so", "eta_so", "a_so")}
+    base = {m: 1e6, R["B_su"]: 450e9, R["eta_su"]: 1.0, R["a_su"]: 1e-6, R["N_su"]: 8,
+            R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6, n: 16}
+    t = eq.allreduce_time(m, n).xreplace(base)
+    assert close(t, 2 * 7 / 8 * 1e6 / 450e9 + 2.5e-6 + 2e-6 + 10e-6)
+    su, so = (x.xreplace(base) for x in eq.allreduce_bandwidth(m, n))
+    assert close(su, 2 * 7 / 8 * 1e6 / 450e9) and close(so, 2.5e-6)
+
+
+def test_moe_tp_allreduce_reduces_each_token_once():
+    # EP 1, MoE TP 8: every GPU holds a slice of every expert and sums a token's k expert
+    # outputs before the reduce, so the all-reduce carries B_tok tokens x d x 2 B, not k copies
+    vals = {s: v for s, v in {
+        "b": 4, "s_q": 1, "G": 8, "TP_a": 8, "EP": 1, "k": 8, "d": 7168, "b_a": 2,
+        "lambda": 1.0}.items()}
+    got = eq.m_ar_moe.xreplace({REGISTRY[s].symbol: v for s, v in vals.items()})
+    assert close(got, 4 * 7168 * 2)  # B_tok = b s_q G / TP_a = 4 tokens, once each
+    # EP 8, MoE TP 1 is not a TP reduce; at EP 4 x TP 2 a rank gets the tokens routed to it:
+    # 1 - (3/4)^8 = 0.8999 of the 16 tokens of a DP 8 instance (b 2 per rank), once each
+    vals.update(G=8, TP_a=1, EP=4, b=2)
+    got = eq.m_ar_moe.xreplace({REGISTRY[s].symbol: v for s, v in vals.items()})
+    assert close(got, 16 * (1 - 0.75 ** 8) * 7168 * 2)
 
 
 def test_a2a_destinations_split_by_domain():
