@@ -48,6 +48,8 @@ def _pct(v: float) -> str:
 
 
 def _cmd_runs(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from planner.outputs import table, write_atomic
     from planner.truth.runs import score_runs
 
@@ -81,10 +83,14 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     print(table([[k, v] for k, v in s["rows_unmapped_by_reason"].items()], ["reason", "rows"]))
     v = score.violations()
     print(f"\n# {s['bound_violations']} rows measured faster than the no-speculation bound "
-          f"({s['bound_violations_flagged']} also flagged by another rule: a 1.3x faster twin or queueing)")
+          f"({s['bound_violations_flagged']} also flagged by another rule: a 1.3x faster twin, "
+          "queueing or decode workers unknown; unflagged rows first)")
     if len(v):
+        flag = np.where(v.twin_faster, "twin",
+                        np.where(v.rule.isin(["queueing", "decode_workers_unknown"]), v.rule, ""))
+        v = v.assign(flag=flag).sort_values("flag", kind="mergesort")
         print(table([[r.id, r.hardware, r.backend, r.mode, f"{r.silicon_tpot_ms:.3g}",
-                      f"{r.tpot_bound_ms:.3g}", "twin" if r.twin_faster else ""]
+                      f"{r.tpot_bound_ms:.3g}", r.flag]
                      for r in v.itertuples()][:40],
                     ["id", "system", "stack", "mode", "TPOT ms", "bound ms", "flag"]))
         if len(v) > 40:

@@ -32,6 +32,11 @@ Cleaning rules live here, each named and counted in the output, never a silent d
     closed loop each request spends TTFT waiting or in prefill and (OSL - 1) TPOT decoding, so
     the decoding share of the concurrency is ``f = (OSL-1) TPOT / (TTFT + (OSL-1) TPOT)``;
     ``f < 0.5`` is queueing.  Not scored (its TPOT was measured at a smaller batch).
+``decode_workers_unknown``
+    a disaggregated row without its decode-worker count is scored at the fewest workers that
+    hold the KV cache of its concurrency (the batch per rank is concurrency / (workers x DP));
+    measured faster than the bound at that count, it ran with more workers, at a batch the row
+    does not record.  Not scored; listed.
 ``speculation_suspected``
     measured faster than the no-speculation bound, or at least 1.3x faster in TPOT than a twin
     row (same system, model, stack, layout, precision, ISL/OSL, concurrency; another build or
@@ -123,7 +128,13 @@ QUEUEING_FRACTION = 0.5
 TWIN_SPEEDUP = 1.3
 BOUND_SLACK = 0.01
 #: The rules that remove a row from the TPOT statistics (in the order they are applied).
-DROP_RULES = ("duplicate", "layout_contradicts_id", "queueing", "speculation_suspected")
+DROP_RULES = (
+    "duplicate",
+    "layout_contradicts_id",
+    "queueing",
+    "decode_workers_unknown",
+    "speculation_suspected",
+)
 _ARCH_TWINS = {"deepseek-ai/DeepSeek-V3": "deepseek-ai/DeepSeek-R1"}
 _ID_LAYOUT = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+)")
 
@@ -206,8 +217,9 @@ class _Mapped:
     kv: str = ""
     decode: tuple[float, float, float, float] = (0, 0, 0, 0)  #: G, TP_a, EP, TP_e
     prefill: tuple[float, float, float, float] = (0, 0, 0, 0)
-    batch: float = 0.0  #: per attention-DP rank
+    batch: float = 0.0  #: per attention-DP rank (per worker = concurrency / DP if unknown)
     batch_basis: str = ""
+    workers_unknown: bool = False  #: disaggregated, decode workers not recorded
 
 
 def _num(v: Any) -> float | None:
@@ -218,18 +230,27 @@ def _num(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def _layout(model: Any, tp: Any, dp: Any, mtp: Any, mep: Any) -> tuple[tuple[float, ...] | None, str]:
-    tp, dp, mtp, mep = _num(tp), _num(dp) or 1.0, _num(mtp), _num(mep)
+def _layout(
+    model: Any, tp: Any, dp: Any, mtp: Any, mep: Any
+) -> tuple[tuple[float, ...] | None, str, float | None]:
+    """(G, TP_a, EP, TP_e) of a worker, why not, and the attention DP where it was inferred."""
+    tp, dp_rec, mtp, mep = _num(tp), _num(dp), _num(mtp), _num(mep)
+    dp = dp_rec or 1.0
     if tp is None or tp < 1:
-        return None, "layout not recorded"
-    G = tp * dp
+        return None, "layout not recorded", None
     if model.is_dense:  # no expert parallelism; the FFN sharded like attention
-        return (G, tp, 1.0, tp), ""
+        return (tp * dp, tp, 1.0, tp), "", None
     if not mtp or not mep:
-        return None, "MoE layout not recorded (moe_tp_size or moe_ep_size missing or 0)"
+        return None, "MoE layout not recorded (moe_tp_size or moe_ep_size missing or 0)", None
+    inferred = None
+    if dp_rec is None and mtp * mep != tp and (mtp * mep) % tp == 0:
+        # attention DP left blank while the MoE spans more GPUs than the TP: the worker has
+        # MoE TP x EP GPUs (the file's convention), so attention DP is their share per TP group
+        dp = inferred = mtp * mep / tp
+    G = tp * dp
     if mtp * mep != G:
-        return None, "layout inconsistent: MoE TP x EP differs from the worker's GPUs"
-    return (G, tp, mep, mtp), ""
+        return None, "layout inconsistent: MoE TP x EP differs from the worker's GPUs", None
+    return (G, tp, mep, mtp), "", inferred
 
 
 def _map(row: pd.Series, models: dict[str, Any]) -> _Mapped:
@@ -258,25 +279,31 @@ def _map(row: pd.Series, models: dict[str, Any]) -> _Mapped:
             return _Mapped(False, f"quant mode {gemm} not modelled")
         weights["attention"] = weights["dense_ffn"] = QUANT[gemm]
     kv = "fp8" if weights.get("attention") in ("fp8", "nvfp4") else ""
+    workers_unknown = False
     if row["mode"] == "agg":
-        dec, why = _layout(model, row.tp_size, row.attention_dp_size, row.moe_tp_size, row.moe_ep_size)
+        dec, why, dp_inf = _layout(
+            model, row.tp_size, row.attention_dp_size, row.moe_tp_size, row.moe_ep_size
+        )
         pre = dec
         b = _num(row.batch_size)
         basis = "batch_size"
-        if b is None:
+        if dp_inf and _num(row.concurrency):
+            b = _num(row.concurrency) / dp_inf
+            basis = f"concurrency / attention DP (DP not recorded: MoE TP x EP / TP = {dp_inf:g})"
+        elif b is None:
             c = _num(row.concurrency)
             if c is None:
                 return _Mapped(False, "batch not recorded")
             b, basis = c / (_num(row.attention_dp_size) or 1.0), "concurrency / attention DP"
     else:
-        dec, why = _layout(
+        dec, why, dp_inf = _layout(
             model,
             row.decode_tp_size,
             row.decode_attention_dp_size,
             row.decode_moe_tp_size,
             row.decode_moe_ep_size,
         )
-        pre, why_p = _layout(
+        pre, why_p, _ = _layout(
             model,
             row.prefill_tp_size,
             row.prefill_attention_dp_size,
@@ -291,18 +318,17 @@ def _map(row: pd.Series, models: dict[str, Any]) -> _Mapped:
             if c is None:
                 return _Mapped(False, "batch not recorded")
             workers = _num(row.decode_num_workers)
-            dp = _num(row.decode_attention_dp_size) or 1.0
+            dp = dp_inf or _num(row.decode_attention_dp_size) or 1.0
             b = c / ((workers or 1.0) * dp)
-            basis = (
-                "concurrency / (workers x attention DP)"
-                if workers
-                else "concurrency / attention DP (decode workers not recorded: one assumed)"
-            )
+            basis = "concurrency / (workers x attention DP)"
+            if not workers:  # settled in _evaluate_group: the fewest workers that hold the KV
+                workers_unknown = True
+                basis = "concurrency / (workers x attention DP)"
     if why:
         return _Mapped(False, why)
     if b <= 0:
         return _Mapped(False, "batch not recorded")
-    return _Mapped(True, "", name, hw, weights, kv, dec, pre, b, basis)
+    return _Mapped(True, "", name, hw, weights, kv, dec, pre, b, basis, workers_unknown)
 
 
 # ---- evaluation ----------------------------------------------------------------------------------
@@ -323,12 +349,34 @@ def _evaluate_group(
     isl, osl = rows.isl.to_numpy(float), rows.osl.to_numpy(float)
     ctx = isl + osl / 2.0
     agg = (rows["mode"] == "agg").to_numpy()
-    out: dict[str, Any] = {}
 
     def lay(a: np.ndarray) -> dict[str, np.ndarray]:
         G, TPa, EP, TPe = a.T
         return dict(G=G, TP_a=TPa, EP=EP, TP_e=TPe, E_slots=np.asarray(default_slots(model, EP), float))
 
+    # The batch the stack ran.  Where the decode workers were not recorded: the fewest that hold
+    # the KV cache of the concurrency.  And never more sequences per rank than the KV cache
+    # holds: a continuous-batching scheduler admits no more, the rest wait (their wait shows in
+    # TTFT, not TPOT).
+    probe = evaluate_configs(
+        model, hw, prec, "realistic", **lay(dec), b=np.ones(len(rows)), S=ctx, categories=False
+    )
+    cap = np.broadcast_to(np.asarray(probe["memory.b_max"], float), b.shape)
+    unknown = rows["_workers_unknown"].to_numpy(bool)
+    workers = np.where(unknown & (cap >= 1), np.maximum(1.0, np.ceil(b / np.maximum(cap, 1) - 1e-9)), 1.0)
+    b = b / workers
+    limited = (b > cap) & (cap >= 1)
+    b = np.where(limited, np.floor(cap), b)
+    basis = rows["batch_basis"].to_numpy(object).copy()
+    for i in np.flatnonzero(unknown):
+        basis[i] += f"; decode workers not recorded: {workers[i]:g}, the fewest that hold the KV cache"
+    for i in np.flatnonzero(limited):
+        basis[i] += f"; running batch {b[i]:g}, all the KV cache holds (the rest wait)"
+    out: dict[str, Any] = {
+        "batch_per_rank": b,
+        "batch_basis": basis,
+        "decode_workers": np.where(unknown, workers, np.nan),
+    }
     for mode in ("bound", "realistic"):
         overlaps = (0, 1) if mode == "bound" else (0,)
         best_t = np.full(len(rows), np.inf)
@@ -394,6 +442,8 @@ def score_runs(path: str | Path | None = None) -> RunsScore:
     df["hardware"] = [m.hardware for m in maps]
     df["batch_per_rank"] = [m.batch if m.ok else np.nan for m in maps]
     df["batch_basis"] = [m.batch_basis for m in maps]
+    df["_workers_unknown"] = [m.workers_unknown for m in maps]
+    df["decode_workers"] = np.nan
     df["_decode"] = [m.decode for m in maps]
     df["_prefill"] = [m.prefill for m in maps]
     df["_prec"] = [repr(sorted(m.weights.items())) + m.kv for m in maps]
@@ -425,8 +475,9 @@ def score_runs(path: str | Path | None = None) -> RunsScore:
             continue
         m0 = by_map[idx[0]]
         res = _evaluate_group(models[model], hw_cache[hw], m0.weights, m0.kv, df.loc[idx])
-        for c in cols:
+        for c in [*cols, "batch_per_rank", "batch_basis", "decode_workers"]:
             df.loc[idx, c] = res[c]
+    df["batch_per_rank"] = df["batch_per_rank"].astype(float)
     # layouts the equations reject
     bad = ok & (df.status == "") & (df.reason_realistic.astype(int) != 0)
     df.loc[bad, "status"] = [f"layout rejected: {REASONS[int(c)]}" for c in df.loc[bad, "reason_realistic"]]
@@ -438,12 +489,16 @@ def score_runs(path: str | Path | None = None) -> RunsScore:
         & (df.rule == "queueing")
         & (df.silicon_tpot_ms < df.tpot_bound_ms * (1 - BOUND_SLACK))
     )
-    spec = scoredable & (viol | df.twin_faster)
+    # faster than the bound at the fewest decode workers that hold the KV: more workers ran it, at
+    # a batch the row does not record
+    more = viol & df._workers_unknown & ~df.twin_faster
+    df.loc[more, "rule"] = "decode_workers_unknown"
+    spec = scoredable & (viol | df.twin_faster) & ~more
     df.loc[spec, "rule"] = "speculation_suspected"
     df["tpot_ratio"] = df.tpot_realistic_ms / df.silicon_tpot_ms
     df["ttft_ratio"] = df.ttft_realistic_ms / df.silicon_ttft_ms
     df["scored"] = (df.status == "") & (df.rule == "")
-    df = df.drop(columns=["_decode", "_prefill", "_prec"])
+    df = df.drop(columns=["_decode", "_prefill", "_prec", "_workers_unknown"])
     return RunsScore(df, _label(path), n)
 
 
@@ -515,7 +570,9 @@ class RunsScore:
             "tpot_bias": s["tpot_bias"],
             "ttft_median_abs_err": s["ttft_median_abs_err"],
             "bound_violations": int(len(v)),
-            "bound_violations_flagged": int((v.twin_faster | (v.rule == "queueing")).sum()),
+            "bound_violations_flagged": int(
+                (v.twin_faster | v.rule.isin(["queueing", "decode_workers_unknown"])).sum()
+            ),
             "groups": self.groups(),
         }
 
@@ -554,6 +611,7 @@ class RunsScore:
             "hardware",
             "batch_per_rank",
             "batch_basis",
+            "decode_workers",
             "running_fraction",
             "silicon_tpot_ms",
             "tpot_bound_ms",

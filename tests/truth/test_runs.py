@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -166,3 +167,73 @@ def test_cli_runs_bad_input(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
+
+
+#: a disaggregated DeepSeek-R1 run on H200 (decode TP8 EP8, prefill TP8 EP8), workers not recorded
+DISAGG = dict(
+    id="dsr1_h200_trtllm_fp8_disagg_1024x1024_tp8_ep8_w", mode="disagg", batch_size=None,
+    tp_size=None, attention_dp_size=None, moe_tp_size=None, moe_ep_size=None,
+    prefill_tp_size=8, prefill_attention_dp_size=1, prefill_moe_tp_size=1, prefill_moe_ep_size=8,
+    decode_tp_size=8, decode_attention_dp_size=1, decode_moe_tp_size=1, decode_moe_ep_size=8,
+    decode_batch_size=None, decode_num_workers=None,
+)
+
+
+def _kv_capacity(isl: int, osl: int) -> float:
+    """Sequences one TP8 EP8 decode worker on 8 x H200 holds at context ISL + OSL/2 (realistic)."""
+    from planner import decode_step
+
+    r = decode_step("deepseek-r1", "hgx-h200", gpus=8, tp_attn=8, ep=8, batch=1,
+                    context=isl + osl / 2, weights="fp8", kv="fp8", mode="realistic")
+    return r.memory["max_batch"]
+
+
+def test_unrecorded_decode_workers_are_the_fewest_that_hold_the_kv(tmp_path):
+    cap = _kv_capacity(8192, 1024)
+    c = int(2.5 * cap)  # needs three workers: two hold 2 x cap < c
+    path = _csv(tmp_path, [DISAGG | {"isl": 8192, "concurrency": c, "silicon_tpot_ms": 60.0,
+                                     "silicon_ttft_ms": 900.0}])
+    r = score_runs(path).rows.iloc[0]
+    assert r.decode_workers == 3
+    assert r.batch_per_rank == pytest.approx(c / 3)
+    assert "fewest that hold the KV cache" in r.batch_basis
+    assert r.scored
+
+
+def test_faster_than_the_bound_without_workers_means_more_workers(tmp_path):
+    # 2 ms per token is below the bound of any batch that fits: the row ran on more workers than
+    # the fewest that hold its KV, at a batch it does not record -- a rule of its own, not
+    # speculation; with the workers recorded the same row is speculation suspected
+    cap = _kv_capacity(1024, 1024)
+    row = DISAGG | {"concurrency": int(3 * cap), "silicon_tpot_ms": 2.0}
+    path = _csv(tmp_path, [row, row | {"id": "recorded", "decode_num_workers": 3}])
+    r = _by_id(score_runs(path))
+    assert r.loc[DISAGG["id"], "rule"] == "decode_workers_unknown"
+    assert r.loc[DISAGG["id"], "bound_violation"]
+    assert r.loc["recorded", "rule"] == "speculation_suspected"
+
+
+def test_running_batch_is_what_the_kv_cache_holds(tmp_path):
+    # aggregated, concurrency 4096 at ISL 8192 on one TP8 worker: far more than the KV holds, so
+    # the scheduler runs as many as fit and the rest wait
+    cap = _kv_capacity(8192, 1024)
+    path = _csv(tmp_path, [{"isl": 8192, "batch_size": 4096, "concurrency": 4096,
+                            "silicon_ttft_ms": 900.0, "silicon_tpot_ms": 80.0}])
+    r = score_runs(path).rows.iloc[0]
+    assert r.status == ""
+    assert r.batch_per_rank == np.floor(cap) < 4096
+    assert "all the KV cache holds" in r.batch_basis
+
+
+def test_attention_dp_left_blank_is_inferred_from_the_moe_layout(tmp_path):
+    # vLLM, TP1 with MoE TP2 and no attention DP recorded: the worker has MoE TP x EP = 2 GPUs,
+    # so 2 attention-DP ranks of TP1, each with half the concurrency
+    path = _csv(tmp_path, [{"id": "qwen235_h200_vllm_tp1", "backend": "vllm",
+                            "model_path": "Qwen/Qwen3-235B-A22B-FP8", "gemm_quant_mode": "fp8",
+                            "moe_quant_mode": "fp8", "tp_size": 1, "attention_dp_size": None,
+                            "moe_tp_size": 2, "moe_ep_size": 1, "batch_size": 8, "concurrency": 8,
+                            "silicon_tpot_ms": 30.0}])
+    r = score_runs(path).rows.iloc[0]
+    assert r.status == "" and r.scored
+    assert r.batch_per_rank == 4
+    assert "DP not recorded" in r.batch_basis
