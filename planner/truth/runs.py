@@ -480,7 +480,13 @@ def score_runs(path: str | Path | None = None) -> RunsScore:
     df["batch_per_rank"] = df["batch_per_rank"].astype(float)
     # layouts the equations reject
     bad = ok & (df.status == "") & (df.reason_realistic.astype(int) != 0)
-    df.loc[bad, "status"] = [f"layout rejected: {REASONS[int(c)]}" for c in df.loc[bad, "reason_realistic"]]
+    # an attention TP that does not divide the heads cannot have run: a defect of the row
+    df.loc[bad, "status"] = [
+        "data defect: attention TP does not divide the attention heads"
+        if int(c) == 2
+        else f"layout rejected: {REASONS[int(c)]}"
+        for c in df.loc[bad, "reason_realistic"]
+    ]
     # bound violations and speculation
     scoredable = (df.status == "") & (df.rule == "")
     viol = scoredable & (df.silicon_tpot_ms < df.tpot_bound_ms * (1 - BOUND_SLACK))

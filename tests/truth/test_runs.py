@@ -237,3 +237,12 @@ def test_attention_dp_left_blank_is_inferred_from_the_moe_layout(tmp_path):
     assert r.status == "" and r.scored
     assert r.batch_per_rank == 4
     assert "DP not recorded" in r.batch_basis
+
+
+def test_attention_tp_that_does_not_divide_the_heads_is_a_data_defect(tmp_path):
+    # DeepSeek-R1 has 128 attention heads: TP 6 (x DP 1, MoE EP 6) cannot have run
+    path = _csv(tmp_path, [{"id": "dsr1_tp6", "tp_size": 6, "moe_ep_size": 6}])
+    s = score_runs(path)
+    reason = "data defect: attention TP does not divide the attention heads"
+    assert s.rows.iloc[0].status == reason
+    assert s.summary()["rows_unmapped_by_reason"] == {reason: 1}
