@@ -141,6 +141,8 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     a = df.attrs
     print(f"# frontier: {a['model']} on {a['hardware']}, {a['serving']}, ISL {a['isl']:g} / OSL "
           f"{a['osl']:g}, decode context {a['context']:g}, {a['mode']} mode, metric {a['metric']}")
+    if a["mode"] == "realistic":
+        print(f"# calibration: {a['calibration']} (NAME@STACK picks another stack's fit)")
     if a["serving"] == "prefill":
         rows = [[r.ttft_s, r.tps_per_gpu, r.prefill_gpus, r.prefill_tp_attn, r.prefill_ep,
                  r.prefill_batch, r.prefill_weights, r.bottleneck] for r in df.itertuples()]
@@ -235,6 +237,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"# serving {s['serving']}, ISL {s['isl']:g} / OSL {s['osl']:g} (decode context "
           f"{s['context']:g}), {s['mode']} mode, metric: {s['metric']} tokens/s per GPU, "
           f"max TTFT {s['max_ttft']:g} s")
+    if s["mode"] == "realistic":
+        print(f"# calibration: {s['calibration']} (NAME@STACK picks another stack's fit)")
     print(f"# precision: best each system supports unless --weights (weights {s['weights'] or 'auto'}, "
           f"KV {s['kv']}), MTP {s['mtp']}, instance size {'searched' if not s['gpus'] else s['gpus']}")
     rows = []

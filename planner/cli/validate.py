@@ -105,9 +105,73 @@ def _fmt_param(unit: str, v: float) -> str:
     return f"{v * 1e6:.3g} us" if unit == "s" else f"{v:.3g}"
 
 
+def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
+    from planner.outputs import table, write_atomic
+    from planner.truth.runs_fit import PARAMETERS, fit_runs, write_fit
+
+    if args.write and args.runs is not True:
+        raise SpecError("<input>", "--write", "only with the bundled runs (use --out FILE to keep a fit "
+                        "of your own runs)")
+    fit = fit_runs(None if args.runs is True else args.runs, leave_out=not args.no_loo)
+    if args.out:
+        import json
+
+        write_atomic(args.out, json.dumps(_clean(fit.to_dict()), indent=1) + "\n")
+    written = write_fit(fit) if args.write else []
+    if args.json:
+        print_json(_clean({**fit.to_dict(), "written": written}))
+        return 0
+    n = sum(c.n for c in fit.cells)
+    print(f"# realistic-mode parameters fitted to {n} scored measured runs ({fit.source}), per GPU "
+          "family and serving stack")
+    print("# residual: log(predicted / measured) decode TPOT at each run's own layout and batch; "
+          "se = relative standard error (s^2 (J^T J)^-1 in log space; runs of one configuration are "
+          "not independent, so a lower bound)")
+    rows = []
+    for c in fit.cells:
+        cells = []
+        for p in PARAMETERS:
+            v = _fmt_param(p.unit, c.values[p.name])
+            cells.append(f"{v} ±{c.rel_se[p.name]:.0%}" if p.name in c.fitted else f"{v} (held)")
+        rows.append([c.family, c.stack, c.n, *cells, _pct(c.before["tpot_median_abs_err"]),
+                     _pct(c.after["tpot_median_abs_err"]), _pct(c.after["tpot_p90_abs_err"]),
+                     f"{c.after['tpot_bias']:.2f}"])
+    print(table(rows, ["family", "stack", "runs", *[p.name for p in PARAMETERS], "median before",
+                       "median after", "p90 after", "bias after"]))
+    for c in fit.cells:
+        for name, why in c.fixed.items():
+            print(f"# {c.family}/{c.stack}: {name} {why}")
+    from planner.truth.runs_fit import HELD
+
+    print(f"# not fitted, spec values: {', '.join(HELD)}")
+    print()
+    for c in fit.cells:
+        if len(c.fitted) > 1:
+            print(f"# correlation of the fitted log-parameters, {c.family}/{c.stack}")
+            print(table([[a, *[f"{x:+.2f}" for x in row]] for a, row in zip(c.fitted, c.corr, strict=True)],
+                        ["", *c.fitted]))
+    for title, d in (("leave one system out (refit every cell without it, predict its runs)", fit.loso),
+                     ("leave one model out", fit.lomo)):
+        if d:
+            print(f"\n# {title}")
+            print(table([[k, v["n"], _pct(v["median_abs_err"]),
+                          f"{v['bias']:.2f}" if math.isfinite(v["bias"]) else "-"] for k, v in d.items()],
+                        ["held out", "runs", "median |err|", "bias"]))
+    if written:
+        print(f"\n# wrote the stacks: block of {len(written)} hardware specs: {', '.join(written)}")
+    elif not args.json:
+        print("\n# nothing written (--write puts the fit into the bundled hardware specs' stacks: block)")
+    return 0
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from planner.outputs import table
     from planner.truth.calibrate import EFFICIENCY_FIELDS, EXCLUDED, FAMILIES, fit, write
+
+    if args.runs:
+        return _cmd_calibrate_runs(args)
+    if args.out:
+        raise SpecError("<input>", "--out", "only with --runs")
 
     result = fit(loo=not args.no_loo)
     written = write(result) if args.write else []
@@ -274,8 +338,15 @@ def register(sub: Any) -> None:
         "same) to the declared training points, with per-parameter uncertainty, which points constrain "
         "each parameter, and the leave-one-out error.  --write puts the values into the bundled "
         "hardware specs (kind: fitted) with a calibration: block.",
-        epilog="examples:\n  moe-planner calibrate\n  moe-planner calibrate --write")
-    c.add_argument("--write", action="store_true", help="write the fitted values into hardware_specs/*.yaml")
+        epilog="examples:\n  moe-planner calibrate\n  moe-planner calibrate --write\n"
+        "  moe-planner calibrate --runs --no-loo\n  moe-planner calibrate --runs --write")
+    c.add_argument("--runs", nargs="?", const=True, default=None, metavar="FILE",
+                   help="fit to measured runs instead (default FILE: the bundled runs), per GPU family and "
+                        "serving stack, with leave-one-system-out and leave-one-model-out errors (minutes)")
+    c.add_argument("--write", action="store_true",
+                   help="write the fitted values into hardware_specs/*.yaml (with --runs: their "
+                        "stacks: block)")
+    c.add_argument("--out", metavar="JSON", default=None, help="with --runs: write the fit as JSON")
     c.add_argument("--json", action="store_true", help="print the fit as JSON")
     c.add_argument("--no-loo", action="store_true", help="skip the leave-one-out refits")
 

@@ -85,7 +85,8 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     table["max_tps_per_user_b"] = float(fb.tps_per_user.max())
     table["ratio"] = table.tps_per_gpu_a / table.tps_per_gpu_b
     table["ratio_per_mw"] = table.tps_per_mw_a / table.tps_per_mw_b
-    settings = {**pts_a.attrs, "hardware_a": ha.name, "hardware_b": hb.name}
+    settings = {**pts_a.attrs, "hardware_a": ha.name, "hardware_b": hb.name,
+                "calibration": f"{pts_a.attrs['calibration']}; {pts_b.attrs['calibration']}"}
     settings.pop("hardware", None)
     return Comparison(fa, fb, ratio, table, settings)
 

@@ -134,6 +134,13 @@ def best_prefill(model: Model, hw: Hardware, space: SearchSpace, isl: float, mod
 
 
 # ---- the frontier ----------------------------------------------------------------------------
+def calibration_label(hw: Hardware) -> str:
+    """Which realistic-mode efficiencies a system carries, for output headers."""
+    if hw.stack:
+        return f"{hw.name}: {hw.stack} fit to measured runs"
+    return f"{hw.name}: efficiency block of its spec"
+
+
 def _costs(hw: Hardware, y_output: Any) -> dict[str, Any]:
     return {
         "tps_per_mw": compiled.evaluate_named("tps_per_mw", y=y_output, W_gpu=hw.power_per_gpu),
@@ -224,7 +231,8 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     if not (isinstance(max_ttft, int | float) and math.isfinite(max_ttft) and max_ttft > 0):
         raise SpecError("<input>", "max_ttft", f"a positive time in seconds, got {max_ttft!r}")
     space = SearchSpace(gpus, max_gpus, tp_attn, ep, tp_moe, weights, kv, mtp, overlap, kv_offload)
-    attrs = dict(model=model.name, hardware=hw.name, serving=serving, isl=wl.isl, osl=wl.osl,
+    attrs = dict(model=model.name, hardware=hw.name, stack=hw.stack, calibration=calibration_label(hw),
+                 serving=serving, isl=wl.isl, osl=wl.osl,
                  context=wl.decode_context, mode=mode, metric=metric, max_ttft=max_ttft,
                  gpus=gpus, weights=weights, kv=kv or model.kv_precision, mtp=str(mtp))
 

@@ -58,6 +58,12 @@ class Hardware:
     efficiency: Efficiency
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     path: str = field(default="", compare=False, repr=False)
+    #: realistic-mode efficiencies fitted per serving stack (``stacks:`` block); ``stack`` is the
+    #: one in use ("" where the spec has none: its ``efficiency:`` block as written)
+    stacks: dict[str, Efficiency] = field(default_factory=dict, compare=False, repr=False)
+    stack: str = ""
+    #: the ``efficiency:`` block as written (None: ``efficiency`` is it)
+    spec_efficiency: Efficiency | None = field(default=None, compare=False, repr=False)
 
     @property
     def hbm_capacity_total(self) -> float:
@@ -80,9 +86,26 @@ class Hardware:
             changes["efficiency"] = eff
         return dataclasses.replace(self, **changes)
 
+    def with_stack(self, stack: str) -> Hardware:
+        """This system with the realistic-mode efficiencies fitted for serving stack ``stack``."""
+        if stack not in self.stacks:
+            known = ", ".join(sorted(self.stacks)) or "none (the spec has no stacks: block)"
+            raise SpecError(self.path or self.name, "stack",
+                            f"a fitted serving stack ({known}), got {stack!r}")
+        return dataclasses.replace(self, efficiency=self.stacks[stack], stack=stack,
+                                   spec_efficiency=self.spec_efficiency or self.efficiency)
+
+    def without_stack(self) -> Hardware:
+        """This system with the ``efficiency:`` block as written (no stack's fit)."""
+        if not self.stack:
+            return self
+        return dataclasses.replace(self, efficiency=self.spec_efficiency, stack="")
+
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d.pop("path")
+        d.pop("stacks")
+        d.pop("spec_efficiency")
         d["hbm_capacity_total"] = self.hbm_capacity_total
         d["fast_memory_total"] = self.fast_memory_total
         d["gpus"] = self.gpus_per_system
@@ -190,6 +213,7 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     )
     e.done()
     f.raw("calibration", required=False)  # provenance of fitted efficiencies (free-form)
+    stacks, default = _stacks(f, eff, src)
     f.done()
 
     if domain_size < gpus_per_system and gpus_per_system % domain_size:
@@ -205,8 +229,55 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
         so_bandwidth=so_bw, so_latency=so_lat, host_capacity=host_cap, host_bandwidth=host_bw,
         gpus_per_system=gpus_per_system, gpus_per_unit=gpus_per_unit, unit=unit,
         power_per_gpu=power, price_per_unit=price_unit, price_per_gpu_hour=price_hour,
-        efficiency=eff, sources=src, path=str(label),
+        efficiency=stacks[default] if default else eff, sources=src, path=str(label),
+        stacks=stacks, stack=default, spec_efficiency=eff if default else None,
     )
+
+
+#: Efficiency fields a ``stacks:`` entry sets (``network`` sets scale_up and scale_out).
+STACK_FIELDS = {"compute": ("compute",), "hbm": ("hbm",), "network": ("scale_up", "scale_out"),
+                "kernel_overhead": ("kernel_overhead",), "step_overhead": ("step_overhead",)}
+
+
+def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str, Efficiency], str]:
+    """The optional ``stacks:`` block: per serving stack, the fitted efficiencies (each
+    ``{value, se, kind}``; ``se`` the relative standard error), plus ``default`` and ``fit``
+    (provenance, free-form).  Fields a stack does not set keep the ``efficiency:`` value."""
+    st = f.sub("stacks", required=False)
+    if st is None:
+        return {}, ""
+    default = st.text("default")
+    fit = st.sub("fit")
+    source = fit.text("source")
+    for k in list(fit.doc):
+        fit.raw(str(k))
+    fit.done()
+    out: dict[str, Efficiency] = {}
+    for name in [k for k in st.doc if k not in ("default", "fit")]:
+        e = st.sub(str(name))
+        e.integer("runs")
+        changes: dict[str, float] = {}
+        for key, fields_ in STACK_FIELDS.items():
+            sub = e.sub(key, required=False)
+            if sub is None:  # not fitted for this stack: the efficiency: value
+                continue
+            unit = "time" if key.endswith("overhead") else None
+            raw = sub.raw("value")
+            v = (parse_quantity(raw, unit, f.label, sub.path("value")) if unit
+                 else sub.number("value", lo=0.0, hi=1.0, lo_open=True))
+            sub.number("se", required=False, lo=0.0)
+            sub.text("kind", choices=("fitted", "fixed", "bound"))
+            sub.text("note", required=False)
+            sub.done()
+            changes.update({fld: v for fld in fields_})
+            src[f"stacks.{name}.{key}"] = source
+        e.done()
+        out[str(name)] = dataclasses.replace(base, **changes)
+    if default not in out:
+        raise SpecError(f.label, st.path("default"),
+                        f"one of the stacks listed ({', '.join(out)}), got {default!r}")
+    st.done()
+    return out, default
 
 
 def load_hardware_file(path: Path | str) -> Hardware:

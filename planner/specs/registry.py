@@ -49,6 +49,10 @@ def load_hardware(name: str | Hardware) -> Hardware:
         return name
     if not isinstance(name, str) or not name:
         raise SpecError("<input>", "hardware", f"a hardware name or path, got {name!r}")
+    if "@" in name and not Path(name).exists():
+        # NAME@STACK: the system with the efficiencies fitted for that serving stack
+        base, _, stack = name.rpartition("@")
+        return load_hardware(base).with_stack(stack)
     if name in hardware_names():
         return _bundled_hardware(name)
     if _looks_like_path(name):

@@ -119,11 +119,12 @@ def _raw_doc(name: str) -> dict[str, Any]:
 
 
 def family_hardware(parameters: tuple[Parameter, ...] = PARAMETERS) -> dict[str, Hardware]:
-    """Every bundled system a parameter applies to."""
+    """Every bundled system a parameter applies to, with its ``efficiency:`` block as written (the
+    published-point fit works on that block, not on a serving stack's fit to the runs)."""
     fams = {f for p in parameters for f in p.families}
     out = {}
     for n in hardware_names():
-        h = load_hardware(n)
+        h = load_hardware(n).without_stack()
         if h.family in fams:
             out[n] = h
     return out

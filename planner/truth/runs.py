@@ -332,9 +332,79 @@ def _map(row: pd.Series, models: dict[str, Any]) -> _Mapped:
 
 
 # ---- evaluation ----------------------------------------------------------------------------------
+@dataclass
+class GroupInputs:
+    """What :func:`decode_tpot` needs for the rows of one (model, system, precision) group, at
+    the batch the stack ran (kept by :func:`score_runs` so a fit can re-evaluate them)."""
+
+    model: Any
+    hw: Any
+    prec: Any
+    index: pd.Index
+    dec: np.ndarray
+    b: np.ndarray
+    isl: np.ndarray
+    osl: np.ndarray
+    agg: np.ndarray
+
+    def tpot(self, hw: Any = None, mode: str = "realistic") -> np.ndarray:
+        """TPOT in s on ``hw`` (default: the group's own system)."""
+        return decode_tpot(
+            self.model, hw or self.hw, self.prec, mode, self.dec, self.b, self.isl, self.osl, self.agg,
+            categories=False,
+        )[0]
+
+
+def _layout_kw(model: Any, a: np.ndarray) -> dict[str, np.ndarray]:
+    G, TPa, EP, TPe = a.T
+    return dict(G=G, TP_a=TPa, EP=EP, TP_e=TPe, E_slots=np.asarray(default_slots(model, EP), float))
+
+
+def decode_tpot(
+    model: Any,
+    hw: Any,
+    prec: Any,
+    mode: str,
+    dec: np.ndarray,
+    b: np.ndarray,
+    isl: np.ndarray,
+    osl: np.ndarray,
+    agg: np.ndarray,
+    categories: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(TPOT in s, reason code, bottleneck) of runs at decode layouts ``dec`` (rows of G, TP_a,
+    EP, TP_e) with ``b`` sequences per attention-DP rank at context ISL + OSL/2.  ``bound``: the
+    faster of overlap off and on, the decode step alone; ``realistic``: overlap off, and
+    aggregated runs (``agg``) stretched by the chunked prefill the same GPUs carry."""
+    ctx = isl + osl / 2.0
+    lay = _layout_kw(model, dec)
+    overlaps = (0, 1) if mode == "bound" else (0,)
+    best_t = np.full(len(b), np.inf)
+    reason = np.zeros(len(b), dtype=int)
+    bottleneck = np.full(len(b), "", dtype=object)
+    for o in overlaps:
+        r = evaluate_configs(model, hw, prec, mode, **lay, b=b, S=ctx, overlap=o, categories=categories)
+        t = np.asarray(r["step"], float)
+        better = t < best_t
+        best_t = np.where(better, t, best_t)
+        reason = np.where(better | (o == 0), np.asarray(r["reason"], int), reason)
+        if categories:
+            names = np.array(CATEGORIES, dtype=object)[np.asarray(r["bottleneck"], int)]
+            bottleneck = np.where(better, names, bottleneck)
+    if mode == "realistic" and agg.any():
+        # aggregated steps carry the chunked prefill of the same GPUs; the bound is the decode
+        # step alone (interleaved prefill can only add to a step)
+        x_p = chunked_prefill_rate(model, hw, prec, mode, **lay, isl=isl)
+        t_agg = compiled.evaluate_named(
+            "t_step_aggregated", t_step=best_t, I=isl, O=osl, b=b, A=1.0, TP_a=dec[:, 1], X_p=x_p
+        )
+        best_t = np.where(agg, t_agg, best_t)
+    return best_t, reason, bottleneck
+
+
 def _evaluate_group(
     model: Any, hw: Any, weights: dict[str, str], kv: str, rows: pd.DataFrame
-) -> pd.DataFrame:
+) -> tuple[pd.DataFrame, GroupInputs]:
     """Bound and realistic TPOT and TTFT for rows sharing model, system and precision."""
     prec = resolve_precisions(
         model,
@@ -351,8 +421,7 @@ def _evaluate_group(
     agg = (rows["mode"] == "agg").to_numpy()
 
     def lay(a: np.ndarray) -> dict[str, np.ndarray]:
-        G, TPa, EP, TPe = a.T
-        return dict(G=G, TP_a=TPa, EP=EP, TP_e=TPe, E_slots=np.asarray(default_slots(model, EP), float))
+        return _layout_kw(model, a)
 
     # The batch the stack ran.  Where the decode workers were not recorded: the fewest that hold
     # the KV cache of the concurrency.  And never more sequences per rank than the KV cache
@@ -378,27 +447,7 @@ def _evaluate_group(
         "decode_workers": np.where(unknown, workers, np.nan),
     }
     for mode in ("bound", "realistic"):
-        overlaps = (0, 1) if mode == "bound" else (0,)
-        best_t = np.full(len(rows), np.inf)
-        reason = np.zeros(len(rows), dtype=int)
-        bottleneck = np.full(len(rows), "", dtype=object)
-        for o in overlaps:
-            r = evaluate_configs(model, hw, prec, mode, **lay(dec), b=b, S=ctx, overlap=o)
-            t = np.asarray(r["step"], float)
-            better = t < best_t
-            best_t = np.where(better, t, best_t)
-            reason = np.where(better | (o == 0), np.asarray(r["reason"], int), reason)
-            bottleneck = np.where(
-                better, np.array(CATEGORIES, dtype=object)[np.asarray(r["bottleneck"], int)], bottleneck
-            )
-        if mode == "realistic" and agg.any():
-            # aggregated steps carry the chunked prefill of the same GPUs; the bound is the decode
-            # step alone (interleaved prefill can only add to a step)
-            x_p = chunked_prefill_rate(model, hw, prec, mode, **lay(dec), isl=isl)
-            t_agg = compiled.evaluate_named(
-                "t_step_aggregated", t_step=best_t, I=isl, O=osl, b=b, A=1.0, TP_a=dec[:, 1], X_p=x_p
-            )
-            best_t = np.where(agg, t_agg, best_t)
+        best_t, reason, bottleneck = decode_tpot(model, hw, prec, mode, dec, b, isl, osl, agg)
         p = evaluate_configs(
             model, hw, prec, mode, **lay(pre), b=np.ones(len(rows)), S=isl, phase="prefill", categories=False
         )
@@ -407,11 +456,16 @@ def _evaluate_group(
         out[f"ttft_{mode}_ms"] = np.where(np.asarray(p["feasible"], bool), ttft * 1e3, np.nan)
         out[f"reason_{mode}"] = reason
         out[f"bottleneck_{mode}"] = bottleneck
-    return pd.DataFrame(out, index=rows.index)
+    inputs = GroupInputs(model, hw, prec, rows.index, dec, b, isl, osl, agg)
+    return pd.DataFrame(out, index=rows.index), inputs
 
 
-def score_runs(path: str | Path | None = None) -> RunsScore:
-    """Score every run of the file (the bundled one unless ``path``); see the module docstring."""
+def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore:
+    """Score every run of the file (the bundled one unless ``path``); see the module docstring.
+
+    Realistic mode uses, for each run, its system's efficiencies fitted for the run's serving
+    stack where the spec has them (``stacks:`` block), unless ``stacks=False`` (the
+    ``efficiency:`` block as written: what a fit starts from)."""
     from planner.specs.registry import load_hardware, load_model, model_names
 
     df = load_runs(path).copy()
@@ -463,8 +517,10 @@ def score_runs(path: str | Path | None = None) -> RunsScore:
         )
     ok = (df.status == "") & (df.rule.isin(["", "queueing"]))
     hw_cache: dict[str, Any] = {}
+    inputs: list[GroupInputs] = []
     by_map = {i: m for i, m in zip(df.index, maps, strict=True)}
-    for (model, hw, _), idx in df[ok].groupby(["model", "hardware", "_prec"]).groups.items():
+    keys = ["model", "hardware", "_prec", "backend"]
+    for (model, hw, _, stack), idx in df[ok].groupby(keys).groups.items():
         if hw not in hw_cache:
             try:
                 hw_cache[hw] = load_hardware(hw)
@@ -474,7 +530,13 @@ def score_runs(path: str | Path | None = None) -> RunsScore:
             df.loc[idx, "status"] = f"hardware spec {hw} not bundled"
             continue
         m0 = by_map[idx[0]]
-        res = _evaluate_group(models[model], hw_cache[hw], m0.weights, m0.kv, df.loc[idx])
+        system = hw_cache[hw]
+        if stacks and stack in system.stacks:
+            system = system.with_stack(stack)
+        elif not stacks:
+            system = system.without_stack()
+        res, inp = _evaluate_group(models[model], system, m0.weights, m0.kv, df.loc[idx])
+        inputs.append(inp)
         for c in [*cols, "batch_per_rank", "batch_basis", "decode_workers"]:
             df.loc[idx, c] = res[c]
     df["batch_per_rank"] = df["batch_per_rank"].astype(float)
@@ -505,7 +567,7 @@ def score_runs(path: str | Path | None = None) -> RunsScore:
     df["ttft_ratio"] = df.ttft_realistic_ms / df.silicon_ttft_ms
     df["scored"] = (df.status == "") & (df.rule == "")
     df = df.drop(columns=["_decode", "_prefill", "_prec", "_workers_unknown"])
-    return RunsScore(df, _label(path), n)
+    return RunsScore(df, _label(path), n, inputs)
 
 
 def _stats(d: pd.DataFrame) -> dict[str, Any]:
@@ -531,6 +593,7 @@ class RunsScore:
     rows: pd.DataFrame
     source: str
     rows_total: int
+    inputs: list[GroupInputs] = field(default_factory=list, repr=False)  #: per evaluated group
 
     @property
     def scored(self) -> pd.DataFrame:

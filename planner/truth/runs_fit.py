@@ -1,0 +1,410 @@
+"""The realistic-mode parameters fitted to the measured runs, per GPU family and serving stack.
+
+A *cell* is one GPU family (``hopper``: H100, H200; ``blackwell``: B200, B300, GB300) and one
+serving stack (TensorRT-LLM, SGLang, vLLM).  In each cell the parameters of :data:`PARAMETERS`
+are fitted by ``scipy.optimize.least_squares`` to ``log(predicted / measured)`` decode TPOT of
+the cell's scored runs (:func:`planner.truth.runs.score_runs`: cleaned, at each run's own layout
+and batch), in log space with bounds.  The covariance is ``s^2 (J^T J)^-1`` (J the Jacobian in
+log space, ``s^2`` the residual variance), so the standard error of a log-parameter is its
+relative standard error.  Runs of one configuration at several concurrencies are not
+independent, so these errors are a lower bound on the true uncertainty; the leave-one-system-out
+and leave-one-model-out errors are the honest measure of what the fit knows.
+
+The per-step overhead is not fitted (see :data:`HELD`).  A parameter the cell's runs cannot
+pin (relative standard error above :data:`REL_SE_MAX`, or a singular Jacobian) is fixed at its
+spec value, one pushed to a bound of its physical range is held there, and the cell refitted;
+every held parameter is named, with why.  ``moe-planner calibrate --runs --write`` puts the
+values into each hardware spec's ``stacks:`` block, which realistic mode then uses.
+
+Nothing here reads the withheld rows: the fit sees only the file it is given (the bundled
+measured runs by default).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.errors import SpecError
+from planner.truth.runs import GroupInputs, RunsScore, score_runs
+
+
+@dataclass(frozen=True)
+class RunParameter:
+    """One fitted quantity: sets ``fields`` of a system's efficiency."""
+
+    name: str
+    fields: tuple[str, ...]
+    lo: float
+    hi: float
+    unit: str = ""  #: "" for a fraction, "s" for a time
+
+
+PARAMETERS: tuple[RunParameter, ...] = (
+    RunParameter("compute", ("compute",), 0.02, 1.0),
+    RunParameter("hbm", ("hbm",), 0.1, 1.0),
+    RunParameter("network", ("scale_up", "scale_out"), 0.02, 1.0),
+    RunParameter("kernel_overhead", ("kernel_overhead",), 0.05e-6, 300e-6, "s"),
+)
+#: Not fitted: the per-step overhead (sampling, scheduling) trades one-for-one with the
+#: per-operator overhead at the batch sizes of the runs (fitted free it is pinned in one cell of
+#: six, where the per-operator overhead then falls to zero), so it keeps its spec value.
+HELD = ("step_overhead", "load_imbalance", "memory_reserve", "link latencies")
+#: A parameter whose relative standard error exceeds this is fixed at its spec value.
+REL_SE_MAX = 0.2
+#: Fewest runs a cell (or a leave-one-out training set) needs to be fitted.
+MIN_RUNS = 20
+METHOD = (
+    "scipy.optimize.least_squares (trust-region reflective) on log(predicted / measured) decode "
+    "TPOT of the scored measured runs of each (GPU family, serving stack) cell, realistic mode at "
+    "each run's own layout and batch; parameters in log space with bounds; covariance "
+    "s^2 (J^T J)^-1; parameters with relative standard error above 0.2 fixed at their spec value"
+)
+
+
+@dataclass
+class _Part:
+    """The runs of one evaluation group that belong to a cell."""
+
+    inputs: GroupInputs
+    measured_s: np.ndarray
+    systems: np.ndarray
+    models: np.ndarray
+
+
+def _take(g: GroupInputs, mask: np.ndarray) -> GroupInputs:
+    return dataclasses.replace(
+        g,
+        index=g.index[mask],
+        dec=g.dec[mask],
+        b=g.b[mask],
+        isl=g.isl[mask],
+        osl=g.osl[mask],
+        agg=g.agg[mask],
+    )
+
+
+def cells(score: RunsScore) -> dict[tuple[str, str], list[_Part]]:
+    """The scored runs split by (family, stack), as evaluation parts."""
+    rows = score.rows
+    out: dict[tuple[str, str], list[_Part]] = {}
+    for g in score.inputs:
+        sub = rows.loc[g.index]
+        ok = sub.scored.to_numpy(bool)
+        for stack in sorted(set(sub.backend[ok])):
+            m = ok & (sub.backend == stack).to_numpy()
+            part = _Part(
+                _take(g, m),
+                sub.silicon_tpot_ms.to_numpy(float)[m] / 1e3,
+                sub.hardware.to_numpy(object)[m],
+                sub.model.to_numpy(object)[m],
+            )
+            out.setdefault((g.hw.family, stack), []).append(part)
+    return out
+
+
+def _with(hw: Any, params: tuple[RunParameter, ...], values: np.ndarray) -> Any:
+    eff = {f: float(v) for p, v in zip(params, values, strict=True) for f in p.fields}
+    return dataclasses.replace(hw, efficiency=dataclasses.replace(hw.efficiency, **eff))
+
+
+def _spec_value(hw: Any, p: RunParameter) -> float:
+    return float(getattr(hw.efficiency, p.fields[0]))
+
+
+def _residuals(parts: list[_Part], params: tuple[RunParameter, ...], values: np.ndarray) -> np.ndarray:
+    res = []
+    for part in parts:
+        t = part.inputs.tpot(_with(part.inputs.hw, params, values))
+        res.append(np.log(t / part.measured_s))
+    r = np.concatenate(res) if res else np.zeros(0)
+    return np.where(np.isfinite(r), r, 5.0)  # an infeasible prediction counts as far off
+
+
+def _errors(parts: list[_Part], params: tuple[RunParameter, ...], values: np.ndarray
+            ) -> dict[str, float]:
+    r = _residuals(parts, params, values)
+    ratio = np.exp(r)
+    e = np.abs(ratio - 1)
+    return {
+        "n": int(len(r)),
+        "tpot_median_abs_err": float(np.median(e)) if len(e) else math.nan,
+        "tpot_p90_abs_err": float(np.quantile(e, 0.9)) if len(e) else math.nan,
+        "tpot_bias": float(np.median(ratio)) if len(e) else math.nan,
+    }
+
+
+@dataclass
+class CellFit:
+    """The fit of one (family, stack) cell."""
+
+    family: str
+    stack: str
+    n: int
+    values: dict[str, float]           #: every parameter (fitted or fixed), SI units
+    rel_se: dict[str, float]           #: fitted parameters only
+    corr: list[list[float]]            #: correlation of the fitted log-parameters
+    fitted: list[str]
+    fixed: dict[str, str]              #: parameter -> why it is held at its spec value
+    before: dict[str, float]
+    after: dict[str, float]
+    systems: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _solve(parts: list[_Part], free: tuple[RunParameter, ...], fixed_vals: dict[str, float]
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values of ``free``, covariance of their logs, residuals)."""
+    from scipy.optimize import least_squares
+
+    hw0 = parts[0].inputs.hw
+    every = PARAMETERS
+
+    def full(x: np.ndarray) -> np.ndarray:
+        v = dict(fixed_vals)
+        v.update({p.name: float(np.exp(xi)) for p, xi in zip(free, x, strict=True)})
+        return np.array([v[p.name] for p in every])
+
+    x0 = np.log([min(max(_spec_value(hw0, p), p.lo * 1.01), p.hi * 0.99) for p in free])
+    lo = np.log([p.lo for p in free])
+    hi = np.log([p.hi for p in free])
+    sol = least_squares(lambda x: _residuals(parts, every, full(x)), x0, bounds=(lo, hi),
+                        diff_step=1e-3, x_scale=1.0)
+    J = sol.jac
+    dof = max(len(sol.fun) - len(free), 1)
+    s2 = float(sol.fun @ sol.fun) / dof
+    try:
+        cov = s2 * np.linalg.inv(J.T @ J)
+    except np.linalg.LinAlgError:
+        cov = np.full((len(free), len(free)), np.inf)
+    return np.exp(sol.x), cov, sol.fun
+
+
+def fit_cell(parts: list[_Part], family: str, stack: str) -> CellFit:
+    """Fit one cell; fix, one at a time, the parameter its runs pin least until all are pinned."""
+    hw0 = parts[0].inputs.hw
+    spec = {p.name: _spec_value(hw0, p) for p in PARAMETERS}
+    before = _errors(parts, PARAMETERS, np.array([spec[p.name] for p in PARAMETERS]))
+    free = list(PARAMETERS)
+    fixed: dict[str, str] = {}
+    values = dict(spec)
+    spec = dict(spec)  # values held fixed (the spec's, or a bound a parameter was pushed to)
+    cov = np.zeros((0, 0))
+    while free:
+        fixed_vals = {p.name: spec[p.name] for p in PARAMETERS if p not in free}
+        values.update(fixed_vals)
+        x, cov, _ = _solve(parts, tuple(free), fixed_vals)
+        se = np.sqrt(np.clip(np.diag(cov), 0, np.inf))
+        at_bound = [(abs(math.log(xi / p.lo)) < 1e-3 or abs(math.log(xi / p.hi)) < 1e-3)
+                    for p, xi in zip(free, x, strict=True)]
+        bad = [i for i in range(len(free)) if not np.isfinite(se[i]) or se[i] > REL_SE_MAX or at_bound[i]]
+        if not bad:
+            values.update({p.name: float(xi) for p, xi in zip(free, x, strict=True)})
+            break
+        worst = max(bad, key=lambda i: (at_bound[i], se[i] if np.isfinite(se[i]) else np.inf))
+        p = free.pop(worst)
+        if at_bound[worst]:
+            # the runs push it to the edge of its physical range: held there (missing physics,
+            # or a parameter these runs barely touch), and said
+            spec[p.name] = values[p.name] = float(x[worst])
+            fixed[p.name] = f"pushed to the bound {x[worst]:.3g} of its range; held there"
+        else:
+            fixed[p.name] = f"not pinned by these runs (relative SE {se[worst]:.2g}); held at the spec value"
+    rel = {p.name: float(math.sqrt(max(cov[i, i], 0))) for i, p in enumerate(free)}
+    d = np.sqrt(np.clip(np.diag(cov), 1e-300, np.inf)) if len(free) else np.ones(0)
+    corr = (cov / np.outer(d, d)).round(3).tolist() if len(free) else []
+    after = _errors(parts, PARAMETERS, np.array([values[p.name] for p in PARAMETERS]))
+    systems = sorted({s for part in parts for s in part.systems})
+    models = sorted({m for part in parts for m in part.models})
+    return CellFit(family, stack, after["n"], values, rel, corr, [p.name for p in free], fixed,
+                   before, after, systems, models)
+
+
+def _subset(parts: list[_Part], key: str, keep: Any) -> list[_Part]:
+    out = []
+    for part in parts:
+        col = part.systems if key == "system" else part.models
+        m = keep(col)
+        if m.any():
+            out.append(_Part(_take(part.inputs, m), part.measured_s[m], part.systems[m], part.models[m]))
+    return out
+
+
+def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str) -> dict[str, dict[str, Any]]:
+    """For each system (or model): refit every cell without it, predict its runs."""
+    names = sorted({x for parts in by_cell.values() for p in parts
+                    for x in (p.systems if key == "system" else p.models)})
+    out = {}
+    for name in names:
+        ratios = []
+        for (fam, stack), parts in by_cell.items():
+            held = _subset(parts, key, lambda c, n=name: c == n)
+            if not held:
+                continue
+            train = _subset(parts, key, lambda c, n=name: c != n)
+            if sum(len(p.measured_s) for p in train) < MIN_RUNS:
+                continue
+            f = fit_cell(train, fam, stack)
+            v = np.array([f.values[p.name] for p in PARAMETERS])
+            ratios.append(np.exp(_residuals(held, PARAMETERS, v)))
+        if ratios:
+            r = np.concatenate(ratios)
+            out[name] = {"n": int(len(r)), "median_abs_err": float(np.median(np.abs(r - 1))),
+                         "bias": float(np.median(r))}
+        else:
+            out[name] = {"n": 0, "median_abs_err": math.nan, "bias": math.nan,
+                         "why": "no cell keeps enough runs without it"}
+    return out
+
+
+@dataclass
+class RunsFit:
+    """Every cell's fit, with the data it came from and the leave-one-out errors."""
+
+    cells: list[CellFit]
+    source: str
+    sha256: str
+    date: str
+    loso: dict[str, dict[str, Any]]
+    lomo: dict[str, dict[str, Any]]
+    method: str = METHOD
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "source": self.source, "sha256": self.sha256, "date": self.date,
+                "cells": [c.to_dict() for c in self.cells], "leave_one_system_out": self.loso,
+                "leave_one_model_out": self.lomo}
+
+    def cell(self, family: str, stack: str) -> CellFit | None:
+        return next((c for c in self.cells if c.family == family and c.stack == stack), None)
+
+
+def _sha256(path: str | Path | None) -> str:
+    if path is None:
+        data = resources.files("planner.truth.data").joinpath("measured_runs.csv").read_bytes()
+    else:
+        data = Path(path).read_bytes()
+    return hashlib.sha256(data).hexdigest()
+
+
+def fit_runs(path: str | Path | None = None, leave_out: bool = True) -> RunsFit:
+    """Fit every (family, stack) cell with at least :data:`MIN_RUNS` scored runs of ``path``
+    (the bundled measured runs by default); with ``leave_out``, also the leave-one-system-out
+    and leave-one-model-out errors (a refit per system and per model: minutes)."""
+    score = score_runs(path, stacks=False)
+    by_cell = {k: v for k, v in cells(score).items() if sum(len(p.measured_s) for p in v) >= MIN_RUNS}
+    if not by_cell:
+        raise SpecError(score.source, "rows", f"at least {MIN_RUNS} scored runs of one family and stack")
+    fits = [fit_cell(parts, fam, stack) for (fam, stack), parts in sorted(by_cell.items())]
+    loso = _leave_one_out(by_cell, "system") if leave_out else {}
+    lomo = _leave_one_out(by_cell, "model") if leave_out else {}
+    return RunsFit(fits, score.source, _sha256(path), datetime.date.today().isoformat(), loso, lomo)
+
+
+def summary_frame(fit: RunsFit) -> pd.DataFrame:
+    """One row per cell: parameters with relative SE, and errors before and after."""
+    rows = []
+    for c in fit.cells:
+        r: dict[str, Any] = {"family": c.family, "stack": c.stack, "n": c.n}
+        for p in PARAMETERS:
+            r[p.name] = c.values[p.name]
+            r[f"{p.name}_rel_se"] = c.rel_se.get(p.name, math.nan)
+        r.update({f"before_{k}": v for k, v in c.before.items() if k != "n"})
+        r.update({f"after_{k}": v for k, v in c.after.items() if k != "n"})
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+# ---- writing the fit into the hardware specs ------------------------------------------------------
+def _fmt(p: RunParameter, v: float) -> str:
+    return f'"{v * 1e6:.4g} us"' if p.unit == "s" else f"{v:.4g}"
+
+
+def stacks_block(fit: RunsFit, family: str) -> str:
+    """The ``stacks:`` YAML block of one family's cells (default: the stack with most runs)."""
+    mine = [c for c in fit.cells if c.family == family]
+    if not mine:
+        return ""
+    default = max(mine, key=lambda c: c.n).stack
+    lines = [
+        "stacks:",
+        f"  default: {default}",
+        "  fit:",
+        f"    source: {json.dumps(_source_text(fit))}",
+        f"    date: '{fit.date}'",
+        f"    data_sha256: {fit.sha256}",
+        f"    method: {json.dumps(fit.method)}",
+        "    code: planner/truth/runs_fit.py (moe-planner calibrate --runs --write)",
+    ]
+    for c in sorted(mine, key=lambda c: c.stack):
+        lines.append(f"  {c.stack}:")
+        lines.append(f"    runs: {c.n}")
+        for p in PARAMETERS:
+            v = c.values[p.name]
+            if p.name in c.fitted:
+                se = c.rel_se[p.name]
+                lines.append(f"    {p.name}: {{value: {_fmt(p, v)}, se: {se:.3g}, kind: fitted}}")
+            else:
+                why = c.fixed[p.name]
+                kind = "bound" if "bound" in why else "fixed"
+                lines.append(f"    {p.name}: {{value: {_fmt(p, v)}, kind: {kind}, note: {json.dumps(why)}}}")
+    return "\n".join(lines) + "\n"
+
+
+def _source_text(fit: RunsFit) -> str:
+    n = sum(c.n for c in fit.cells)
+    return (f"least-squares fit to {n} scored measured runs ({fit.source}: NVIDIA aiconfigurator-core "
+            "0.12.0 silicon_sample.csv, Apache-2.0, GB200 and Kimi K2.5 rows withheld), per GPU family "
+            "and serving stack")
+
+
+def render_stacks(text: str, block: str) -> str:
+    """Spec text with its ``stacks:`` block (top-level key to the next one) replaced by ``block``."""
+    out, skip = [], False
+    for ln in text.splitlines():
+        if ln.startswith("stacks:"):
+            skip = True
+            continue
+        if skip and ln and not ln.startswith((" ", "#")):
+            skip = False
+        if not skip:
+            out.append(ln)
+    while out and not out[-1].strip():
+        out.pop()
+    return "\n".join(out) + "\n" + block
+
+
+def write_fit(fit: RunsFit) -> list[str]:
+    """Write each family's ``stacks:`` block into every bundled hardware spec of that family;
+    checks every new text parses before writing any.  Returns the names written."""
+    from planner.outputs import write_atomic
+    from planner.specs.hardware import parse_hardware
+    from planner.specs.reading import parse_yaml
+    from planner.specs.registry import hardware_names, load_hardware
+    from planner.truth.calibrate import _spec_path
+
+    new: dict[str, tuple[Path, str]] = {}
+    for name in hardware_names():
+        hw = load_hardware(name)
+        block = stacks_block(fit, hw.family)
+        if not block:
+            continue
+        path = _spec_path(name)
+        text = render_stacks(path.read_text("utf-8"), block)
+        parse_hardware(parse_yaml(text, str(path)), str(path))  # refuse a block that does not parse
+        new[name] = (path, text)
+    for _name, (path, text) in new.items():
+        write_atomic(path, text)
+    return sorted(new)

@@ -1,0 +1,125 @@
+"""The fit of the realistic parameters to the measured runs (planner.truth.runs_fit) and the
+``stacks:`` block it writes into the hardware specs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from planner.cli import main
+from planner.errors import SpecError
+from planner.specs.hardware import parse_hardware
+from planner.specs.reading import parse_yaml
+from planner.specs.registry import load_hardware
+from planner.truth import runs_fit as rf
+from planner.truth.calibrate import _spec_path
+from planner.truth.runs import score_runs
+
+
+@pytest.fixture(scope="module")
+def h200_trtllm_parts():
+    """The scored H200 TensorRT-LLM runs of the bundled file, as fit parts."""
+    parts = rf.cells(score_runs(stacks=False))[("hopper", "trtllm")]
+    keep = []
+    for p in parts:
+        m = p.systems == "hgx-h200"
+        if m.any():
+            keep.append(rf._Part(rf._take(p.inputs, m), p.measured_s[m], p.systems[m], p.models[m]))
+    return keep
+
+
+def test_fit_recovers_known_parameters(h200_trtllm_parts):
+    # runs "measured" at known efficiencies, exactly as the model predicts them: the fit, started
+    # from the spec values, must find those efficiencies again
+    truth = np.array([0.6, 0.7, 0.5, 10e-6])
+    parts = []
+    for p in h200_trtllm_parts:
+        t = p.inputs.tpot(rf._with(p.inputs.hw, rf.PARAMETERS, truth))
+        parts.append(dataclasses.replace(p, measured_s=t))
+    f = rf.fit_cell(parts, "hopper", "trtllm")
+    got = np.array([f.values[p.name] for p in rf.PARAMETERS])
+    np.testing.assert_allclose(got, truth, rtol=1e-3)
+    assert f.after["tpot_median_abs_err"] < 1e-3
+    assert set(f.fitted) == {p.name for p in rf.PARAMETERS} and not f.fixed
+
+
+def test_a_parameter_the_runs_do_not_touch_is_held_and_said(h200_trtllm_parts):
+    # measured = predicted at the spec values, but with every run batch-1-like latency bound: the
+    # network fraction of single-node TP all-reduces is barely visible.  Whatever is held must say
+    # why, and every fitted parameter must have a relative SE under the limit
+    f = rf.fit_cell(h200_trtllm_parts, "hopper", "trtllm")
+    for name in f.fitted:
+        assert f.rel_se[name] < rf.REL_SE_MAX
+    for why in f.fixed.values():
+        assert "held" in why
+    assert len(f.corr) == len(f.fitted)
+
+
+def test_stacks_block_round_trips_through_the_spec_parser(h200_trtllm_parts):
+    f = rf.fit_cell(h200_trtllm_parts, "hopper", "trtllm")
+    fit = rf.RunsFit([f], "test.csv", "0" * 64, "2026-12-01", {}, {})
+    text = rf.render_stacks(_spec_path("hgx-h200").read_text("utf-8"), rf.stacks_block(fit, "hopper"))
+    hw = parse_hardware(parse_yaml(text, "x.yaml"), "x.yaml")
+    assert hw.stack == "trtllm" and set(hw.stacks) == {"trtllm"}
+    assert hw.efficiency.compute == pytest.approx(f.values["compute"], rel=1e-3)
+    assert hw.efficiency.scale_up == hw.efficiency.scale_out == pytest.approx(f.values["network"], rel=1e-3)
+    # the efficiency: block as written is still there underneath
+    assert hw.without_stack().efficiency == parse_hardware(
+        parse_yaml(rf.render_stacks(text, ""), "y.yaml"), "y.yaml").efficiency
+    # rendering twice replaces, never appends
+    assert rf.render_stacks(text, rf.stacks_block(fit, "hopper")) == text
+
+
+def test_name_at_stack_selects_that_stacks_fit():
+    hw = load_hardware("hgx-h200")
+    assert hw.stack  # the bundled specs carry a fit; the default is the best-measured stack
+    for stack in hw.stacks:
+        s = load_hardware(f"hgx-h200@{stack}")
+        assert s.stack == stack and s.efficiency == hw.stacks[stack]
+    with pytest.raises(SpecError, match="a fitted serving stack"):
+        load_hardware("hgx-h200@tgi")
+
+
+def test_runs_are_scored_with_their_own_stacks_fit():
+    from planner import decode_step
+
+    s = score_runs()
+    r = s.rows[s.rows.scored & (s.rows.hardware == "hgx-h200") & (s.rows.backend == "sglang")
+               & (s.rows["mode"] == "disagg")].iloc[0]
+    g = next(g for g in s.inputs if r.name in g.index)
+    i = list(g.index).index(r.name)
+    G, tp, ep, tpe = g.dec[i]
+    kw = dict(gpus=int(G), tp_attn=int(tp), ep=int(ep), tp_moe=int(tpe), batch=g.b[i] * G / tp,
+              context=g.isl[i] + g.osl[i] / 2, weights=g.prec.weights["routed_experts"], kv=g.prec.kv,
+              overlap=False, mode="realistic")
+    own = decode_step(r.model, "hgx-h200@sglang", **kw).step_time
+    other = decode_step(r.model, "hgx-h200@trtllm", **kw).step_time
+    assert r.tpot_realistic_ms == pytest.approx(own * 1e3, rel=1e-9)
+    assert own != pytest.approx(other, rel=1e-3)
+
+
+def test_cli_calibrate_runs_json(capsys):
+    rc = main(["calibrate", "--runs", "--no-loo", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0 and doc["written"] == []
+    cells = {(c["family"], c["stack"]) for c in doc["cells"]}
+    assert cells >= {("hopper", "trtllm"), ("blackwell", "trtllm")}
+    for c in doc["cells"]:
+        assert all(se < rf.REL_SE_MAX for se in c["rel_se"].values())
+
+
+def test_cli_write_refuses_a_users_file(tmp_path, capsys):
+    p = tmp_path / "mine.csv"
+    p.write_text("x\n")
+    assert main(["calibrate", "--runs", str(p), "--write"]) == 2
+    err = capsys.readouterr().err
+    assert "--write" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_stacks_block_naming_a_missing_default_is_one_clear_error():
+    text = _spec_path("hgx-h200").read_text("utf-8").replace("  default: trtllm", "  default: tgi")
+    with pytest.raises(SpecError, match=r"x\.yaml: stacks\.default: one of the stacks listed"):
+        parse_hardware(parse_yaml(text, "x.yaml"), "x.yaml")
