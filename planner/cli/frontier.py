@@ -159,13 +159,14 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     return 0
 
 
-def _band(args: argparse.Namespace, model: Any, hardware: Any, nominal: pd.DataFrame) -> pd.DataFrame | None:
+def _band(args: argparse.Namespace, model: Any, hardware: Any, nominal: pd.DataFrame,
+          grid: Any = None) -> pd.DataFrame | None:
     """The uncertainty band (``--band``), or None."""
     if not getattr(args, "band", False):
         return None
     from planner.truth.uncertainty import frontier_band
 
-    return frontier_band(model, hardware, base=nominal, **frontier_kwargs(args))
+    return frontier_band(model, hardware, base=nominal, grid=grid, **frontier_kwargs(args))
 
 
 def _band_json(band: pd.DataFrame) -> dict[str, Any]:
@@ -220,7 +221,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     both = pd.concat([c.a, c.b], ignore_index=True)
     if args.csv:
         write_atomic(args.csv, lambda tmp: both.to_csv(tmp, index=False))
-    bands = [_band(args, args.model, h, f) for h, f in zip(args.hardware, (c.a, c.b), strict=True)]
+    grid = c.ratio.tps_per_user.to_numpy()[::5] if len(c.ratio) else None  # one grid: paired draws
+    bands = [_band(args, args.model, h, f, grid) for h, f in zip(args.hardware, (c.a, c.b), strict=True)]
+    ratio_band = None
+    if bands[0] is not None and grid is not None and len(grid):
+        from planner.truth.uncertainty import largest_ratio_band
+
+        ratio_band = largest_ratio_band(bands[0], bands[1])
     if args.plot:
         write_atomic(args.plot, lambda tmp: plot_frontiers([c.a, c.b], c.ratio, bands=bands).savefig(
             tmp, dpi=130, format="png"))
@@ -230,7 +237,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     "table": [{k: _clean(v) for k, v in r.items()} for r in c.table.to_dict("records")],
                     "frontiers": {s["hardware_a"]: points_json(c.a), s["hardware_b"]: points_json(c.b)},
                     **({"bands": {s["hardware_a"]: _band_json(bands[0]),
-                                  s["hardware_b"]: _band_json(bands[1])}} if bands[0] is not None else {})})
+                                  s["hardware_b"]: _band_json(bands[1])},
+                        "largest_ratio_band": _clean(ratio_band)} if bands[0] is not None else {})})
         return 0
     A, B = s["hardware_a"], s["hardware_b"]
     print(f"# moe-planner compare: {s['model']} on {A} vs {B}")
@@ -253,6 +261,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         r = useful.iloc[i]
         print(f"# largest per-GPU ratio {r.ratio:.1f}x at {r.tps_per_user:.0f} tokens/s/user (where both "
               "systems still give at least 5% of their peak tokens/s per GPU)")
+    if ratio_band is not None and ratio_band["draws"]:
+        print(f"# largest per-GPU ratio over {ratio_band['draws']} paired draws of the efficiencies: "
+              f"{ratio_band['lo']:.1f}x to {ratio_band['hi']:.1f}x (5th-95th percentile, median "
+              f"{ratio_band['mid']:.1f}x)")
     tops = ", ".join(f"{h} tops out at {c.table[f'max_tps_per_user_{t}'].iloc[0]:.0f}"
                      for h, t in ((A, "a"), (B, "b")))
     print(f"# '-' = not reachable ({tops} tokens/s/user); --explain --at X gives the causes of a ratio")

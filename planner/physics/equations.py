@@ -70,6 +70,12 @@ from planner.physics.symbols import (
     lam,
     n_d,
     n_emb,
+    n_ka,
+    n_kc,
+    n_kd,
+    n_ke,
+    n_kh,
+    n_ks,
     n_L,
     n_Ld,
     n_mtp,
@@ -103,13 +109,15 @@ def at(expr: sp.Expr, values: dict[sp.Symbol, sp.Expr]) -> sp.Expr:
         return expr.xreplace(values)
 
 
-def roofline(F: sp.Expr, M: sp.Expr, P: sp.Expr) -> sp.Expr:
-    """Time of one operator: ``max(F / (eta_c P), M / (eta_m B_hbm)) + tau_k``  [s].
+def roofline(F: sp.Expr, M: sp.Expr, P: sp.Expr, n_kernels: sp.Expr = 1) -> sp.Expr:
+    """Time of one operator: ``max(F / (eta_c P), M / (eta_m B_hbm)) + n_k tau_k``  [s].
 
-    F in FLOP, M in bytes moved to/from HBM, P the dense peak of the compute dtype.
+    F in FLOP, M in bytes moved to/from HBM, P the dense peak of the compute dtype; the operator
+    runs as ``n_k`` kernels, each with a fixed cost ``tau_k`` (under CUDA graphs a small kernel
+    still costs its launch and ramp: the latency floor counts kernels, not operators).
     Source: the roofline model (Williams et al., CACM 2009); physics.md section 2.
     """
-    return _max(F / (eta_c * P), M / (eta_m * B_hbm)) + tau_k
+    return _max(F / (eta_c * P), M / (eta_m * B_hbm)) + n_kernels * tau_k
 
 
 def indicator(condition: sp.Basic) -> sp.Expr:
@@ -144,7 +152,7 @@ W_attn_rank = W_rep + (W_attn - W_rep) / TP_a
 #: Attention projections: FLOPs 2 b s_q W_attn_rank; weights W_attn_rank b_wa read once.
 F_attn_proj = 2 * b * s_q * W_attn_rank
 M_attn_proj = W_attn_rank * b_wa
-t_attn_proj = roofline(F_attn_proj, M_attn_proj, P_a)
+t_attn_proj = roofline(F_attn_proj, M_attn_proj, P_a, n_ka)
 
 #: Attention core FLOPs: 2 b s_q (h / TP_a) S c_att.  MLA absorbed: c_att = 2 r_kv + d_r
 #: (FlashMLA deep-dive: 2 h_q s_q s_k (d_k + d_v), d_k = 576, d_v = 512).
@@ -181,7 +189,7 @@ t_attn_core = _max(
     F_attn_core / (eta_c * P_c),
     (1 - phi_h) * M_kv_read / (eta_m * B_hbm),
     phi_h * M_kv_read / (eta_m * B_c2c),
-) + tau_k
+) + n_kc * tau_k
 
 # ---- FFN: routed experts, shared experts, dense layers, LM head ---------------------------
 #: Expected distinct expert slots touched on one GPU holding E_slots / EP of them, uniform
@@ -189,20 +197,20 @@ t_attn_core = _max(
 n_touched = (E_slots / EP) * (1 - (1 - k / E_slots) ** B_tok)
 F_experts = 2 * 3 * d * f_e * T_e / TP_e
 M_experts = n_touched * 3 * d * f_e * b_we / TP_e
-t_experts = roofline(F_experts, M_experts, P_e)
+t_experts = roofline(F_experts, M_experts, P_e, n_ke)
 
 F_shared = 2 * E_s * 3 * d * f_e * b * s_q / TP_a
 M_shared = E_s * 3 * d * f_e * b_wd / TP_a
 #: Shared experts (none when E_s = 0: no kernel, no tau_k).
-t_shared = roofline(F_shared, M_shared, P_d) - tau_k * (1 - _min(1, E_s))
+t_shared = roofline(F_shared, M_shared, P_d, n_ks * _min(1, E_s))
 
 F_dense_ffn = 2 * 3 * d * f_d * b * s_q / TP_a
 M_dense_ffn = 3 * d * f_d * b_wd / TP_a
-t_dense_ffn = roofline(F_dense_ffn, M_dense_ffn, P_d)
+t_dense_ffn = roofline(F_dense_ffn, M_dense_ffn, P_d, n_kd)
 
 F_head = 2 * b * s_h * V * d / TP_a
 M_head = V * d * b_wv / TP_a
-t_head = roofline(F_head, M_head, P_v)
+t_head = roofline(F_head, M_head, P_v, n_kh)
 
 # ---- communication -----------------------------------------------------------------------------
 #: Probability that a given EP rank receives a given token, uniform routing of k experts over

@@ -138,6 +138,30 @@ def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
                 a_so=hw.so_latency, **{"lambda": e.load_imbalance}, r_mem=e.memory_reserve)
 
 
+#: Kernels a serving stack launches per layer of a decode step under CUDA graphs, a fused kernel
+#: counted once (read from the decode forward of the stacks' DeepSeek-V2/V3, Llama and Qwen model
+#: code; stacks and versions differ by a kernel or two per operator).
+#: - MLA attention projections: input RMSNorm (fused with the residual add), fused q_a/kv_a GEMM,
+#:   q_a and kv_a RMSNorms, q_b GEMM, the absorbed W_UK batched GEMM, rotary, KV-cache write, the
+#:   W_UV batched GEMM, o_proj = 10.  GQA: input RMSNorm, QKV GEMM, rotary with cache write,
+#:   o_proj = 4.
+#: - Attention core: a scheduling-metadata or split-KV combine kernel beside the decode kernel = 2.
+#: - Routed experts: post-attention RMSNorm, router GEMM, softmax/top-k, token permute and quantize,
+#:   two grouped GEMMs, SiLU-and-mul, unpermute and weighted reduce = 8.
+#: - Shared experts: gate-up GEMM, SiLU-and-mul, down GEMM = 3.  A dense FFN: RMSNorm and those 3 = 4.
+#: - LM head: final RMSNorm, GEMM, two sampling kernels = 4.
+KERNELS = {
+    "mla": {"n_ka": 10, "n_kc": 2},
+    "gqa": {"n_ka": 4, "n_kc": 2},
+    "any": {"n_ke": 8, "n_ks": 3, "n_kd": 4, "n_kh": 4},
+}
+
+
+def kernel_counts(model: Model) -> dict[str, int]:
+    """The kernel counts of :data:`KERNELS` for this model's attention."""
+    return {**KERNELS["mla" if model.attention == "mla" else "gqa"], **KERNELS["any"]}
+
+
 def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G: Any, TP_a: Any,
                   EP: Any, TP_e: Any, E_slots: Any, b: Any, S: Any, s_q: Any, s_h: Any,
                   n_d: Any = 0, overlap: Any = 0, kv_offload: Any = 0,
@@ -184,7 +208,7 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
         # copy to every destination GPU, so in decode the cap is k (no cap)
         M_nl=model.max_groups if (model.max_groups and phase == "prefill") else model.k, o=overlap,
         x_off=np.where(hw.host_capacity > 0, kv_offload, 0),
-        b=b, S=S, S_c=S_cache, s_q=s_q, s_h=s_h, n_d=n_d, A=1.0,
+        b=b, S=S, S_c=S_cache, s_q=s_q, s_h=s_h, n_d=n_d, A=1.0, **kernel_counts(model),
     )
     v.update(_efficiencies(hw, mode))
     return v
@@ -333,8 +357,10 @@ def _categories(model: Model, out: dict[str, np.ndarray], vals: dict[str, Any]) 
     a2a_alpha = np.maximum(out["dispatch"] + out["combine"]
                            - np.maximum(p["a2a.scale_up"], p["a2a.scale_out"]), 0.0)
     ar_alpha = (out["allreduce_attn"] - ar_bw) + (out["allreduce_moe"] - moe_bw)
-    ops_moe = 3 + (1 if model.E_s else 0)  # attention projections, core, experts, shared
-    latency = (vals["tau_k"] * (n_moe * ops_moe * mb + 3 * n_ld + 1) + vals["t_fixed"]
+    k = kernel_counts(model)
+    k_moe = k["n_ka"] + k["n_kc"] + k["n_ke"] + (k["n_ks"] if model.E_s else 0)
+    k_dense = k["n_ka"] + k["n_kc"] + k["n_kd"]
+    latency = (vals["tau_k"] * (n_moe * k_moe * mb + k_dense * n_ld + k["n_kh"]) + vals["t_fixed"]
                + n_moe * mb * (a2a_alpha + ar_alpha) + 2 * n_ld * (out["allreduce_attn"] - ar_bw))
     cats = [comp, hbm, kv, scale_up, scale_out, latency]
     shape = np.shape(out["step"])

@@ -89,13 +89,25 @@ eta_c = _s("eta_c", "achieved fraction of compute peak", "1", "efficiency", r"\e
 eta_m = _s("eta_m", "achieved fraction of memory bandwidth", "1", "efficiency", r"\eta_{m}")
 eta_su = _s("eta_su", "achieved fraction of scale-up bandwidth", "1", "efficiency", r"\eta_{su}")
 eta_so = _s("eta_so", "achieved fraction of scale-out bandwidth", "1", "efficiency", r"\eta_{so}")
-tau_k = _s("tau_k", "fixed cost per operator (launch, sync)", "s", "efficiency", r"\tau_{k}", nonneg=True)
+tau_k = _s("tau_k", "fixed cost per kernel (launch and ramp inside a CUDA graph, sync)", "s", "efficiency",
+           r"\tau_{k}", nonneg=True)
 t_fixed = _s("t_fixed", "fixed cost per step (sampling, scheduling)", "s", "efficiency",
              "t_{fixed}", nonneg=True)
 r_mem = _s("r_mem", "fraction of HBM reserved for activations and workspace", "1", "efficiency",
            "r_{mem}", nonneg=True)
 lam = _s("lambda", "load imbalance: max/mean tokens per expert-parallel rank", "1", "efficiency",
          r"\lambda")
+
+# ---- kernels per layer (the latency floor counts kernels, not operators) ---------------------
+n_ka = _s("n_ka", "kernels per layer of the attention projections (norm, projections, rotary, cache write)",
+          "1", "model", "n_{k,a}", integer=True)
+n_kc = _s("n_kc", "kernels per layer of the attention core", "1", "model", "n_{k,c}", integer=True)
+n_ke = _s("n_ke", "kernels per MoE layer of the routed experts (norm, router, top-k, grouped GEMMs, "
+          "activation, finalize)", "1", "model", "n_{k,e}", integer=True)
+n_ks = _s("n_ks", "kernels per MoE layer of the shared experts", "1", "model", "n_{k,s}", integer=True)
+n_kd = _s("n_kd", "kernels per dense-FFN layer (norm, gate-up, activation, down)", "1", "model",
+          "n_{k,d}", integer=True)
+n_kh = _s("n_kh", "kernels of the LM head and sampling", "1", "model", "n_{k,h}", integer=True)
 
 # ---- layout ---------------------------------------------------------------------------------
 G = _s("G", "GPUs in the instance", "1", "layout", integer=True)

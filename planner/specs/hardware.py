@@ -256,6 +256,7 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
     for name in [k for k in st.doc if k not in ("default", "fit")]:
         e = st.sub(str(name))
         e.integer("runs")
+        e.raw("covariance_log", required=False)  # of the fitted log-parameters (uncertainty bands)
         changes: dict[str, float] = {}
         for key, fields_ in STACK_FIELDS.items():
             sub = e.sub(key, required=False)

@@ -11,7 +11,7 @@ families whose physics is the same, in log space with ``scipy.optimize.least_squ
   an asymmetry that alone would inflate GB200/H200 ratios up to 2.4x where HBM binds;
 * ``network``: achieved fraction of link bandwidth, one value for scale-up and scale-out (the
   DeepEP-style all-to-all efficiency);
-* ``kernel_overhead``: per-operator fixed cost (launch and synchronisation).
+* ``kernel_overhead``: fixed cost per kernel launched (launch and synchronisation).
 
 All four are shared by both families: with seven training points, a family of its own is only
 worth fitting where that family's points constrain it (``Parameter.families`` makes the split
@@ -87,7 +87,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("network", ("scale_up", "scale_out"), FAMILIES, 0.2, 1.0, "",
               "achieved fraction of link bandwidth in EP all-to-all and TP all-reduce; shared"),
     Parameter("kernel_overhead", ("kernel_overhead",), FAMILIES, 1e-6, 100e-6, "s",
-              "fixed cost per operator (launch, sync); shared: a software property"),
+              "fixed cost per kernel (launch, sync); shared: a software property"),
 )
 
 #: Measured points the fit uses; every measured point not listed must appear in EXCLUDED.
@@ -382,6 +382,24 @@ def calibration_block(hw: Hardware | str) -> dict[str, Any] | None:
 
 
 # ---- writing ------------------------------------------------------------------------------------
+def stack_block(hw: Hardware) -> dict[str, Any] | None:
+    """The fit to measured runs of the serving stack ``hw`` carries, in the shape of a
+    ``calibration:`` block (``parameters`` with ``fields`` and ``bounds``, ``covariance_log``);
+    None without one."""
+    from planner.specs.hardware import STACK_FIELDS
+
+    if not hw.stack or hw.name not in hardware_names():
+        return None
+    entry = ((_raw_doc(hw.name).get("stacks") or {}).get(hw.stack)) or {}
+    cov = entry.get("covariance_log")
+    if not isinstance(cov, dict):
+        return None
+    params = {n: {"fields": list(STACK_FIELDS[n]),
+                  "bounds": [1e-9, 1e-3] if n.endswith("overhead") else [0.02, 1.0]}
+              for n in cov.get("order", [])}
+    return {"parameters": params, "covariance_log": cov}
+
+
 def _fmt_value(p: Parameter, v: float) -> str:
     if p.unit == "s":
         return f'"{v * 1e6:.4g} us"'
@@ -496,11 +514,12 @@ def write(result: Fit) -> list[str]:
 def sampled_efficiencies(hw: Hardware, rng: np.random.Generator, n: int, rel: float = 0.15,
                          method: str = "auto") -> list[dict[str, float]]:
     """``n`` draws of ``hw``'s efficiencies: fitted ones from the recorded fit covariance (log
-    normal, kept within the fit's bounds), the others (and all of them with ``method='ranges'``
-    or no fit recorded) uniform within +-``rel`` of their value.  Fractions stay in (0, 1]; times
-    and lambda >= their floor."""
+    normal, kept within the fit's bounds; the serving stack's fit to measured runs where the
+    system carries one, else the published-point calibration), the others (and all of them with
+    ``method='ranges'`` or no fit recorded) uniform within +-``rel`` of their value.  Fractions
+    stay in (0, 1]; times and lambda >= their floor."""
     eff = dataclasses.asdict(hw.efficiency)
-    cal = calibration_block(hw) if method in ("auto", "fit") else None
+    cal = (stack_block(hw) or calibration_block(hw)) if method in ("auto", "fit") else None
     if method == "fit" and cal is None:
         raise SpecError(hw.name, "calibration", "a recorded fit (run moe-planner calibrate --write) for "
                         "method 'fit'")

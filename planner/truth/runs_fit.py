@@ -360,6 +360,11 @@ def stacks_block(fit: RunsFit, family: str) -> str:
                 why = c.fixed[p.name]
                 kind = "bound" if "bound" in why else "fixed"
                 lines.append(f"    {p.name}: {{value: {_fmt(p, v)}, kind: {kind}, note: {json.dumps(why)}}}")
+        if c.fitted:
+            se = np.array([c.rel_se[n] for n in c.fitted])
+            cov = np.asarray(c.corr) * np.outer(se, se)
+            lines.append(f"    covariance_log: {{order: [{', '.join(c.fitted)}], matrix: "
+                         f"{json.dumps([[float(f'{x:.4g}') for x in row] for row in cov])}}}")
     return "\n".join(lines) + "\n"
 
 

@@ -11,6 +11,7 @@ reach a rate at all counts as zero throughput there.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -82,4 +83,25 @@ def frontier_band(model: Model | str, hw: Hardware | str, *, samples: int = DEFA
                         "reach": (ys > 0).mean(axis=0)})
     out.attrs.update(nominal.attrs, band_samples=samples, band_seed=seed, band_method=method,
                      band_quantiles=QUANTILES, band_rel=rel)
+    out.attrs["draws"] = ys  # tokens/s per GPU of every draw at every grid rate (samples x grid)
     return out
+
+
+def largest_ratio_band(band_a: pd.DataFrame, band_b: pd.DataFrame, useful: float = 0.05
+                       ) -> dict[str, float]:
+    """5th/50th/95th percentile over paired draws of the largest per-GPU ratio A/B, both bands
+    read on one grid; a rate counts where both draws still give at least ``useful`` of their own
+    peak (as :func:`planner.serving.comparison.compare` does for the nominal ratio)."""
+    ya, yb = band_a.attrs.get("draws"), band_b.attrs.get("draws")
+    if ya is None or yb is None or ya.shape != yb.shape or not np.allclose(
+            band_a.tps_per_user, band_b.tps_per_user):
+        raise SpecError("<input>", "bands", "two bands read on the same grid")
+    ok = (ya >= useful * ya.max(axis=1, keepdims=True)) & (yb >= useful * yb.max(axis=1, keepdims=True))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(ok & (yb > 0), ya / yb, np.nan)
+    best = np.array([np.nanmax(row) if np.isfinite(row).any() else np.nan for row in r])
+    best = best[np.isfinite(best)]
+    if best.size == 0:
+        return {"lo": math.nan, "mid": math.nan, "hi": math.nan, "draws": 0}
+    lo, mid, hi = np.percentile(best, [QUANTILES[0], 50.0, QUANTILES[1]])
+    return {"lo": float(lo), "mid": float(mid), "hi": float(hi), "draws": int(best.size)}

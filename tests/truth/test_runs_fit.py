@@ -123,3 +123,36 @@ def test_a_stacks_block_naming_a_missing_default_is_one_clear_error():
     text = _spec_path("hgx-h200").read_text("utf-8").replace("  default: trtllm", "  default: tgi")
     with pytest.raises(SpecError, match=r"x\.yaml: stacks\.default: one of the stacks listed"):
         parse_hardware(parse_yaml(text, "x.yaml"), "x.yaml")
+
+
+def test_largest_ratio_band_by_hand():
+    import pandas as pd
+
+    from planner.truth.uncertainty import largest_ratio_band
+
+    grid = [10.0, 20.0, 40.0]
+    a = pd.DataFrame({"tps_per_user": grid})
+    b = pd.DataFrame({"tps_per_user": grid})
+    # draw 1: ratios 4, 2, (B at 0.01 of its peak: left out) -> 4; draw 2: ratios 3, 3, 1 -> 3
+    a.attrs["draws"] = np.array([[4.0, 2.0, 9.0], [6.0, 3.0, 1.0]])
+    b.attrs["draws"] = np.array([[1.0, 1.0, 0.01], [2.0, 1.0, 1.0]])
+    r = largest_ratio_band(a, b)
+    assert r["draws"] == 2
+    assert r["mid"] == pytest.approx(3.5)
+    assert r["lo"] == pytest.approx(3.05) and r["hi"] == pytest.approx(3.95)  # 5th / 95th, linear
+
+
+def test_band_draws_follow_the_stacks_covariance():
+    from planner.truth.calibrate import sampled_efficiencies, stack_block
+
+    hw = load_hardware("hgx-h200")
+    blk = stack_block(hw)
+    assert blk is not None and blk["covariance_log"]["order"]
+    draws = sampled_efficiencies(hw, np.random.default_rng(0), 400)
+    for i, name in enumerate(blk["covariance_log"]["order"]):
+        field_ = blk["parameters"][name]["fields"][0]
+        logs = np.log([d[field_] for d in draws])
+        sd = np.sqrt(blk["covariance_log"]["matrix"][i][i])
+        centre = np.log(getattr(hw.efficiency, field_))
+        assert np.median(logs) == pytest.approx(centre, abs=3 * sd / 20 ** 0.5)
+        assert np.std(logs) == pytest.approx(sd, rel=0.25)
