@@ -28,7 +28,48 @@ def _clean(obj: Any) -> Any:
 
 
 # ---- validate ---------------------------------------------------------------------------------
+def _cmd_kernels(args: argparse.Namespace) -> int:
+    from planner.outputs import table
+    from planner.truth.kernels import score_kernels
+
+    if args.runs is not None or args.points or args.out:
+        raise SpecError("<input>", "--kernels", "alone (not with --runs, --points or --out)")
+    score = score_kernels()
+    s = score.summary()
+    if args.json:
+        print_json(_clean(s))
+        return 0
+    print(f"# measured kernels ({s['rows']} rows, planner/truth/data/kernels/PROVENANCE.md) against the step "
+          "model's operator laws; error = |predicted / measured - 1| in realistic mode (each stack's fit); "
+          "bound viol. = kernels measured faster than bound mode")
+    rows = [[o["op"], o["gpu"], o["stack"], o["n"], _pct(o["median_abs_err"]), _pct(o["p90_abs_err"]),
+             f"{o['bias']:.2f}", o["bound_violations"]] for o in s["ops"]]
+    print(table(rows, ["op", "gpu", "stack", "n", "median", "p90", "bias", "bound viol."]))
+    print(f"# overall median |error| {s['overall_median_abs_err']:.0%}; {s['bound_violations']} kernels "
+          "faster than the bound")
+    w = score.worst(8)
+    print("\n# worst shapes (realistic / measured)")
+    print(table([[r.op, r.gpu, r.stack, r.dtype, _shape(r), f"{r.latency_us:.4g}", f"{r.realistic_us:.4g}",
+                  f"{r.ratio:.2f}"] for r in w.itertuples()],
+                ["op", "gpu", "stack", "dtype", "shape", "measured us", "predicted us", "ratio"]))
+    v = score.rows[score.rows.bound_violation]
+    if len(v):
+        print("\n# faster than the bound (first 8)")
+        print(table([[r.op, r.gpu, r.stack, r.dtype, _shape(r), f"{r.latency_us:.4g}", f"{r.bound_us:.4g}"]
+                     for r in v.head(8).itertuples()],
+                    ["op", "gpu", "stack", "dtype", "shape", "measured us", "bound us"]))
+    return 0
+
+
+def _shape(r: Any) -> str:
+    if r.op == "gemm":
+        return f"m {r.m:g} n {r.n:g} k {r.k:g}"
+    return f"{r.num_gpus:g} GPUs, {r.bytes:g} B"
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.kernels:
+        return _cmd_kernels(args)
     if args.runs is not None:
         return _cmd_runs(args)
     if args.out:
@@ -322,6 +363,9 @@ def register(sub: Any) -> None:
         "status is 0 unless the input is bad: runs faster than the bound are listed (speculative\n"
         "decoding is suspected; the file does not record it), not treated as failures.")
     v.add_argument("--json", action="store_true", help="print the scorecard as JSON")
+    v.add_argument("--kernels", action="store_true",
+                   help="score measured kernel latencies (GEMM, all-reduce; planner/truth/data/kernels) "
+                        "against the step model's operator laws instead")
     v.add_argument("--runs", nargs="?", const=True, default=None, metavar="FILE",
                    help="score measured serving runs instead of the published points (default FILE: "
                         "the bundled runs)")

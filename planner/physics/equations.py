@@ -268,12 +268,15 @@ def allreduce_bandwidth(m: sp.Expr, n: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     """Bandwidth parts (scale-up, scale-out) of an all-reduce of m bytes over n GPUs  [s].
 
     Inside each domain a reduce-scatter and an all-gather over n_in GPUs move
-    ``2 (n_in - 1)/n_in m`` bytes per GPU (Thakur, Rabenseifner and Gropp 2005); between the
-    n_out domains each GPU all-reduces its ``m / n_in`` shard over scale-out:
-    ``2 (n_out - 1)/n_out (m / n_in)`` bytes (the hierarchical all-reduce NCCL runs across
-    nodes).  Inside one domain the second part is 0."""
+    ``2 (n_in - 1)/n_in m`` bytes per GPU (Thakur, Rabenseifner and Gropp 2005), or ``m`` when
+    the NVSwitch reduces in the switch (NVLink SHARP: NCCL's NVLS algorithm on H100 and later,
+    each GPU sending and receiving its m bytes once), whichever is less: ``min(2 (n_in - 1)/n_in,
+    1) m``.  (Measured NCCL all-reduces of 4 and 8 GPUs on H100, H200, B200, B300 and GB200
+    run faster than the ring volume allows.)  Between the n_out domains each GPU all-reduces
+    its ``m / n_in`` shard over scale-out: ``2 (n_out - 1)/n_out (m / n_in)`` bytes (the
+    hierarchical all-reduce NCCL runs across nodes).  Inside one domain the second part is 0."""
     n_in, n_out = _ar_split(n)
-    t_su = 2 * (n_in - 1) / n_in * m / (eta_su * B_su)
+    t_su = _min(2 * (n_in - 1) / n_in, 1) * m / (eta_su * B_su)
     t_so = 2 * (n_out - 1) / n_out * (m / n_in) / (eta_so * B_so)
     return t_su, t_so
 

@@ -237,32 +237,36 @@ def test_ridge_points():
 
 
 def test_tp_allreduce_time():
-    # two-shot all-reduce of 1 MB over 8 GPUs of one domain at 450 GB/s, 1 us per pass:
-    # 2 x 7/8 x 1e6 / 450e9 = 3.8889 us, + 2 passes x 1 us -> 5.8889 us (a ring would pay
+    # all-reduce of 1 MB over 8 GPUs of one NVSwitch domain at 450 GB/s, 1 us per pass: the
+    # switch reduces, so each GPU moves its 1e6 B once (not a ring's 2 x 7/8 x 1e6):
+    # 1e6 / 450e9 = 2.2222 us, + two-shot latency 2 x 1 us -> 4.2222 us (a ring would pay
     # 2 x 7 x 1 us = 14 us of latency)
     m, n = sp.symbols("m n", positive=True)
     R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_su", "a_su", "N_su", "B_so", "eta_so", "a_so")}
     base = {m: 1e6, R["B_su"]: 450e9, R["eta_su"]: 1.0, R["a_su"]: 1e-6, R["N_su"]: 8,
             R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6}
     t = eq.allreduce_time(m, n).xreplace({**base, n: 8})
-    assert close(t, 2 * 7 / 8 * 1e6 / 450e9 + 2e-6)
-    assert close(t, 5.888888888888889e-6)
+    assert close(t, 1e6 / 450e9 + 2e-6)
+    assert close(t, 4.222222222222222e-6)
+    # two GPUs: the ring's 2 x 1/2 = 1, the same
+    t2 = eq.allreduce_time(m, n).xreplace({**base, n: 2})
+    assert close(t2, 1e6 / 450e9 + 2e-6)
     # one GPU: no communication
     assert eq.allreduce_time(m, 1).xreplace(base) == 0
 
 
 def test_allreduce_across_two_domains_is_hierarchical():
-    # 16 GPUs in two 8-GPU domains: in-domain reduce-scatter + all-gather over 8 (3.8889 us),
-    # then each GPU all-reduces its 1e6/8 B shard with its twin in the other domain over the
+    # 16 GPUs in two 8-GPU domains: the in-domain part over 8 (1e6 B once: 2.2222 us), then
+    # each GPU all-reduces its 1e6/8 B shard with its twin in the other domain over the
     # 50 GB/s NIC: 2 x 1/2 x 125e3 / 50e9 = 2.5 us; latency 2 x 1 us + a 2-ring 2 x 1 x 5 us
     m, n = sp.symbols("m n", positive=True)
     R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_su", "a_su", "N_su", "B_so", "eta_so", "a_so")}
     base = {m: 1e6, R["B_su"]: 450e9, R["eta_su"]: 1.0, R["a_su"]: 1e-6, R["N_su"]: 8,
             R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6, n: 16}
     t = eq.allreduce_time(m, n).xreplace(base)
-    assert close(t, 2 * 7 / 8 * 1e6 / 450e9 + 2.5e-6 + 2e-6 + 10e-6)
+    assert close(t, 1e6 / 450e9 + 2.5e-6 + 2e-6 + 10e-6)
     su, so = (x.xreplace(base) for x in eq.allreduce_bandwidth(m, n))
-    assert close(su, 2 * 7 / 8 * 1e6 / 450e9) and close(so, 2.5e-6)
+    assert close(su, 1e6 / 450e9) and close(so, 2.5e-6)
 
 
 def test_moe_tp_allreduce_reduces_each_token_once():

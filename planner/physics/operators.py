@@ -1,0 +1,69 @@
+"""Single-operator laws, in sympy, for checking the step model against measured kernels.
+
+Each law is built from the step model's own pieces (:func:`planner.physics.equations.roofline`,
+:func:`planner.physics.equations.allreduce_time`), so a kernel checked here is priced exactly as
+the step model prices it; only the shape symbols are new.  ``OPERATORS`` maps a name to its
+expression; :func:`compile_operator` lambdifies one (sympy is imported on first use).
+
+- ``gemm``: an ``m x k`` by ``k x n`` matrix product: ``F = 2 m n k`` FLOPs, and HBM bytes
+  ``m k b_in + k n b_w + m n b_out`` (activations in, weights, output), one kernel.
+- ``allreduce``: ``x`` bytes over ``n_g`` GPUs (two-shot inside a domain, hierarchical across).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import sympy as sp
+
+from planner.physics import equations as eq
+from planner.physics.symbols import REGISTRY
+
+m_g = sp.Symbol("m", positive=True)        #: GEMM rows (tokens)
+n_g = sp.Symbol("n", positive=True)        #: GEMM output columns
+k_g = sp.Symbol("k_gemm", positive=True)   #: GEMM reduction length
+b_in = sp.Symbol("b_in", positive=True)    #: bytes per input activation element
+b_w = sp.Symbol("b_w", positive=True)      #: bytes per weight element
+b_out = sp.Symbol("b_out", positive=True)  #: bytes per output element
+P_g = sp.Symbol("P", positive=True)        #: dense peak of the GEMM's compute dtype, FLOP/s
+x_bytes = sp.Symbol("x", positive=True)    #: all-reduce message, bytes per GPU
+n_ar = sp.Symbol("n_g", positive=True)     #: GPUs in the all-reduce
+
+OPERATOR_SYMBOLS = {
+    "m": (m_g, "GEMM rows (tokens)", "1"), "n": (n_g, "GEMM output columns", "1"),
+    "k_gemm": (k_g, "GEMM reduction length", "1"),
+    "b_in": (b_in, "bytes per input activation element", "B"), "b_w": (b_w, "bytes per weight", "B"),
+    "b_out": (b_out, "bytes per output element", "B"),
+    "P": (P_g, "dense peak of the compute dtype", "FLOP/s"),
+    "x": (x_bytes, "all-reduce message per GPU", "B"), "n_g": (n_ar, "GPUs in the all-reduce", "1"),
+}
+
+F_gemm = 2 * m_g * n_g * k_g
+M_gemm = m_g * k_g * b_in + k_g * n_g * b_w + m_g * n_g * b_out
+OPERATORS: dict[str, sp.Expr] = {
+    "gemm": eq.roofline(F_gemm, M_gemm, P_g),
+    "allreduce": eq.allreduce_time(x_bytes, n_ar),
+}
+
+
+def arguments(name: str) -> tuple[str, ...]:
+    """The argument names of operator ``name``, in a fixed order (registry names for the step
+    model's symbols)."""
+    names = {v.symbol: k for k, v in REGISTRY.items()} | {v[0]: k for k, v in OPERATOR_SYMBOLS.items()}
+    return tuple(sorted(names[s] for s in OPERATORS[name].free_symbols))
+
+
+@cache
+def compile_operator(name: str) -> Any:
+    """A numpy function of operator ``name`` taking keyword arguments named as :func:`arguments`."""
+    from planner.physics.codegen import _Printer
+
+    args = arguments(name)
+    by_name = {k: v.symbol for k, v in REGISTRY.items()} | {k: v[0] for k, v in OPERATOR_SYMBOLS.items()}
+    fn = sp.lambdify([by_name[a] for a in args], OPERATORS[name], modules="numpy", printer=_Printer)
+
+    def call(**values: Any) -> Any:
+        return fn(*(values[a] for a in args))
+
+    return call
