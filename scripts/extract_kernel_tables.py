@@ -15,7 +15,8 @@ What is kept (deterministic, no sampling):
   dtype; rows with a bundled model's hidden size d as n or k (the shape of every projection of
   that model, at any TP the tables hold), at m = 1, 2, 4, ... 16384 tokens.
 - all-reduce: each stack's newest custom all-reduce table and the newest NCCL all_reduce rows,
-  every GPU count and message size, as ``bytes`` per GPU.  The custom tables' ``message_size``
+  every GPU count and message size, as ``bytes`` per GPU, with the kernel ``variant`` (CUDA
+  graph or eager launch, TensorRT-LLM's one-shot / two-shot strategies).  The custom tables' ``message_size``
   counts BF16 elements (aiconfigurator sizes them as hidden size x tokens), so bytes = 2 x
   message_size.  The NCCL table's ``message_size`` is read as bytes: read as BF16 elements, its
   2-GPU all-reduces would move data faster than NVLink's peak (about 620 GB/s on H100's 450 per
@@ -91,6 +92,7 @@ def extract(wheel: str | Path) -> dict[str, pd.DataFrame]:
             t = _read(z, path)
             ar.append(pd.DataFrame({
                 "gpu": gpu, "stack": stack, "version": t.version.astype(str), "op": "allreduce_custom",
+                "variant": t.kernel_source.astype(str),
                 "dtype": "bf16", "num_gpus": t.num_gpus, "bytes": t.message_size * 2,
                 "latency_us": (t.latency * 1e3).round(4)}))
         pat = re.compile(rf"/systems/data/{system}/comm/nccl/([^/]+)/nccl_perf.parquet$")
@@ -100,6 +102,7 @@ def extract(wheel: str | Path) -> dict[str, pd.DataFrame]:
             t = t[t.op_name == "all_reduce"]
             ar.append(pd.DataFrame({
                 "gpu": gpu, "stack": "nccl", "version": t.version.astype(str), "op": "allreduce_nccl",
+                "variant": t.kernel_source.astype(str),
                 "dtype": t.nccl_dtype.replace({"half": "bf16"}).astype(str), "num_gpus": t.num_gpus,
                 "bytes": t.message_size, "latency_us": (t.latency * 1e3).round(4)}))
     out = {"gemm": pd.concat(gemm, ignore_index=True), "allreduce": pd.concat(ar, ignore_index=True)}

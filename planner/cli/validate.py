@@ -205,10 +205,37 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
+    from planner.outputs import table
+    from planner.truth.kernels import fit_allreduce, write_allreduce
+
+    if args.runs or args.out:
+        raise SpecError("<input>", "--kernels", "not with --runs or --out")
+    fits = fit_allreduce()
+    written = write_allreduce(fits) if args.write else []
+    if args.json:
+        print_json(_clean({"allreduce": [f.__dict__ for f in fits], "written": written}))
+        return 0
+    print("# all-reduce law (two-shot latency per pass a_ar, NVLink bandwidth fraction eta_ar) fitted to "
+          "measured CUDA-graph all-reduce kernels, per GPU and stack; se = relative standard error")
+    print(table([[f.gpu, f.stack, f.n, f"{f.values['allreduce_latency'] * 1e6:.3g} us "
+                  f"±{f.rel_se['allreduce_latency']:.0%}",
+                  f"{f.values['allreduce_efficiency']:.3g} ±{f.rel_se['allreduce_efficiency']:.0%}",
+                  _pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in fits],
+                ["gpu", "stack", "kernels", "a_ar", "eta_ar", "median |err|", "p90"]))
+    if written:
+        print(f"# wrote the stacks: entries of {len(written)} hardware specs: {', '.join(written)}")
+    else:
+        print("# nothing written (--write puts the values into the bundled specs' stacks: entries)")
+    return 0
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from planner.outputs import table
     from planner.truth.calibrate import EFFICIENCY_FIELDS, EXCLUDED, FAMILIES, fit, write
 
+    if args.kernels:
+        return _cmd_calibrate_kernels(args)
     if args.runs:
         return _cmd_calibrate_runs(args)
     if args.out:
@@ -383,7 +410,11 @@ def register(sub: Any) -> None:
         "each parameter, and the leave-one-out error.  --write puts the values into the bundled "
         "hardware specs (kind: fitted) with a calibration: block.",
         epilog="examples:\n  moe-planner calibrate\n  moe-planner calibrate --write\n"
-        "  moe-planner calibrate --runs --no-loo\n  moe-planner calibrate --runs --write")
+        "  moe-planner calibrate --runs --no-loo\n  moe-planner calibrate --kernels --write\n"
+        "  moe-planner calibrate --runs --write")
+    c.add_argument("--kernels", action="store_true",
+                   help="fit the all-reduce law to the measured all-reduce kernels instead, per GPU and "
+                        "stack")
     c.add_argument("--runs", nargs="?", const=True, default=None, metavar="FILE",
                    help="fit to measured runs instead (default FILE: the bundled runs), per GPU family and "
                         "serving stack, with leave-one-system-out and leave-one-model-out errors (minutes)")

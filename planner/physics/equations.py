@@ -45,6 +45,7 @@ from planner.physics.symbols import (
     V,
     W_attn,
     W_rep,
+    a_ar,
     a_so,
     a_su,
     b,
@@ -59,6 +60,7 @@ from planner.physics.symbols import (
     c_att,
     d,
     e_kv,
+    eta_ar,
     eta_c,
     eta_m,
     eta_so,
@@ -276,7 +278,7 @@ def allreduce_bandwidth(m: sp.Expr, n: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     its ``m / n_in`` shard over scale-out: ``2 (n_out - 1)/n_out (m / n_in)`` bytes (the
     hierarchical all-reduce NCCL runs across nodes).  Inside one domain the second part is 0."""
     n_in, n_out = _ar_split(n)
-    t_su = _min(2 * (n_in - 1) / n_in, 1) * m / (eta_su * B_su)
+    t_su = _min(2 * (n_in - 1) / n_in, 1) * m / (eta_ar * B_su)
     t_so = 2 * (n_out - 1) / n_out * (m / n_in) / (eta_so * B_so)
     return t_su, t_so
 
@@ -286,12 +288,12 @@ def allreduce_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
 
     Bandwidth: :func:`allreduce_bandwidth`.  Latency: inside a domain the two-shot kernel of
     NVLink systems (one reduce-scatter pass, one all-gather pass, each GPU writing to all peers
-    at once: ``2 a_su``; TensorRT-LLM's custom all-reduce TWOSHOT strategy, and NCCL's NVLS
-    algorithm on NVSwitch), not the ``2 (n - 1) a_su`` of a ring; between domains a ring of
+    at once: ``2 a_ar``; TensorRT-LLM's custom all-reduce TWOSHOT strategy, and NCCL's NVLS
+    algorithm on NVSwitch), not the ``2 (n - 1) a_ar`` of a ring; between domains a ring of
     ``2 (n_out - 1) a_so``."""
     _, n_out = _ar_split(n)
     t_su, t_so = allreduce_bandwidth(m, n)
-    return t_su + t_so + (2 * a_su + 2 * (n_out - 1) * a_so) * indicator(n > 1)
+    return t_su + t_so + (2 * a_ar + 2 * (n_out - 1) * a_so) * indicator(n > 1)
 
 
 #: Attention-output all-reduce over TP_a: b s_q tokens x d x b_a bytes.

@@ -88,6 +88,10 @@ B_c2c = _s("B_c2c", "bandwidth to CPU-attached memory per GPU per direction", "B
 eta_c = _s("eta_c", "achieved fraction of compute peak", "1", "efficiency", r"\eta_{c}")
 eta_m = _s("eta_m", "achieved fraction of memory bandwidth", "1", "efficiency", r"\eta_{m}")
 eta_su = _s("eta_su", "achieved fraction of scale-up bandwidth", "1", "efficiency", r"\eta_{su}")
+eta_ar = _s("eta_ar", "achieved fraction of scale-up bandwidth in an all-reduce", "1", "efficiency",
+            r"\eta_{ar}")
+a_ar = _s("a_ar", "latency per pass of an all-reduce inside a scale-up domain", "s", "efficiency",
+          r"\alpha_{ar}", nonneg=True)
 eta_so = _s("eta_so", "achieved fraction of scale-out bandwidth", "1", "efficiency", r"\eta_{so}")
 tau_k = _s("tau_k", "fixed cost per kernel (launch and ramp inside a CUDA graph, sync)", "s", "efficiency",
            r"\tau_{k}", nonneg=True)

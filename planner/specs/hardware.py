@@ -28,6 +28,10 @@ class Efficiency:
     step_overhead: float    #: t_fixed, s per decode step (sampling, scheduling)
     load_imbalance: float   #: lambda, max/mean tokens per expert-parallel rank
     memory_reserve: float   #: fraction of HBM kept for activations and workspace
+    #: all-reduce inside a scale-up domain, fitted to measured kernels per stack (None: the
+    #: link's own latency and the scale_up fraction)
+    allreduce_latency: float | None = None      #: a_ar, s per pass
+    allreduce_efficiency: float | None = None   #: eta_ar
 
 
 @dataclass(frozen=True)
@@ -236,7 +240,9 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
 
 #: Efficiency fields a ``stacks:`` entry sets (``network`` sets scale_up and scale_out).
 STACK_FIELDS = {"compute": ("compute",), "hbm": ("hbm",), "network": ("scale_up", "scale_out"),
-                "kernel_overhead": ("kernel_overhead",), "step_overhead": ("step_overhead",)}
+                "kernel_overhead": ("kernel_overhead",), "step_overhead": ("step_overhead",),
+                "allreduce_latency": ("allreduce_latency",),
+                "allreduce_efficiency": ("allreduce_efficiency",)}
 
 
 def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str, Efficiency], str]:
@@ -262,7 +268,7 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
             sub = e.sub(key, required=False)
             if sub is None:  # not fitted for this stack: the efficiency: value
                 continue
-            unit = "time" if key.endswith("overhead") else None
+            unit = "time" if key.endswith(("overhead", "latency")) else None
             raw = sub.raw("value")
             v = (parse_quantity(raw, unit, f.label, sub.path("value")) if unit
                  else sub.number("value", lo=0.0, hi=1.0, lo_open=True))

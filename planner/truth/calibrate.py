@@ -536,8 +536,11 @@ def sampled_efficiencies(hw: Hardware, rng: np.random.Generator, n: int, rel: fl
             cov = mat
     draws = []
     for _ in range(n):
-        d = {}
+        d: dict[str, Any] = {}
         for k, v in eff.items():
+            if v is None:  # not set: the step model falls back to the link's own values
+                d[k] = None
+                continue
             lo_v = 1.0 if k == "load_imbalance" else 0.0
             if k == "load_imbalance":
                 d[k] = 1.0 + (v - 1.0) * rng.uniform(1 - rel, 1 + rel)

@@ -13,7 +13,9 @@ than their bound-mode time.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -41,11 +43,10 @@ def load_table(op: str) -> pd.DataFrame:
 
 
 def _efficiency(hw: Any, mode: str) -> dict[str, float]:
-    if mode == "bound":
-        return dict(eta_c=1.0, eta_m=1.0, eta_su=1.0, eta_so=1.0, tau_k=0.0, a_su=0.0, a_so=0.0)
-    e = hw.efficiency
-    return dict(eta_c=e.compute, eta_m=e.hbm, eta_su=e.scale_up, eta_so=e.scale_out,
-                tau_k=e.kernel_overhead, a_su=hw.su_latency, a_so=hw.so_latency)
+    """The step model's efficiency symbols for ``hw`` in ``mode`` (the same values a step uses)."""
+    from planner.physics.step import _efficiencies
+
+    return _efficiencies(hw, mode)
 
 
 def _system(hw: Any, stack: str, mode: str) -> Any:
@@ -86,7 +87,7 @@ def predict_allreduce(df: pd.DataFrame, mode: str) -> np.ndarray:
         e = _efficiency(hw, mode)
         out[pos] = fn(x=r.bytes.to_numpy(float), n_g=r.num_gpus.to_numpy(float),
                       N_su=float(hw.domain_size), B_su=hw.su_bandwidth, B_so=hw.so_bandwidth,
-                      eta_su=e["eta_su"], eta_so=e["eta_so"], a_su=e["a_su"], a_so=e["a_so"])
+                      eta_ar=e["eta_ar"], eta_so=e["eta_so"], a_ar=e["a_ar"], a_so=e["a_so"])
     return out
 
 
@@ -118,11 +119,22 @@ class KernelScore:
         return r.reindex((r.ratio - 1).abs().sort_values(ascending=False).index).head(n)
 
 
+def serving_allreduces(df: pd.DataFrame) -> pd.DataFrame:
+    """The all-reduce rows a decode step runs: CUDA-graph launches (eager-mode variants, 20-30 us
+    of launch cost, are dropped) and, where a stack has several strategies for one size (one-shot,
+    two-shot), the fastest, which is the one its dispatcher picks."""
+    d = df[~df.variant.str.contains("eager", case=False)]
+    keys = ["gpu", "stack", "op", "num_gpus", "bytes"]
+    return d.loc[d.groupby(keys).latency_us.idxmin()].reset_index(drop=True)
+
+
 def score_kernels() -> KernelScore:
-    """Price every shipped kernel row in both modes."""
+    """Price every shipped kernel row in both modes (all-reduces: :func:`serving_allreduces`)."""
     parts = []
     for op, predict in (("gemm", predict_gemm), ("allreduce", predict_allreduce)):
         df = load_table(op).reset_index(drop=True)
+        if op == "allreduce":
+            df = serving_allreduces(df)
         df["bound_us"] = predict(df, "bound") * 1e6
         df["realistic_us"] = predict(df, "realistic") * 1e6
         df["op"] = df["op"].astype(str)
@@ -130,3 +142,115 @@ def score_kernels() -> KernelScore:
     rows = pd.concat(parts, ignore_index=True)
     rows["bound_violation"] = rows.latency_us < rows.bound_us * (1 - BOUND_SLACK)
     return KernelScore(rows)
+
+
+# ---- the all-reduce law fitted to the kernels --------------------------------------------------
+#: bounds of the fitted all-reduce parameters: latency per pass (s), fraction of NVLink bandwidth
+AR_BOUNDS = {"allreduce_latency": (0.1e-6, 50e-6), "allreduce_efficiency": (0.05, 1.0)}
+
+
+@dataclass
+class AllReduceFit:
+    """The all-reduce law of one (GPU, stack), fitted to its custom all-reduce kernels."""
+
+    gpu: str
+    stack: str
+    n: int
+    values: dict[str, float]
+    rel_se: dict[str, float]
+    median_abs_err: float
+    p90_abs_err: float
+
+
+def fit_allreduce() -> list[AllReduceFit]:
+    """Least squares on log(predicted / measured) of each (GPU, stack)'s custom all-reduce rows
+    inside one scale-up domain: latency per pass ``a_ar`` and bandwidth fraction ``eta_ar`` of
+    :func:`planner.physics.equations.allreduce_time`, in log space with bounds."""
+    from scipy.optimize import least_squares
+
+    from planner.specs.registry import load_hardware
+
+    fn = compile_operator("allreduce")
+    df = serving_allreduces(load_table("allreduce"))
+    df = df[df.op == "allreduce_custom"]
+    out = []
+    lo = np.log([b[0] for b in AR_BOUNDS.values()])
+    hi = np.log([b[1] for b in AR_BOUNDS.values()])
+    for (gpu, stack), d in df.groupby(["gpu", "stack"]):
+        hw = load_hardware(gpu)
+        d = d[d.num_gpus <= hw.domain_size]
+        x, n, meas = (d[c].to_numpy(float) for c in ("bytes", "num_gpus", "latency_us"))
+
+        def res(p: np.ndarray, x=x, n=n, meas=meas, hw=hw) -> np.ndarray:
+            a, eta = np.exp(p)
+            t = fn(x=x, n_g=n, N_su=float(hw.domain_size), B_su=hw.su_bandwidth, B_so=hw.so_bandwidth,
+                   eta_ar=eta, eta_so=1.0, a_ar=a, a_so=0.0)
+            return np.log(t * 1e6 / meas)
+
+        sol = least_squares(res, np.log([3e-6, 0.6]), bounds=(lo, hi), diff_step=1e-4)
+        dof = max(len(sol.fun) - 2, 1)
+        cov = float(sol.fun @ sol.fun) / dof * np.linalg.pinv(sol.jac.T @ sol.jac)
+        e = np.abs(np.exp(sol.fun) - 1)
+        a, eta = np.exp(sol.x)
+        out.append(AllReduceFit(gpu, stack, int(len(d)), {"allreduce_latency": float(a),
+                                                            "allreduce_efficiency": float(eta)},
+                                {"allreduce_latency": float(np.sqrt(cov[0, 0])),
+                                 "allreduce_efficiency": float(np.sqrt(cov[1, 1]))},
+                                float(np.median(e)), float(np.quantile(e, 0.9))))
+    return out
+
+
+_AR_LINE = re.compile(r"^    (allreduce_latency|allreduce_efficiency):")
+
+
+def render_allreduce(text: str, fits: list[AllReduceFit], date: str) -> str:
+    """Spec text with each stack entry's ``allreduce_latency`` / ``allreduce_efficiency`` set from
+    ``fits`` (entries of stacks the fits do not cover are left as they are)."""
+    by_stack = {f.stack: f for f in fits}
+    lines = text.splitlines()
+    out: list[str] = []
+    in_stacks, stack = False, None
+    for ln in lines:
+        if ln.startswith("stacks:"):
+            in_stacks = True
+        elif in_stacks and ln and not ln.startswith((" ", "#")):
+            in_stacks = False
+        if in_stacks and re.match(r"^  [a-z][\w.-]*:\s*$", ln):
+            stack = ln.strip()[:-1]
+        if in_stacks and stack in by_stack and _AR_LINE.match(ln):
+            continue  # replaced below
+        out.append(ln)
+        if in_stacks and stack in by_stack and ln.startswith("    runs:"):
+            f = by_stack[stack]
+            note = json.dumps(f"fitted to {f.n} measured CUDA-graph all-reduce kernels of this GPU and stack "
+                              f"(aiconfigurator-core 0.12.0; planner/truth/data/kernels), {date}; median "
+                              f"error {f.median_abs_err:.0%}")
+            a, eta = f.values["allreduce_latency"], f.values["allreduce_efficiency"]
+            out.append(f'    allreduce_latency: {{value: "{a * 1e6:.4g} us", se: '
+                       f'{f.rel_se["allreduce_latency"]:.3g}, kind: fitted, note: {note}}}')
+            out.append(f"    allreduce_efficiency: {{value: {eta:.4g}, se: "
+                       f'{f.rel_se["allreduce_efficiency"]:.3g}, kind: fitted, note: {note}}}')
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+
+
+def write_allreduce(fits: list[AllReduceFit]) -> list[str]:
+    """Write the fits into the bundled hardware specs' ``stacks:`` entries (every new text is
+    parsed before any is written).  Returns the names written."""
+    import datetime
+    from pathlib import Path
+
+    from planner.outputs import write_atomic
+    from planner.specs.hardware import parse_hardware
+    from planner.specs.reading import parse_yaml
+    from planner.truth.calibrate import _spec_path
+
+    date = datetime.date.today().isoformat()
+    new: dict[str, tuple[Path, str]] = {}
+    for gpu in sorted({f.gpu for f in fits}):
+        path = _spec_path(gpu)
+        text = render_allreduce(path.read_text("utf-8"), [f for f in fits if f.gpu == gpu], date)
+        parse_hardware(parse_yaml(text, str(path)), str(path))
+        new[gpu] = (path, text)
+    for path, text in new.values():
+        write_atomic(path, text)
+    return sorted(new)

@@ -113,7 +113,8 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         P_v=u(1e14, 1e16), P_c=u(1e14, 1e16), B_hbm=u(1e12, 1e13), C_hbm=u(8e10, 3e11),
         N_su=float(rng.choice([8, 72])), B_su=u(1e11, 1e12), a_su=u(0, 1e-5), B_so=u(1e10, 1e11),
         a_so=u(0, 1e-5), C_host=u(0, 5e11), B_c2c=u(1e11, 5e11), eta_c=u(0.3, 1), eta_m=u(0.3, 1),
-        eta_su=u(0.3, 1), eta_so=u(0.3, 1), tau_k=u(0, 1e-5), t_fixed=u(0, 1e-3), r_mem=u(0, 0.2),
+        eta_su=u(0.3, 1), eta_so=u(0.3, 1), eta_ar=u(0.3, 1), a_ar=u(0, 1e-5), tau_k=u(0, 1e-5),
+        t_fixed=u(0, 1e-3), r_mem=u(0, 0.2),
         **{"lambda": u(1, 2)}, G=EP * TP_e, TP_a=i(1, 8), EP=EP, TP_e=TP_e, E_slots=E + i(0, 8),
         s_kv=i(1, 8), M_nl=i(1, 8), o=float(rng.integers(0, 2)), x_off=float(rng.integers(0, 2)),
         b=u(0.1, 256), S=u(10, 1e5), S_c=u(10, 1e5), s_q=i(1, 4), s_h=i(1, 4), n_d=i(0, 3), A=u(1, 4),
@@ -242,8 +243,8 @@ def test_tp_allreduce_time():
     # 1e6 / 450e9 = 2.2222 us, + two-shot latency 2 x 1 us -> 4.2222 us (a ring would pay
     # 2 x 7 x 1 us = 14 us of latency)
     m, n = sp.symbols("m n", positive=True)
-    R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_su", "a_su", "N_su", "B_so", "eta_so", "a_so")}
-    base = {m: 1e6, R["B_su"]: 450e9, R["eta_su"]: 1.0, R["a_su"]: 1e-6, R["N_su"]: 8,
+    R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_ar", "a_ar", "N_su", "B_so", "eta_so", "a_so")}
+    base = {m: 1e6, R["B_su"]: 450e9, R["eta_ar"]: 1.0, R["a_ar"]: 1e-6, R["N_su"]: 8,
             R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6}
     t = eq.allreduce_time(m, n).xreplace({**base, n: 8})
     assert close(t, 1e6 / 450e9 + 2e-6)
@@ -260,8 +261,8 @@ def test_allreduce_across_two_domains_is_hierarchical():
     # each GPU all-reduces its 1e6/8 B shard with its twin in the other domain over the
     # 50 GB/s NIC: 2 x 1/2 x 125e3 / 50e9 = 2.5 us; latency 2 x 1 us + a 2-ring 2 x 1 x 5 us
     m, n = sp.symbols("m n", positive=True)
-    R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_su", "a_su", "N_su", "B_so", "eta_so", "a_so")}
-    base = {m: 1e6, R["B_su"]: 450e9, R["eta_su"]: 1.0, R["a_su"]: 1e-6, R["N_su"]: 8,
+    R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_ar", "a_ar", "N_su", "B_so", "eta_so", "a_so")}
+    base = {m: 1e6, R["B_su"]: 450e9, R["eta_ar"]: 1.0, R["a_ar"]: 1e-6, R["N_su"]: 8,
             R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6, n: 16}
     t = eq.allreduce_time(m, n).xreplace(base)
     assert close(t, 1e6 / 450e9 + 2.5e-6 + 2e-6 + 10e-6)

@@ -88,3 +88,45 @@ def test_extraction_reproduces_the_shipped_tables():
         shipped = gzip.decompress(
             resources.files("planner.truth.data").joinpath("kernels", f"{name}.csv.gz").read_bytes())
         assert hashlib.sha256(mod.csv_bytes(df)).digest() == hashlib.sha256(shipped).digest(), name
+
+
+def test_allreduce_fit_is_pinned_and_used_by_the_step(capsys):
+    from planner.truth.kernels import fit_allreduce
+
+    fits = {(f.gpu, f.stack): f for f in fit_allreduce()}
+    f = fits[("hgx-h200", "trtllm")]
+    # a two-shot pass costs microseconds, and NVLink runs at a fraction of its peak
+    assert 0.5e-6 < f.values["allreduce_latency"] < 10e-6
+    assert 0.2 < f.values["allreduce_efficiency"] <= 1.0
+    assert all(se < 0.2 for se in f.rel_se.values())
+    # the bundled spec carries it for that stack (written by calibrate --kernels --write), and a
+    # step's all-reduce uses it
+    hw = load_hardware("hgx-h200@trtllm")
+    assert hw.efficiency.allreduce_latency == pytest.approx(f.values["allreduce_latency"], rel=1e-3)
+    from planner.physics.step import _efficiencies
+
+    e = _efficiencies(hw, "realistic")
+    assert e["a_ar"] == hw.efficiency.allreduce_latency and e["eta_ar"] == hw.efficiency.allreduce_efficiency
+    assert _efficiencies(hw, "bound")["a_ar"] == 0.0
+
+
+def test_runs_fit_rewrite_keeps_the_kernel_lines():
+    from planner.truth import runs_fit as rf
+    from planner.truth.calibrate import _spec_path
+
+    text = _spec_path("hgx-h200").read_text("utf-8")
+    kept = [ln for ln in text.splitlines() if ln.startswith("    allreduce_")]
+    assert kept
+    blank = rf.render_stacks(text, "")
+    assert "allreduce_latency" not in blank
+    # a new block (as the runs fit writes it, without kernel lines) gets them back, per stack
+    fresh = "\n".join(ln for ln in text[text.index("stacks:"):].splitlines()
+                      if not ln.startswith("    allreduce_")) + "\n"
+    again = rf.render_stacks(text, fresh)
+    assert [ln for ln in again.splitlines() if ln.startswith("    allreduce_")] == kept
+
+
+def test_cli_calibrate_kernels_json(capsys):
+    assert main(["calibrate", "--kernels", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["written"] == [] and {"gpu", "stack", "values", "rel_se"} <= set(d["allreduce"][0])
