@@ -6,7 +6,7 @@ Development time only; the installed tool never needs aiconfigurator, pyarrow or
     pip install pyarrow            # (the ``dev`` extra)
     python scripts/extract_kernel_tables.py /tmp/aic/aiconfigurator_core-0.12.0-*.whl
 
-writes ``planner/truth/data/kernels/{gemm,allreduce}.csv.gz`` (gzip with a zero timestamp, so
+writes ``planner/truth/data/kernels/{gemm,allreduce,a2a}.csv.gz`` (gzip with a zero timestamp, so
 the bytes are reproducible) and prints the sha256 of each uncompressed CSV, which
 ``tests/truth/test_kernels.py`` compares with the shipped files when the wheel is present.
 
@@ -16,11 +16,15 @@ What is kept (deterministic, no sampling):
   that model, at any TP the tables hold), at m = 1, 2, 4, ... 16384 tokens.
 - all-reduce: each stack's newest custom all-reduce table and the newest NCCL all_reduce rows,
   every GPU count and message size, as ``bytes`` per GPU, with the kernel ``variant`` (CUDA
-  graph or eager launch, TensorRT-LLM's one-shot / two-shot strategies).  The custom tables' ``message_size``
-  counts BF16 elements (aiconfigurator sizes them as hidden size x tokens), so bytes = 2 x
-  message_size.  The NCCL table's ``message_size`` is read as bytes: read as BF16 elements, its
-  2-GPU all-reduces would move data faster than NVLink's peak (about 620 GB/s on H100's 450 per
-  direction), which no algorithm can.
+  graph or eager launch, TensorRT-LLM's one-shot / two-shot strategies).
+- all-to-all: each stack's newest MoE all-to-all table (TensorRT-LLM and vLLM; SGLang's does
+  not say how many GPUs took part), the low-latency (decode) kernels only, dispatch and combine
+  per token count, hidden size, top-k and expert count.  Its latencies are already in us.
+
+The custom all-reduce tables' ``message_size`` counts BF16 elements (aiconfigurator sizes them
+as hidden size x tokens), so bytes = 2 x message_size.  The NCCL table's ``message_size`` is read
+as bytes: read as BF16 elements, its 2-GPU all-reduces would move data faster than NVLink's peak
+(about 620 GB/s on H100's 450 per direction), which no algorithm can.
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ def extract(wheel: str | Path) -> dict[str, pd.DataFrame]:
     z = zipfile.ZipFile(wheel)
     names = z.namelist()
     hidden = _hidden_sizes()
-    gemm, ar = [], []
+    gemm, ar, a2a = [], [], []
     for system, gpu in GPUS.items():
         for stack, path in sorted(_newest(names, system, "gemm", "gemm_perf.parquet").items()):
             t = _read(z, path)
@@ -105,7 +109,18 @@ def extract(wheel: str | Path) -> dict[str, pd.DataFrame]:
                 "variant": t.kernel_source.astype(str),
                 "dtype": t.nccl_dtype.replace({"half": "bf16"}).astype(str), "num_gpus": t.num_gpus,
                 "bytes": t.message_size, "latency_us": (t.latency * 1e3).round(4)}))
-    out = {"gemm": pd.concat(gemm, ignore_index=True), "allreduce": pd.concat(ar, ignore_index=True)}
+        for stack, path in sorted(_newest(names, system, "comm", "moe_a2a_perf.parquet").items()):
+            t = _read(z, path)
+            t = t[t.comm_backend.astype(str).str.endswith("_ll")]  # the low-latency decode kernels
+            a2a.append(pd.DataFrame({
+                "gpu": gpu, "stack": stack, "version": t.version.astype(str), "op": "a2a",
+                "variant": t.comm_backend.astype(str), "phase": t.phase.astype(str),
+                "dtype": t.comm_dtype.astype(str).replace({"bfloat16": "bf16", "default": "bf16"}),
+                "ep": t.ep_size.astype(int), "hidden": t.hidden_size.astype(int), "topk": t.topk.astype(int),
+                "experts": t.num_experts.astype(int), "tokens": t.num_tokens.astype(int),
+                "latency_us": t.latency.astype(float).round(4)}))
+    out = {"gemm": pd.concat(gemm, ignore_index=True), "allreduce": pd.concat(ar, ignore_index=True),
+           "a2a": pd.concat(a2a, ignore_index=True)}
     for k, df in out.items():
         keys = [c for c in df.columns if c != "latency_us"]
         out[k] = df.sort_values(keys, kind="mergesort").reset_index(drop=True)

@@ -45,9 +45,9 @@ from planner.physics.symbols import (
     V,
     W_attn,
     W_rep,
+    a_a2a,
     a_ar,
     a_so,
-    a_su,
     b,
     b_a,
     b_comb,
@@ -60,11 +60,11 @@ from planner.physics.symbols import (
     c_att,
     d,
     e_kv,
+    eta_a2a,
     eta_ar,
     eta_c,
     eta_m,
     eta_so,
-    eta_su,
     f_d,
     f_e,
     h,
@@ -248,9 +248,12 @@ def a2a_volume(n_destinations: sp.Expr, bytes_per_elem: sp.Expr, tokens: sp.Expr
 def a2a_time(bytes_per_elem: sp.Expr) -> sp.Expr:
     """One EP all-to-all phase: the slower of its scale-up and scale-out parts (each alpha-beta).
 
-    Zero when EP = 1; the scale-out part only when EP spans more than one scale-up domain.
+    Zero when EP = 1; the scale-out part only when EP spans more than one scale-up domain.  The
+    scale-up part has the all-to-all kernels' own latency per phase and bandwidth fraction
+    (``a_a2a``, ``eta_a2a``: fitted to measured dispatch and combine kernels, which cost tens of
+    microseconds per phase where a bare NVLink message costs about one).
     """
-    t_su = link_time(a2a_volume(n_dest_su, bytes_per_elem), B_su, eta_su, a_su)
+    t_su = link_time(a2a_volume(n_dest_su, bytes_per_elem), B_su, eta_a2a, a_a2a)
     t_so = link_time(a2a_volume(n_dest_so, bytes_per_elem), B_so, eta_so, a_so)
     return _max(t_su, t_so * indicator(G > N_su)) * indicator(EP > 1)
 
@@ -383,7 +386,7 @@ PARTS: dict[str, sp.Expr] = {
     "dense_ffn.hbm": M_dense_ffn / (eta_m * B_hbm),
     "lm_head.compute": F_head / (eta_c * P_v),
     "lm_head.hbm": M_head / (eta_m * B_hbm),
-    "a2a.scale_up": link_time(a2a_volume(n_dest_su, b_disp + b_comb), B_su, eta_su, 0),
+    "a2a.scale_up": link_time(a2a_volume(n_dest_su, b_disp + b_comb), B_su, eta_a2a, 0),
     "a2a.scale_out": link_time(a2a_volume(n_dest_so, b_disp + b_comb), B_so, eta_so, 0)
     * indicator(G > N_su),
     "allreduce_attn.scale_up": allreduce_bandwidth(m_ar_attn, TP_a)[0],

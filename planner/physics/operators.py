@@ -8,6 +8,8 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
 - ``gemm``: an ``m x k`` by ``k x n`` matrix product: ``F = 2 m n k`` FLOPs, and HBM bytes
   ``m k b_in + k n b_w + m n b_out`` (activations in, weights, output), one kernel.
 - ``allreduce``: ``x`` bytes over ``n_g`` GPUs (two-shot inside a domain, hierarchical across).
+- ``a2a``: one dispatch or combine phase of ``tokens`` per GPU inside one domain, to the
+  ``(EP - 1)(1 - (1 - 1/EP)^k)`` other ranks a token's experts reach.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ b_out = sp.Symbol("b_out", positive=True)  #: bytes per output element
 P_g = sp.Symbol("P", positive=True)        #: dense peak of the GEMM's compute dtype, FLOP/s
 x_bytes = sp.Symbol("x", positive=True)    #: all-reduce message, bytes per GPU
 n_ar = sp.Symbol("n_g", positive=True)     #: GPUs in the all-reduce
+t_a2a = sp.Symbol("tokens", positive=True)  #: tokens each GPU sends in an all-to-all phase
+b_ph = sp.Symbol("b_phase", positive=True)  #: bytes per element of that phase
 
 OPERATOR_SYMBOLS = {
     "m": (m_g, "GEMM rows (tokens)", "1"), "n": (n_g, "GEMM output columns", "1"),
@@ -37,6 +41,8 @@ OPERATOR_SYMBOLS = {
     "b_out": (b_out, "bytes per output element", "B"),
     "P": (P_g, "dense peak of the compute dtype", "FLOP/s"),
     "x": (x_bytes, "all-reduce message per GPU", "B"), "n_g": (n_ar, "GPUs in the all-reduce", "1"),
+    "tokens": (t_a2a, "tokens each GPU sends in an all-to-all phase", "token"),
+    "b_phase": (b_ph, "bytes per element of the phase (dispatch or combine)", "B"),
 }
 
 F_gemm = 2 * m_g * n_g * k_g
@@ -44,6 +50,8 @@ M_gemm = m_g * k_g * b_in + k_g * n_g * b_w + m_g * n_g * b_out
 OPERATORS: dict[str, sp.Expr] = {
     "gemm": eq.roofline(F_gemm, M_gemm, P_g),
     "allreduce": eq.allreduce_time(x_bytes, n_ar),
+    # one phase inside a domain: every other EP rank a token's k experts reach, uniform routing
+    "a2a": eq.link_time(eq.a2a_volume(eq.n_dest, b_ph, t_a2a), eq.B_su, eq.eta_a2a, eq.a_a2a),
 }
 
 

@@ -92,6 +92,10 @@ eta_ar = _s("eta_ar", "achieved fraction of scale-up bandwidth in an all-reduce"
             r"\eta_{ar}")
 a_ar = _s("a_ar", "latency per pass of an all-reduce inside a scale-up domain", "s", "efficiency",
           r"\alpha_{ar}", nonneg=True)
+eta_a2a = _s("eta_a2a", "achieved fraction of scale-up bandwidth in an expert all-to-all", "1", "efficiency",
+             r"\eta_{a2a}")
+a_a2a = _s("a_a2a", "latency per phase (dispatch or combine) of an expert all-to-all in a scale-up domain",
+           "s", "efficiency", r"\alpha_{a2a}", nonneg=True)
 eta_so = _s("eta_so", "achieved fraction of scale-out bandwidth", "1", "efficiency", r"\eta_{so}")
 tau_k = _s("tau_k", "fixed cost per kernel (launch and ramp inside a CUDA graph, sync)", "s", "efficiency",
            r"\tau_{k}", nonneg=True)

@@ -32,6 +32,10 @@ class Efficiency:
     #: link's own latency and the scale_up fraction)
     allreduce_latency: float | None = None      #: a_ar, s per pass
     allreduce_efficiency: float | None = None   #: eta_ar
+    #: expert all-to-all inside a scale-up domain, fitted to measured kernels per stack (None:
+    #: the link's own latency and the scale_up fraction)
+    a2a_latency: float | None = None            #: a_a2a, s per phase
+    a2a_efficiency: float | None = None         #: eta_a2a
 
 
 @dataclass(frozen=True)
@@ -242,7 +246,8 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
 STACK_FIELDS = {"compute": ("compute",), "hbm": ("hbm",), "network": ("scale_up", "scale_out"),
                 "kernel_overhead": ("kernel_overhead",), "step_overhead": ("step_overhead",),
                 "allreduce_latency": ("allreduce_latency",),
-                "allreduce_efficiency": ("allreduce_efficiency",)}
+                "allreduce_efficiency": ("allreduce_efficiency",),
+                "a2a_latency": ("a2a_latency",), "a2a_efficiency": ("a2a_efficiency",)}
 
 
 def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str, Efficiency], str]:

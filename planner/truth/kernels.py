@@ -30,7 +30,9 @@ from planner.physics.operators import compile_operator
 GEMM_DTYPES = {"bf16": ("bf16", 2.0, 2.0, 2.0), "fp8": ("fp8", 1.0, 1.0, 2.0),
                "fp8_block": ("fp8", 1.0, 1.0, 2.0), "nvfp4": ("fp4", 0.5625, 0.5625, 2.0)}
 BOUND_SLACK = 0.01
-OPS = ("gemm", "allreduce")
+OPS = ("gemm", "allreduce", "a2a")
+#: all-to-all phase dtype -> bytes per element
+A2A_BYTES = {"bf16": 2.0, "fp8": 1.0, "nvfp4": 0.5625, "fp4": 0.5625}
 
 
 def load_table(op: str) -> pd.DataFrame:
@@ -91,6 +93,23 @@ def predict_allreduce(df: pd.DataFrame, mode: str) -> np.ndarray:
     return out
 
 
+def predict_a2a(df: pd.DataFrame, mode: str) -> np.ndarray:
+    """Predicted seconds of each all-to-all phase row."""
+    from planner.specs.registry import load_hardware
+
+    fn = compile_operator("a2a")
+    out = np.full(len(df), np.nan)
+    for (gpu, stack), idx in df.groupby(["gpu", "stack"]).groups.items():
+        hw = _system(load_hardware(gpu), stack, mode)
+        r = df.loc[idx]
+        pos = df.index.get_indexer(idx)
+        e = _efficiency(hw, mode)
+        out[pos] = fn(tokens=r.tokens.to_numpy(float), b_phase=r.dtype.map(A2A_BYTES).to_numpy(float),
+                      EP=r.ep.to_numpy(float), k=r.topk.to_numpy(float), d=r.hidden.to_numpy(float),
+                      B_su=hw.su_bandwidth, eta_a2a=e["eta_a2a"], a_a2a=e["a_a2a"])
+    return out
+
+
 @dataclass
 class KernelScore:
     """Every kernel row with its bound and realistic predictions."""
@@ -131,7 +150,7 @@ def serving_allreduces(df: pd.DataFrame) -> pd.DataFrame:
 def score_kernels() -> KernelScore:
     """Price every shipped kernel row in both modes (all-reduces: :func:`serving_allreduces`)."""
     parts = []
-    for op, predict in (("gemm", predict_gemm), ("allreduce", predict_allreduce)):
+    for op, predict in (("gemm", predict_gemm), ("allreduce", predict_allreduce), ("a2a", predict_a2a)):
         df = load_table(op).reset_index(drop=True)
         if op == "allreduce":
             df = serving_allreduces(df)
@@ -144,15 +163,23 @@ def score_kernels() -> KernelScore:
     return KernelScore(rows)
 
 
-# ---- the all-reduce law fitted to the kernels --------------------------------------------------
-#: bounds of the fitted all-reduce parameters: latency per pass (s), fraction of NVLink bandwidth
-AR_BOUNDS = {"allreduce_latency": (0.1e-6, 50e-6), "allreduce_efficiency": (0.05, 1.0)}
+# ---- communication laws fitted to the kernels ---------------------------------------------------
+#: fitted parameters of each law: (latency per pass or phase in s, fraction of NVLink bandwidth),
+#: their bounds, and the step model's symbols they set
+LAWS = {
+    "allreduce": {"params": ("allreduce_latency", "allreduce_efficiency"), "symbols": ("a_ar", "eta_ar"),
+                  "bounds": ((0.1e-6, 50e-6), (0.05, 1.0))},
+    "a2a": {"params": ("a2a_latency", "a2a_efficiency"), "symbols": ("a_a2a", "eta_a2a"),
+            "bounds": ((0.1e-6, 200e-6), (0.02, 1.0))},
+}
+AR_BOUNDS = dict(zip(LAWS["allreduce"]["params"], LAWS["allreduce"]["bounds"], strict=True))
 
 
 @dataclass
-class AllReduceFit:
-    """The all-reduce law of one (GPU, stack), fitted to its custom all-reduce kernels."""
+class LawFit:
+    """A communication law of one (GPU, stack), fitted to its measured kernels."""
 
+    law: str
     gpu: str
     stack: str
     n: int
@@ -162,51 +189,76 @@ class AllReduceFit:
     p90_abs_err: float
 
 
-def fit_allreduce() -> list[AllReduceFit]:
-    """Least squares on log(predicted / measured) of each (GPU, stack)'s custom all-reduce rows
-    inside one scale-up domain: latency per pass ``a_ar`` and bandwidth fraction ``eta_ar`` of
-    :func:`planner.physics.equations.allreduce_time`, in log space with bounds."""
+AllReduceFit = LawFit
+
+
+def _fit_law(law: str, df: pd.DataFrame, predict: Any) -> list[LawFit]:
     from scipy.optimize import least_squares
 
+    from planner.specs.registry import load_hardware
+
+    spec = LAWS[law]
+    lo = np.log([b[0] for b in spec["bounds"]])
+    hi = np.log([b[1] for b in spec["bounds"]])
+    out = []
+    for (gpu, stack), d in df.groupby(["gpu", "stack"]):
+        hw = load_hardware(gpu).without_stack()
+        meas = d.latency_us.to_numpy(float)
+
+        def res(p: np.ndarray, d=d, meas=meas, hw=hw) -> np.ndarray:
+            a, eta = np.exp(p)
+            return np.log(predict(d, hw, a, eta) * 1e6 / meas)
+
+        sol = least_squares(res, np.log([3e-6, 0.5]), bounds=(lo, hi), diff_step=1e-4)
+        dof = max(len(sol.fun) - 2, 1)
+        cov = float(sol.fun @ sol.fun) / dof * np.linalg.pinv(sol.jac.T @ sol.jac)
+        e = np.abs(np.exp(sol.fun) - 1)
+        vals = dict(zip(spec["params"], map(float, np.exp(sol.x)), strict=True))
+        se = dict(zip(spec["params"], map(float, np.sqrt(np.diag(cov))), strict=True))
+        out.append(LawFit(law, gpu, stack, int(len(d)), vals, se, float(np.median(e)),
+                          float(np.quantile(e, 0.9))))
+    return out
+
+
+def fit_allreduce() -> list[LawFit]:
+    """Least squares on log(predicted / measured) of each (GPU, stack)'s CUDA-graph custom
+    all-reduce rows inside one scale-up domain: latency per pass ``a_ar`` and bandwidth fraction
+    ``eta_ar`` of :func:`planner.physics.equations.allreduce_time`, in log space with bounds."""
     from planner.specs.registry import load_hardware
 
     fn = compile_operator("allreduce")
     df = serving_allreduces(load_table("allreduce"))
     df = df[df.op == "allreduce_custom"]
-    out = []
-    lo = np.log([b[0] for b in AR_BOUNDS.values()])
-    hi = np.log([b[1] for b in AR_BOUNDS.values()])
-    for (gpu, stack), d in df.groupby(["gpu", "stack"]):
-        hw = load_hardware(gpu)
-        d = d[d.num_gpus <= hw.domain_size]
-        x, n, meas = (d[c].to_numpy(float) for c in ("bytes", "num_gpus", "latency_us"))
+    df = df[df.num_gpus <= df.gpu.map(lambda g: load_hardware(g).domain_size)]
 
-        def res(p: np.ndarray, x=x, n=n, meas=meas, hw=hw) -> np.ndarray:
-            a, eta = np.exp(p)
-            t = fn(x=x, n_g=n, N_su=float(hw.domain_size), B_su=hw.su_bandwidth, B_so=hw.so_bandwidth,
-                   eta_ar=eta, eta_so=1.0, a_ar=a, a_so=0.0)
-            return np.log(t * 1e6 / meas)
+    def predict(d: pd.DataFrame, hw: Any, a: float, eta: float) -> np.ndarray:
+        return fn(x=d.bytes.to_numpy(float), n_g=d.num_gpus.to_numpy(float), N_su=float(hw.domain_size),
+                  B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_ar=eta, eta_so=1.0, a_ar=a, a_so=0.0)
 
-        sol = least_squares(res, np.log([3e-6, 0.6]), bounds=(lo, hi), diff_step=1e-4)
-        dof = max(len(sol.fun) - 2, 1)
-        cov = float(sol.fun @ sol.fun) / dof * np.linalg.pinv(sol.jac.T @ sol.jac)
-        e = np.abs(np.exp(sol.fun) - 1)
-        a, eta = np.exp(sol.x)
-        out.append(AllReduceFit(gpu, stack, int(len(d)), {"allreduce_latency": float(a),
-                                                            "allreduce_efficiency": float(eta)},
-                                {"allreduce_latency": float(np.sqrt(cov[0, 0])),
-                                 "allreduce_efficiency": float(np.sqrt(cov[1, 1]))},
-                                float(np.median(e)), float(np.quantile(e, 0.9))))
-    return out
+    return _fit_law("allreduce", df, predict)
 
 
-_AR_LINE = re.compile(r"^    (allreduce_latency|allreduce_efficiency):")
+def fit_a2a() -> list[LawFit]:
+    """The same for one all-to-all phase (dispatch or combine) of the low-latency kernels:
+    latency per phase ``a_a2a`` and bandwidth fraction ``eta_a2a``."""
+    fn = compile_operator("a2a")
+    df = load_table("a2a")
+
+    def predict(d: pd.DataFrame, hw: Any, a: float, eta: float) -> np.ndarray:
+        return fn(tokens=d.tokens.to_numpy(float), b_phase=d.dtype.map(A2A_BYTES).to_numpy(float),
+                  EP=d.ep.to_numpy(float), k=d.topk.to_numpy(float), d=d.hidden.to_numpy(float),
+                  B_su=hw.su_bandwidth, eta_a2a=eta, a_a2a=a)
+
+    return _fit_law("a2a", df, predict)
 
 
-def render_allreduce(text: str, fits: list[AllReduceFit], date: str) -> str:
-    """Spec text with each stack entry's ``allreduce_latency`` / ``allreduce_efficiency`` set from
-    ``fits`` (entries of stacks the fits do not cover are left as they are)."""
-    by_stack = {f.stack: f for f in fits}
+_LAW_LINE = re.compile(r"^    (allreduce|a2a)_(latency|efficiency):")
+
+
+def render_allreduce(text: str, fits: list[LawFit], date: str) -> str:
+    """Spec text with each stack entry's fitted communication-law lines (``allreduce_*``,
+    ``a2a_*``) set from ``fits``; stacks and laws the fits do not cover are left as they are."""
+    by = {(f.stack, f.law): f for f in fits}
     lines = text.splitlines()
     out: list[str] = []
     in_stacks, stack = False, None
@@ -217,19 +269,26 @@ def render_allreduce(text: str, fits: list[AllReduceFit], date: str) -> str:
             in_stacks = False
         if in_stacks and re.match(r"^  [a-z][\w.-]*:\s*$", ln):
             stack = ln.strip()[:-1]
-        if in_stacks and stack in by_stack and _AR_LINE.match(ln):
+        m = _LAW_LINE.match(ln) if in_stacks else None
+        if m and (stack, m.group(1)) in by:
             continue  # replaced below
         out.append(ln)
-        if in_stacks and stack in by_stack and ln.startswith("    runs:"):
-            f = by_stack[stack]
-            note = json.dumps(f"fitted to {f.n} measured CUDA-graph all-reduce kernels of this GPU and stack "
-                              f"(aiconfigurator-core 0.12.0; planner/truth/data/kernels), {date}; median "
-                              f"error {f.median_abs_err:.0%}")
-            a, eta = f.values["allreduce_latency"], f.values["allreduce_efficiency"]
-            out.append(f'    allreduce_latency: {{value: "{a * 1e6:.4g} us", se: '
-                       f'{f.rel_se["allreduce_latency"]:.3g}, kind: fitted, note: {note}}}')
-            out.append(f"    allreduce_efficiency: {{value: {eta:.4g}, se: "
-                       f'{f.rel_se["allreduce_efficiency"]:.3g}, kind: fitted, note: {note}}}')
+        if in_stacks and ln.startswith("    runs:"):
+            for law in LAWS:
+                f = by.get((stack, law))
+                if f is None:
+                    continue
+                what = "CUDA-graph all-reduce" if law == "allreduce" else "low-latency all-to-all"
+                note = json.dumps(f"fitted to {f.n} measured {what} kernels of this GPU and stack "
+                                  f"(aiconfigurator-core 0.12.0; planner/truth/data/kernels), {date}; "
+                                  f"median error {f.median_abs_err:.0%}")
+                lat, eff = LAWS[law]["params"]
+                for name, text in ((lat, f'"{f.values[lat] * 1e6:.4g} us"'), (eff, f"{f.values[eff]:.4g}")):
+                    se = f.rel_se[name]
+                    # a parameter at a bound of its range has no standard error: said as such
+                    tag = (f"se: {se:.3g}, kind: fitted" if math.isfinite(se) and se > 1e-6
+                           else "kind: bound")
+                    out.append(f"    {name}: {{value: {text}, {tag}, note: {note}}}")
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 

@@ -381,8 +381,9 @@ def _source_text(fit: RunsFit) -> str:
 
 def render_stacks(text: str, block: str) -> str:
     """Spec text with its ``stacks:`` block (top-level key to the next one) replaced by ``block``;
-    the all-reduce values fitted to kernels (``allreduce_*`` lines of a stack entry, written by
-    ``moe-planner calibrate --kernels``) are carried over into the same stack's new entry."""
+    the communication laws fitted to kernels (``allreduce_*`` and ``a2a_*`` lines of a stack
+    entry, written by ``moe-planner calibrate --kernels``) are carried over into the same stack's
+    new entry."""
     out, skip, stack = [], False, None
     kept: dict[str, list[str]] = {}
     for ln in text.splitlines():
@@ -394,7 +395,7 @@ def render_stacks(text: str, block: str) -> str:
         if skip:
             if re.match(r"^  [a-z][\w.-]*:\s*$", ln):
                 stack = ln.strip()[:-1]
-            elif stack and ln.startswith("    allreduce_"):
+            elif stack and ln.startswith(("    allreduce_", "    a2a_")):
                 kept.setdefault(stack, []).append(ln)
             continue
         out.append(ln)

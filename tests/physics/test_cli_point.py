@@ -142,7 +142,7 @@ def test_equations_one_term_text_and_latex(capsys):
     assert "E_slots" in out and "tau_k" in out
     assert re.search(r"B_hbm\s+\[B/s\]\s+HBM bandwidth", out)  # the symbol table: name, unit, meaning
     code, out, _ = run(capsys, ["equations", "--latex", "--term", "dispatch"])
-    assert code == 0 and r"\alpha_{su}" in out and r"\frac" in out
+    assert code == 0 and r"\alpha_{a2a}" in out and r"\frac" in out  # the all-to-all kernels' latency
 
 
 def test_equations_all(capsys):

@@ -130,3 +130,15 @@ def test_cli_calibrate_kernels_json(capsys):
     assert main(["calibrate", "--kernels", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["written"] == [] and {"gpu", "stack", "values", "rel_se"} <= set(d["allreduce"][0])
+    # the all-to-all law is fitted and reported (tens of microseconds per phase), not written
+    a2a = {(f["gpu"], f["stack"]): f for f in d["a2a"]}
+    assert 5e-6 < a2a[("hgx-h200", "trtllm")]["values"]["a2a_latency"] < 200e-6
+
+
+def test_a2a_law_by_hand():
+    # one dispatch phase of 8 tokens over EP 8, top-8, d 7168, FP8, on H200 at the peaks: a token
+    # reaches 7 x (1 - (7/8)^8) = 4.5947 other ranks; 8 x 4.5947 x 7168 x 1 B = 263,479 B at
+    # 450 GB/s = 0.58551 us, plus the phase latency
+    t = compile_operator("a2a")(tokens=8.0, b_phase=1.0, EP=8.0, k=8.0, d=7168.0, B_su=450e9,
+                                eta_a2a=1.0, a_a2a=10e-6)
+    assert t == pytest.approx(10e-6 + 8 * 7 * (1 - (7 / 8) ** 8) * 7168 / 450e9, rel=1e-12)
