@@ -29,9 +29,14 @@ def _looks_like_path(name: str) -> bool:
     return "/" in name or name.endswith((".yaml", ".yml", ".json")) or Path(name).is_file()
 
 
+def bundled_hardware_path(name: str) -> Path:
+    """The file of bundled system ``name`` (what ``calibrate --write`` rewrites)."""
+    return Path(str(resources.files("planner.hardware_specs").joinpath(f"{name}.yaml")))
+
+
 @lru_cache(maxsize=64)
 def _bundled_hardware(name: str) -> Hardware:
-    text = resources.files("planner.hardware_specs").joinpath(f"{name}.yaml").read_text("utf-8")
+    text = bundled_hardware_path(name).read_text("utf-8")
     label = f"hardware_specs/{name}.yaml"
     return parse_hardware(parse_yaml(text, label), label)
 

@@ -42,8 +42,6 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,7 +51,7 @@ from scipy.optimize import least_squares
 from planner.errors import SpecError
 from planner.specs.hardware import Hardware
 from planner.specs.reading import parse_yaml
-from planner.specs.registry import hardware_names, load_hardware
+from planner.specs.registry import bundled_hardware_path, hardware_names, load_hardware
 from planner.truth.validate import Point, load_points, measured_value, predict, scorecard
 
 FAMILIES = ("hopper", "blackwell")
@@ -114,7 +112,7 @@ METHOD = ("scipy.optimize.least_squares (trust-region reflective) on log(predict
 
 # ---- hardware with a parameter vector applied --------------------------------------------------
 def _raw_doc(name: str) -> dict[str, Any]:
-    text = resources.files("planner.hardware_specs").joinpath(f"{name}.yaml").read_text("utf-8")
+    text = bundled_hardware_path(name).read_text("utf-8")
     return parse_yaml(text, f"hardware_specs/{name}.yaml")
 
 
@@ -386,7 +384,7 @@ def stack_block(hw: Hardware) -> dict[str, Any] | None:
     """The fit to measured runs of the serving stack ``hw`` carries, in the shape of a
     ``calibration:`` block (``parameters`` with ``fields`` and ``bounds``, ``covariance_log``);
     None without one."""
-    from planner.specs.hardware import STACK_FIELDS
+    from planner.truth.runs_fit import PARAMETERS
 
     if not hw.stack or hw.name not in hardware_names():
         return None
@@ -394,8 +392,8 @@ def stack_block(hw: Hardware) -> dict[str, Any] | None:
     cov = entry.get("covariance_log")
     if not isinstance(cov, dict):
         return None
-    params = {n: {"fields": list(STACK_FIELDS[n]),
-                  "bounds": [1e-9, 1e-3] if n.endswith("overhead") else [0.02, 1.0]}
+    by_name = {p.name: p for p in PARAMETERS}  # the fields and bounds the fit itself used
+    params = {n: {"fields": list(by_name[n].fields), "bounds": [by_name[n].lo, by_name[n].hi]}
               for n in cov.get("order", [])}
     return {"parameters": params, "covariance_log": cov}
 
@@ -404,10 +402,6 @@ def _fmt_value(p: Parameter, v: float) -> str:
     if p.unit == "s":
         return f'"{v * 1e6:.4g} us"'
     return f"{v:.4g}"
-
-
-def _spec_path(name: str) -> Path:
-    return Path(str(resources.files("planner.hardware_specs").joinpath(f"{name}.yaml")))
 
 
 def render(text: str, h: Hardware, result: Fit) -> str:
@@ -503,7 +497,7 @@ def write(result: Fit) -> list[str]:
 
     written = []
     for name, h in family_hardware(result.parameters).items():
-        path = _spec_path(name)
+        path = bundled_hardware_path(name)
         text = render(path.read_text("utf-8"), h, result)
         write_atomic(path, text)
         written.append(os.path.relpath(os.path.realpath(path)))

@@ -76,38 +76,42 @@ def predict_gemm(df: pd.DataFrame, mode: str) -> np.ndarray:
     return out
 
 
-def predict_allreduce(df: pd.DataFrame, mode: str) -> np.ndarray:
-    """Predicted seconds of each all-reduce row (``bytes`` per GPU)."""
+def _allreduce_seconds(d: pd.DataFrame, hw: Any, a_ar: float, eta_ar: float, a_so: float = 0.0,
+                       eta_so: float = 1.0) -> np.ndarray:
+    """The all-reduce law on rows ``d`` (``bytes`` per GPU over ``num_gpus``) of system ``hw``."""
+    return compile_operator("allreduce")(
+        x=d.bytes.to_numpy(float), n_g=d.num_gpus.to_numpy(float), N_su=float(hw.domain_size),
+        B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_ar=eta_ar, eta_so=eta_so, a_ar=a_ar, a_so=a_so)
+
+
+def _a2a_seconds(d: pd.DataFrame, hw: Any, a_a2a: float, eta_a2a: float) -> np.ndarray:
+    """The all-to-all law on phase rows ``d`` of system ``hw``."""
+    return compile_operator("a2a")(
+        tokens=d.tokens.to_numpy(float), b_phase=d.dtype.map(A2A_BYTES).to_numpy(float),
+        EP=d.ep.to_numpy(float), k=d.topk.to_numpy(float), d=d.hidden.to_numpy(float),
+        B_su=hw.su_bandwidth, eta_a2a=eta_a2a, a_a2a=a_a2a)
+
+
+def _per_system(df: pd.DataFrame, mode: str, seconds: Any) -> np.ndarray:
+    """``seconds(rows, hw, efficiency symbols)`` for each (GPU, stack) group of ``df``, in order."""
     from planner.specs.registry import load_hardware
 
-    fn = compile_operator("allreduce")
     out = np.full(len(df), np.nan)
     for (gpu, stack), idx in df.groupby(["gpu", "stack"]).groups.items():
         hw = _system(load_hardware(gpu), stack, mode)
-        r = df.loc[idx]
-        pos = df.index.get_indexer(idx)
-        e = _efficiency(hw, mode)
-        out[pos] = fn(x=r.bytes.to_numpy(float), n_g=r.num_gpus.to_numpy(float),
-                      N_su=float(hw.domain_size), B_su=hw.su_bandwidth, B_so=hw.so_bandwidth,
-                      eta_ar=e["eta_ar"], eta_so=e["eta_so"], a_ar=e["a_ar"], a_so=e["a_so"])
+        out[df.index.get_indexer(idx)] = seconds(df.loc[idx], hw, _efficiency(hw, mode))
     return out
+
+
+def predict_allreduce(df: pd.DataFrame, mode: str) -> np.ndarray:
+    """Predicted seconds of each all-reduce row (``bytes`` per GPU)."""
+    return _per_system(df, mode, lambda d, hw, e: _allreduce_seconds(d, hw, e["a_ar"], e["eta_ar"],
+                                                                     e["a_so"], e["eta_so"]))
 
 
 def predict_a2a(df: pd.DataFrame, mode: str) -> np.ndarray:
     """Predicted seconds of each all-to-all phase row."""
-    from planner.specs.registry import load_hardware
-
-    fn = compile_operator("a2a")
-    out = np.full(len(df), np.nan)
-    for (gpu, stack), idx in df.groupby(["gpu", "stack"]).groups.items():
-        hw = _system(load_hardware(gpu), stack, mode)
-        r = df.loc[idx]
-        pos = df.index.get_indexer(idx)
-        e = _efficiency(hw, mode)
-        out[pos] = fn(tokens=r.tokens.to_numpy(float), b_phase=r.dtype.map(A2A_BYTES).to_numpy(float),
-                      EP=r.ep.to_numpy(float), k=r.topk.to_numpy(float), d=r.hidden.to_numpy(float),
-                      B_su=hw.su_bandwidth, eta_a2a=e["eta_a2a"], a_a2a=e["a_a2a"])
-    return out
+    return _per_system(df, mode, lambda d, hw, e: _a2a_seconds(d, hw, e["a_a2a"], e["eta_a2a"]))
 
 
 @dataclass
@@ -172,7 +176,6 @@ LAWS = {
     "a2a": {"params": ("a2a_latency", "a2a_efficiency"), "symbols": ("a_a2a", "eta_a2a"),
             "bounds": ((0.1e-6, 200e-6), (0.02, 1.0))},
 }
-AR_BOUNDS = dict(zip(LAWS["allreduce"]["params"], LAWS["allreduce"]["bounds"], strict=True))
 
 
 @dataclass
@@ -187,9 +190,6 @@ class LawFit:
     rel_se: dict[str, float]
     median_abs_err: float
     p90_abs_err: float
-
-
-AllReduceFit = LawFit
 
 
 def _fit_law(law: str, df: pd.DataFrame, predict: Any) -> list[LawFit]:
@@ -226,30 +226,16 @@ def fit_allreduce() -> list[LawFit]:
     ``eta_ar`` of :func:`planner.physics.equations.allreduce_time`, in log space with bounds."""
     from planner.specs.registry import load_hardware
 
-    fn = compile_operator("allreduce")
     df = serving_allreduces(load_table("allreduce"))
     df = df[df.op == "allreduce_custom"]
     df = df[df.num_gpus <= df.gpu.map(lambda g: load_hardware(g).domain_size)]
-
-    def predict(d: pd.DataFrame, hw: Any, a: float, eta: float) -> np.ndarray:
-        return fn(x=d.bytes.to_numpy(float), n_g=d.num_gpus.to_numpy(float), N_su=float(hw.domain_size),
-                  B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_ar=eta, eta_so=1.0, a_ar=a, a_so=0.0)
-
-    return _fit_law("allreduce", df, predict)
+    return _fit_law("allreduce", df, _allreduce_seconds)
 
 
 def fit_a2a() -> list[LawFit]:
     """The same for one all-to-all phase (dispatch or combine) of the low-latency kernels:
     latency per phase ``a_a2a`` and bandwidth fraction ``eta_a2a``."""
-    fn = compile_operator("a2a")
-    df = load_table("a2a")
-
-    def predict(d: pd.DataFrame, hw: Any, a: float, eta: float) -> np.ndarray:
-        return fn(tokens=d.tokens.to_numpy(float), b_phase=d.dtype.map(A2A_BYTES).to_numpy(float),
-                  EP=d.ep.to_numpy(float), k=d.topk.to_numpy(float), d=d.hidden.to_numpy(float),
-                  B_su=hw.su_bandwidth, eta_a2a=eta, a_a2a=a)
-
-    return _fit_law("a2a", df, predict)
+    return _fit_law("a2a", load_table("a2a"), _a2a_seconds)
 
 
 _LAW_LINE = re.compile(r"^    (allreduce|a2a)_(latency|efficiency):")
@@ -292,7 +278,7 @@ def render_allreduce(text: str, fits: list[LawFit], date: str) -> str:
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
-def write_allreduce(fits: list[AllReduceFit]) -> list[str]:
+def write_allreduce(fits: list[LawFit]) -> list[str]:
     """Write the fits into the bundled hardware specs' ``stacks:`` entries (every new text is
     parsed before any is written).  Returns the names written."""
     import datetime
@@ -301,12 +287,12 @@ def write_allreduce(fits: list[AllReduceFit]) -> list[str]:
     from planner.outputs import write_atomic
     from planner.specs.hardware import parse_hardware
     from planner.specs.reading import parse_yaml
-    from planner.truth.calibrate import _spec_path
+    from planner.specs.registry import bundled_hardware_path
 
     date = datetime.date.today().isoformat()
     new: dict[str, tuple[Path, str]] = {}
     for gpu in sorted({f.gpu for f in fits}):
-        path = _spec_path(gpu)
+        path = bundled_hardware_path(gpu)
         text = render_allreduce(path.read_text("utf-8"), [f for f in fits if f.gpu == gpu], date)
         parse_hardware(parse_yaml(text, str(path)), str(path))
         new[gpu] = (path, text)

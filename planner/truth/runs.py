@@ -420,15 +420,12 @@ def _evaluate_group(
     ctx = isl + osl / 2.0
     agg = (rows["mode"] == "agg").to_numpy()
 
-    def lay(a: np.ndarray) -> dict[str, np.ndarray]:
-        return _layout_kw(model, a)
-
     # The batch the stack ran.  Where the decode workers were not recorded: the fewest that hold
     # the KV cache of the concurrency.  And never more sequences per rank than the KV cache
     # holds: a continuous-batching scheduler admits no more, the rest wait (their wait shows in
     # TTFT, not TPOT).
     probe = evaluate_configs(
-        model, hw, prec, "realistic", **lay(dec), b=np.ones(len(rows)), S=ctx, categories=False
+        model, hw, prec, "realistic", **_layout_kw(model, dec), b=np.ones(len(rows)), S=ctx, categories=False
     )
     cap = np.broadcast_to(np.asarray(probe["memory.b_max"], float), b.shape)
     unknown = rows["_workers_unknown"].to_numpy(bool)
@@ -449,7 +446,8 @@ def _evaluate_group(
     for mode in ("bound", "realistic"):
         best_t, reason, bottleneck = decode_tpot(model, hw, prec, mode, dec, b, isl, osl, agg)
         p = evaluate_configs(
-            model, hw, prec, mode, **lay(pre), b=np.ones(len(rows)), S=isl, phase="prefill", categories=False
+            model, hw, prec, mode, **_layout_kw(model, pre), b=np.ones(len(rows)), S=isl, phase="prefill",
+            categories=False,
         )
         ttft = np.asarray(p["step"], float)
         out[f"tpot_{mode}_ms"] = best_t * 1e3

@@ -417,8 +417,7 @@ def write_fit(fit: RunsFit) -> list[str]:
     from planner.outputs import write_atomic
     from planner.specs.hardware import parse_hardware
     from planner.specs.reading import parse_yaml
-    from planner.specs.registry import hardware_names, load_hardware
-    from planner.truth.calibrate import _spec_path
+    from planner.specs.registry import bundled_hardware_path, hardware_names, load_hardware
 
     new: dict[str, tuple[Path, str]] = {}
     for name in hardware_names():
@@ -426,7 +425,7 @@ def write_fit(fit: RunsFit) -> list[str]:
         block = stacks_block(fit, hw.family)
         if not block:
             continue
-        path = _spec_path(name)
+        path = bundled_hardware_path(name)
         text = render_stacks(path.read_text("utf-8"), block)
         parse_hardware(parse_yaml(text, str(path)), str(path))  # refuse a block that does not parse
         new[name] = (path, text)

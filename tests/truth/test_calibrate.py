@@ -80,7 +80,7 @@ def test_specs_hold_a_consistent_calibration():
 def test_render_writes_loadable_fitted_specs(result):
     from planner.specs.hardware import parse_hardware
     from planner.specs.reading import parse_yaml
-    from planner.truth.calibrate import _spec_path
+    from planner.specs.registry import bundled_hardware_path as _spec_path
 
     for name, h in family_hardware().items():
         text = render(_spec_path(name).read_text("utf-8"), h, result)

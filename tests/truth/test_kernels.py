@@ -111,8 +111,8 @@ def test_allreduce_fit_is_pinned_and_used_by_the_step(capsys):
 
 
 def test_runs_fit_rewrite_keeps_the_kernel_lines():
+    from planner.specs.registry import bundled_hardware_path as _spec_path
     from planner.truth import runs_fit as rf
-    from planner.truth.calibrate import _spec_path
 
     text = _spec_path("hgx-h200").read_text("utf-8")
     kept = [ln for ln in text.splitlines() if ln.startswith("    allreduce_")]

@@ -13,9 +13,9 @@ from planner.cli import main
 from planner.errors import SpecError
 from planner.specs.hardware import parse_hardware
 from planner.specs.reading import parse_yaml
+from planner.specs.registry import bundled_hardware_path as _spec_path
 from planner.specs.registry import load_hardware
 from planner.truth import runs_fit as rf
-from planner.truth.calibrate import _spec_path
 from planner.truth.runs import score_runs
 
 
