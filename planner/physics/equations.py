@@ -64,6 +64,7 @@ from planner.physics.symbols import (
     eta_ar,
     eta_c,
     eta_m,
+    eta_o,
     eta_so,
     f_d,
     f_e,
@@ -313,9 +314,16 @@ t_ar_moe = allreduce_time(m_ar_moe, TP_e)
 # ---- layers and the step -------------------------------------------------------------------------
 t_compute_moe = t_attn_proj + t_attn_core + t_experts + t_shared
 t_comm_moe = t_dispatch + t_combine + t_ar_attn + t_ar_moe
-#: Two-micro-batch overlap: each half batch's compute hides the other's communication,
-#: 2 max(t_comp(b/2), t_comm(b/2)); weights are read once per micro-batch.
-t_moe_overlap = 2 * _max(at(t_compute_moe, {b: b / 2}), at(t_comm_moe, {b: b / 2}))
+#: Two-micro-batch overlap: each half batch's compute hides the other's communication.  Of the
+#: shorter side only the share eta_o is hidden: 2 [max(c, m) + (1 - eta_o) min(c, m)] with c, m
+#: the compute and communication of a half batch (eta_o = 1: the ideal 2 max(c, m); eta_o = 0:
+#: nothing hidden, and the weights read twice).  Weights are read once per micro-batch.  What
+#: keeps eta_o below 1: the communication kernels take SMs and HBM bandwidth from the compute
+#: they run beside, each half batch pads its grouped GEMMs to the tile height, and the two
+#: halves synchronise at every dispatch and combine.
+t_half_compute = at(t_compute_moe, {b: b / 2})
+t_half_comm = at(t_comm_moe, {b: b / 2})
+t_moe_overlap = 2 * (_max(t_half_compute, t_half_comm) + (1 - eta_o) * _min(t_half_compute, t_half_comm))
 #: One MoE layer: the sum without overlap, the overlapped form with it (o = 1).
 t_layer_moe = (1 - o_tbo) * (t_compute_moe + t_comm_moe) + o_tbo * t_moe_overlap
 #: One dense-FFN layer: attention, FFN, two TP all-reduces.

@@ -131,11 +131,12 @@ def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
         raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
     if mode == "bound":
         return dict(eta_c=1.0, eta_m=1.0, eta_su=1.0, eta_so=1.0, eta_ar=1.0, eta_a2a=1.0, tau_k=0.0,
-                    t_fixed=0.0, a_su=0.0, a_so=0.0, a_ar=0.0, a_a2a=0.0, **{"lambda": 1.0}, r_mem=0.0)
+                    eta_o=1.0, t_fixed=0.0, a_su=0.0, a_so=0.0, a_ar=0.0, a_a2a=0.0, **{"lambda": 1.0},
+                    r_mem=0.0)
     e = hw.efficiency
     return dict(eta_c=e.compute, eta_m=e.hbm, eta_su=e.scale_up, eta_so=e.scale_out,
                 eta_ar=e.allreduce_efficiency if e.allreduce_efficiency is not None else e.scale_up,
-                tau_k=e.kernel_overhead, t_fixed=e.step_overhead, a_su=hw.su_latency,
+                tau_k=e.kernel_overhead, eta_o=e.overlap, t_fixed=e.step_overhead, a_su=hw.su_latency,
                 a_ar=e.allreduce_latency if e.allreduce_latency is not None else hw.su_latency,
                 eta_a2a=e.a2a_efficiency if e.a2a_efficiency is not None else e.scale_up,
                 a_a2a=e.a2a_latency if e.a2a_latency is not None else hw.su_latency,

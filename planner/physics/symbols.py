@@ -103,6 +103,8 @@ t_fixed = _s("t_fixed", "fixed cost per step (sampling, scheduling)", "s", "effi
              "t_{fixed}", nonneg=True)
 r_mem = _s("r_mem", "fraction of HBM reserved for activations and workspace", "1", "efficiency",
            "r_{mem}", nonneg=True)
+eta_o = _s("eta_o", "overlap efficiency: share of the shorter of a micro-batch's compute and communication "
+            "that the other micro-batch hides (two-micro-batch overlap)", "1", "efficiency", r"\eta_{o}")
 lam = _s("lambda", "load imbalance: max/mean tokens per expert-parallel rank", "1", "efficiency",
          r"\lambda")
 

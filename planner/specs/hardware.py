@@ -16,6 +16,16 @@ FACT_KEYS = ("value", "source", "note", "kind", "retrieved", "direction")
 FACT_KINDS = ("datasheet", "measured", "assumed", "derived", "estimate", "fitted")
 
 
+#: eta_o when a spec does not give one: the share of the shorter side hidden under two-micro-batch
+#: overlap that reproduces the one published decode measured with it and no speculation (SGLang,
+#: DeepSeek-V3 on 72 H100, EP72, DP-attention 72, DeepEP low-latency, batch 256 per GPU, context
+#: 2000: 22,282 output tokens/s per node, so TPOT 92 ms; LMSYS blog 2025-05-05, "Deploying
+#: DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs") with the
+#: H100 SGLang efficiencies fitted to the measured runs, which ran without overlap.  Reproduced
+#: by ``scripts/derive_overlap_efficiency.py``; one point, so its uncertainty is wide (0 to 1).
+OVERLAP_EFFICIENCY = 0.165
+
+
 @dataclass(frozen=True)
 class Efficiency:
     """Realistic-mode factors, kept apart from the peaks (``bound`` mode ignores them)."""
@@ -36,6 +46,9 @@ class Efficiency:
     #: the link's own latency and the scale_up fraction)
     a2a_latency: float | None = None            #: a_a2a, s per phase
     a2a_efficiency: float | None = None         #: eta_a2a
+    #: eta_o, share of the shorter of compute and communication hidden under two-micro-batch
+    #: overlap (see OVERLAP_EFFICIENCY for where the default comes from)
+    overlap: float = 0.165
 
 
 @dataclass(frozen=True)
@@ -219,6 +232,8 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
         load_imbalance=_fact(e, "load_imbalance", None, src, lo=1.0, hi=16.0),
         memory_reserve=_fact(e, "memory_reserve", None, src, lo=0.0, hi=0.9),
     )
+    ov = _fact(e, "overlap", None, src, required=False, hi=1.0)
+    eff = dataclasses.replace(eff, overlap=OVERLAP_EFFICIENCY if ov is None else ov)
     e.done()
     f.raw("calibration", required=False)  # provenance of fitted efficiencies (free-form)
     stacks, default = _stacks(f, eff, src)

@@ -88,6 +88,7 @@ class Point:
     model: str
     hardware: str
     note: str = ""
+    stack: str = ""              #: the serving stack it was measured on ("" = not stated)
     # closed_form
     inputs: dict[str, Any] = field(default_factory=dict)
     expect: dict[str, float] = field(default_factory=dict)
@@ -153,7 +154,8 @@ def _parse_point(item: Any, label: str, prefix: str) -> Point:
     pid = f.text("id")
     kind = f.text("kind", choices=KINDS)
     common = dict(id=pid, kind=kind, source=f.text("source"), model=f.text("model"),
-                  hardware=f.text("hardware"), note=f.text("note", required=False, default=""))
+                  hardware=f.text("hardware"), note=f.text("note", required=False, default=""),
+                  stack=f.text("stack", required=False, default=""))
     if kind == "closed_form":
         inputs = f.raw("inputs")
         if not isinstance(inputs, dict):
@@ -287,7 +289,13 @@ class _Setup:
 
 def _setup(point: Point, hw: Hardware | None) -> _Setup:
     model = load_model(point.model)
-    hw = load_hardware(hw if hw is not None else point.hardware)
+    if hw is None:
+        # realistic mode with the efficiencies fitted for the stack the point was measured on
+        hw = load_hardware(point.hardware)
+        if point.stack in hw.stacks:
+            hw = hw.with_stack(point.stack)
+    else:
+        hw = load_hardware(hw)
     overrides = {"attention": point.attention} if point.attention else None
     prec = resolve_precisions(model, hw, point.weights, point.kv, overrides)
     if point.serving == "prefill":

@@ -114,7 +114,7 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         N_su=float(rng.choice([8, 72])), B_su=u(1e11, 1e12), a_su=u(0, 1e-5), B_so=u(1e10, 1e11),
         a_so=u(0, 1e-5), C_host=u(0, 5e11), B_c2c=u(1e11, 5e11), eta_c=u(0.3, 1), eta_m=u(0.3, 1),
         eta_su=u(0.3, 1), eta_so=u(0.3, 1), eta_ar=u(0.3, 1), a_ar=u(0, 1e-5), tau_k=u(0, 1e-5),
-        eta_a2a=u(0.3, 1), a_a2a=u(0, 1e-4),
+        eta_a2a=u(0.3, 1), a_a2a=u(0, 1e-4), eta_o=u(0, 1),
         t_fixed=u(0, 1e-3), r_mem=u(0, 0.2),
         **{"lambda": u(1, 2)}, G=EP * TP_e, TP_a=i(1, 8), EP=EP, TP_e=TP_e, E_slots=E + i(0, 8),
         s_kv=i(1, 8), M_nl=i(1, 8), o=float(rng.integers(0, 2)), x_off=float(rng.integers(0, 2)),

@@ -285,3 +285,20 @@ def test_tp_across_two_hgx_nodes_is_priced_over_the_nic():
     tp8 = decode_step("deepseek-r1", "hgx-b200", gpus=8, tp_attn=8, ep=8, **kw)
     assert tp16.terms["allreduce_attn"] > tp8.terms["allreduce_attn"]
     assert tp16.categories["scale_out"] > 0
+
+
+def test_overlap_hides_only_its_share_of_the_shorter_side():
+    """Two-micro-batch overlap: a MoE layer costs 2 [max(c, m) + (1 - eta_o) min(c, m)] with c and m
+    a half batch's compute and communication; eta_o = 1 is the ideal 2 max(c, m) (bound mode), and
+    realistic mode with the default eta_o sits between that and nothing hidden."""
+    from planner.specs.registry import load_hardware
+
+    hw = load_hardware("hgx-h100")
+    kw = dict(gpus=16, batch=16 * 64, context=2000, overlap=True)
+    half = decode_step("deepseek-v3", hw, gpus=16, batch=16 * 32, context=2000)
+    c = sum(half.terms[t] for t in ("attn_proj", "attn_core", "experts", "shared_experts"))
+    m = sum(half.terms[t] for t in ("dispatch", "combine", "allreduce_attn", "allreduce_moe"))
+    for eta in (0.0, 0.4, 1.0):
+        r = decode_step("deepseek-v3", hw.replace(efficiency={"overlap": eta}), **kw)
+        assert r.terms["layer_moe"] == pytest.approx(2 * (max(c, m) + (1 - eta) * min(c, m)), rel=1e-9)
+    assert 0.0 < hw.efficiency.overlap < 1.0

@@ -39,10 +39,10 @@ def test_training_subset_is_declared():
 
 
 def test_fit_improves_the_training_error(result):
-    # never worse than the prior (assumed values) nor than what the specs hold now
+    # never worse than the prior (assumed values) nor than what the specs hold now, in what the
+    # least squares minimises (the RMS of log errors; the median error may move either way)
     assert result.train_rms_log_after <= result.train_rms_log_before + 1e-9
     assert result.train_rms_log_after <= result.train_rms_log_current + 1e-6
-    assert result.train_error_after <= result.train_error_before
 
 
 def test_leave_one_out_is_finite(result):
