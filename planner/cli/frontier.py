@@ -35,6 +35,17 @@ def _mtp(text: str) -> Any:
     raise argparse.ArgumentTypeError(f"expected off, auto or a number of draft tokens (1-16), got {text!r}")
 
 
+def _acceptance(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not (v > 0 and v <= 17):
+        raise argparse.ArgumentTypeError(f"expected tokens per step (1 to 17) or a per-draft rate in (0, 1), "
+                                         f"got {text!r}")
+    return v
+
+
 def _overlap(text: str) -> Any:
     return {"auto": "auto", "on": True, "off": False}.get(text) if text in ("auto", "on", "off") else \
         (_ for _ in ()).throw(argparse.ArgumentTypeError(f"expected auto, on or off, got {text!r}"))
@@ -72,6 +83,10 @@ def workload_parent() -> argparse.ArgumentParser:
     s.add_argument("--mtp", type=_mtp, default="auto",
                    help="speculative decoding / MTP: off, auto (default: tried where the model has "
                         "MTP layers) or a number of draft tokens")
+    s.add_argument("--acceptance", type=_acceptance, default=None, metavar="A",
+                   help="speculative acceptance replacing the model's published figures: tokens per "
+                        "step (>= 1, e.g. 2.3) or a per-draft acceptance rate (< 1, e.g. 0.7); with "
+                        "--mtp auto, 1-3 drafts are tried (those that can emit A)")
     s.add_argument("--overlap", type=_overlap, default="auto",
                    help="two-micro-batch overlap: auto (default: both tried), on, off")
     s.add_argument("--kv-offload", action="store_true",
@@ -90,7 +105,7 @@ def frontier_kwargs(args: argparse.Namespace) -> dict[str, Any]:
                 gpus=args.gpus, max_gpus=args.max_gpus, tp_attn=args.tp_attn, ep=args.ep,
                 tp_moe=args.tp_moe, weights=args.weights, kv=args.kv, mtp=args.mtp,
                 overlap=args.overlap, kv_offload=args.kv_offload, mode=args.mode,
-                metric=args.metric, max_ttft=args.max_ttft)
+                metric=args.metric, max_ttft=args.max_ttft, acceptance=args.acceptance)
 
 
 def _clean(v: Any) -> Any:
@@ -187,6 +202,57 @@ def _print_band(band: pd.DataFrame, name: str = "") -> None:
                 ["tok/s/user", "lo", "mid", "hi", "nominal"]))
 
 
+#: The basis every system's power figure is on (the specs' ``system.power_per_gpu``).
+POWER_BASIS = ("maximum system power per GPU (IT power: GPUs, CPUs, switches, NICs, fans; no "
+               "cooling plant), the same basis on both sides; tok/s/MW is per MW of that IT power")
+
+
+def speculation_line(sp: dict[str, Any]) -> str:
+    """One line saying how a frontier may speculate (from its ``speculation`` attribute)."""
+    if not sp or sp.get("kind") == "off":
+        return "off (the model publishes none; give --acceptance to try a draft head)"
+    how = "its own MTP layers" if sp["kind"] == "mtp" else (
+        "a draft head" + (" (published shape)" if sp.get("draft_head", {}).get("published") else
+                          " (default EAGLE-3 style: 1 layer, own LM head)"))
+    tps = sp.get("tokens_per_step", {})
+    nums = " / ".join(f"{a:.2f}" for a in tps.values())
+    counts = " / ".join(str(n) for n in tps)
+    rng = "".join(f", range {lo:g}-{hi:g} at {n}" for n, (lo, hi) in sp.get("range", {}).items())
+    src = "given" if sp.get("source") == "given" else "published"
+    return (f"{how}, {nums} tokens per step at {counts} drafts ({src}{rng}); searched with it and "
+            "without; --mtp off to compare without")
+
+
+def _crossing_text(entry: dict[str, Any]) -> str:
+    def span(v: Any) -> str:
+        return "never" if v is None else f"{v[0]:.0f}-{v[1]:.0f} tokens/s/user"
+
+    out = span(entry["nominal"])
+    if "earliest" in entry:
+        out += f" (band: upper edge {span(entry['earliest'])}, lower edge {span(entry['surely'])})"
+    return out
+
+
+def _ratio_rows(c: Any, curve: Any) -> list[dict[str, Any]]:
+    """The ratio curve per GPU and per MW, each lo/mid/hi (the band's where ``curve`` is given,
+    else the nominal value three times)."""
+    import numpy as np
+
+    f = c.settings["power_factor"]
+    r = c.ratio
+    rows = []
+    for x, y in zip(r.tps_per_user, r.ratio, strict=True):
+        lo = mid = hi = float(y)
+        if curve is not None and len(curve):
+            xs = curve.tps_per_user.to_numpy()
+            lo, mid, hi = (float(np.interp(np.log(x), np.log(xs), curve[k].to_numpy(), left=np.nan,
+                                           right=np.nan)) for k in ("lo", "mid", "hi"))
+        rows.append({"tps_per_user": _clean(float(x)),
+                     "per_gpu": {"lo": _clean(lo), "mid": _clean(mid), "hi": _clean(hi)},
+                     "per_mw": {"lo": _clean(lo * f), "mid": _clean(mid * f), "hi": _clean(hi * f)}})
+    return rows
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
@@ -223,17 +289,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
         write_atomic(args.csv, lambda tmp: both.to_csv(tmp, index=False))
     grid = c.ratio.tps_per_user.to_numpy()[::5] if len(c.ratio) else None  # one grid: paired draws
     bands = [_band(args, args.model, h, f, grid) for h, f in zip(args.hardware, (c.a, c.b), strict=True)]
-    ratio_band = None
+    ratio_band = ratio_curve = None
     if bands[0] is not None and grid is not None and len(grid):
-        from planner.truth.uncertainty import largest_ratio_band
+        from planner.truth.uncertainty import largest_ratio_band, ratio_band_curve
 
         ratio_band = largest_ratio_band(bands[0], bands[1])
+        ratio_curve = ratio_band_curve(bands[0], bands[1])
+    from planner.serving.comparison import crossings
+
+    cross = crossings(c.ratio, args.threshold, ratio_curve, c.settings["power_factor"])
     if args.plot:
         write_atomic(args.plot, lambda tmp: plot_frontiers([c.a, c.b], c.ratio, bands=bands).savefig(
             tmp, dpi=130, format="png"))
     s = c.settings
     if args.json:
         print_json({"settings": _settings(s),
+                    "speculation": {s["hardware_a"]: c.a.attrs.get("speculation"),
+                                    s["hardware_b"]: c.b.attrs.get("speculation")},
+                    "power_basis": POWER_BASIS,
+                    "ratio": _ratio_rows(c, ratio_curve), "crossings": _clean(cross),
                     "table": [{k: _clean(v) for k, v in r.items()} for r in c.table.to_dict("records")],
                     "frontiers": {s["hardware_a"]: points_json(c.a), s["hardware_b"]: points_json(c.b)},
                     **({"bands": {s["hardware_a"]: _band_json(bands[0]),
@@ -249,6 +323,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"# calibration: {s['calibration']} (NAME@STACK picks another stack's fit)")
     print(f"# precision: best each system supports unless --weights (weights {s['weights'] or 'auto'}, "
           f"KV {s['kv']}), MTP {s['mtp']}, instance size {'searched' if not s['gpus'] else s['gpus']}")
+    print(f"# speculation (both sides): {speculation_line(c.a.attrs.get('speculation') or {})}")
+    print(f"# power: {POWER_BASIS}")
     rows = []
     for r in c.table.itertuples():
         rows.append([r.tps_per_user, r.tps_per_gpu_a, r.tps_per_gpu_b, r.ratio, r.tps_per_mw_a,
@@ -265,6 +341,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"# largest per-GPU ratio over {ratio_band['draws']} paired draws of the efficiencies: "
               f"{ratio_band['lo']:.1f}x to {ratio_band['hi']:.1f}x (5th-95th percentile, median "
               f"{ratio_band['mid']:.1f}x)")
+    for key, what in (("per_gpu", "per-GPU"), ("per_mw", "per-MW")):
+        print(f"# {what} ratio >= {args.threshold:g}x: {_crossing_text(cross[key])}")
     tops = ", ".join(f"{h} tops out at {c.table[f'max_tps_per_user_{t}'].iloc[0]:.0f}"
                      for h, t in ((A, "a"), (B, "b")))
     print(f"# '-' = not reachable ({tops} tokens/s/user); --explain --at X gives the causes of a ratio")
@@ -283,7 +361,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     k = frontier_kwargs(args)
     space = SearchSpace(k["gpus"], k["max_gpus"], k["tp_attn"], k["ep"], k["tp_moe"], k["weights"],
-                        k["kv"], k["mtp"], k["overlap"], k["kv_offload"])
+                        k["kv"], k["mtp"], k["overlap"], k["kv_offload"], k["acceptance"])
     try:
         r = sweep(args.model, args.hardware, contexts=args.contexts, batch_points=args.batch_points,
                   space=space, mode=args.mode, chunk=args.chunk,
@@ -346,6 +424,9 @@ def register(sub: Any) -> None:
     c.add_argument("--csv", metavar="FILE", default="frontier.csv",
                    help="CSV of both frontiers (default frontier.csv; '' to skip)")
     c.add_argument("--json", action="store_true", help="print the table and frontiers as JSON")
+    c.add_argument("--threshold", type=float, default=10.0, metavar="X",
+                   help="say where the per-GPU and per-MW ratios first reach X (default 10, as in "
+                        "'10x the throughput')")
     c.add_argument("--band", action="store_true",
                    help="also uncertainty bands on both frontiers (Monte Carlo over the efficiencies)")
     c.add_argument("--explain", action="store_true",

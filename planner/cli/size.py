@@ -24,7 +24,7 @@ FIGURE_LABELS = {
     "years": "capex amortised over",
 }
 _SEARCH = ("context", "gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "weights", "kv", "mtp",
-           "overlap", "kv_offload", "mode")
+           "overlap", "kv_offload", "mode", "acceptance")
 
 
 def _nonneg_float(text: str) -> float:

@@ -43,6 +43,7 @@ from planner.physics.symbols import (
     TP_a,
     TP_e,
     V,
+    V_dr,
     W_attn,
     W_rep,
     a_a2a,
@@ -67,12 +68,15 @@ from planner.physics.symbols import (
     eta_o,
     eta_so,
     f_d,
+    f_dr,
     f_e,
     h,
     k,
     lam,
     n_d,
     n_emb,
+    n_fuse,
+    n_hdr,
     n_ka,
     n_kc,
     n_kd,
@@ -81,6 +85,7 @@ from planner.physics.symbols import (
     n_ks,
     n_L,
     n_Ld,
+    n_Ldr,
     n_mtp,
     o_tbo,
     phi_w,
@@ -90,6 +95,7 @@ from planner.physics.symbols import (
     s_q,
     t_fixed,
     tau_k,
+    x_mtp,
     x_off,
 )
 
@@ -176,6 +182,10 @@ M_weights = (
     + n_emb * V * d * b_wv / TP_a
     + n_mtp * (W_attn_rank * b_wa + (E_slots / EP) * 3 * d * f_e * b_we / TP_e
                + E_s * 3 * d * f_e * b_wd / TP_a + 2 * d * d * b_wa / TP_a)
+    # a draft head: its decoder layers (the verifier's attention shape, a dense FFN of f_dr), the
+    # projection fusing n_fuse hidden states, and its own LM head if it has one
+    + n_Ldr * (W_attn_rank * b_wa + 3 * d * f_dr * b_wd / TP_a)
+    + (n_fuse * d * d * b_wd + n_hdr * V_dr * d * b_wv) * _min(n_Ldr, 1) / TP_a
 )
 #: KV-cache bytes per GPU: b S_c e_kv b_kv n_L / s_kv.
 M_kv = b * S_c_eff * e_kv * b_kv * n_L / s_kv
@@ -329,7 +339,16 @@ t_layer_moe = (1 - o_tbo) * (t_compute_moe + t_comm_moe) + o_tbo * t_moe_overlap
 #: One dense-FFN layer: attention, FFN, two TP all-reduces.
 t_layer_dense = t_attn_proj + t_attn_core + t_dense_ffn + 2 * t_ar_attn
 #: Draft cost of MTP: n_d passes of one MoE layer and the head on one token per sequence.
-t_draft = n_d * at(t_layer_moe + t_head, {s_q: 1, s_h: 1})
+#: A draft head's pass (EAGLE-3 style: one or more decoder layers with the verifier's attention and
+#: a dense FFN, the input projection fusing n_fuse verifier hidden states, then an LM head of V_dr
+#: rows, its own or the verifier's: either way read again) on one token per sequence.
+t_draft_ffn = roofline(2 * 3 * d * f_dr * b * s_q / TP_a, 3 * d * f_dr * b_wd / TP_a, P_d, n_kd)
+t_fuse = roofline(2 * n_fuse * d * d * b * s_q / TP_a, n_fuse * d * d * b_wd / TP_a, P_d, 1)
+t_draft_lm = roofline(2 * b * s_h * V_dr * d / TP_a, V_dr * d * b_wv / TP_a, P_v, n_kh)
+t_draft_head = n_Ldr * (t_attn_proj + t_attn_core + t_draft_ffn) + t_fuse + t_draft_lm
+#: Draft cost: n_d passes of one MoE layer and the head (MTP, x_mtp = 1) or of the draft head
+#: (x_mtp = 0), each on one token per sequence.
+t_draft = n_d * at(x_mtp * (t_layer_moe + t_head) + (1 - x_mtp) * t_draft_head, {s_q: 1, s_h: 1})
 #: Time per step: n_Ld dense + (n_L - n_Ld) MoE layers + LM head + drafts + fixed cost.
 t_step = n_Ld * t_layer_dense + (n_L - n_Ld) * t_layer_moe + t_head + t_draft + t_fixed
 

@@ -36,6 +36,8 @@ class Speculation:
     drafts: int = 0
     acceptance_rate: float | None = None       #: per-token acceptance alpha
     mean_acceptance_length: float | None = None  #: measured tokens per step, overrides alpha
+    kind: str = "mtp"                          #: "mtp" (the model's own layers) or "draft" (a head)
+    source: str = ""                           #: where the acceptance comes from
 
     def tokens_per_step(self, mode: str) -> float:
         """A: tokens emitted per sequence per step; ``bound`` mode takes the best case."""
@@ -49,8 +51,51 @@ class Speculation:
                                              n_draft=self.drafts))
 
 
-def resolve_speculation(model: Model, mtp: Any) -> Speculation:
-    """``mtp`` as given by a user: None/False/0/'off', an int, or a mapping/Speculation."""
+def speculation_kind(model: Model) -> str:
+    """How ``model`` drafts: as published (``speculation.kind``), else with its MTP layers where
+    it has them, else with a draft head (the model's own or the default EAGLE-3 style one)."""
+    return model.spec_kind or ("mtp" if model.mtp_layers else "draft")
+
+
+#: The draft head assumed for a model that publishes none (EAGLE-3 style: one decoder layer with
+#: the verifier's attention, a dense FFN, a projection fusing 3 verifier hidden states and an LM
+#: head of its own over the full vocabulary; Li et al., EAGLE-3, arXiv:2503.01840, sec. 3).  The
+#: FFN width is the model's dense FFN where it has one, else 3 d.
+DEFAULT_DRAFT_HEAD = {"layers": 1, "fused_hidden_states": 3, "own_lm_head": True}
+
+
+def draft_head(model: Model) -> dict[str, int]:
+    """The draft head's shape: (layers, FFN width, fused states, own LM heads, LM-head rows)."""
+    if model.spec_kind == "draft":
+        return {"n_Ldr": model.draft_layers, "f_dr": model.draft_ffn, "n_fuse": model.draft_fuse,
+                "n_hdr": int(model.draft_own_head), "V_dr": model.draft_vocab or model.V}
+    return {"n_Ldr": DEFAULT_DRAFT_HEAD["layers"], "f_dr": model.f_d or 3 * model.d,
+            "n_fuse": DEFAULT_DRAFT_HEAD["fused_hidden_states"],
+            "n_hdr": int(DEFAULT_DRAFT_HEAD["own_lm_head"]), "V_dr": model.V}
+
+
+def _given_acceptance(model: Model, drafts: int, acceptance: float) -> Speculation:
+    """``acceptance`` as a user gives it: tokens per step (>= 1) or a per-draft rate (< 1)."""
+    kind = speculation_kind(model)
+    if isinstance(acceptance, bool) or not isinstance(acceptance, int | float | np.number) or not (
+            math.isfinite(acceptance) and acceptance > 0):
+        raise SpecError("<input>", "acceptance",
+                        "tokens per step (1 to drafts + 1) or a per-draft rate in (0, 1), "
+                        f"got {acceptance!r}")
+    if acceptance >= 1.0:
+        if acceptance > drafts + 1:
+            raise SpecError("<input>", "acceptance",
+                            f"at most drafts + 1 = {drafts + 1} tokens per step, got {acceptance:g}")
+        return Speculation(drafts, mean_acceptance_length=float(acceptance), kind=kind, source="given")
+    return Speculation(drafts, acceptance_rate=float(acceptance), kind=kind, source="given")
+
+
+def resolve_speculation(model: Model, mtp: Any, acceptance: float | None = None) -> Speculation:
+    """``mtp`` as given by a user: None/False/0/'off', an int, or a mapping/Speculation.
+
+    The acceptance is, in order: ``acceptance`` (tokens per step, or a per-draft rate below 1),
+    the mapping's own, the model's published tokens per step at that draft count
+    (``speculation:``), its published per-draft rate (``mtp:``)."""
     if isinstance(mtp, Speculation):
         spec = mtp
     elif mtp is None or mtp is False or mtp == 0 or mtp == "off":
@@ -73,20 +118,31 @@ def resolve_speculation(model: Model, mtp: Any) -> Speculation:
         raise SpecError("<input>", "mtp", f"0 to 16 draft tokens, got {spec.drafts}")
     if spec.drafts == 0:
         return Speculation()
+    kind = speculation_kind(model)
+    if acceptance is not None:
+        return _given_acceptance(model, spec.drafts, acceptance)
     if spec.mean_acceptance_length is not None:
         if not 1.0 <= spec.mean_acceptance_length <= spec.drafts + 1:
             raise SpecError("<input>", "mtp.mean_acceptance_length",
                             f"between 1 and drafts + 1 = {spec.drafts + 1}")
-        return spec
+        return Speculation(spec.drafts, mean_acceptance_length=spec.mean_acceptance_length, kind=kind,
+                           source=spec.source or "given")
     if spec.acceptance_rate is None:
+        if spec.drafts in model.spec_tokens:
+            return Speculation(spec.drafts, mean_acceptance_length=model.spec_tokens[spec.drafts],
+                               kind=kind, source=model.spec_source)
         if model.mtp_acceptance <= 0:
+            measured = (f"measured at {', '.join(map(str, model.spec_tokens))} draft tokens only"
+                        if model.spec_tokens else "no published default")
             raise SpecError("<input>", "mtp",
-                            f"an acceptance rate: {model.name} has no published default "
-                            "(give acceptance_rate or mean_acceptance_length)")
-        spec = Speculation(spec.drafts, acceptance_rate=model.mtp_acceptance)
+                            f"an acceptance: {model.name} has {measured} (give --acceptance, "
+                            "acceptance_rate or mean_acceptance_length)")
+        spec = Speculation(spec.drafts, acceptance_rate=model.mtp_acceptance, kind=kind,
+                           source=model.mtp_source)
     if not 0.0 < spec.acceptance_rate < 1.0:
         raise SpecError("<input>", "mtp.acceptance_rate", "a rate in (0, 1)")
-    return spec
+    return Speculation(spec.drafts, acceptance_rate=spec.acceptance_rate, kind=kind,
+                       source=spec.source or "given")
 
 
 @dataclass(frozen=True)
@@ -170,7 +226,7 @@ def kernel_counts(model: Model) -> dict[str, int]:
 def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G: Any, TP_a: Any,
                   EP: Any, TP_e: Any, E_slots: Any, b: Any, S: Any, s_q: Any, s_h: Any,
                   n_d: Any = 0, overlap: Any = 0, kv_offload: Any = 0,
-                  phase: str = "decode", S_cache: Any = None) -> dict[str, Any]:
+                  phase: str = "decode", S_cache: Any = None, spec_kind: str = "mtp") -> dict[str, Any]:
     """Every symbol's value for these specs and this (possibly array-valued) configuration.
 
     ``S`` is the mean context each query token attends to; ``S_cache`` the tokens each sequence
@@ -187,7 +243,11 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
     else:
         c_att = 2 * model.d_head
         s_kv = np.minimum(TP_a, model.h_kv)
-    n_mtp = np.where(np.asarray(n_d) > 0, model.mtp_layers if model.mtp_layers else 1, 0)
+    drafting = np.asarray(n_d) > 0
+    x_mtp = 1.0 if spec_kind == "mtp" else 0.0
+    n_mtp = np.where(drafting & (x_mtp > 0), model.mtp_layers if model.mtp_layers else 1, 0)
+    head = draft_head(model)
+    head["n_Ldr"] = np.where(drafting & (x_mtp == 0), head["n_Ldr"], 0)
     v = dict(
         d=model.d, n_L=model.n_L, n_Ld=model.n_Ld, E=model.E, k=model.k, E_s=model.E_s,
         f_e=model.f_e, f_d=model.f_d, h=model.h, V=model.V,
@@ -199,6 +259,7 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
         W_rep=model.attn_replicated_params + model.router_params * model.n_moe / model.n_L,
         e_kv=model.kv_elems_per_token_layer, c_att=c_att,
         phi_w=model.sliding_layers / model.n_L, S_w=max(model.sliding_window, 1), n_mtp=n_mtp,
+        x_mtp=x_mtp, **head,
         b_we=pb["routed_experts"], b_wa=pb["attention"], b_wd=pb["dense_ffn"],
         b_wv=pb["embeddings"], b_kv=kv_bytes(prec.kv), b_a=2.0,
         b_disp=DISPATCH_BYTES[prec.compute["routed_experts"]], b_comb=COMBINE_BYTES,
@@ -300,7 +361,7 @@ def evaluate_configs(model: Model, hw: Hardware, prec: Precisions, mode: str, *,
     S_ctx = S if phase == "decode" else np.asarray(S) / 2.0
     vals = symbol_values(model, hw, prec, mode, G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots,
                          b=b, S=S_ctx, s_q=s_q, s_h=s_h, n_d=n_d, overlap=overlap,
-                         kv_offload=kv_offload, phase=phase, S_cache=S)
+                         kv_offload=kv_offload, phase=phase, S_cache=S, spec_kind=spec.kind)
     out = compiled.evaluate(vals)
     A = spec.tokens_per_step(mode) if phase == "decode" else 1.0
     out["A"] = np.asarray(A)

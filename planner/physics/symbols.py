@@ -58,6 +58,17 @@ phi_w = _s("phi_w", "fraction of layers with sliding-window attention", "1", "mo
 S_w = _s("S_w", "sliding window", "token", "model", "S_{w}")
 n_mtp = _s("n_mtp", "MTP modules held in memory (0 when speculative decoding is off)", "1",
            "model", "n_{mtp}", nonneg=True)
+x_mtp = _s("x_mtp", "speculation drafts with the model's own MTP layers (1) or with a separate draft "
+           "head (0)", "1", "model", "x_{mtp}", nonneg=True)
+n_Ldr = _s("n_Ldr", "decoder layers of the draft head held (EAGLE-style; 0 without one)", "1", "model",
+           "n_{L,dr}", nonneg=True)
+f_dr = _s("f_dr", "draft head FFN intermediate size", "1", "model", "f_{dr}", nonneg=True)
+n_fuse = _s("n_fuse", "verifier hidden states the draft head's input projection fuses (EAGLE-3: 3)", "1",
+            "model", "n_{fuse}", nonneg=True)
+V_dr = _s("V_dr", "rows of the LM head a draft pass multiplies (the verifier's V, or the draft head's own "
+          "smaller vocabulary)", "token", "model", "V_{dr}", nonneg=True)
+n_hdr = _s("n_hdr", "LM heads of its own the draft head holds (0: shares the verifier's)", "1", "model",
+           "n_{h,dr}", nonneg=True)
 
 # ---- precision (bytes per element) ---------------------------------------------------------
 b_we = _s("b_we", "bytes per routed-expert weight", "B", "precision", "b_{we}")

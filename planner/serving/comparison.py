@@ -86,9 +86,53 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     table["ratio"] = table.tps_per_gpu_a / table.tps_per_gpu_b
     table["ratio_per_mw"] = table.tps_per_mw_a / table.tps_per_mw_b
     settings = {**pts_a.attrs, "hardware_a": ha.name, "hardware_b": hb.name,
+                "power_factor": hb.power_per_gpu / ha.power_per_gpu,
                 "calibration": f"{pts_a.attrs['calibration']}; {pts_b.attrs['calibration']}"}
     settings.pop("hardware", None)
     return Comparison(fa, fb, ratio, table, settings)
+
+
+def crossing(x: np.ndarray, y: np.ndarray, threshold: float) -> list[float] | None:
+    """The first interval of rates ``x`` (ascending) where the ratio ``y`` is at least
+    ``threshold``: [from, to] in tokens/s per user, the edges interpolated linearly in log x
+    between grid points; None where it never is."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    above = np.isfinite(y) & (y >= threshold)
+    if not above.any():
+        return None
+    i = int(np.argmax(above))
+    j = i
+    while j + 1 < len(x) and above[j + 1]:
+        j += 1
+
+    def edge(k0: int, k1: int) -> float:  # where y crosses threshold between grid points k0, k1
+        y0, y1 = y[k0], y[k1]
+        if not (np.isfinite(y0) and np.isfinite(y1)) or y1 == y0:
+            return float(x[k1] if k1 > k0 else x[k0])
+        t = (threshold - y0) / (y1 - y0)
+        return float(np.exp(np.log(x[k0]) + t * (np.log(x[k1]) - np.log(x[k0]))))
+
+    lo = edge(i - 1, i) if i > 0 else float(x[0])
+    hi = edge(j, j + 1) if j + 1 < len(x) else float(x[-1])
+    return [lo, hi]
+
+
+def crossings(ratio: pd.DataFrame, threshold: float, band: pd.DataFrame | None = None,
+              power_factor: float = 1.0) -> dict[str, Any]:
+    """Where the per-GPU and per-MW ratios first reach ``threshold``, on the rates where both
+    systems are useful (see :class:`Comparison`): for each, the nominal interval and, with a
+    ratio ``band`` (:func:`planner.truth.uncertainty.ratio_band_curve`), the intervals where its
+    upper edge (``earliest``: the ratio may reach it) and its lower edge (``surely``) do.
+    ``power_factor`` turns a per-GPU ratio into the per-MW one (power per GPU of B over A)."""
+    use = ratio[ratio.both_useful] if "both_useful" in ratio else ratio
+    out: dict[str, Any] = {"threshold": float(threshold)}
+    for key, col, f in (("per_gpu", "ratio", 1.0), ("per_mw", "ratio_per_mw", power_factor)):
+        entry: dict[str, Any] = {"nominal": crossing(use.tps_per_user, use[col], threshold)}
+        if band is not None:
+            entry["earliest"] = crossing(band.tps_per_user, band.hi * f, threshold)
+            entry["surely"] = crossing(band.tps_per_user, band.lo * f, threshold)
+        out[key] = entry
+    return out
 
 
 #: The chain of swaps that turns system B into system A, one resource at a time.

@@ -20,6 +20,7 @@ from planner.serving.search import (
     SearchSpace,
     decode_candidates,
     layouts,
+    mtp_options,
     overlap_options,
     pareto,
     precision_options,
@@ -202,13 +203,36 @@ def _aggregate(model: Model, hw: Hardware, dec: pd.DataFrame, space: SearchSpace
     return out[np.isfinite(X_p)]
 
 
+def speculation_summary(model: Model, mtp: Any = "auto", acceptance: float | None = None) -> dict[str, Any]:
+    """What speculation a frontier may use: kind, the tokens per step by draft tokens, the
+    declared range and the source (``off`` when the search cannot speculate)."""
+    from planner.physics.step import draft_head, speculation_kind
+
+    opts = [s for s in mtp_options(model, mtp, acceptance) if s.drafts]
+    if not opts:
+        return {"kind": "off", "tokens_per_step": {}, "range": {}, "source": ""}
+    kind = speculation_kind(model)
+    out: dict[str, Any] = {
+        "kind": kind, "tokens_per_step": {s.drafts: s.tokens_per_step("realistic") for s in opts},
+        "range": {n: list(r) for n, r in model.spec_range.items()} if acceptance is None else {},
+        "source": opts[0].source,
+    }
+    if kind == "draft":
+        h = draft_head(model)
+        out["draft_head"] = {"layers": h["n_Ldr"], "ffn": h["f_dr"], "fused_hidden_states": h["n_fuse"],
+                             "own_lm_head": bool(h["n_hdr"]), "lm_head_rows": h["V_dr"],
+                             "published": model.spec_kind == "draft"}
+    return out
+
+
 def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "disaggregated",
              isl: float = 1024, osl: float = 1024, context: float | None = None,
              gpus: int | None = None, max_gpus: int | None = None, tp_attn: int | None = None,
              ep: int | None = None, tp_moe: int | None = None, weights: str | None = None,
              kv: str | None = None, mtp: Any = "auto", overlap: Any = "auto",
              kv_offload: bool = False, mode: str = "realistic", metric: str = "output",
-             max_ttft: float | None = None, all_points: bool = False) -> pd.DataFrame:
+             max_ttft: float | None = None, all_points: bool = False,
+             acceptance: float | None = None) -> pd.DataFrame:
     """The Pareto frontier of tokens/s per user vs tokens/s per GPU (``prefill``: prompt tokens/s
     per GPU vs time to first token).
 
@@ -217,6 +241,8 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     decode GPU).  ``gpus`` fixes the instance size (else the search chooses up to ``max_gpus``).
     Returns one row per frontier point, sorted by ``tps_per_user``; ``df.attrs`` holds the
     inputs.  ``all_points=True`` returns every feasible point instead of the envelope.
+    ``acceptance``: tokens per step (>= 1) or per-draft acceptance rate (< 1) for speculative
+    decoding, replacing the model's published figures (``mtp="auto"`` then tries 1-3 drafts).
     """
     model, hw = load_model(model), load_hardware(hardware)
     if serving not in SERVING_MODES:
@@ -230,11 +256,13 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     max_ttft = DEFAULT_MAX_TTFT if max_ttft is None else max_ttft
     if not (isinstance(max_ttft, int | float) and math.isfinite(max_ttft) and max_ttft > 0):
         raise SpecError("<input>", "max_ttft", f"a positive time in seconds, got {max_ttft!r}")
-    space = SearchSpace(gpus, max_gpus, tp_attn, ep, tp_moe, weights, kv, mtp, overlap, kv_offload)
+    space = SearchSpace(gpus, max_gpus, tp_attn, ep, tp_moe, weights, kv, mtp, overlap, kv_offload,
+                        acceptance)
     attrs = dict(model=model.name, hardware=hw.name, stack=hw.stack, calibration=calibration_label(hw),
                  serving=serving, isl=wl.isl, osl=wl.osl,
                  context=wl.decode_context, mode=mode, metric=metric, max_ttft=max_ttft,
-                 gpus=gpus, weights=weights, kv=kv or model.kv_precision, mtp=str(mtp))
+                 gpus=gpus, weights=weights, kv=kv or model.kv_precision, mtp=str(mtp),
+                 speculation=speculation_summary(model, mtp, acceptance))
 
     if serving == "prefill":
         cand = prefill_candidates(model, hw, space, wl.isl, mode)

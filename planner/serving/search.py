@@ -9,6 +9,7 @@ batch at which a candidate meets a per-user rate exactly.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from planner.physics.step import (
     layout_problems,
     resolve_precisions,
     resolve_speculation,
+    speculation_kind,
 )
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
@@ -102,15 +104,22 @@ def precision_options(model: Model, hw: Hardware, weights: str | None = None) ->
     return opts
 
 
-def mtp_options(model: Model, mtp: Any) -> list[Speculation]:
-    """``"auto"``: off, and 1-3 drafts where the model has MTP layers and a published
-    acceptance; otherwise exactly what was asked."""
+def mtp_options(model: Model, mtp: Any, acceptance: float | None = None) -> list[Speculation]:
+    """``"auto"``: off, and 1-3 drafts where the model has published speculation (MTP layers with
+    an acceptance, or measured tokens per step) or ``acceptance`` is given; otherwise exactly what
+    was asked.  A given acceptance in tokens per step A is tried at the draft counts n with
+    n + 1 >= A (it cannot emit more than it drafts, plus one)."""
     if isinstance(mtp, str) and mtp == "auto":
         opts = [Speculation()]
-        if model.mtp_layers and model.mtp_acceptance > 0:
+        if acceptance is not None:
+            n_min = max(math.ceil(acceptance - 1.0 - 1e-9), 1) if acceptance >= 1 else 1
+            opts += [resolve_speculation(model, n, acceptance) for n in range(n_min, 4)]
+        elif model.spec_tokens:
+            opts += [resolve_speculation(model, n) for n in model.spec_tokens if n <= 3]
+        elif model.mtp_layers and model.mtp_acceptance > 0:
             opts += [resolve_speculation(model, n) for n in (1, 2, 3)]
         return opts
-    return [resolve_speculation(model, mtp)]
+    return [resolve_speculation(model, mtp, acceptance)]
 
 
 def overlap_options(overlap: Any, model: Model | None = None) -> list[int]:
@@ -135,6 +144,7 @@ class SearchSpace:
     mtp: Any = "auto"
     overlap: Any = "auto"
     kv_offload: bool = False
+    acceptance: float | None = None   #: tokens per step (>= 1) or per-draft rate (< 1), or None
 
 
 def decode_candidates(model: Model, hw: Hardware, space: SearchSpace, context: float, mode: str,
@@ -146,7 +156,7 @@ def decode_candidates(model: Model, hw: Hardware, space: SearchSpace, context: f
     frames = []
     for weights in precision_options(model, hw, space.weights):
         prec = resolve_precisions(model, hw, weights, space.kv)
-        for spec in mtp_options(model, space.mtp):
+        for spec in mtp_options(model, space.mtp, space.acceptance):
             for o in overlap_options(space.overlap, model):
                 frames.append(_grid_one(model, hw, prec, spec, o, lay, context, mode,
                                         space.kv_offload, per_octave))
@@ -224,7 +234,7 @@ def row_inputs(model: Model, hw: Hardware, row: Any, context: float
     # the candidate's own tokens per step: rebuilding speculation from the draft count alone
     # would replace a given acceptance with the model's default
     A = row.get("tokens_per_step") if hasattr(row, "get") else None
-    spec = (Speculation(drafts=drafts, mean_acceptance_length=float(A))
+    spec = (Speculation(drafts=drafts, mean_acceptance_length=float(A), kind=speculation_kind(model))
             if drafts and A is not None and np.isfinite(A) else resolve_speculation(model, drafts))
     kw = dict(G=float(row["gpus"]), TP_a=float(row["tp_attn"]), EP=float(row["ep"]),
               TP_e=float(row["tp_moe"]), E_slots=float(row["expert_slots"]), S=context,

@@ -70,7 +70,7 @@ def sweep(model: Any, hardware: Any, *, contexts: list[float], batch_points: int
         raise SpecError("<input>", "chunk", f"at least 1024 configurations, got {chunk}")
     lay = layouts(m, hw, space.gpus, space.max_gpus, space.tp_attn, space.ep, space.tp_moe)
     groups = [(w, s, o) for w in precision_options(m, hw, space.weights)
-              for s in mtp_options(m, space.mtp) for o in overlap_options(space.overlap, m)]
+              for s in mtp_options(m, space.mtp, space.acceptance) for o in overlap_options(space.overlap, m)]
     ctx = np.asarray(contexts, dtype=float)
     per_group = len(lay) * len(ctx) * batch_points
     total = per_group * len(groups)

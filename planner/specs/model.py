@@ -71,6 +71,18 @@ class Model:
     mtp_layers: int = 0
     mtp_acceptance: float = 0.0   #: per-token acceptance rate of a draft (published)
     mtp_source: str = ""
+    #: speculative decoding as published for this model (``speculation:`` block): ``mtp`` (its own
+    #: MTP layers) or ``draft`` (a separate draft head), measured tokens per step by draft tokens,
+    #: and a declared range at one draft length (or none)
+    spec_kind: str = ""
+    spec_tokens: dict[int, float] = field(default_factory=dict)
+    spec_range: dict[int, tuple[float, float]] = field(default_factory=dict)
+    spec_source: str = ""
+    draft_layers: int = 0          #: draft head decoder layers
+    draft_ffn: int = 0             #: draft head FFN intermediate size
+    draft_fuse: int = 0            #: verifier hidden states fused by its input projection
+    draft_own_head: bool = False   #: the draft head holds an LM head of its own
+    draft_vocab: int = 0           #: rows of the LM head a draft pass multiplies (0: the model's V)
     precision: dict[str, str] = field(default_factory=dict)  #: tensor class -> format
     kv_precision: str = "bf16"
     path: str = field(default="", compare=False, repr=False)
@@ -153,6 +165,21 @@ class Model:
         return self.n_L * per_layer + self.n_Ld * self.dense_ffn_params + self.n_moe * moe + lm_head
 
     @property
+    def draft_params(self) -> int:
+        """Parameters of the draft head (its decoder layers with the verifier's attention shape,
+        the fusing projection, its own LM head if any; 0 without a draft head)."""
+        if self.spec_kind != "draft":
+            return 0
+        layer = self.attn_params + 3 * self.d * self.draft_ffn + 2 * self.d
+        head = (self.draft_vocab or self.V) * self.d if self.draft_own_head else 0
+        return self.draft_layers * layer + self.draft_fuse * self.d * self.d + head
+
+    @property
+    def speculates(self) -> bool:
+        """Published speculation exists: MTP layers with an acceptance, or a draft head."""
+        return bool(self.spec_tokens) or (self.mtp_layers > 0 and self.mtp_acceptance > 0)
+
+    @property
     def mtp_params(self) -> int:
         """One MTP module per layer: a full MoE decoder layer + the 2d x d projection + norms
         (embedding and head shared with the main model)."""
@@ -187,6 +214,7 @@ class Model:
             total_params=self.total_params,
             active_params=self.active_params,
             mtp_params=self.mtp_params,
+            draft_params=self.draft_params,
             attn_params_per_layer=self.attn_params,
             expert_params=self.expert_params,
             class_params=self.class_params(),
@@ -195,6 +223,59 @@ class Model:
             weight_bytes_total=sum(wb.values()),
         )
         return d
+
+
+def _parse_speculation(f: Fields, kw: dict[str, Any], label: str) -> None:
+    """The optional ``speculation:`` block: how this model is published to speculate and how
+    many tokens a step emits, measured, by draft tokens."""
+    sp = f.sub("speculation", required=False)
+    if sp is None:
+        return
+    kind = sp.text("kind", choices=("mtp", "draft"))
+    kw["spec_kind"] = kind
+    kw["spec_source"] = sp.text("source")
+    if not kw["spec_source"].strip():
+        raise SpecError(label, sp.path("source"), "a non-empty source for the acceptance figures")
+    if kind == "mtp" and not kw.get("mtp_layers"):
+        raise SpecError(label, sp.path("kind"), "draft (mtp needs mtp_layers > 0)")
+    table = sp.raw("tokens_per_step")
+    if not isinstance(table, dict) or not table:
+        raise SpecError(label, sp.path("tokens_per_step"),
+                        "a mapping of draft tokens to measured tokens per step, e.g. {1: 1.9, 3: 2.8}")
+    tokens: dict[int, float] = {}
+    for n, a in table.items():
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 16:
+            raise SpecError(label, sp.path(f"tokens_per_step.{n}"), "draft tokens, an integer 1 to 16")
+        if isinstance(a, bool) or not isinstance(a, int | float) or not 1.0 <= a <= n + 1:
+            raise SpecError(label, sp.path(f"tokens_per_step.{n}"),
+                            f"tokens per step between 1 and draft tokens + 1 = {n + 1}, got {a!r}")
+        tokens[n] = float(a)
+    kw["spec_tokens"] = dict(sorted(tokens.items()))
+    rng = sp.raw("tokens_per_step_range", required=False)
+    if rng is not None:
+        if not isinstance(rng, dict):
+            raise SpecError(label, sp.path("tokens_per_step_range"), "a mapping {drafts: [low, high]}")
+        out = {}
+        for n, pair in rng.items():
+            ok = (n in tokens and isinstance(pair, list | tuple) and len(pair) == 2
+                  and all(isinstance(x, int | float) and not isinstance(x, bool) for x in pair)
+                  and 1.0 <= pair[0] <= tokens[n] <= pair[1] <= n + 1)
+            if not ok:
+                raise SpecError(label, sp.path(f"tokens_per_step_range.{n}"),
+                                "[low, high] around the measured value at a draft count of tokens_per_step, "
+                                "within 1 and drafts + 1")
+            out[n] = (float(pair[0]), float(pair[1]))
+        kw["spec_range"] = out
+    if kind == "draft":
+        h = sp.sub("draft_head")
+        kw["draft_layers"] = h.integer("layers", minimum=1)
+        kw["draft_ffn"] = h.integer("intermediate_size", minimum=1)
+        kw["draft_fuse"] = h.integer("fused_hidden_states", minimum=0)
+        kw["draft_own_head"] = h.boolean("own_lm_head")
+        kw["draft_vocab"] = h.integer("vocab_size", required=False, default=0, minimum=0)
+        h.text("source")
+        h.done()
+    sp.done()
 
 
 def parse_model(doc: dict[str, Any], label: str) -> Model:
@@ -241,6 +322,7 @@ def parse_model(doc: dict[str, Any], label: str) -> Model:
         kw["mtp_acceptance"] = mtp.number("acceptance_rate", hi=0.999)
         kw["mtp_source"] = mtp.text("source")
         mtp.done()
+    _parse_speculation(f, kw, label)
     p = f.sub("precision")
     prec = {}
     for c in TENSOR_CLASSES:

@@ -154,7 +154,9 @@ def symbolic_elasticities(model: Model, hw: Hardware, row: pd.Series, kw: dict[s
         return {}
     mode = kw.get("mode", "realistic")
     prec = resolve_precisions(model, hw, row["weights"], row["kv"])
-    spec = resolve_speculation(model, int(row["mtp"]))
+    A = row.get("tokens_per_step") if hasattr(row, "get") else None
+    spec = resolve_speculation(model, int(row["mtp"]),
+                               float(A) if int(row["mtp"]) and A is not None and np.isfinite(A) else None)
     isl, osl = float(kw.get("isl") or 1024), float(kw.get("osl") or 1024)
     context = kw.get("context") or isl + osl / 2.0
     G, TPa = float(row["gpus"]), float(row["tp_attn"])
@@ -162,7 +164,7 @@ def symbolic_elasticities(model: Model, hw: Hardware, row: pd.Series, kw: dict[s
     vals = symbol_values(model, hw, prec, mode, G=G, TP_a=TPa, EP=float(row["ep"]), TP_e=float(row["tp_moe"]),
                          E_slots=float(row["expert_slots"]), b=b, S=float(context), s_q=1 + spec.drafts,
                          s_h=1 + spec.drafts, n_d=spec.drafts, overlap=int(bool(row["overlap"])),
-                         kv_offload=int(bool(row.get("kv_offload", False))))
+                         kv_offload=int(bool(row.get("kv_offload", False))), spec_kind=spec.kind)
     num = {n: float(np.asarray(vals[n])) for n in REGISTRY}
     s = sp.Symbol("s", positive=True)
 

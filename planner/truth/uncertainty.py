@@ -66,9 +66,10 @@ def frontier_band(model: Model | str, hw: Hardware | str, *, samples: int = DEFA
     grid = np.asarray(grid, dtype=float)
     rng = np.random.default_rng(seed)
     ys = np.zeros((samples, grid.size))
+    models = acceptance_draws(model, samples, seed, given=frontier_kw.get("acceptance") is not None)
     for i, eff in enumerate(sampled_efficiencies(hw, rng, samples, rel=rel, method=method)):
         try:
-            f = frontier(model, hw.replace(efficiency=eff), **frontier_kw)
+            f = frontier(models[i], hw.replace(efficiency=eff), **frontier_kw)
         except SpecError:
             continue  # nothing fits with these efficiencies: zero everywhere
         y = envelope(f, grid) if len(f) > 1 else np.where(np.isclose(grid, f.tps_per_user.iloc[0]),
@@ -85,6 +86,41 @@ def frontier_band(model: Model | str, hw: Hardware | str, *, samples: int = DEFA
                      band_quantiles=QUANTILES, band_rel=rel)
     out.attrs["draws"] = ys  # tokens/s per GPU of every draw at every grid rate (samples x grid)
     return out
+
+
+def acceptance_draws(model: Model, samples: int, seed: int = DEFAULT_SEED, given: bool = False
+                     ) -> list[Model]:
+    """``samples`` copies of ``model`` whose speculative acceptance is drawn within its declared
+    range (``speculation.tokens_per_step_range``): a share f of the accepted drafts, uniform
+    between the range's edges at the draft count it is given for, scales every measured entry,
+    ``1 + (A(n) - 1) f``, capped at n + 1.  Unchanged copies where there is no range or the
+    acceptance is ``given``.  The draws depend on ``seed`` alone, so two systems' bands drawn
+    with one seed pair the same acceptance (a property of the model, not of the system)."""
+    if given or not model.spec_range:
+        return [model] * samples
+    n, (lo, hi) = next(iter(model.spec_range.items()))
+    a = model.spec_tokens[n]
+    if a <= 1.0:
+        return [model] * samples
+    q = np.random.default_rng(seed + 1).uniform((lo - 1.0) / (a - 1.0), (hi - 1.0) / (a - 1.0), samples)
+    return [model.replace(spec_tokens={k: min(1.0 + (v - 1.0) * f, k + 1.0)
+                                       for k, v in model.spec_tokens.items()}) for f in q]
+
+
+def ratio_band_curve(band_a: pd.DataFrame, band_b: pd.DataFrame) -> pd.DataFrame:
+    """5th / 50th / 95th percentile over paired draws of the per-GPU ratio A/B at each rate of
+    the bands' common grid (NaN where no pair of draws reaches the rate on both sides)."""
+    ya, yb = band_a.attrs.get("draws"), band_b.attrs.get("draws")
+    x = band_a.tps_per_user.to_numpy(float)
+    if ya is None or yb is None or ya.shape != yb.shape:
+        raise SpecError("<input>", "band", "two bands read on one grid with the same number of draws")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where((ya > 0) & (yb > 0), ya / yb, np.nan)
+    ok = np.isfinite(r).any(axis=0)
+    q = np.full((3, x.size), np.nan)
+    if ok.any():
+        q[:, ok] = np.nanpercentile(r[:, ok], [QUANTILES[0], 50.0, QUANTILES[1]], axis=0)
+    return pd.DataFrame({"tps_per_user": x, "lo": q[0], "mid": q[1], "hi": q[2]})
 
 
 def largest_ratio_band(band_a: pd.DataFrame, band_b: pd.DataFrame, useful: float = 0.05

@@ -1,0 +1,42 @@
+"""Where a ratio first reaches a threshold, and the acceptance drawn for a band."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner.serving.comparison import crossing, crossings
+from planner.specs.registry import load_model
+from planner.truth.uncertainty import acceptance_draws
+
+
+def test_crossing_interpolates_in_log_rate():
+    x = np.array([10.0, 100.0, 1000.0])
+    y = np.array([5.0, 15.0, 5.0])
+    lo, hi = crossing(x, y, 10.0)
+    # halfway between 5 and 15 on each side, in log x: sqrt(10 * 100) and sqrt(100 * 1000)
+    assert lo == pytest.approx(np.sqrt(1000.0)) and hi == pytest.approx(np.sqrt(1e5))
+    assert crossing(x, y, 20.0) is None
+    assert crossing(x, np.array([12.0, 15.0, 11.0]), 10.0) == [10.0, 1000.0]
+
+
+def test_crossings_per_mw_scales_the_band_by_the_power_factor():
+    r = pd.DataFrame({"tps_per_user": [10.0, 100.0], "ratio": [8.0, 12.0], "ratio_per_mw": [4.0, 6.0],
+                      "both_useful": [True, True]})
+    band = pd.DataFrame({"tps_per_user": [10.0, 100.0], "lo": [6.0, 9.0], "hi": [11.0, 14.0]})
+    c = crossings(r, 10.0, band, power_factor=0.5)
+    assert c["per_gpu"]["nominal"][1] == 100.0 and c["per_gpu"]["surely"] is None
+    assert c["per_gpu"]["earliest"][0] == 10.0
+    assert c["per_mw"]["nominal"] is None and c["per_mw"]["earliest"] is None  # 14 x 0.5 = 7 < 10
+
+
+def test_acceptance_draws_stay_in_the_declared_range_and_pair_by_seed():
+    m = load_model("kimi-k2-thinking")
+    lo, hi = m.spec_range[3]
+    draws = acceptance_draws(m, 50, seed=7)
+    a3 = np.array([d.spec_tokens[3] for d in draws])
+    assert a3.min() >= lo - 1e-12 and a3.max() <= hi + 1e-12 and a3.std() > 0
+    assert all(d.spec_tokens[n] <= n + 1 for d in draws for n in d.spec_tokens)
+    assert [d.spec_tokens for d in acceptance_draws(m, 5, seed=7)] == [d.spec_tokens for d in draws[:5]]
+    assert all(d is m for d in acceptance_draws(m, 3, given=True))
