@@ -85,6 +85,8 @@ class Hardware:
     stack: str = ""
     #: the ``efficiency:`` block as written (None: ``efficiency`` is it)
     spec_efficiency: Efficiency | None = field(default=None, compare=False, repr=False)
+    #: W per GPU on a typical-draw basis where a source gives one (0: only the maximum is known)
+    power_per_gpu_typical: float = 0.0
 
     @property
     def hbm_capacity_total(self) -> float:
@@ -217,6 +219,7 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     gpus_per_unit = _fact(s, "gpus_per_unit", None, src, integer=True)
     unit = s.text("unit", choices=("rack", "node", "gpu"))
     power = _fact(s, "power_per_gpu", "power", src)
+    power_typical = _fact(s, "power_per_gpu_typical", "power", src, required=False) or 0.0
     price_unit = _fact(s, "price_per_unit", "usd", src)
     price_hour = _fact(s, "price_per_gpu_hour", "usd_per_hour", src)
     s.done()
@@ -251,7 +254,8 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
         domain_size=domain_size, su_bandwidth=su_bw, su_latency=su_lat,
         so_bandwidth=so_bw, so_latency=so_lat, host_capacity=host_cap, host_bandwidth=host_bw,
         gpus_per_system=gpus_per_system, gpus_per_unit=gpus_per_unit, unit=unit,
-        power_per_gpu=power, price_per_unit=price_unit, price_per_gpu_hour=price_hour,
+        power_per_gpu=power, power_per_gpu_typical=power_typical, price_per_unit=price_unit,
+        price_per_gpu_hour=price_hour,
         efficiency=stacks[default] if default else eff, sources=src, path=str(label),
         stacks=stacks, stack=default, spec_efficiency=eff if default else None,
     )

@@ -1,0 +1,90 @@
+"""Which single assumption moves a comparison's answer most ("assumptions that move the answer").
+
+:func:`assumptions` runs the comparison once as given and once per changed assumption, one at a
+time (speculation off, the acceptance at its declared low and high edges, FP8 weights on both
+sides, another serving stack's fit, the claim's power basis, a longer prompt), and reports for
+each the largest per-GPU ratio, where it lies, and where the per-GPU and per-MW ratios first
+reach a threshold.  The rows are sorted by how far each moves the largest ratio from the base.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.errors import SpecError
+from planner.serving.comparison import Comparison, compare, crossing
+from planner.specs.hardware import Hardware
+from planner.specs.registry import load_hardware, load_model
+
+
+def _summary(c: Comparison, threshold: float) -> dict[str, Any]:
+    use = c.ratio[c.ratio.both_useful] if "both_useful" in c.ratio else c.ratio
+    if use.empty or not np.isfinite(use.ratio).any():
+        return {"largest_ratio": math.nan, "at_tps_per_user": math.nan, "crossing_per_gpu": None,
+                "crossing_per_mw": None}
+    i = int(np.nanargmax(use.ratio.to_numpy()))
+    return {"largest_ratio": float(use.ratio.iloc[i]), "at_tps_per_user": float(use.tps_per_user.iloc[i]),
+            "crossing_per_gpu": crossing(use.tps_per_user, use.ratio, threshold),
+            "crossing_per_mw": crossing(use.tps_per_user, use.ratio_per_mw, threshold)}
+
+
+def _variants(model: Any, ha: Hardware, hb: Hardware, kw: dict[str, Any]
+              ) -> list[tuple[str, str, Hardware, Hardware, dict[str, Any]]]:
+    """(assumption, setting, system A, system B, compare keywords) for each single change."""
+    out = []
+    if kw.get("mtp", "auto") not in (None, False, 0, "off"):
+        out.append(("speculation", "off", ha, hb, {**kw, "mtp": None}))
+    if model.spec_range and kw.get("acceptance") is None:
+        n, (lo, hi) = next(iter(model.spec_range.items()))
+        for edge, a in (("low", lo), ("high", hi)):
+            out.append(("speculative acceptance", f"{a:g} tokens/step at {n} drafts ({edge} edge)", ha, hb,
+                        {**kw, "mtp": n, "acceptance": a}))
+    if kw.get("weights") is None:
+        out.append(("precision", "FP8 weights on both sides (no NVFP4)", ha, hb, {**kw, "weights": "fp8"}))
+    for st in sorted((set(ha.stacks) & set(hb.stacks)) - {ha.stack, hb.stack}):
+        out.append(("serving stack", f"{st} fit on both sides", ha.with_stack(st), hb.with_stack(st), kw))
+    if ha.power_per_gpu_typical and ha.power_per_gpu_typical != ha.power_per_gpu:
+        out.append(("power basis", f"{ha.name} typical draw ({ha.power_per_gpu_typical:.0f} W/GPU), "
+                    f"{hb.name} maximum", ha.replace(power_per_gpu=ha.power_per_gpu_typical), hb, kw))
+    isl, osl = kw.get("isl", 1024), kw.get("osl", 1024)
+    out.append(("ISL / OSL", f"{8 * isl:g} / {osl:g} (8x the prompt)", ha, hb,
+                {**kw, "isl": 8 * isl, "context": None}))
+    return out
+
+
+def assumptions(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200-nvl72",
+                hardware_b: str | Hardware = "hgx-h200", threshold: float = 10.0,
+                base: Comparison | None = None, **kw: Any) -> pd.DataFrame:
+    """The comparison's answer under each single changed assumption (see the module docstring).
+
+    Returns one row per variant (the first is the comparison as given): ``assumption``,
+    ``setting``, ``largest_ratio``, ``at_tps_per_user``, ``crossing_per_gpu`` and
+    ``crossing_per_mw`` ([from, to] tokens/s per user where the ratio first reaches
+    ``threshold``, or None) and ``change`` (largest ratio over the base's).  ``base``: the
+    comparison as given, if already computed with the same arguments.
+    """
+    if not (isinstance(threshold, int | float) and math.isfinite(threshold) and threshold > 0):
+        raise SpecError("<input>", "threshold", f"a positive ratio, got {threshold!r}")
+    m = load_model(model)
+    ha, hb = load_hardware(hardware_a), load_hardware(hardware_b)
+    kw = {k: v for k, v in kw.items() if k != "levels"}
+    base = base if base is not None else compare(m, ha, hb, **kw)
+    rows = [{"assumption": "as given", "setting": "", **_summary(base, threshold)}]
+    for what, setting, a, b, k in _variants(m, ha, hb, kw):
+        try:
+            s = _summary(compare(m, a, b, **k), threshold)
+        except SpecError as exc:
+            s = {"largest_ratio": math.nan, "at_tps_per_user": math.nan, "crossing_per_gpu": None,
+                 "crossing_per_mw": None, "note": str(exc)}
+        rows.append({"assumption": what, "setting": setting, **s})
+    df = pd.DataFrame(rows)
+    df["change"] = df.largest_ratio / df.largest_ratio.iloc[0]
+    head, rest = df.iloc[:1], df.iloc[1:]
+    order = np.argsort(-np.abs(np.log(rest.change.fillna(1.0).to_numpy())), kind="stable")
+    df = pd.concat([head, rest.iloc[order]], ignore_index=True)
+    df.attrs.update(model=m.name, hardware_a=ha.name, hardware_b=hb.name, threshold=float(threshold))
+    return df

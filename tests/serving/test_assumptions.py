@@ -1,0 +1,22 @@
+"""The assumptions table: one changed assumption per row, sorted by how far it moves the answer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.serving.assumptions import assumptions
+from planner.serving.comparison import compare
+
+
+def test_assumptions_rows_are_single_changes_sorted_by_effect():
+    kw = dict(isl=1024, osl=256, max_gpus=8)
+    base = compare("llama-3.1-8b", "hgx-b200", "hgx-h100", **kw)
+    df = assumptions("llama-3.1-8b", "hgx-b200", "hgx-h100", threshold=2.0, base=base, **kw)
+    assert df.assumption.iloc[0] == "as given" and df.change.iloc[0] == 1.0
+    assert {"speculation", "precision", "ISL / OSL"} <= set(df.assumption)
+    moved = np.abs(np.log(df.change.iloc[1:].fillna(1.0).to_numpy()))
+    assert np.all(np.diff(moved) <= 1e-12)
+    use = base.ratio[base.ratio.both_useful]
+    assert df.largest_ratio.iloc[0] == use.ratio.max()
+    c = df.crossing_per_gpu.iloc[0]
+    assert c is None or (use.tps_per_user.min() <= c[0] <= c[1] <= use.tps_per_user.max())
