@@ -9,7 +9,7 @@ from pathlib import Path
 from planner.errors import SpecError
 from planner.specs.hardware import Hardware, parse_hardware
 from planner.specs.model import Model, parse_model
-from planner.specs.reading import parse_yaml, suggest
+from planner.specs.reading import parse_yaml, path_kind, suggest
 
 
 def _bundled(package: str) -> dict[str, str]:
@@ -26,7 +26,7 @@ def model_names() -> list[str]:
 
 
 def _looks_like_path(name: str) -> bool:
-    return "/" in name or name.endswith((".yaml", ".yml", ".json")) or Path(name).is_file()
+    return "/" in name or name.endswith((".yaml", ".yml", ".json")) or path_kind(name) == "file"
 
 
 def bundled_hardware_path(name: str) -> Path:
@@ -54,7 +54,7 @@ def load_hardware(name: str | Hardware) -> Hardware:
         return name
     if not isinstance(name, str) or not name:
         raise SpecError("<input>", "hardware", f"a hardware name or path, got {name!r}")
-    if "@" in name and not Path(name).exists():
+    if "@" in name and path_kind(name) is None:
         # NAME@STACK: the system with the efficiencies fitted for that serving stack
         base, _, stack = name.rpartition("@")
         return load_hardware(base).with_stack(stack)
@@ -78,7 +78,7 @@ def load_model(name: str | Model) -> Model:
     if name in model_names():
         return _bundled_model(name)
     if _looks_like_path(name):
-        if name.endswith(".json") or Path(name).is_dir():
+        if name.endswith(".json") or path_kind(name) == "dir":
             from planner.specs.hfconfig import load_hf_config
 
             return load_hf_config(name)
