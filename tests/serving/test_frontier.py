@@ -104,6 +104,38 @@ def test_frontier_at_solves_exact_rate(dec):
         assert r.tps_per_gpu >= best_grid * (1 - 1e-9)
 
 
+#: KV spilled to CPU memory: past the HBM limit a larger batch lowers tokens/s per GPU, so the
+#: largest batch meeting a rate is not the best one
+OFFLOAD = dict(serving="decode", context=16384, gpus=8, kv_offload=True)
+LEVELS = [5.0, 10.0, 20.0, 30.0, 50.0, 100.0]
+
+
+def _check_envelope(front: pd.DataFrame, levels: list[float], got: np.ndarray, rates: np.ndarray) -> None:
+    for x, y, r in zip(levels, got, rates, strict=True):
+        # a point at least as fast for each user can serve x: nothing below the frontier's best
+        assert y >= front[front.tps_per_user >= x].tps_per_gpu.max() * (1 - 1e-9), (x, y)
+        assert r >= x * (1 - 1e-6)
+    assert (np.diff(got) <= 1e-9 * got[:-1]).all(), got  # never rises with interactivity
+
+
+def test_frontier_at_is_the_upper_envelope_with_kv_offload():
+    pts = frontier(MODEL, HW, all_points=True, **OFFLOAD)
+    front = frontier(MODEL, HW, **OFFLOAD)
+    t = frontier_at(MODEL, HW, LEVELS, points=pts, **OFFLOAD)
+    _check_envelope(front, LEVELS, t.tps_per_gpu.to_numpy(), t.tps_per_user.to_numpy())
+    # the same in any order, and every consumer sees it: the comparison table and the sizing
+    t2 = frontier_at(MODEL, HW, LEVELS[::-1], points=pts, **OFFLOAD)
+    assert np.allclose(t2.tps_per_gpu.to_numpy()[::-1], t.tps_per_gpu.to_numpy(), rtol=1e-12)
+    c = compare(MODEL, "hgx-b200", HW, levels=tuple(LEVELS), **OFFLOAD)
+    _check_envelope(c.b, LEVELS, c.table.tps_per_gpu_b.to_numpy(), np.array(LEVELS))
+    _check_envelope(c.a, LEVELS, c.table.tps_per_gpu_a.to_numpy(), np.array(LEVELS))
+    from planner.economics.sizing import size
+
+    sz = size(MODEL, HW, min_tps_user=5.0, demand_tps=1e6, **{k: v for k, v in OFFLOAD.items()
+                                                               if k != "serving"}, serving="decode")
+    assert sz.tps_per_gpu.iloc[0] >= front[front.tps_per_user >= 5.0].tps_per_gpu.max() * (1 - 1e-9)
+
+
 def test_more_bandwidth_never_lowers_frontier():
     from planner import load_hardware
 
