@@ -161,6 +161,25 @@ def test_compare_and_explain_small():
     assert math.isclose(chain.factor.prod(), e.attrs["ratio"], rel_tol=1e-6)
 
 
+def test_explain_out_of_reach_names_the_side_and_the_range(capsys):
+    from planner import SpecError
+    from planner.cli import main
+
+    kw = dict(serving="decode", context=2048, gpus=8)
+    top_a = frontier(MODEL, "hgx-b200", **kw).tps_per_user.max()
+    top_b = frontier(MODEL, HW, **kw).tps_per_user.max()
+    assert top_b < top_a
+    at = (top_a + top_b) / 2  # B200 reaches it, H200 does not
+    with pytest.raises(SpecError, match=rf"at: a rate both systems reach.*: {HW} tops out at "
+                                        rf"{top_b:.4g}; both reach up to {top_b:.4g} tokens/s/user$"):
+        explain(MODEL, "hgx-b200", HW, at=at, **kw)
+    argv = ["compare", "--model", MODEL, "--hardware", "hgx-b200", HW, "--serving", "decode", "--context",
+            "2048", "--gpus", "8", "--explain", "--at", f"{at:g}"]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and f"{HW} tops out at" in err and "nan" not in err
+
+
 @pytest.mark.parametrize("bad", [dict(serving="sideways"), dict(metric="joules"), dict(isl=0),
                                  dict(max_ttft=-1.0), dict(mode="fast")])
 def test_bad_frontier_input(bad):
