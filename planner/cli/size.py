@@ -154,12 +154,12 @@ def _settings(a: dict[str, Any]) -> dict[str, Any]:
 # ---- the command ---------------------------------------------------------------------------------
 def cmd_size(args: argparse.Namespace) -> int:
     from planner.economics import sizing
-    from planner.specs.registry import load_hardware
+    from planner.specs.registry import load_systems
 
     if args.metric != "output":
         raise SpecError("<input>", "--metric", "output (sizing counts output tokens per GPU over every "
                         "GPU, prefill included), got " + repr(args.metric))
-    hws = [load_hardware(h) for h in args.hardware]  # unknown hardware fails here, before any search
+    hws = load_systems(args.hardware, "--hardware")  # unknown hardware fails here, before any search
     names = [h.name for h in hws]
     inverse = args.power_budget_mw is not None or args.fleet_units is not None
     demand = dict(demand_tps=args.demand_tps, users=args.users, requests_per_s=args.requests_per_s,

@@ -12,7 +12,7 @@ from planner.errors import SpecError
 from planner.serving.frontiers import frontier, frontier_at
 from planner.serving.search import pareto
 from planner.specs.hardware import Hardware
-from planner.specs.registry import load_hardware, load_model
+from planner.specs.registry import load_model, load_systems
 
 DEFAULT_LEVELS = (10.0, 20.0, 50.0, 100.0, 200.0)
 #: A frontier below this fraction of its own peak is in its tail (see Comparison.ratio).
@@ -54,7 +54,7 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     tokens/s per GPU and per MW on each side, the ratios, and the binding term of each."""
     _check_serving(kw)
     m = load_model(model)
-    ha, hb = load_hardware(hardware_a), load_hardware(hardware_b)
+    ha, hb = load_systems([hardware_a, hardware_b])
     pts_a = frontier(m, ha, all_points=True, **kw)
     pts_b = frontier(m, hb, all_points=True, **kw)
     fa, fb = pareto(pts_a), pareto(pts_b)
@@ -122,7 +122,7 @@ def explain(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     """
     _check_serving(kw)
     m = load_model(model)
-    ha, hb = load_hardware(hardware_a), load_hardware(hardware_b)
+    ha, hb = load_systems([hardware_a, hardware_b])
     pts_a, pts_b = (frontier(m, h, all_points=True, **kw) for h in (ha, hb))
     tops = [(h.name, float(p.tps_per_user.max())) for h, p in ((ha, pts_a), (hb, pts_b))]
     short = [f"{name} tops out at {top:.4g}" for name, top in tops if not at <= top]

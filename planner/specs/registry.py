@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -67,6 +69,34 @@ def load_hardware(name: str | Hardware) -> Hardware:
     raise SpecError("<input>", "hardware",
                     f"a known system, got {name!r}{suggest(name, hardware_names())}; "
                     f"known: {', '.join(hardware_names())}")
+
+
+def load_systems(names: Sequence[str | Hardware], field: str = "hardware") -> list[Hardware]:
+    """Several systems, each under a name of its own (what tables, plots and JSON keys show).
+
+    A system keeps its spec's ``name:`` unless another shares it; those that share one are told
+    apart by NAME@STACK where their serving stacks differ, else by their spec files' stems, else
+    by the files' paths.  The same system twice is a SpecError naming ``field``."""
+    hws = [load_hardware(n) for n in names]
+    labels = [h.name for h in hws]
+    ways: tuple[Callable[[Hardware], str], ...] = (
+        lambda h: f"{h.name}@{h.stack}" if h.stack else h.name,
+        lambda h: Path(h.path).stem if h.path else h.name,
+        lambda h: h.path or h.name,
+    )
+    for name in sorted({n for n in labels if labels.count(n) > 1}):
+        group = [i for i, h in enumerate(hws) if h.name == name]
+        others = {labels[i] for i in range(len(hws)) if i not in group}
+        for way in ways:
+            new = [way(hws[i]) for i in group]
+            if len(set(new)) == len(new) and not set(new) & others:
+                for i, label in zip(group, new, strict=True):
+                    labels[i] = label
+                break
+        else:
+            raise SpecError("<input>", field, f"different systems, got {name!r} more than once")
+    return [h if h.name == label else dataclasses.replace(h, name=label) for h, label in zip(hws, labels,
+                                                                                               strict=True)]
 
 
 def load_model(name: str | Model) -> Model:

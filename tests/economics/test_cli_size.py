@@ -172,3 +172,18 @@ def test_name_too_long_is_one_line(capsys, flag, value, field):
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("error:") and err.count("\n") == 1, err
     assert f": {field}: " in err
+
+
+def test_systems_sharing_a_name_sized_apart(capsys, tmp_path):
+    from planner.specs.registry import bundled_hardware_path
+
+    for stem in ("mine", "theirs"):
+        (tmp_path / f"{stem}.yaml").write_text(bundled_hardware_path("hgx-h200").read_text("utf-8"))
+    rc, out, err = run(capsys, "--hardware", str(tmp_path / "mine.yaml"), str(tmp_path / "theirs.yaml"),
+                       "--demand-tps", "1e5", "--min-tps-user", "50", "--usd-per-unit", "mine=1e5", "--json")
+    assert rc == 0, err
+    options = json.loads(out)["options"]
+    assert set(options) == {"mine", "theirs"}
+    assert options["mine"]["capex_usd"] < options["theirs"]["capex_usd"]  # the override found its system
+    err = bad(capsys, "--hardware", "hgx-h200", "hgx-h200", "--demand-tps", "1e5", "--min-tps-user", "50")
+    assert "--hardware: different systems, got 'hgx-h200' more than once" in err

@@ -180,6 +180,33 @@ def test_explain_out_of_reach_names_the_side_and_the_range(capsys):
     assert out == "" and err.count("\n") == 1 and f"{HW} tops out at" in err and "nan" not in err
 
 
+def test_systems_sharing_a_name_are_kept_apart(tmp_path, capsys):
+    import json
+
+    from planner import SpecError
+    from planner.cli import main
+    from planner.specs.registry import bundled_hardware_path
+
+    spec = bundled_hardware_path(HW).read_text("utf-8")
+    a, b = tmp_path / "h200-a.yaml", tmp_path / "h200-b.yaml"
+    a.write_text(spec)
+    b.write_text(spec.replace('hbm_bandwidth: {value: "4.8 TB/s"', 'hbm_bandwidth: {value: "2.4 TB/s"'))
+    kw = dict(serving="decode", context=2048, gpus=8)
+    c = compare(MODEL, str(a), str(b), levels=(20.0,), **kw)
+    assert (c.settings["hardware_a"], c.settings["hardware_b"]) == ("h200-a", "h200-b")
+    assert set(c.a.hardware) == {"h200-a"} and set(c.b.hardware) == {"h200-b"}
+    assert c.table.ratio.iloc[0] > 1  # twice the HBM bandwidth: the two are not one system
+    argv = ["compare", "--model", MODEL, "--hardware", str(a), str(b), "--serving", "decode", "--context",
+            "2048", "--gpus", "8", "--levels", "20", "--plot", "", "--csv", "", "--json"]
+    assert main(argv) == 0
+    assert set(json.loads(capsys.readouterr().out)["frontiers"]) == {"h200-a", "h200-b"}
+    # one bundled system under two stacks: the stacks tell them apart; the same one twice: refused
+    c = compare(MODEL, HW + "@trtllm", HW + "@sglang", levels=(20.0,), **kw)
+    assert (c.settings["hardware_a"], c.settings["hardware_b"]) == (HW + "@trtllm", HW + "@sglang")
+    with pytest.raises(SpecError, match=f"hardware: different systems, got '{HW}' more than once"):
+        compare(MODEL, HW, HW, levels=(20.0,), **kw)
+
+
 @pytest.mark.parametrize("bad", [dict(serving="sideways"), dict(metric="joules"), dict(isl=0),
                                  dict(max_ttft=-1.0), dict(mode="fast")])
 def test_bad_frontier_input(bad):
