@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import math
 import os
+import secrets
+import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,32 +34,118 @@ def table(rows: list[list[Any]], header: list[str]) -> str:
     return "\n".join(out)
 
 
-def write_atomic(path: str | Path, data: str | bytes | Callable[[str], None]) -> None:
-    """Write a file through a temporary file and a rename, so a failure leaves nothing half-way.
+Content = str | bytes | Callable[[str], None]
 
-    ``data`` is the content, or a function that writes to the temporary path it is given.
+
+def _target(path: str | Path, flag: str) -> tuple[Path, os.stat_result | None]:
+    """The file a write to ``path`` lands in (a symlink's target, followed) and its stat (None when
+    it does not exist yet)."""
+    try:
+        real = Path(os.path.realpath(path))
+        try:
+            st: os.stat_result | None = os.stat(real)
+        except FileNotFoundError:
+            st = None
+        if st is None and not real.parent.is_dir():
+            raise SpecError(str(path), flag, "a path in an existing directory")
+    except OSError as exc:
+        raise SpecError(str(path), flag, f"a writable location ({exc.strerror or exc})") from None
+    except ValueError:  # an embedded NUL byte
+        raise SpecError(str(path), flag, "a file name without NUL characters") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise SpecError(str(path), flag, "a file to write, not a directory")
+    where = real if st is not None else real.parent
+    if not os.access(where, os.W_OK):
+        raise SpecError(str(path), flag, "a writable location (permission denied)")
+    return real, st
+
+
+def check_outputs(outputs: Mapping[str, str | Path | None]) -> None:
+    """Check every output before anything is computed or written: ``{flag: path}`` (empty or None
+    paths are skipped).  Each must be writable, not a directory, in an existing directory, and
+    no two may name the same file (after following symlinks; hard links compare by inode), as
+    the second would replace the first; a special file (``/dev/null``) may take several."""
+    seen: list[tuple[str, str | Path, Path, os.stat_result | None]] = []
+    for flag, path in outputs.items():
+        if not path:
+            continue
+        real, st = _target(path, flag)
+        for other, opath, oreal, ost in seen:
+            same = (st is not None and ost is not None and (st.st_dev, st.st_ino) == (ost.st_dev, ost.st_ino)
+                    and stat.S_ISREG(st.st_mode)) or (st is None and ost is None and real == oreal)
+            if same:
+                raise SpecError(str(path), flag, f"a different file from {other} {str(opath)!r} (the "
+                                "second would overwrite the first)")
+        seen.append((flag, path, real, st))
+
+
+def _temp_beside(real: Path) -> str:
+    """A new empty file next to ``real``, created with mode 0666 less the umask (as ``open``
+    would create ``real`` itself)."""
+    name, suffix = real.name, real.suffix
+    for _ in range(100):
+        tmp = real.parent / f".{name[:40]}.{secrets.token_hex(4)}.tmp{suffix[:16]}"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return str(tmp)
+    raise FileExistsError(f"no free temporary name beside {real}")
+
+
+def _fill(tmp: str, data: Content) -> None:
+    if callable(data):
+        data(tmp)
+    elif isinstance(data, bytes):
+        Path(tmp).write_bytes(data)
+    else:
+        Path(tmp).write_text(data, encoding="utf-8")
+
+
+def write_outputs(items: Sequence[tuple[str, str | Path, Content]]) -> None:
+    """Write several outputs, ``[(flag, path, content), ...]``, all or nothing.
+
+    ``content`` is text, bytes, or a function that writes to the path it is given.  The paths
+    are checked first (:func:`check_outputs`).  A regular file (or a new one) is written to a
+    temporary file beside it that is renamed over it once every output is ready, keeping an
+    existing file's permissions; a symlink's target is what gets written.  A special file (a
+    device such as ``/dev/null``, a FIFO) is written in place, after everything else is ready.
+    A failure before that point leaves every target as it was and no temporary file behind.
     """
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise SpecError(str(path), "output", "a path in an existing directory")
+    check_outputs({flag: p for flag, p, _ in items})
+    staged: list[tuple[str, str, Path, str | None, bytes | None]] = []
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=directory)
-    except OSError as exc:
-        raise SpecError(str(path), "output", f"a writable location ({exc.strerror})") from None
-    os.close(fd)
-    try:
-        if callable(data):
-            data(tmp)
-        else:
-            mode = "wb" if isinstance(data, bytes) else "w"
-            with open(tmp, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as fh:
-                fh.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise SpecError(str(path), "output", f"a writable location ({exc.strerror})") from None
+        for flag, path, data in items:
+            real, st = _target(path, flag)
+            try:
+                if st is None or stat.S_ISREG(st.st_mode):
+                    tmp = _temp_beside(real)
+                    staged.append((flag, str(path), real, tmp, None))
+                    if st is not None:
+                        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+                    _fill(tmp, data)
+                else:
+                    with tempfile.TemporaryDirectory() as d:
+                        tmp = os.path.join(d, f"out{real.suffix[:16]}")
+                        _fill(tmp, data)
+                        staged.append((flag, str(path), real, None, Path(tmp).read_bytes()))
+            except OSError as exc:
+                raise SpecError(str(path), flag, f"a writable location ({exc.strerror or exc})") from None
+        for flag, path, real, tmp, raw in staged:
+            try:
+                if tmp is not None:
+                    os.replace(tmp, real)
+                else:
+                    with open(real, "wb") as fh:
+                        fh.write(raw or b"")
+            except OSError as exc:
+                raise SpecError(path, flag, f"a writable location ({exc.strerror or exc})") from None
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        for _, _, _, tmp, _ in staged:
+            if tmp is not None and os.path.lexists(tmp):
+                os.unlink(tmp)
 
 
+def write_atomic(path: str | Path, data: Content, flag: str = "output") -> None:
+    """Write one file all at once (see :func:`write_outputs`), nothing half-way on failure."""
+    write_outputs([(flag, path, data)])

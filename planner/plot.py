@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.backend_bases
 import matplotlib.pyplot as plt
 import matplotlib.ticker
 import pandas as pd  # noqa: E402
+
+from planner.errors import SpecError
 
 METRIC_LABELS = {
     "output": "output tokens/s per GPU (all GPUs)",
@@ -26,6 +29,24 @@ Y_LABELS = {
     "decode_tps_per_gpu": METRIC_LABELS["decode"],
 }
 COLORS = ("#76b900", "#1f77b4", "#d62728", "#9467bd", "#ff7f0e", "#8c564b")
+
+
+#: file formats a plot may be written in (matplotlib's, less pgf, which needs a LaTeX installation)
+PLOT_FORMATS = tuple(sorted(set(matplotlib.backend_bases.FigureCanvasBase.get_supported_filetypes())
+                            - {"pgf"}))
+
+
+def plot_format(path: str | Path, flag: str = "plot") -> str:
+    """The format a plot written to ``path`` takes: its extension's (``f.svg`` -> svg), PNG for a
+    name without one (``/dev/null``); SpecError naming ``flag`` for an extension matplotlib does not
+    write."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if not suffix:
+        return "png"
+    if suffix not in PLOT_FORMATS:
+        raise SpecError(str(path), flag, f"a file name ending in a plot format ({', '.join(PLOT_FORMATS)}; "
+                        f"none: PNG), got .{suffix}")
+    return suffix
 
 
 def label(df: pd.DataFrame) -> str:

@@ -3,11 +3,14 @@
 Allowed outcomes: exit status 0 with output, or 2 with exactly one line on stderr starting with
 ``error:``; never a traceback; never a partially written output file (outputs go through a
 temporary file and a rename, so a failed run leaves the target absent and no temporary behind).
+Output paths include a symlink (its target is written, the link stays), ``/dev/null`` (stays a
+device), a directory, and one path given to two flags (refused before anything is written).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 
 import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
@@ -29,7 +32,25 @@ MODELS = mostly(["deepseek-v2-lite", "mixtral-8x7b", "gpt-oss-120b"],
                 ["no-such-model", "deepseek-v2", "", "tests/data/nope.yaml"])
 HARDWARE = mostly(["hgx-h200", "hgx-b200", "gb200-nvl72", "hgx-h100"], ["h200", "nvl72", ""])
 NUM = mostly(["1", "8", "16", "2048", "64", "0.5"], ["0", "-3", "1e9", "nan", "inf", "abc"])
-OUTPUT = mostly(["OUT/x.csv", "OUT/x.json"], ["/nonexistent-dir/x.csv", "OUT", "OUT/sub/x.png"])
+SPECIAL = ["/nonexistent-dir/x.csv", "OUT", "OUT/sub/x.png", "OUT/link.csv", "NULL", "OUT/same.png"]
+OUTPUT = mostly(["OUT/x.csv", "OUT/x.json"], SPECIAL)
+PLOT = mostly(["OUT/x.png", "OUT/x.svg"], [*SPECIAL, "OUT/x.csv"])
+#: OUT/link.csv is a symlink to this file, made before each run
+LINK_TARGET = "target.csv"
+
+
+def _outputs(out) -> str:
+    """Make OUT's special files: the symlink, and a device like /dev/null (as root a fresh node in
+    OUT, so that a broken writer cannot replace the real one; otherwise /dev/null itself)."""
+    (out / "link.csv").symlink_to(LINK_TARGET)
+    if os.geteuid() != 0:
+        return "/dev/null"
+    os.mknod(out / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    return str(out / "null")
+
+
+def _paths(argv: list[str], out, null: str) -> list[str]:
+    return [a.replace("NULL", null).replace("OUT", str(out)) for a in argv]
 
 COMMON = {
     "--serving": st.sampled_from(["decode", "prefill", "aggregated", "disaggregated", "fast"]),
@@ -49,11 +70,11 @@ COMMANDS = {
     "specs show": ({"--json": None}, [st.sampled_from(["gb200-nvl72", "kimi-k2", "nope", "hgx-h2O",
                                                        "tests/data/deepseek-v3/config.json"])]),
     "frontier": ({**COMMON, "--model": MODELS, "--hardware": HARDWARE, "--json": None, "--csv": OUTPUT,
-                  "--plot": OUTPUT}, []),
+                  "--plot": PLOT}, []),
     "compare": ({**COMMON, "--model": MODELS,
                  "--hardware": st.sampled_from(["hgx-b200 hgx-h200", "hgx-h200", "x y",
                                                 "hgx-h200 hgx-h100 hgx-b200"]),
-                 "--levels": st.sampled_from(["10 50", "0", "x"]), "--csv": OUTPUT, "--plot": OUTPUT,
+                 "--levels": st.sampled_from(["10 50", "0", "x"]), "--csv": OUTPUT, "--plot": PLOT,
                  "--json": None}, []),
     "point": ({"--model": MODELS, "--hardware": HARDWARE, "--gpus": NUM, "--batch": NUM, "--context": NUM,
                "--tp-attn": NUM, "--ep": NUM, "--tp-moe": NUM, "--weights": COMMON["--weights"],
@@ -65,7 +86,7 @@ COMMANDS = {
               "--pue": st.sampled_from(["1.2", "0", "-1", "x"]), "--usd-per-kwh": NUM, "--years": NUM,
               "--power-budget-mw": NUM, "--cost-target": NUM, "--fleet-units": NUM,
               "--usd-per-gpu-hour": st.sampled_from(["3", "hgx-h200=2", "bad=1", "x"]),
-              "--json": None, "--plot": OUTPUT, "--profile": OUTPUT}, []),
+              "--json": None, "--plot": PLOT, "--profile": OUTPUT}, []),
     "sensitivity": ({**COMMON, "--model": MODELS, "--hardware": HARDWARE, "--at": NUM,
                      "--what-if": st.sampled_from(["su_bandwidth=2", "hbm_bandwidth=0.5", "x=2",
                                                    "su_bandwidth=-1", "flops"]),
@@ -108,7 +129,8 @@ def test_fuzz_cli(cmd, data, tmp_path_factory, capsys):
     if cmd.split()[0] not in AVAILABLE:
         pytest.skip(f"{cmd} not available")
     out = tmp_path_factory.mktemp("out")
-    argv = [a.replace("OUT", str(out)) for a in _argv(cmd, COMMANDS[cmd][0], data)]
+    null = _outputs(out)
+    argv = _paths(_argv(cmd, COMMANDS[cmd][0], data), out, null)
     # keep generated frontiers small: fix the instance size unless the case already did
     if cmd in ("frontier", "compare", "size", "sweep", "sensitivity") and "--gpus" not in argv:
         argv += ["--gpus", "8"]
@@ -116,21 +138,58 @@ def test_fuzz_cli(cmd, data, tmp_path_factory, capsys):
         argv += ["--plot", ""]
     if cmd == "compare" and "--csv" not in argv:
         argv += ["--csv", ""]
+    rc, captured = _run(argv, capsys)
+    event(f"exit {rc}")  # --hypothesis-show-statistics tells how many runs succeeded
+    _check(argv, rc, captured, out, null)
+
+
+def _run(argv: list[str], capsys) -> tuple[int, object]:
     try:
         rc = main(argv)
     except SystemExit as exc:  # argparse usage errors
         rc = exc.code
-    captured = capsys.readouterr()
-    event(f"exit {rc}")  # --hypothesis-show-statistics tells how many runs succeeded
+    return rc, capsys.readouterr()
+
+
+def _check(argv: list[str], rc: int, captured, out, null: str) -> None:
     assert rc in (0, 2), (argv, rc, captured.err)
     assert "Traceback" not in captured.err, argv
     if rc == 2:
         lines = captured.err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error:"), (argv, captured.err)
-        for a in argv:  # nothing written half-way
-            if a.startswith(str(out)) and a != str(out):
+        for a in argv:  # nothing written half-way (a symlink's target included)
+            if a.startswith(str(out)) and a not in (str(out), null):
                 assert not os.path.exists(a), (argv, a)
     else:
         assert captured.out.strip(), argv
+    assert (out / "link.csv").is_symlink(), argv  # written through, never replaced
+    assert stat.S_ISCHR(os.lstat(null).st_mode), argv  # written in place, never replaced
     leftovers = [p for p in os.listdir(out) if p.startswith(".")]
     assert not leftovers, (argv, leftovers)
+
+
+SMALL = ["--model", "deepseek-v2-lite", "--gpus", "8", "--mode", "bound", "--serving", "decode"]
+
+
+@pytest.mark.parametrize("argv, rc", [
+    (["frontier", "--hardware", "hgx-h200", *SMALL, "--csv", "OUT/link.csv", "--plot", "NULL"], 0),
+    (["frontier", "--hardware", "hgx-h200", *SMALL, "--csv", "NULL", "--plot", "NULL"], 0),
+    (["frontier", "--hardware", "hgx-h200", *SMALL, "--csv", "OUT/x.csv", "--plot", "OUT"], 2),
+    (["frontier", "--hardware", "hgx-h200", *SMALL, "--csv", "OUT/same.png", "--plot", "OUT/same.png"], 2),
+    (["frontier", "--hardware", "hgx-h200", *SMALL, "--csv", "OUT/link.csv", "--plot",
+      f"OUT/{LINK_TARGET}"], 2),
+    (["compare", "--hardware", "hgx-b200", "hgx-h200", *SMALL, "--csv", "OUT/x.csv", "--plot",
+      "OUT/./x.csv"], 2),
+    (["sweep", "--hardware", "hgx-h200", "--model", "deepseek-v2-lite", "--gpus", "8", "--batch-points", "4",
+      "--no-progress", "--csv", "OUT/link.csv"], 0),
+    (["sweep", "--hardware", "hgx-h200", "--model", "deepseek-v2-lite", "--gpus", "8", "--batch-points", "4",
+      "--no-progress", "--csv", "OUT"], 2),
+])
+def test_special_output_paths(argv, rc, tmp_path, capsys):
+    null = _outputs(tmp_path)
+    through_link = rc == 0 and "OUT/link.csv" in argv
+    argv = _paths(argv, tmp_path, null)
+    got, captured = _run(argv, capsys)
+    _check(argv, got, captured, tmp_path, null)
+    assert got == rc, (argv, captured.err)
+    assert (tmp_path / LINK_TARGET).exists() == through_link

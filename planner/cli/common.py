@@ -1,5 +1,5 @@
 """Argument helpers shared by the subcommands: registering a subcommand, positive-number
-argument types, JSON on stdout."""
+argument types, output paths checked before any work, JSON on stdout."""
 
 from __future__ import annotations
 
@@ -40,6 +40,39 @@ def positive_int(text: str) -> int:
     if v < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return v
+
+
+def check_output_args(args: argparse.Namespace, files: Sequence[str] = (), plots: Sequence[str] = ()
+                      ) -> None:
+    """Check every output the command was given before any work or writing: ``files`` and ``plots``
+    name the arguments (``"csv"`` for ``--csv``); a plot's extension must be a format matplotlib
+    writes; every path writable and no two the same file (:func:`planner.outputs.check_outputs`)."""
+    from planner.outputs import check_outputs
+
+    check_outputs({f"--{n.replace('_', '-')}": getattr(args, n, None) for n in (*files, *plots)})
+    for name in plots:
+        if getattr(args, name, None):
+            from planner.plot import plot_format
+
+            plot_format(getattr(args, name), f"--{name.replace('_', '-')}")
+
+
+def savefig_to(fig_of: Callable[[], Any], path: str) -> Callable[[str], None]:
+    """Content for :func:`planner.outputs.write_outputs`: the figure ``fig_of()`` saved to the path
+    it is given, in the format ``path``'s extension names."""
+    from planner.plot import plot_format
+
+    fmt = plot_format(path)
+
+    def write(tmp: str) -> None:
+        import matplotlib.pyplot as plt
+
+        fig = fig_of()
+        try:
+            fig.savefig(tmp, dpi=130, format=fmt)
+        finally:
+            plt.close(fig)
+    return write
 
 
 def print_json(obj: Any) -> None:

@@ -7,9 +7,16 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
-from planner.cli.common import add_command, positive_float, positive_int, print_json
+from planner.cli.common import (
+    add_command,
+    check_output_args,
+    positive_float,
+    positive_int,
+    print_json,
+    savefig_to,
+)
 from planner.errors import SpecError
-from planner.outputs import table, write_atomic
+from planner.outputs import table, write_outputs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -140,15 +147,18 @@ def _settings(attrs: dict[str, Any]) -> dict[str, Any]:
 def cmd_frontier(args: argparse.Namespace) -> int:
     from planner.serving.frontiers import frontier
 
+    check_output_args(args, files=["csv"], plots=["plot"])
     df = frontier(args.model, args.hardware, **frontier_kwargs(args))
     band = _band(args, args.model, args.hardware, df)
+    outputs: list[tuple[str, str, Any]] = []
     if args.csv:
-        write_atomic(args.csv, lambda tmp: df.to_csv(tmp, index=False))
+        outputs.append(("--csv", args.csv, lambda tmp: df.to_csv(tmp, index=False)))
     if args.plot:
         from planner.plot import plot_frontiers
 
-        write_atomic(args.plot, lambda tmp: plot_frontiers([df], bands=[band]).savefig(tmp, dpi=130,
-                                                                                       format="png"))
+        outputs.append(("--plot", args.plot, savefig_to(lambda: plot_frontiers([df], bands=[band]),
+                                                        args.plot)))
+    write_outputs(outputs)
     if args.json:
         print_json({"settings": _settings(df.attrs), "points": points_json(df),
                     **({"band": _band_json(band)} if band is not None else {})})
@@ -261,6 +271,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     if len(args.hardware) != 2:
         raise SpecError("<input>", "--hardware", f"two systems to compare, got {len(args.hardware)}")
+    if not args.explain:
+        check_output_args(args, files=["csv"], plots=["plot"])
     kw = frontier_kwargs(args)
     if args.explain:
         e = explain(args.model, args.hardware[0], args.hardware[1], at=args.at, **kw)
@@ -285,8 +297,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from planner.plot import plot_frontiers
 
     both = pd.concat([c.a, c.b], ignore_index=True)
-    if args.csv:
-        write_atomic(args.csv, lambda tmp: both.to_csv(tmp, index=False))
     grid = c.ratio.tps_per_user.to_numpy()[::5] if len(c.ratio) else None  # one grid: paired draws
     bands = [_band(args, args.model, h, f, grid) for h, f in zip(args.hardware, (c.a, c.b), strict=True)]
     ratio_band = ratio_curve = None
@@ -298,9 +308,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from planner.serving.comparison import crossings
 
     cross = crossings(c.ratio, args.threshold, ratio_curve, c.settings["power_factor"])
+    outputs: list[tuple[str, str, Any]] = []
+    if args.csv:
+        outputs.append(("--csv", args.csv, lambda tmp: both.to_csv(tmp, index=False)))
     if args.plot:
-        write_atomic(args.plot, lambda tmp: plot_frontiers([c.a, c.b], c.ratio, bands=bands).savefig(
-            tmp, dpi=130, format="png"))
+        outputs.append(("--plot", args.plot, savefig_to(
+            lambda: plot_frontiers([c.a, c.b], c.ratio, bands=bands), args.plot)))
+    write_outputs(outputs)
     s = c.settings
     if args.json:
         print_json({"settings": _settings(s),
@@ -359,6 +373,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from planner.serving.search import SearchSpace
     from planner.serving.sweep import SweepInterrupted, sweep
 
+    check_output_args(args, files=["csv"])
     k = frontier_kwargs(args)
     space = SearchSpace(k["gpus"], k["max_gpus"], k["tp_attn"], k["ep"], k["tp_moe"], k["weights"],
                         k["kv"], k["mtp"], k["overlap"], k["kv_offload"], k["acceptance"])
@@ -370,7 +385,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         sys.stderr.write(f"interrupted: {exc}; nothing was written\n")
         return 130
     if args.csv:
-        write_atomic(args.csv, lambda tmp: r.frontier.to_csv(tmp, index=False))
+        write_outputs([("--csv", args.csv, lambda tmp: r.frontier.to_csv(tmp, index=False))])
     summary = {"evaluated": r.evaluated, "feasible": r.feasible, "seconds": r.seconds,
                "configs_per_second": r.configs_per_second}
     if args.json:
@@ -399,7 +414,9 @@ def register(sub: Any) -> None:
     p.add_argument("--hardware", required=True, help="bundled system name or path to a YAML")
     p.add_argument("--json", action="store_true", help='print {"settings": ..., "points": [...]}')
     p.add_argument("--csv", metavar="FILE", help="also write every frontier point to FILE")
-    p.add_argument("--plot", metavar="FILE", help="also draw the frontier to FILE (PNG)")
+    p.add_argument("--plot", metavar="FILE",
+                   help="also draw the frontier to FILE (format from the extension: .png, .svg, .pdf, "
+                        "...; PNG without one)")
     p.add_argument("--band", action="store_true",
                    help="also an uncertainty band: Monte Carlo over the realistic-mode efficiencies "
                         "(fit covariance where calibrated, +-15%% otherwise); in the plot and output")
@@ -420,7 +437,8 @@ def register(sub: Any) -> None:
                    metavar="X", help="interactivity levels for the table, tokens/s/user "
                    "(default 10 20 50 100 200)")
     c.add_argument("--plot", metavar="FILE", default="frontier.png",
-                   help="plot file (default frontier.png; '' to skip)")
+                   help="plot file, format from its extension (.png, .svg, .pdf, ...; default frontier.png; "
+                        "'' to skip)")
     c.add_argument("--csv", metavar="FILE", default="frontier.csv",
                    help="CSV of both frontiers (default frontier.csv; '' to skip)")
     c.add_argument("--json", action="store_true", help="print the table and frontiers as JSON")

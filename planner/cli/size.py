@@ -7,10 +7,17 @@ import argparse
 import math
 from typing import TYPE_CHECKING, Any
 
-from planner.cli.common import add_command, positive_float, positive_int, print_json
+from planner.cli.common import (
+    add_command,
+    check_output_args,
+    positive_float,
+    positive_int,
+    print_json,
+    savefig_to,
+)
 from planner.cli.frontier import _clean, workload_parent
 from planner.errors import SpecError
-from planner.outputs import table, write_atomic
+from planner.outputs import table, write_outputs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -147,12 +154,12 @@ def _settings(a: dict[str, Any]) -> dict[str, Any]:
 # ---- the command ---------------------------------------------------------------------------------
 def cmd_size(args: argparse.Namespace) -> int:
     from planner.economics import sizing
-    from planner.specs.registry import load_hardware
+    from planner.specs.registry import load_systems
 
     if args.metric != "output":
         raise SpecError("<input>", "--metric", "output (sizing counts output tokens per GPU over every "
                         "GPU, prefill included), got " + repr(args.metric))
-    hws = [load_hardware(h) for h in args.hardware]  # unknown hardware fails here, before any search
+    hws = load_systems(args.hardware, "--hardware")  # unknown hardware fails here, before any search
     names = [h.name for h in hws]
     inverse = args.power_budget_mw is not None or args.fleet_units is not None
     demand = dict(demand_tps=args.demand_tps, users=args.users, requests_per_s=args.requests_per_s,
@@ -166,6 +173,7 @@ def cmd_size(args: argparse.Namespace) -> int:
     if args.plot and not has_demand:
         raise SpecError("<input>", "--plot", "a demand to size for (--demand-tps, --users, "
                         "--requests-per-s or --profile)")
+    check_output_args(args, plots=["plot"])
     common = dict(serving=args.serving, isl=args.isl, osl=args.osl, max_ttft=args.max_ttft, pue=args.pue,
                   usd_per_kwh=args.usd_per_kwh, years=args.years, basis=args.basis,
                   usd_per_unit=_override(args.usd_per_unit, "--usd-per-unit", names),
@@ -192,9 +200,8 @@ def cmd_size(args: argparse.Namespace) -> int:
 
         curve = sizing.sizing_curve(args.model, hws, **demand, **common)
         level = args.min_tps_user
-        write_atomic(args.plot, lambda tmp: plot_sizing(
-            curve, level=level, cost_target=args.cost_target, basis=args.basis).savefig(
-                tmp, dpi=130, format="png"))
+        write_outputs([("--plot", args.plot, savefig_to(lambda: plot_sizing(
+            curve, level=level, cost_target=args.cost_target, basis=args.basis), args.plot))])
     report(df, args)
     if args.plot and not args.json:
         print(f"# wrote {args.plot}")
@@ -369,4 +376,5 @@ def register(sub: Any) -> None:
                         "--min-tps-user)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--plot", metavar="FILE",
-                   help="also draw $/Mtok and units against the service level, one curve per system (PNG)")
+                   help="also draw $/Mtok and units against the service level, one curve per system "
+                        "(format from the extension: .png, .svg, .pdf, ...; PNG without one)")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from planner.cli.common import add_command, print_json
@@ -12,7 +11,7 @@ from planner.errors import SpecError
 from planner.specs.hardware import Hardware, parse_hardware
 from planner.specs.hfconfig import load_hf_config
 from planner.specs.model import Model, parse_model
-from planner.specs.reading import read_yaml, suggest
+from planner.specs.reading import path_kind, read_yaml, suggest
 from planner.specs.registry import hardware_names, load_hardware, load_model, model_names
 from planner.specs.units import format_si
 
@@ -98,10 +97,10 @@ def load_spec(name: str) -> Hardware | Model:
         return load_hardware(name)
     if name in model_names():
         return load_model(name)
-    p = Path(name)
-    if name.endswith(".json") or p.is_dir():
+    kind = path_kind(name)
+    if name.endswith(".json") or kind == "dir":
         return load_hf_config(name)
-    if p.exists() or name.endswith((".yaml", ".yml")) or "/" in name:
+    if kind is not None or name.endswith((".yaml", ".yml")) or "/" in name:
         doc = read_yaml(name)
         if _kind(doc, name) == "hardware":
             return parse_hardware(doc, name)

@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import Any
 
-from planner.cli.common import add_command, print_json
+from planner.cli.common import add_command, check_output_args, print_json
 from planner.errors import SpecError
 
 
@@ -97,9 +97,10 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     if args.points:
         raise SpecError("<input>", "--points", "not with --runs (published points and measured runs are "
                         "separate scorecards)")
+    check_output_args(args, files=["out"])
     score = score_runs(None if args.runs is True else args.runs)
     if args.out:
-        write_atomic(args.out, lambda tmp: score.per_row().to_csv(tmp, index=False))
+        write_atomic(args.out, lambda tmp: score.per_row().to_csv(tmp, index=False), "--out")
     s = score.summary()
     if args.json:
         print_json(_clean(s))
@@ -153,11 +154,12 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
     if args.write and args.runs is not True:
         raise SpecError("<input>", "--write", "only with the bundled runs (use --out FILE to keep a fit "
                         "of your own runs)")
+    check_output_args(args, files=["out"])
     fit = fit_runs(None if args.runs is True else args.runs, leave_out=not args.no_loo)
     if args.out:
         import json
 
-        write_atomic(args.out, json.dumps(_clean(fit.to_dict()), indent=1) + "\n")
+        write_atomic(args.out, json.dumps(_clean(fit.to_dict()), indent=1) + "\n", "--out")
     written = write_fit(fit) if args.write else []
     if args.json:
         print_json(_clean({**fit.to_dict(), "written": written}))

@@ -17,7 +17,7 @@ from planner.errors import SpecError
 from planner.serving.frontiers import frontier, frontier_at
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
-from planner.specs.registry import load_hardware, load_model
+from planner.specs.registry import load_model, load_systems
 
 SIZING_SERVING = ("disaggregated", "aggregated", "decode")
 BASES = ("own", "rental")
@@ -181,13 +181,10 @@ def setup(model: Any, hardware: Any, *, serving: str, isl: float, osl: float,
     if basis not in BASES:
         raise SpecError("<input>", "basis", f"one of {', '.join(BASES)}, got {basis!r}")
     m = load_model(model)
-    hws = [load_hardware(h) for h in ([hardware] if isinstance(hardware, str | Hardware) else hardware)]
+    hws = load_systems([hardware] if isinstance(hardware, str | Hardware) else hardware)
     if not hws:
         raise SpecError("<input>", "hardware", "at least one system")
     names = [h.name for h in hws]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise SpecError("<input>", "hardware", f"each system once, got {', '.join(dup)} twice")
     for ov, field in ((usd_per_unit, "usd_per_unit"), (usd_per_gpu_hour, "usd_per_gpu_hour"),
                       (watts_per_gpu, "watts_per_gpu")):
         if isinstance(ov, Mapping):

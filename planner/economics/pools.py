@@ -18,8 +18,10 @@ from collections.abc import Sequence
 
 # ---- pure deployment arithmetic ----------------------------------------------------------------
 def _ceil(v: float) -> int:
-    """Ceiling that ignores float noise (25.000000000004 -> 25)."""
-    return int(math.ceil(round(float(v), 9)))
+    """Ceiling that ignores float noise (25.000000000004 -> 25); any positive amount, however
+    small (a trickle of demand: 1e-12 of an instance), takes at least one whole one."""
+    n = int(math.ceil(round(float(v), 9)))
+    return max(n, 1) if v > 0 else n
 
 
 def pack_bins(instances: Sequence[tuple[int, int]], bin_size: int) -> int:

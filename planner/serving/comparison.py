@@ -12,7 +12,7 @@ from planner.errors import SpecError
 from planner.serving.frontiers import frontier, frontier_at
 from planner.serving.search import pareto
 from planner.specs.hardware import Hardware
-from planner.specs.registry import load_hardware, load_model
+from planner.specs.registry import load_model, load_systems
 
 DEFAULT_LEVELS = (10.0, 20.0, 50.0, 100.0, 200.0)
 #: A frontier below this fraction of its own peak is in its tail (see Comparison.ratio).
@@ -54,7 +54,7 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     tokens/s per GPU and per MW on each side, the ratios, and the binding term of each."""
     _check_serving(kw)
     m = load_model(model)
-    ha, hb = load_hardware(hardware_a), load_hardware(hardware_b)
+    ha, hb = load_systems([hardware_a, hardware_b])
     pts_a = frontier(m, ha, all_points=True, **kw)
     pts_b = frontier(m, hb, all_points=True, **kw)
     fa, fb = pareto(pts_a), pareto(pts_b)
@@ -148,8 +148,9 @@ CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def _y_at(model: Any, hw: Hardware, x: float, **kw: Any) -> tuple[float, str]:
-    t = frontier_at(model, hw, [x], **kw)
+def _y_at(model: Any, hw: Hardware, x: float, points: pd.DataFrame | None = None, **kw: Any
+          ) -> tuple[float, str]:
+    t = frontier_at(model, hw, [x], points=points, **kw)
     r = t.iloc[0]
     return float(r.tps_per_gpu), str(r.get("bottleneck", ""))
 
@@ -165,10 +166,17 @@ def explain(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     """
     _check_serving(kw)
     m = load_model(model)
-    ha, hb = load_hardware(hardware_a), load_hardware(hardware_b)
+    ha, hb = load_systems([hardware_a, hardware_b])
+    pts_a, pts_b = (frontier(m, h, all_points=True, **kw) for h in (ha, hb))
+    tops = [(h.name, float(p.tps_per_user.max())) for h, p in ((ha, pts_a), (hb, pts_b))]
+    short = [f"{name} tops out at {top:.4g}" for name, top in tops if not at <= top]
+    if short:
+        raise SpecError("<input>", "at", f"a rate both systems reach, got {at:g} tokens/s/user: "
+                        f"{', '.join(short)}; both reach up to {min(t for _, t in tops):.4g} "
+                        "tokens/s/user")
     rows = []
     cur = hb
-    y_cur, bn = _y_at(m, cur, at, **kw)
+    y_cur, bn = _y_at(m, cur, at, points=pts_b, **kw)
     rows.append(dict(kind="chain", step=f"{hb.name} as is", tps_per_gpu=y_cur, factor=1.0,
                      cumulative=1.0, bottleneck=bn))
     y0 = y_cur
@@ -178,7 +186,7 @@ def explain(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
         rows.append(dict(kind="chain", step=f"+ {ha.name} {label}", tps_per_gpu=y_new,
                          factor=y_new / y_cur, cumulative=y_new / y0, bottleneck=bn))
         y_cur = y_new
-    ya, bna = _y_at(m, ha, at, **kw)
+    ya, bna = _y_at(m, ha, at, points=pts_a, **kw)
     singles = [
         (f"{hb.name} with a {ha.domain_size}-GPU scale-up domain",
          hb.replace(domain_size=ha.domain_size, gpus_per_system=ha.domain_size), y0),

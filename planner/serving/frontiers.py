@@ -302,10 +302,13 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
 
 def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[float],
                 points: pd.DataFrame | None = None, **kw: Any) -> pd.DataFrame:
-    """The best configuration at each per-user rate in ``targets`` (the most tokens/s per GPU
-    among configurations at least that fast for each user).  The batch of each promising
-    candidate is solved exactly (scipy brentq) rather than read off the grid.  ``points``: the
-    ``frontier(..., all_points=True)`` table, if already computed with the same ``kw``.
+    """The best configuration at each per-user rate in ``targets``: the most tokens/s per GPU
+    among configurations at least that fast for each user.  The batch of each promising
+    candidate is solved exactly (:func:`~planner.serving.search.solve_batch`) rather than read
+    off the grid.  The result is the upper envelope at every rate: never below a frontier point
+    at least as fast for each user, and never rising with the rate (what serves users faster
+    serves them at ``x`` too; such a row keeps its own, higher ``tps_per_user``).  ``points``:
+    the ``frontier(..., all_points=True)`` table, if already computed with the same ``kw``.
     A row with NaN throughput means the target is out of reach."""
     model, hw = load_model(model), load_hardware(hardware)
     allp = points if points is not None else frontier(model, hw, all_points=True, **kw)
@@ -313,24 +316,24 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
     serving, mode = allp.attrs["serving"], allp.attrs["mode"]
     keycols = ["gpus", "tp_attn", "ep", "tp_moe", "expert_slots", "weights", "kv", "mtp", "overlap",
                "kv_offload"]
-    rows = []
-    for x in targets:
+    tops: dict[float, dict[str, Any]] = {}
+    for x in sorted(set(map(float, targets)), reverse=True):
         reach = allp[allp.tps_per_user >= x]
-        solved = []
-        # promising candidates: the best grid point at or above the target, per candidate
+        # promising candidates: the best grid point at or above the target, per candidate; the
+        # best of them stands as it is (the frontier's own value at x)
         best = reach.sort_values("tps_per_gpu", ascending=False).drop_duplicates(keycols).head(4)
+        solved = [best.iloc[0]] if len(best) else []
         for _, r in best.iterrows():
             if serving == "aggregated":
-                solved.append(r)  # the prefill stretch is not re-solved: the grid value stands
-                continue
+                continue  # the prefill stretch is not re-solved: the grid values stand
             B = solve_batch(model, hw, r.to_dict(), x, wl.decode_context, mode)
             if B is not None:
                 solved.append(_point_at_batch(model, hw, r, B, wl, mode, allp))
-        if not solved:
-            rows.append({"target_tps_per_user": x, "tps_per_gpu": np.nan})
-            continue
-        top = max(solved, key=lambda s: s["tps_per_gpu"])
-        rows.append({"target_tps_per_user": x, **dict(top)})
+        if tops:  # the best found for a faster target (targets run fastest first)
+            solved.append(pd.Series(tops[min(tops)]))
+        if solved:
+            tops[x] = dict(max(solved, key=lambda s: s["tps_per_gpu"]))
+    rows = [{"target_tps_per_user": x, **tops.get(float(x), {"tps_per_gpu": np.nan})} for x in targets]
     out = pd.DataFrame(rows)
     out.attrs.update(allp.attrs)
     return out

@@ -50,7 +50,7 @@ from typing import Any
 from planner.errors import SpecError
 from planner.specs.model import Model
 from planner.specs.precision import TENSOR_CLASSES
-from planner.specs.reading import Fields, read_text
+from planner.specs.reading import Fields, path_kind, read_text
 
 #: model_type -> Model.architecture
 MODEL_TYPES = ("deepseek_v3", "kimi_k2", "deepseek_v2", "qwen3_moe", "gpt_oss", "mixtral",
@@ -83,9 +83,9 @@ def load_hf_config(path: str | Path) -> Model:
     model.
     """
     p = Path(path).expanduser()
-    if p.is_dir():
+    if path_kind(p) == "dir":
         p = p / "config.json"
-        if not p.is_file():
+        if path_kind(p) != "file":
             raise SpecError(str(path), "config.json", "a directory holding a Hugging Face config.json")
     label = str(p)
     text = read_text(p, label)

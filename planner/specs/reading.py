@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,17 @@ from planner.errors import SpecError
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def path_kind(path: Path | str) -> str | None:
+    """What a user-given name is on disk: ``"file"``, ``"dir"``, ``"other"`` (a device, a FIFO), or
+    None when there is nothing there, or the name cannot be looked up at all (too long, a NUL
+    byte, a component that is a file): a probe never raises."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return "dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
+
+
 def read_text(path: Path | str, label: str | None = None) -> str:
     """A UTF-8 text file's content; a missing or unreadable file is a SpecError naming it."""
     label = label or str(path)
@@ -23,7 +36,10 @@ def read_text(path: Path | str, label: str | None = None) -> str:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError(label, "file", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        why = exc.strerror or exc.__class__.__name__
+        raise SpecError(label, "file", f"a readable UTF-8 text file ({why})") from None
+    except (UnicodeDecodeError, ValueError) as exc:
         raise SpecError(label, "file", f"a readable UTF-8 text file ({exc.__class__.__name__})") from None
 
 

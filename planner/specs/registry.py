@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -9,7 +11,7 @@ from pathlib import Path
 from planner.errors import SpecError
 from planner.specs.hardware import Hardware, parse_hardware
 from planner.specs.model import Model, parse_model
-from planner.specs.reading import parse_yaml, suggest
+from planner.specs.reading import parse_yaml, path_kind, suggest
 
 
 def _bundled(package: str) -> dict[str, str]:
@@ -26,7 +28,7 @@ def model_names() -> list[str]:
 
 
 def _looks_like_path(name: str) -> bool:
-    return "/" in name or name.endswith((".yaml", ".yml", ".json")) or Path(name).is_file()
+    return "/" in name or name.endswith((".yaml", ".yml", ".json")) or path_kind(name) == "file"
 
 
 def bundled_hardware_path(name: str) -> Path:
@@ -54,7 +56,7 @@ def load_hardware(name: str | Hardware) -> Hardware:
         return name
     if not isinstance(name, str) or not name:
         raise SpecError("<input>", "hardware", f"a hardware name or path, got {name!r}")
-    if "@" in name and not Path(name).exists():
+    if "@" in name and path_kind(name) is None:
         # NAME@STACK: the system with the efficiencies fitted for that serving stack
         base, _, stack = name.rpartition("@")
         return load_hardware(base).with_stack(stack)
@@ -69,6 +71,34 @@ def load_hardware(name: str | Hardware) -> Hardware:
                     f"known: {', '.join(hardware_names())}")
 
 
+def load_systems(names: Sequence[str | Hardware], field: str = "hardware") -> list[Hardware]:
+    """Several systems, each under a name of its own (what tables, plots and JSON keys show).
+
+    A system keeps its spec's ``name:`` unless another shares it; those that share one are told
+    apart by NAME@STACK where their serving stacks differ, else by their spec files' stems, else
+    by the files' paths.  The same system twice is a SpecError naming ``field``."""
+    hws = [load_hardware(n) for n in names]
+    labels = [h.name for h in hws]
+    ways: tuple[Callable[[Hardware], str], ...] = (
+        lambda h: f"{h.name}@{h.stack}" if h.stack else h.name,
+        lambda h: Path(h.path).stem if h.path else h.name,
+        lambda h: h.path or h.name,
+    )
+    for name in sorted({n for n in labels if labels.count(n) > 1}):
+        group = [i for i, h in enumerate(hws) if h.name == name]
+        others = {labels[i] for i in range(len(hws)) if i not in group}
+        for way in ways:
+            new = [way(hws[i]) for i in group]
+            if len(set(new)) == len(new) and not set(new) & others:
+                for i, label in zip(group, new, strict=True):
+                    labels[i] = label
+                break
+        else:
+            raise SpecError("<input>", field, f"different systems, got {name!r} more than once")
+    return [h if h.name == label else dataclasses.replace(h, name=label) for h, label in zip(hws, labels,
+                                                                                               strict=True)]
+
+
 def load_model(name: str | Model) -> Model:
     """A bundled model by name, a model YAML by path, or a Hugging Face ``config.json``."""
     if isinstance(name, Model):
@@ -78,7 +108,7 @@ def load_model(name: str | Model) -> Model:
     if name in model_names():
         return _bundled_model(name)
     if _looks_like_path(name):
-        if name.endswith(".json") or Path(name).is_dir():
+        if name.endswith(".json") or path_kind(name) == "dir":
             from planner.specs.hfconfig import load_hf_config
 
             return load_hf_config(name)

@@ -142,3 +142,48 @@ def test_bad_profile_length(capsys, tmp_path):
     f = tmp_path / "short.yaml"
     f.write_text("[1, 2, 3]\n")
     assert "24 hourly" in bad(capsys, "--hardware", "hgx-h200", "--min-tps-user", "50", "--profile", str(f))
+
+
+@pytest.mark.parametrize("demand", [["--requests-per-s", "1e-9"], ["--demand-tps", "1e-6"]])
+def test_tiny_demand_one_unit(capsys, demand):
+    rc, out, err = run(capsys, "--hardware", "hgx-h200", *demand, "--min-tps-user", "50", "--json")
+    assert rc == 0, err
+    o = json.loads(out)["options"]["hgx-h200"]
+    # a trickle of demand still takes one whole instance of each pool: an 8-GPU decode instance
+    # and an 8-GPU prefill instance, one 8-GPU node each, almost all of it idle
+    assert (o["decode_instances"], o["prefill_instances"], o["units"], o["gpus"]) == (1, 1, 2, 16)
+    assert 0 < o["utilisation"] < 1e-6 and o["idle_usd_per_year"] > 0
+
+
+LONG = "a" * 300
+
+
+@pytest.mark.parametrize("flag, value, field", [
+    ("--model", LONG, "model"), ("--hardware", LONG, "hardware"),
+    ("--hardware", LONG + "@trtllm", "hardware"),
+    ("--model", f"/tmp/{LONG}/config.json", "file"), ("--hardware", f"/tmp/{LONG}.yaml", "file"),
+    ("--model", f"/tmp/{LONG}", "file"),
+])
+def test_name_too_long_is_one_line(capsys, flag, value, field):
+    argv = ["size", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--demand-tps", "1e5",
+            "--min-tps-user", "50"]
+    argv[argv.index(flag) + 1] = value
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error:") and err.count("\n") == 1, err
+    assert f": {field}: " in err
+
+
+def test_systems_sharing_a_name_sized_apart(capsys, tmp_path):
+    from planner.specs.registry import bundled_hardware_path
+
+    for stem in ("mine", "theirs"):
+        (tmp_path / f"{stem}.yaml").write_text(bundled_hardware_path("hgx-h200").read_text("utf-8"))
+    rc, out, err = run(capsys, "--hardware", str(tmp_path / "mine.yaml"), str(tmp_path / "theirs.yaml"),
+                       "--demand-tps", "1e5", "--min-tps-user", "50", "--usd-per-unit", "mine=1e5", "--json")
+    assert rc == 0, err
+    options = json.loads(out)["options"]
+    assert set(options) == {"mine", "theirs"}
+    assert options["mine"]["capex_usd"] < options["theirs"]["capex_usd"]  # the override found its system
+    err = bad(capsys, "--hardware", "hgx-h200", "hgx-h200", "--demand-tps", "1e5", "--min-tps-user", "50")
+    assert "--hardware: different systems, got 'hgx-h200' more than once" in err

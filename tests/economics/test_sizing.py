@@ -117,6 +117,23 @@ def test_plan_pools_single_pool_and_rounding_noise():
     assert p["units"] == 30
 
 
+def test_tiny_demand_takes_one_of_each_instance_and_pays_for_idle():
+    # 1e-9 requests/s x 1024 output tokens = 1.024e-6 tok/s: 2e-10 of a decode GPU, yet one whole
+    # 16-GPU decode instance and one 8-GPU prefill instance = 24 GPUs in one 72-GPU rack
+    d = deployment(1.024e-6, **PERF, **RACK, **MONEY)
+    assert (d["decode_instances"], d["prefill_instances"], d["units"], d["gpus"]) == (1, 1, 1, 72)
+    # power 72 x 1667 W x 1.3 = 156,031.2 W; tokens/s per MW = 1.024e-6 / 0.1560312
+    assert d["tps_per_mw"] == pytest.approx(1.024e-6 / 0.1560312)
+    # the rack holds 3 decode instances (48 GPUs) and 3 prefill (24): capacity min(3 x 80k,
+    # 3 x 160k) = 240k tok/s; almost all of the yearly cost is idle
+    assert d["capacity_tps"] == pytest.approx(2.4e5)
+    assert d["utilisation"] == pytest.approx(1.024e-6 / 2.4e5)
+    yearly = 3e6 / 4 + d["opex_usd_per_year"]
+    assert d["idle_usd_per_year"] == pytest.approx(yearly * (1 - 1.024e-6 / 2.4e5))
+    p = plan_pools(1e-300, decode_tps_per_gpu=1000.0, decode_instance_gpus=8, **NODE)
+    assert p["decode_instances"] == 1 and p["units"] == 1
+
+
 def test_max_load_single_pool_and_too_small_fleet():
     # 2 nodes, 4-GPU instances at 1000 tok/s/GPU: 4 instances x 4000 = 16,000
     assert max_load(2, decode_tps_per_gpu=1000.0, decode_instance_gpus=4, **NODE) == pytest.approx(16_000)

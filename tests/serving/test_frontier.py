@@ -104,6 +104,38 @@ def test_frontier_at_solves_exact_rate(dec):
         assert r.tps_per_gpu >= best_grid * (1 - 1e-9)
 
 
+#: KV spilled to CPU memory: past the HBM limit a larger batch lowers tokens/s per GPU, so the
+#: largest batch meeting a rate is not the best one
+OFFLOAD = dict(serving="decode", context=16384, gpus=8, kv_offload=True)
+LEVELS = [5.0, 10.0, 20.0, 30.0, 50.0, 100.0]
+
+
+def _check_envelope(front: pd.DataFrame, levels: list[float], got: np.ndarray, rates: np.ndarray) -> None:
+    for x, y, r in zip(levels, got, rates, strict=True):
+        # a point at least as fast for each user can serve x: nothing below the frontier's best
+        assert y >= front[front.tps_per_user >= x].tps_per_gpu.max() * (1 - 1e-9), (x, y)
+        assert r >= x * (1 - 1e-6)
+    assert (np.diff(got) <= 1e-9 * got[:-1]).all(), got  # never rises with interactivity
+
+
+def test_frontier_at_is_the_upper_envelope_with_kv_offload():
+    pts = frontier(MODEL, HW, all_points=True, **OFFLOAD)
+    front = frontier(MODEL, HW, **OFFLOAD)
+    t = frontier_at(MODEL, HW, LEVELS, points=pts, **OFFLOAD)
+    _check_envelope(front, LEVELS, t.tps_per_gpu.to_numpy(), t.tps_per_user.to_numpy())
+    # the same in any order, and every consumer sees it: the comparison table and the sizing
+    t2 = frontier_at(MODEL, HW, LEVELS[::-1], points=pts, **OFFLOAD)
+    assert np.allclose(t2.tps_per_gpu.to_numpy()[::-1], t.tps_per_gpu.to_numpy(), rtol=1e-12)
+    c = compare(MODEL, "hgx-b200", HW, levels=tuple(LEVELS), **OFFLOAD)
+    _check_envelope(c.b, LEVELS, c.table.tps_per_gpu_b.to_numpy(), np.array(LEVELS))
+    _check_envelope(c.a, LEVELS, c.table.tps_per_gpu_a.to_numpy(), np.array(LEVELS))
+    from planner.economics.sizing import size
+
+    sz = size(MODEL, HW, min_tps_user=5.0, demand_tps=1e6, **{k: v for k, v in OFFLOAD.items()
+                                                               if k != "serving"}, serving="decode")
+    assert sz.tps_per_gpu.iloc[0] >= front[front.tps_per_user >= 5.0].tps_per_gpu.max() * (1 - 1e-9)
+
+
 def test_more_bandwidth_never_lowers_frontier():
     from planner import load_hardware
 
@@ -127,6 +159,52 @@ def test_compare_and_explain_small():
     e = explain(MODEL, "hgx-b200", "hgx-h200", at=50.0, serving="decode", context=2048, gpus=8)
     chain = e[e.kind == "chain"]
     assert math.isclose(chain.factor.prod(), e.attrs["ratio"], rel_tol=1e-6)
+
+
+def test_explain_out_of_reach_names_the_side_and_the_range(capsys):
+    from planner import SpecError
+    from planner.cli import main
+
+    kw = dict(serving="decode", context=2048, gpus=8)
+    top_a = frontier(MODEL, "hgx-b200", **kw).tps_per_user.max()
+    top_b = frontier(MODEL, HW, **kw).tps_per_user.max()
+    assert top_b < top_a
+    at = (top_a + top_b) / 2  # B200 reaches it, H200 does not
+    with pytest.raises(SpecError, match=rf"at: a rate both systems reach.*: {HW} tops out at "
+                                        rf"{top_b:.4g}; both reach up to {top_b:.4g} tokens/s/user$"):
+        explain(MODEL, "hgx-b200", HW, at=at, **kw)
+    argv = ["compare", "--model", MODEL, "--hardware", "hgx-b200", HW, "--serving", "decode", "--context",
+            "2048", "--gpus", "8", "--explain", "--at", f"{at:g}"]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and f"{HW} tops out at" in err and "nan" not in err
+
+
+def test_systems_sharing_a_name_are_kept_apart(tmp_path, capsys):
+    import json
+
+    from planner import SpecError
+    from planner.cli import main
+    from planner.specs.registry import bundled_hardware_path
+
+    spec = bundled_hardware_path(HW).read_text("utf-8")
+    a, b = tmp_path / "h200-a.yaml", tmp_path / "h200-b.yaml"
+    a.write_text(spec)
+    b.write_text(spec.replace('hbm_bandwidth: {value: "4.8 TB/s"', 'hbm_bandwidth: {value: "2.4 TB/s"'))
+    kw = dict(serving="decode", context=2048, gpus=8)
+    c = compare(MODEL, str(a), str(b), levels=(20.0,), **kw)
+    assert (c.settings["hardware_a"], c.settings["hardware_b"]) == ("h200-a", "h200-b")
+    assert set(c.a.hardware) == {"h200-a"} and set(c.b.hardware) == {"h200-b"}
+    assert c.table.ratio.iloc[0] > 1  # twice the HBM bandwidth: the two are not one system
+    argv = ["compare", "--model", MODEL, "--hardware", str(a), str(b), "--serving", "decode", "--context",
+            "2048", "--gpus", "8", "--levels", "20", "--plot", "", "--csv", "", "--json"]
+    assert main(argv) == 0
+    assert set(json.loads(capsys.readouterr().out)["frontiers"]) == {"h200-a", "h200-b"}
+    # one bundled system under two stacks: the stacks tell them apart; the same one twice: refused
+    c = compare(MODEL, HW + "@trtllm", HW + "@sglang", levels=(20.0,), **kw)
+    assert (c.settings["hardware_a"], c.settings["hardware_b"]) == (HW + "@trtllm", HW + "@sglang")
+    with pytest.raises(SpecError, match=f"hardware: different systems, got '{HW}' more than once"):
+        compare(MODEL, HW, HW, levels=(20.0,), **kw)
 
 
 @pytest.mark.parametrize("bad", [dict(serving="sideways"), dict(metric="joules"), dict(isl=0),

@@ -500,6 +500,14 @@ def test_missing_file_cli(tmp_path, capsys):
     assert rc == 2 and err == f"error: {path}: file: no such file\n"
 
 
+@pytest.mark.parametrize(("name", "start"), [
+    ("a" * 300, "error: <input>: spec: "), ("/tmp/" + "a" * 300, "error: /tmp/a"),
+    ("/tmp/" + "a" * 300 + "/config.json", "error: /tmp/a")])
+def test_name_too_long_cli(name, start, capsys):
+    rc, _, err = run_cli(capsys, "specs", "show", name)
+    assert rc == 2 and err.startswith(start) and err.count("\n") == 1, err
+
+
 def test_not_a_spec(tmp_path, capsys):
     path = tmp_path / "other.yaml"
     path.write_text("colour: blue\n")
