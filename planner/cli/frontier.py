@@ -233,6 +233,20 @@ def speculation_line(sp: dict[str, Any]) -> str:
             "without; --mtp off to compare without")
 
 
+def _print_assumptions(df: Any) -> None:
+    t = df.attrs["threshold"]
+
+    def span(v: Any) -> str:
+        return "never" if v is None else f"{v[0]:.0f}-{v[1]:.0f}"
+
+    print(f"\n# assumptions that move the answer (one changed at a time; largest per-GPU ratio and the "
+          f"tokens/s/user where the ratio is >= {t:g}x)")
+    rows = [[r.assumption, r.setting, r.largest_ratio, r.at_tps_per_user, r.change,
+             span(r.crossing_per_gpu), span(r.crossing_per_mw)] for r in df.itertuples()]
+    print(table(rows, ["assumption", "setting", "largest ratio", "at tok/s/user", "x base",
+                       f"per GPU >= {t:g}x", f"per MW >= {t:g}x"]))
+
+
 def _crossing_text(entry: dict[str, Any]) -> str:
     def span(v: Any) -> str:
         return "never" if v is None else f"{v[0]:.0f}-{v[1]:.0f} tokens/s/user"
@@ -308,6 +322,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from planner.serving.comparison import crossings
 
     cross = crossings(c.ratio, args.threshold, ratio_curve, c.settings["power_factor"])
+    moves = None
+    if args.assumptions:
+        from planner.serving.assumptions import assumptions
+
+        moves = assumptions(args.model, args.hardware[0], args.hardware[1], threshold=args.threshold,
+                            base=c, **kw)
     outputs: list[tuple[str, str, Any]] = []
     if args.csv:
         outputs.append(("--csv", args.csv, lambda tmp: both.to_csv(tmp, index=False)))
@@ -322,6 +342,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                     s["hardware_b"]: c.b.attrs.get("speculation")},
                     "power_basis": POWER_BASIS,
                     "ratio": _ratio_rows(c, ratio_curve), "crossings": _clean(cross),
+                    **({"assumptions": [{k: _clean(v) for k, v in r.items()}
+                                        for r in moves.to_dict("records")]} if moves is not None else {}),
                     "table": [{k: _clean(v) for k, v in r.items()} for r in c.table.to_dict("records")],
                     "frontiers": {s["hardware_a"]: points_json(c.a), s["hardware_b"]: points_json(c.b)},
                     **({"bands": {s["hardware_a"]: _band_json(bands[0]),
@@ -363,6 +385,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for h, band in zip((A, B), bands, strict=True):
         if band is not None:
             _print_band(band, h)
+    if moves is not None:
+        _print_assumptions(moves)
     written = [p for p in (args.plot, args.csv) if p]
     if written:
         print(f"# wrote {', '.join(written)}")
@@ -447,6 +471,10 @@ def register(sub: Any) -> None:
                         "'10x the throughput')")
     c.add_argument("--band", action="store_true",
                    help="also uncertainty bands on both frontiers (Monte Carlo over the efficiencies)")
+    c.add_argument("--assumptions", action="store_true",
+                   help="also the table of assumptions that move the answer: the comparison re-run with "
+                        "one changed at a time (speculation, acceptance range, precision, serving stack, "
+                        "power basis, prompt length); about ten times as long")
     c.add_argument("--explain", action="store_true",
                    help="decompose the ratio at --at into causes by counterfactual swaps")
     c.add_argument("--at", type=positive_float, default=50.0,
