@@ -30,7 +30,7 @@ def _clean(obj: Any) -> Any:
 # ---- validate ---------------------------------------------------------------------------------
 def _cmd_kernels(args: argparse.Namespace) -> int:
     from planner.outputs import table
-    from planner.truth.kernels import score_kernels
+    from planner.truth.kernels import KernelScore, score_kernels
 
     if args.runs is not None or args.points or args.out:
         raise SpecError("<input>", "--kernels", "alone (not with --runs, --points or --out)")
@@ -55,6 +55,11 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
     print(table([[r.op, r.gpu, r.stack, r.dtype, _shape(r), f"{r.latency_us:.4g}", f"{r.realistic_us:.4g}",
                   f"{r.ratio:.2f}"] for r in w.itertuples()],
                 ["op", "gpu", "stack", "dtype", "shape", "measured us", "predicted us", "ratio"]))
+    g = KernelScore(score.rows[score.rows.op == "gemm"]).worst(8)
+    print("\n# worst GEMM shapes (realistic / measured)")
+    print(table([[r.gpu, r.stack, r.dtype, _shape(r), f"{r.latency_us:.4g}", f"{r.realistic_us:.4g}",
+                  f"{r.ratio:.2f}"] for r in g.itertuples()],
+                ["gpu", "stack", "dtype", "shape", "measured us", "predicted us", "ratio"]))
     v = score.rows[score.rows.bound_violation]
     if len(v):
         print("\n# faster than the bound (first 8)")

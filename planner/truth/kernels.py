@@ -370,8 +370,8 @@ def render_allreduce(text: str, fits: list[LawFit], date: str) -> str:
                                   f"(aiconfigurator-core 0.12.0; planner/truth/data/kernels), {date}; "
                                   f"median error {f.median_abs_err:.0%}")
                 lat, eff = LAWS[law]["params"]
-                for name, text in ((lat, f'"{f.values[lat] * 1e6:.4g} us"'), (eff, f"{f.values[eff]:.4g}")):
-                    out.append(f"    {name}: {{value: {text}, {_se_tag(f.rel_se[name])}, note: {note}}}")
+                for name, shown in ((lat, f'"{f.values[lat] * 1e6:.4g} us"'), (eff, f"{f.values[eff]:.4g}")):
+                    out.append(f"    {name}: {{value: {shown}, {_se_tag(f.rel_se[name])}, note: {note}}}")
             for key, f in sorted(by.items()):
                 if key[0] == stack and f.law == "gemm":
                     out.append(_gemm_line(f, date))
