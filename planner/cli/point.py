@@ -38,7 +38,9 @@ examples:
 
 Names: the per-operator times (attn_proj, experts, dispatch, ...), the layer and step times,
 part.<op>.<resource> (the roofline parts behind the bottleneck attribution), memory.<...>
-(bytes per GPU, the largest batch) and the rates tps_user / tps_gpu / prefill_tps_gpu.
+(bytes per GPU, the largest batch), the rates tps_user / tps_gpu / prefill_tps_gpu, and
+op.<name>: the single-kernel laws checked against measured kernels (op.gemm, op.gemm_bound,
+op.gemm_law, op.allreduce, op.a2a; planner/physics/operators.py).
 Conventions: per GPU, per layer unless named otherwise; SI units (s, B, FLOP, B/s, FLOP/s).
 """
 
@@ -286,17 +288,19 @@ def _cmd_equations(args: argparse.Namespace) -> int:
     import sympy as sp
 
     from planner.physics import equations as eq
+    from planner.physics.operators import OPERATOR_SYMBOLS, OPERATORS
     from planner.physics.symbols import REGISTRY
 
-    if args.term is not None and args.term not in eq.ALL:
+    exprs = dict(eq.ALL) | {f"op.{k}": v for k, v in OPERATORS.items()}
+    if args.term is not None and args.term not in exprs:
         raise SpecError("<input>", "--term", f"one of the expression names, got {args.term!r}"
-                        f"{suggest(args.term, list(eq.ALL))}; see `moe-planner equations` for all")
-    names = [args.term] if args.term else list(eq.ALL)
+                        f"{suggest(args.term, list(exprs))}; see `moe-planner equations` for all")
+    names = [args.term] if args.term else list(exprs)
     plain = {s.symbol: sp.Symbol(n) for n, s in REGISTRY.items()}
     used: set[sp.Symbol] = set()
     out = []
     for n in names:
-        expr = eq.ALL[n]
+        expr = exprs[n]
         used |= expr.free_symbols
         if args.latex:
             out.append(f"{n}:\n  {sp.latex(expr)}")
@@ -306,10 +310,12 @@ def _cmd_equations(args: argparse.Namespace) -> int:
             out.append(f"{n} =\n  {text}")
     out.append("")
     out.append("symbols" + (" (LaTeX)" if args.latex else "") + ":")
-    rows = [(n, s) for n, s in REGISTRY.items() if s.symbol in used]
-    width = max(len(n) for n, _ in rows) if rows else 4
-    for n, s in rows:
-        label = sp.latex(s.symbol) if args.latex else n
-        out.append(f"  {label:<{max(width, 12)}}  [{s.unit}]  {s.meaning}  ({s.group})")
+    rows = [(n, s.symbol, s.unit, s.meaning, s.group) for n, s in REGISTRY.items() if s.symbol in used]
+    rows += [(n, sym, unit, meaning, "operators") for n, (sym, meaning, unit) in OPERATOR_SYMBOLS.items()
+             if sym in used]
+    width = max(len(r[0]) for r in rows) if rows else 4
+    for n, sym, unit, meaning, group in rows:
+        label = sp.latex(sym) if args.latex else n
+        out.append(f"  {label:<{max(width, 12)}}  [{unit}]  {meaning}  ({group})")
     sys.stdout.write("\n".join(out) + "\n")
     return 0

@@ -30,7 +30,7 @@ def _clean(obj: Any) -> Any:
 # ---- validate ---------------------------------------------------------------------------------
 def _cmd_kernels(args: argparse.Namespace) -> int:
     from planner.outputs import table
-    from planner.truth.kernels import score_kernels
+    from planner.truth.kernels import KernelScore, score_kernels
 
     if args.runs is not None or args.points or args.out:
         raise SpecError("<input>", "--kernels", "alone (not with --runs, --points or --out)")
@@ -40,18 +40,26 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
         print_json(_clean(s))
         return 0
     print(f"# measured kernels ({s['rows']} rows, planner/truth/data/kernels/PROVENANCE.md) against the step "
-          "model's operator laws; error = |predicted / measured - 1| in realistic mode (each stack's fit); "
-          "bound viol. = kernels measured faster than bound mode")
+          "model's operator laws; error = |predicted / measured - 1| in realistic mode (each stack's fit; "
+          "GEMMs: the fitted GEMM law where the spec carries it); bound viol. = kernels measured faster than "
+          "bound mode (GEMMs: gemm_bound, operands in L2 need not come from HBM); L2 = GEMMs faster than "
+          "the plain HBM roofline")
     rows = [[o["op"], o["gpu"], o["stack"], o["n"], _pct(o["median_abs_err"]), _pct(o["p90_abs_err"]),
-             f"{o['bias']:.2f}", o["bound_violations"]] for o in s["ops"]]
-    print(table(rows, ["op", "gpu", "stack", "n", "median", "p90", "bias", "bound viol."]))
+             f"{o['bias']:.2f}", o["bound_violations"], o["hbm_roofline_faster"]] for o in s["ops"]]
+    print(table(rows, ["op", "gpu", "stack", "n", "median", "p90", "bias", "bound viol.", "L2"]))
     print(f"# overall median |error| {s['overall_median_abs_err']:.0%}; {s['bound_violations']} kernels "
-          "faster than the bound")
+          f"faster than the bound; {s['hbm_roofline_faster']} GEMMs faster than the HBM roofline, their "
+          "operands fitting in L2 (the benchmark reruns each shape on the same buffers)")
     w = score.worst(8)
     print("\n# worst shapes (realistic / measured)")
     print(table([[r.op, r.gpu, r.stack, r.dtype, _shape(r), f"{r.latency_us:.4g}", f"{r.realistic_us:.4g}",
                   f"{r.ratio:.2f}"] for r in w.itertuples()],
                 ["op", "gpu", "stack", "dtype", "shape", "measured us", "predicted us", "ratio"]))
+    g = KernelScore(score.rows[score.rows.op == "gemm"]).worst(8)
+    print("\n# worst GEMM shapes (realistic / measured)")
+    print(table([[r.gpu, r.stack, r.dtype, _shape(r), f"{r.latency_us:.4g}", f"{r.realistic_us:.4g}",
+                  f"{r.ratio:.2f}"] for r in g.itertuples()],
+                ["gpu", "stack", "dtype", "shape", "measured us", "predicted us", "ratio"]))
     v = score.rows[score.rows.bound_violation]
     if len(v):
         print("\n# faster than the bound (first 8)")
@@ -209,17 +217,19 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
 
 def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     from planner.outputs import table
-    from planner.truth.kernels import LAWS, fit_a2a, fit_allreduce, write_allreduce
+    from planner.truth.kernels import LAWS, fit_a2a, fit_allreduce, fit_gemm, write_allreduce
 
     if args.runs or args.out:
         raise SpecError("<input>", "--kernels", "not with --runs or --out")
     fits = {"allreduce": fit_allreduce(), "a2a": fit_a2a()}
-    # only the all-reduce law goes into the specs: with the measured all-to-all kernels (tens of
-    # microseconds per phase) in the step, the measured runs are predicted far slower (leave-one-
-    # system-out on GB300 84% against 23%): the runs' stacks do not pay them as measured
-    written = write_allreduce(fits["allreduce"]) if args.write else []
+    gemm = fit_gemm()
+    # only the all-reduce and GEMM laws go into the specs: with the measured all-to-all kernels
+    # (tens of microseconds per phase) in the step, the measured runs are predicted far slower
+    # (leave-one-system-out on GB300 84% against 23%): the runs' stacks do not pay them as measured
+    written = write_allreduce(fits["allreduce"] + gemm) if args.write else []
     if args.json:
-        print_json(_clean({**{k: [f.__dict__ for f in v] for k, v in fits.items()}, "written": written}))
+        print_json(_clean({**{k: [f.__dict__ for f in v] for k, v in {**fits, "gemm": gemm}.items()},
+                            "written": written}))
         return 0
     print("# communication laws fitted to measured kernels per GPU and stack: latency per pass or phase "
           "and NVLink bandwidth fraction; se = relative standard error")
@@ -232,11 +242,21 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
                       f"{f.values[eff]:.3g} ±{f.rel_se[eff]:.0%}", _pct(f.median_abs_err),
                       _pct(f.p90_abs_err)] for f in fs],
                     ["gpu", "stack", "kernels", a, e, "median |err|", "p90"]))
+    print("\n# gemm law: max(F_pad / (eta_g P), M / (eta_gm B_hbm)) + m k b_q / (eta_q B_hbm) + t_g0 "
+          "(moe-planner equations --term op.gemm_law), per dtype")
+    print(table([[f.gpu, f.stack, f.dtype, f.n] + [
+        "-" if p not in f.values else
+        (f"{f.values[p] * 1e6:.3g} us" if p == "floor" else f"{f.values[p]:.3g}")
+        + ("" if p not in f.values else f" ±{f.rel_se[p]:.0%}" if f.rel_se[p] > 1e-6 else " (bound)")
+        for p in ("compute", "hbm", "cast", "floor")] + [_pct(f.median_abs_err), _pct(f.p90_abs_err)]
+        for f in gemm], ["gpu", "stack", "dtype", "kernels", "eta_g", "eta_gm", "eta_q", "t_g0",
+                         "median |err|", "p90"]))
     if written:
-        print(f"# wrote the all-reduce law into the stacks: entries of {len(written)} hardware specs: "
-              f"{', '.join(written)} (the all-to-all law is reported, not used: see the README)")
+        print(f"# wrote the all-reduce and GEMM laws into the stacks: entries of {len(written)} hardware "
+              f"specs: {', '.join(written)} (the all-to-all law is reported, not used: see the README)")
     else:
-        print("# nothing written (--write puts the all-reduce law into the bundled specs' stacks: entries)")
+        print("# nothing written (--write puts the all-reduce and GEMM laws into the bundled specs' stacks: "
+              "entries)")
     return 0
 
 

@@ -6,7 +6,19 @@ the step model prices it; only the shape symbols are new.  ``OPERATORS`` maps a 
 expression; :func:`compile_operator` lambdifies one (sympy is imported on first use).
 
 - ``gemm``: an ``m x k`` by ``k x n`` matrix product: ``F = 2 m n k`` FLOPs, and HBM bytes
-  ``m k b_in + k n b_w + m n b_out`` (activations in, weights, output), one kernel.
+  ``m k b_in + k n b_w + m n b_out`` (activations in, weights, output), one kernel: the step
+  model's roofline.  In bound mode (peaks, no latency) it is the lower bound of a cold kernel.
+- ``gemm_bound``: the lower bound of a kernel timed in a loop with its operands left in L2 from
+  the previous run: ``max(F / P, max(m k b_in + k n b_w - C_L2, 0) / B_hbm)``; only the input
+  bytes the L2 cache (``C_L2``) cannot already hold must come from HBM, and the output may stay
+  in L2 when the kernel ends.  It equals the bound-mode roofline's compute side where the
+  operands fit in L2, and approaches its memory side where they are much larger.
+- ``gemm_law``: the GEMM law fitted to measured kernels (``moe-planner calibrate --kernels``):
+  ``max(F_pad / (eta_g P), M / (eta_gm B_hbm)) + m k b_q / (eta_q B_hbm) + t_g0``, with
+  ``F_pad = 2 ceil(m / t_m) t_m n k`` (tile quantization: rows padded to the MMA tile height
+  ``t_m``), the activation cast to the GEMM's input dtype (``b_q`` bytes per element: BF16 read,
+  FP8 or FP4 written; 0 for a BF16 GEMM) as a second HBM pass at its own bandwidth fraction,
+  and a per-kernel floor ``t_g0`` (launch, prologue, the HBM latency before the stream ramps).
 - ``allreduce``: ``x`` bytes over ``n_g`` GPUs (two-shot inside a domain, hierarchical across).
 - ``a2a``: one dispatch or combine phase of ``tokens`` per GPU inside one domain, to the
   ``(EP - 1)(1 - (1 - 1/EP)^k)`` other ranks a token's experts reach.
@@ -33,6 +45,13 @@ x_bytes = sp.Symbol("x", positive=True)    #: all-reduce message, bytes per GPU
 n_ar = sp.Symbol("n_g", positive=True)     #: GPUs in the all-reduce
 t_a2a = sp.Symbol("tokens", positive=True)  #: tokens each GPU sends in an all-to-all phase
 b_ph = sp.Symbol("b_phase", positive=True)  #: bytes per element of that phase
+t_tile = sp.Symbol("t_m", positive=True)    #: GEMM tile height (rows per MMA tile)
+eta_g = sp.Symbol("eta_g", positive=True)   #: fitted fraction of the dense peak a GEMM reaches
+eta_gm = sp.Symbol("eta_gm", positive=True)  #: fitted fraction of HBM bandwidth a GEMM streams at
+eta_q = sp.Symbol("eta_q", positive=True)   #: fitted HBM fraction of the activation cast pass
+b_q = sp.Symbol("b_q", nonnegative=True)    #: bytes per element of that pass (0: none)
+t_g0 = sp.Symbol("t_g0", nonnegative=True)  #: fitted per-kernel floor of a GEMM, s
+C_l2 = sp.Symbol("C_L2", positive=True)     #: L2 cache capacity, B
 
 OPERATOR_SYMBOLS = {
     "m": (m_g, "GEMM rows (tokens)", "1"), "n": (n_g, "GEMM output columns", "1"),
@@ -43,12 +62,26 @@ OPERATOR_SYMBOLS = {
     "x": (x_bytes, "all-reduce message per GPU", "B"), "n_g": (n_ar, "GPUs in the all-reduce", "1"),
     "tokens": (t_a2a, "tokens each GPU sends in an all-to-all phase", "token"),
     "b_phase": (b_ph, "bytes per element of the phase (dispatch or combine)", "B"),
+    "t_m": (t_tile, "GEMM tile height: rows are padded to a multiple of it (64 Hopper, 128 Blackwell)", "1"),
+    "eta_g": (eta_g, "fraction of the dense peak a GEMM reaches (fitted per GPU, stack, dtype)", "1"),
+    "eta_gm": (eta_gm, "fraction of HBM bandwidth a GEMM streams its operands at (fitted)", "1"),
+    "eta_q": (eta_q, "fraction of HBM bandwidth of the activation cast before the GEMM (fitted)", "1"),
+    "b_q": (b_q, "bytes per activation element of that cast (BF16 read + input dtype written; 0: none)",
+            "B"),
+    "t_g0": (t_g0, "per-kernel floor of a GEMM: launch, prologue, HBM latency (fitted)", "s"),
+    "C_L2": (C_l2, "L2 cache capacity", "B"),
 }
 
 F_gemm = 2 * m_g * n_g * k_g
 M_gemm = m_g * k_g * b_in + k_g * n_g * b_w + m_g * n_g * b_out
+M_in = m_g * k_g * b_in + k_g * n_g * b_w
+#: FLOPs the tensor cores execute: rows padded to whole tiles
+F_pad = 2 * sp.ceiling(m_g / t_tile) * t_tile * n_g * k_g
 OPERATORS: dict[str, sp.Expr] = {
     "gemm": eq.roofline(F_gemm, M_gemm, P_g),
+    "gemm_bound": eq._max(F_gemm / P_g, eq._max(M_in - C_l2, 0) / eq.B_hbm),
+    "gemm_law": (eq._max(F_pad / (eta_g * P_g), M_gemm / (eta_gm * eq.B_hbm))
+                 + m_g * k_g * b_q / (eta_q * eq.B_hbm) + t_g0),
     "allreduce": eq.allreduce_time(x_bytes, n_ar),
     # one phase inside a domain: every other EP rank a token's k experts reach, uniform routing
     "a2a": eq.link_time(eq.a2a_volume(eq.n_dest, b_ph, t_a2a), eq.B_su, eq.eta_a2a, eq.a_a2a),

@@ -26,6 +26,21 @@ FACT_KINDS = ("datasheet", "measured", "assumed", "derived", "estimate", "fitted
 OVERLAP_EFFICIENCY = 0.165
 
 
+#: GEMM dtypes a ``stacks:`` entry may carry a fitted GEMM law for (``gemm_<dtype>`` keys)
+GEMM_LAW_DTYPES = ("bf16", "fp8", "fp8_block", "nvfp4")
+
+
+@dataclass(frozen=True)
+class GemmLaw:
+    """The GEMM law's constants for one dtype (planner.physics.operators ``gemm_law``), fitted to
+    measured kernels per GPU and stack (``moe-planner calibrate --kernels``)."""
+
+    compute: float       #: eta_g, fraction of the dense peak
+    hbm: float           #: eta_gm, fraction of HBM bandwidth the operands stream at
+    floor: float         #: t_g0, s per kernel
+    cast: float = 1.0    #: eta_q, HBM fraction of the activation cast pass (unused for BF16)
+
+
 @dataclass(frozen=True)
 class Efficiency:
     """Realistic-mode factors, kept apart from the peaks (``bound`` mode ignores them)."""
@@ -49,6 +64,13 @@ class Efficiency:
     #: eta_o, share of the shorter of compute and communication hidden under two-micro-batch
     #: overlap (see OVERLAP_EFFICIENCY for where the default comes from)
     overlap: float = 0.165
+    #: GEMM law per dtype, fitted to measured kernels per stack, as (dtype, constants) pairs
+    #: (empty: GEMMs are priced by the step model's roofline with compute and hbm)
+    gemm: tuple[tuple[str, GemmLaw], ...] = ()
+
+    def gemm_law(self, dtype: str) -> GemmLaw | None:
+        """The fitted GEMM law of ``dtype`` (None where this stack has none)."""
+        return dict(self.gemm).get(dtype)
 
 
 @dataclass(frozen=True)
@@ -287,7 +309,10 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
         e = st.sub(str(name))
         e.integer("runs")
         e.raw("covariance_log", required=False)  # of the fitted log-parameters (uncertainty bands)
-        changes: dict[str, float] = {}
+        changes: dict[str, Any] = {}
+        gemm = _gemm_laws(f, e)
+        if gemm:
+            changes["gemm"] = gemm
         for key, fields_ in STACK_FIELDS.items():
             sub = e.sub(key, required=False)
             if sub is None:  # not fitted for this stack: the efficiency: value
@@ -309,6 +334,31 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
                         f"one of the stacks listed ({', '.join(out)}), got {default!r}")
     st.done()
     return out, default
+
+
+def _gemm_laws(f: Fields, e: Fields) -> tuple[tuple[str, GemmLaw], ...]:
+    """A stack entry's ``gemm_<dtype>: {compute, hbm, floor, cast, note}`` lines (each constant
+    ``{value, se}``, ``se`` the relative standard error; ``cast`` only for quantized dtypes)."""
+    out = []
+    for dt in GEMM_LAW_DTYPES:
+        sub = e.sub(f"gemm_{dt}", required=False)
+        if sub is None:
+            continue
+        vals: dict[str, float] = {}
+        for name in ("compute", "hbm", "floor", "cast"):
+            c = sub.sub(name, required=name != "cast")
+            if c is None:
+                continue
+            vals[name] = (parse_quantity(c.raw("value"), "time", f.label, c.path("value")) if name == "floor"
+                          else c.number("value", lo=0.0, hi=1.0, lo_open=True))
+            c.number("se", required=False, lo=0.0)
+            c.text("kind", required=False, choices=("fitted", "bound"))
+            c.done()
+        sub.integer("kernels", required=False)
+        sub.text("note", required=False)
+        sub.done()
+        out.append((dt, GemmLaw(**vals)))
+    return tuple(out)
 
 
 def load_hardware_file(path: Path | str) -> Hardware:

@@ -6,6 +6,11 @@ all-reduces by (GPUs, message size).  Each row is priced by :mod:`planner.physic
 (the step model's own roofline and all-reduce expressions) in ``bound`` mode (datasheet peaks,
 no latencies: no kernel may beat it) and ``realistic`` mode (the system's efficiencies for that
 stack, as :func:`planner.truth.runs.score_runs` uses them; NCCL rows take the default stack).
+A GEMM's realistic time is the fitted GEMM law (``gemm_law``: tile padding, an activation cast
+pass, a per-kernel floor) where the stack's entry carries it, else the roofline; its bound is
+``gemm_bound``: the benchmark reruns each shape on the same buffers, so operands that fit in L2
+need not come from HBM (``hbm_roofline_faster`` counts the kernels faster than the plain
+bound-mode roofline, all of them with operands that fit in L2).
 
 Errors are ``|predicted / measured - 1|``; ``bound_violations`` counts kernels measured faster
 than their bound-mode time.
@@ -25,10 +30,22 @@ import pandas as pd
 
 from planner.errors import SpecError
 from planner.physics.operators import compile_operator
+from planner.specs.hardware import GemmLaw
 
 #: GEMM dtype -> (compute dtype of the peak, bytes per input activation, per weight, per output)
 GEMM_DTYPES = {"bf16": ("bf16", 2.0, 2.0, 2.0), "fp8": ("fp8", 1.0, 1.0, 2.0),
                "fp8_block": ("fp8", 1.0, 1.0, 2.0), "nvfp4": ("fp4", 0.5625, 0.5625, 2.0)}
+#: GEMM dtype -> bytes per activation element of the cast before a quantized GEMM: the BF16
+#: activation read (2 B) and the input dtype written (its block scales neglected); 0 for BF16
+GEMM_CAST_BYTES = {"bf16": 0.0, "fp8": 3.0, "fp8_block": 3.0, "nvfp4": 2.5625}
+#: rows per MMA tile by family: 64 on Hopper (a WGMMA instruction is 64 rows; DeepGEMM's
+#: block_m 64), 128 on Blackwell (tcgen05 UMMA tiles are 128 rows per CTA)
+TILE_M = {"hopper": 64.0, "blackwell": 128.0}
+#: L2 cache capacity by family, B: 50 MB on H100 SXM5 (NVIDIA H100 Tensor Core GPU Architecture
+#: whitepaper; the H200 is the same GH100 with HBM3e); 126 MB on B200 (Chips and Cheese, "Nvidia's
+#: B200: Keeping the CUDA Juggernaut Rolling", 2025: "126 MB").  B300 / GB300: no L2 size in our
+#: sources; assumed the B200's (same two-die Blackwell layout)
+L2_BYTES = {"hopper": 50e6, "blackwell": 126e6}
 BOUND_SLACK = 0.01
 OPS = ("gemm", "allreduce", "a2a")
 #: all-to-all phase dtype -> bytes per element
@@ -57,11 +74,22 @@ def _system(hw: Any, stack: str, mode: str) -> Any:
     return hw
 
 
-def predict_gemm(df: pd.DataFrame, mode: str) -> np.ndarray:
-    """Predicted seconds of each GEMM row."""
+def gemm_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: GemmLaw) -> np.ndarray:
+    """The fitted GEMM law (operator ``gemm_law``) on rows ``d`` of one dtype on system ``hw``."""
+    comp, bi, bw, bo = GEMM_DTYPES[dtype]
+    return compile_operator("gemm_law")(
+        m=d.m.to_numpy(float), n=d.n.to_numpy(float), k_gemm=d.k.to_numpy(float), b_in=bi, b_w=bw,
+        b_out=bo, P=hw.flops[comp], B_hbm=hw.hbm_bandwidth, t_m=TILE_M.get(hw.family, 1.0),
+        eta_g=law.compute, eta_gm=law.hbm, eta_q=law.cast, b_q=GEMM_CAST_BYTES[dtype], t_g0=law.floor)
+
+
+def predict_gemm(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.ndarray:
+    """Predicted seconds of each GEMM row.  ``bound``: the L2-aware lower bound ``gemm_bound``
+    (``hbm_roofline``: the plain bound-mode roofline instead); ``realistic``: the stack's fitted
+    GEMM law for the row's dtype where its spec carries one, else the roofline with the stack's
+    compute and hbm fractions and kernel overhead."""
     from planner.specs.registry import load_hardware
 
-    fn = compile_operator("gemm")
     out = np.full(len(df), np.nan)
     for (gpu, stack, dtype), idx in df.groupby(["gpu", "stack", "dtype"]).groups.items():
         hw = _system(load_hardware(gpu), stack, mode)
@@ -70,9 +98,16 @@ def predict_gemm(df: pd.DataFrame, mode: str) -> np.ndarray:
             continue
         r = df.loc[idx]
         pos = df.index.get_indexer(idx)
-        out[pos] = fn(m=r.m.to_numpy(float), n=r.n.to_numpy(float), k_gemm=r.k.to_numpy(float),
-                      b_in=bi, b_w=bw, b_out=bo, P=hw.flops[comp], B_hbm=hw.hbm_bandwidth,
-                      **{k: v for k, v in _efficiency(hw, mode).items() if k in ("eta_c", "eta_m", "tau_k")})
+        shape = {"m": r.m.to_numpy(float), "n": r.n.to_numpy(float), "k_gemm": r.k.to_numpy(float),
+                 "b_in": bi, "b_w": bw, "P": hw.flops[comp], "B_hbm": hw.hbm_bandwidth}
+        law = hw.efficiency.gemm_law(dtype) if mode == "realistic" else None
+        if law is not None:
+            out[pos] = gemm_law_seconds(r, hw, dtype, law)
+        elif mode == "bound" and not hbm_roofline:
+            out[pos] = compile_operator("gemm_bound")(**shape, C_L2=L2_BYTES.get(hw.family, 0.0))
+        else:
+            eff = {k: v for k, v in _efficiency(hw, mode).items() if k in ("eta_c", "eta_m", "tau_k")}
+            out[pos] = compile_operator("gemm")(**shape, b_out=bo, **eff)
     return out
 
 
@@ -128,14 +163,16 @@ class KernelScore:
                         "median_abs_err": float(e.median()) if len(e) else math.nan,
                         "p90_abs_err": float(e.quantile(0.9)) if len(e) else math.nan,
                         "bias": float((d.realistic_us / d.latency_us).median()),
-                        "bound_violations": int(d.bound_violation.sum())})
+                        "bound_violations": int(d.bound_violation.sum()),
+                        "hbm_roofline_faster": int(d.hbm_roofline_faster.sum())})
         return out
 
     def summary(self) -> dict[str, Any]:
         e = (self.rows.realistic_us / self.rows.latency_us - 1).abs().dropna()
         return {"rows": int(len(self.rows)), "ops": self.ops(),
                 "overall_median_abs_err": float(e.median()),
-                "bound_violations": int(self.rows.bound_violation.sum())}
+                "bound_violations": int(self.rows.bound_violation.sum()),
+                "hbm_roofline_faster": int(self.rows.hbm_roofline_faster.sum())}
 
     def worst(self, n: int = 10) -> pd.DataFrame:
         r = self.rows.assign(ratio=self.rows.realistic_us / self.rows.latency_us)
@@ -160,10 +197,13 @@ def score_kernels() -> KernelScore:
             df = serving_allreduces(df)
         df["bound_us"] = predict(df, "bound") * 1e6
         df["realistic_us"] = predict(df, "realistic") * 1e6
+        if op == "gemm":
+            df["hbm_roofline_us"] = predict_gemm(df, "bound", hbm_roofline=True) * 1e6
         df["op"] = df["op"].astype(str)
         parts.append(df)
     rows = pd.concat(parts, ignore_index=True)
     rows["bound_violation"] = rows.latency_us < rows.bound_us * (1 - BOUND_SLACK)
+    rows["hbm_roofline_faster"] = rows.latency_us < rows.hbm_roofline_us.fillna(0.0) * (1 - BOUND_SLACK)
     return KernelScore(rows)
 
 
@@ -190,16 +230,26 @@ class LawFit:
     rel_se: dict[str, float]
     median_abs_err: float
     p90_abs_err: float
+    dtype: str = ""  #: the GEMM dtype of a ``gemm`` fit ("" for the communication laws)
+
+
+def _solve(res: Any, x0: list[float], bounds: tuple[tuple[float, float], ...]) -> tuple[np.ndarray, ...]:
+    """Least squares on log residuals ``res(log parameters)`` with bounds: the parameters, their
+    relative standard errors (sqrt of the diagonal of s^2 (J^T J)^-1 in log space) and the
+    absolute errors ``|pred / meas - 1|`` at the solution."""
+    from scipy.optimize import least_squares
+
+    lo, hi = np.log([b[0] for b in bounds]), np.log([b[1] for b in bounds])
+    sol = least_squares(res, np.log(x0), bounds=(lo, hi), diff_step=1e-4)
+    dof = max(len(sol.fun) - len(x0), 1)
+    cov = float(sol.fun @ sol.fun) / dof * np.linalg.pinv(sol.jac.T @ sol.jac)
+    return np.exp(sol.x), np.sqrt(np.maximum(np.diag(cov), 0.0)), np.abs(np.exp(sol.fun) - 1)
 
 
 def _fit_law(law: str, df: pd.DataFrame, predict: Any) -> list[LawFit]:
-    from scipy.optimize import least_squares
-
     from planner.specs.registry import load_hardware
 
     spec = LAWS[law]
-    lo = np.log([b[0] for b in spec["bounds"]])
-    hi = np.log([b[1] for b in spec["bounds"]])
     out = []
     for (gpu, stack), d in df.groupby(["gpu", "stack"]):
         hw = load_hardware(gpu).without_stack()
@@ -209,13 +259,9 @@ def _fit_law(law: str, df: pd.DataFrame, predict: Any) -> list[LawFit]:
             a, eta = np.exp(p)
             return np.log(predict(d, hw, a, eta) * 1e6 / meas)
 
-        sol = least_squares(res, np.log([3e-6, 0.5]), bounds=(lo, hi), diff_step=1e-4)
-        dof = max(len(sol.fun) - 2, 1)
-        cov = float(sol.fun @ sol.fun) / dof * np.linalg.pinv(sol.jac.T @ sol.jac)
-        e = np.abs(np.exp(sol.fun) - 1)
-        vals = dict(zip(spec["params"], map(float, np.exp(sol.x)), strict=True))
-        se = dict(zip(spec["params"], map(float, np.sqrt(np.diag(cov))), strict=True))
-        out.append(LawFit(law, gpu, stack, int(len(d)), vals, se, float(np.median(e)),
+        x, se, e = _solve(res, [3e-6, 0.5], spec["bounds"])
+        out.append(LawFit(law, gpu, stack, int(len(d)), dict(zip(spec["params"], map(float, x), strict=True)),
+                          dict(zip(spec["params"], map(float, se), strict=True)), float(np.median(e)),
                           float(np.quantile(e, 0.9))))
     return out
 
@@ -238,13 +284,68 @@ def fit_a2a() -> list[LawFit]:
     return _fit_law("a2a", load_table("a2a"), _a2a_seconds)
 
 
-_LAW_LINE = re.compile(r"^    (allreduce|a2a)_(latency|efficiency):")
+#: the GEMM law's fitted constants (GemmLaw fields), their starting points and bounds: fractions
+#: of peak and of HBM bandwidth in (0, 1], the floor 0.1-500 us (vLLM's block-scaled FP8 GEMMs on
+#: Blackwell take ~175 us at every size up to a few GFLOP), the cast pass's HBM fraction in (0, 1]
+GEMM_PARAMS = {"compute": (0.6, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)), "floor": (5e-6, (0.1e-6, 500e-6)),
+               "cast": (0.4, (0.01, 1.0))}
+
+
+def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
+    """Least squares on log(predicted / measured) of the GEMM law (operator ``gemm_law``) per
+    (GPU, stack, dtype) of the measured GEMMs (``df``: the shipped table, or a subset of it):
+    ``compute`` eta_g, ``hbm`` eta_gm, ``floor`` t_g0 and, for quantized dtypes, ``cast`` eta_q;
+    in log space with bounds, relative standard errors from s^2 (J^T J)^-1."""
+    from planner.specs.registry import load_hardware
+
+    df = load_table("gemm") if df is None else df
+    out = []
+    for (gpu, stack, dtype), d in df.groupby(["gpu", "stack", "dtype"]):
+        hw = load_hardware(gpu).without_stack()
+        if GEMM_DTYPES[dtype][0] not in hw.flops:
+            continue
+        names = [p for p in GEMM_PARAMS if p != "cast" or GEMM_CAST_BYTES[dtype] > 0]
+        meas = d.latency_us.to_numpy(float) * 1e-6
+
+        def res(p: np.ndarray, d=d, meas=meas, hw=hw, dtype=dtype, names=names) -> np.ndarray:
+            law = GemmLaw(**dict(zip(names, np.exp(p), strict=True)))
+            return np.log(gemm_law_seconds(d, hw, dtype, law) / meas)
+
+        bounds = tuple(GEMM_PARAMS[p][1] for p in names)
+        x, se, e = _solve(res, [GEMM_PARAMS[p][0] for p in names], bounds)
+        # a constant pushed to a bound of its range has no standard error (NaN: written kind: bound)
+        se = np.where([np.isclose(v, lo, rtol=1e-4) or np.isclose(v, hi, rtol=1e-4)
+                       for v, (lo, hi) in zip(x, bounds, strict=True)], np.nan, se)
+        out.append(LawFit("gemm", gpu, stack, int(len(d)), dict(zip(names, map(float, x), strict=True)),
+                          dict(zip(names, map(float, se), strict=True)), float(np.median(e)),
+                          float(np.quantile(e, 0.9)), dtype))
+    return out
+
+
+_LAW_LINE = re.compile(r"^    ((allreduce|a2a)(?=_(?:latency|efficiency):)|gemm_[a-z0-9_]+(?=:))")
+
+
+def _se_tag(se: float) -> str:
+    # a parameter at a bound of its range has no standard error: said as such
+    return f"se: {se:.3g}, kind: fitted" if math.isfinite(se) and se > 1e-6 else "kind: bound"
+
+
+def _gemm_line(f: LawFit, date: str) -> str:
+    note = json.dumps(f"fitted to {f.n} measured {f.dtype} GEMMs of this GPU and stack (aiconfigurator-core "
+                      f"0.12.0; planner/truth/data/kernels), {date}; median error {f.median_abs_err:.0%}, "
+                      f"p90 {f.p90_abs_err:.0%}")
+    parts = []
+    for name, v in f.values.items():
+        text = f'"{v * 1e6:.4g} us"' if name == "floor" else f"{v:.4g}"
+        parts.append(f"{name}: {{value: {text}, {_se_tag(f.rel_se[name])}}}")
+    return f"    gemm_{f.dtype}: {{{', '.join(parts)}, kernels: {f.n}, note: {note}}}"
 
 
 def render_allreduce(text: str, fits: list[LawFit], date: str) -> str:
-    """Spec text with each stack entry's fitted communication-law lines (``allreduce_*``,
-    ``a2a_*``) set from ``fits``; stacks and laws the fits do not cover are left as they are."""
-    by = {(f.stack, f.law): f for f in fits}
+    """Spec text with each stack entry's fitted kernel-law lines (``allreduce_*``, ``a2a_*``,
+    ``gemm_<dtype>``) set from ``fits``; stacks and laws the fits do not cover are left as they
+    are."""
+    by = {(f.stack, f"gemm_{f.dtype}" if f.law == "gemm" else f.law): f for f in fits}
     lines = text.splitlines()
     out: list[str] = []
     in_stacks, stack = False, None
@@ -269,18 +370,17 @@ def render_allreduce(text: str, fits: list[LawFit], date: str) -> str:
                                   f"(aiconfigurator-core 0.12.0; planner/truth/data/kernels), {date}; "
                                   f"median error {f.median_abs_err:.0%}")
                 lat, eff = LAWS[law]["params"]
-                for name, text in ((lat, f'"{f.values[lat] * 1e6:.4g} us"'), (eff, f"{f.values[eff]:.4g}")):
-                    se = f.rel_se[name]
-                    # a parameter at a bound of its range has no standard error: said as such
-                    tag = (f"se: {se:.3g}, kind: fitted" if math.isfinite(se) and se > 1e-6
-                           else "kind: bound")
-                    out.append(f"    {name}: {{value: {text}, {tag}, note: {note}}}")
+                for name, shown in ((lat, f'"{f.values[lat] * 1e6:.4g} us"'), (eff, f"{f.values[eff]:.4g}")):
+                    out.append(f"    {name}: {{value: {shown}, {_se_tag(f.rel_se[name])}, note: {note}}}")
+            for key, f in sorted(by.items()):
+                if key[0] == stack and f.law == "gemm":
+                    out.append(_gemm_line(f, date))
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
 def write_allreduce(fits: list[LawFit]) -> list[str]:
-    """Write the fits into the bundled hardware specs' ``stacks:`` entries (every new text is
-    parsed before any is written).  Returns the names written."""
+    """Write the fits (all-reduce and GEMM laws) into the bundled hardware specs' ``stacks:``
+    entries (every new text is parsed before any is written).  Returns the names written."""
     import datetime
     from pathlib import Path
 

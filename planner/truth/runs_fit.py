@@ -381,7 +381,7 @@ def _source_text(fit: RunsFit) -> str:
 
 def render_stacks(text: str, block: str) -> str:
     """Spec text with its ``stacks:`` block (top-level key to the next one) replaced by ``block``;
-    the communication laws fitted to kernels (``allreduce_*`` and ``a2a_*`` lines of a stack
+    the kernel laws fitted to kernels (``allreduce_*``, ``a2a_*`` and ``gemm_*`` lines of a stack
     entry, written by ``moe-planner calibrate --kernels``) are carried over into the same stack's
     new entry."""
     out, skip, stack = [], False, None
@@ -395,7 +395,7 @@ def render_stacks(text: str, block: str) -> str:
         if skip:
             if re.match(r"^  [a-z][\w.-]*:\s*$", ln):
                 stack = ln.strip()[:-1]
-            elif stack and ln.startswith(("    allreduce_", "    a2a_")):
+            elif stack and ln.startswith(("    allreduce_", "    a2a_", "    gemm_")):
                 kept.setdefault(stack, []).append(ln)
             continue
         out.append(ln)
