@@ -157,7 +157,7 @@ def _fmt_param(unit: str, v: float) -> str:
 
 def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
     from planner.outputs import table, write_atomic
-    from planner.truth.runs_fit import PARAMETERS, fit_runs, write_fit
+    from planner.truth.runs_fit import PARAMETERS, TTFT_PARAMETERS, fit_runs, write_fit
 
     if args.write and args.runs is not True:
         raise SpecError("<input>", "--write", "only with the bundled runs (use --out FILE to keep a fit "
@@ -192,6 +192,23 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
     for c in fit.cells:
         for name, why in c.fixed.items():
             print(f"# {c.family}/{c.stack}: {name} {why}")
+    print("\n# TTFT: t_req + prefill pass + q_w x wave (the prompts that arrive together at one prefill "
+          "instance), fitted after TPOT to log(predicted / measured) TTFT; before = the pass alone")
+    trows = []
+    for c in fit.cells:
+        t = c.ttft
+        if t is None:
+            continue
+        cells = []
+        for p in TTFT_PARAMETERS:
+            v = t.values[p.name]
+            txt = f"{v * 1e3:.3g} ms" if p.unit == "s" else f"{v:.3g}"
+            cells.append(f"{txt} ±{t.rel_se[p.name]:.0%}" if p.name in t.fitted else f"{txt} (held)")
+        trows.append([c.family, c.stack, t.n, *cells, _pct(t.before["ttft_median_abs_err"]),
+                      _pct(t.after["ttft_median_abs_err"]), _pct(t.after["ttft_p90_abs_err"]),
+                      f"{t.after['ttft_bias']:.2f}"])
+    print(table(trows, ["family", "stack", "runs", "t_req", "q_w", "median before", "median after",
+                        "p90 after", "bias after"]))
     from planner.truth.runs_fit import HELD
 
     print(f"# not fitted, spec values: {', '.join(HELD)}")
@@ -206,8 +223,9 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
         if d:
             print(f"\n# {title}")
             print(table([[k, v["n"], _pct(v["median_abs_err"]),
-                          f"{v['bias']:.2f}" if math.isfinite(v["bias"]) else "-"] for k, v in d.items()],
-                        ["held out", "runs", "median |err|", "bias"]))
+                          f"{v['bias']:.2f}" if math.isfinite(v["bias"]) else "-",
+                          _pct(v.get("ttft_median_abs_err", math.nan))] for k, v in d.items()],
+                        ["held out", "runs", "TPOT median |err|", "bias", "TTFT median |err|"]))
     if written:
         print(f"\n# wrote the stacks: block of {len(written)} hardware specs: {', '.join(written)}")
     elif not args.json:

@@ -24,7 +24,18 @@ W_gpu = sp.Symbol("W_gpu", positive=True)  #: W per GPU, all-in
 c_h = sp.Symbol("c_h", positive=True)    #: USD per GPU-hour
 t_dec = sp.Symbol("t_step", positive=True)  #: decode step time, s
 
+t_req = sp.Symbol("t_req", nonnegative=True)    #: per-request latency outside the forward passes, s
+q_w = sp.Symbol("q_w", nonnegative=True)        #: share of a prompt wave queued ahead of a request
+t_pass = sp.Symbol("t_pass", positive=True)     #: one prompt's prefill pass, s
+t_wave = sp.Symbol("t_wave", nonnegative=True)  #: prefilling all prompts that arrive together, s
+
 SERVING_SYMBOLS = {
+    "t_req": (t_req, "per-request latency outside the forward passes (HTTP, tokenisation, scheduling, "
+              "KV hand-off)", "s"),
+    "q_w": (q_w, "share of a wave of prompts that is queued ahead of a request", "1"),
+    "t_pass": (t_pass, "one prompt's prefill pass", "s"),
+    "t_wave": (t_wave, "prefilling the prompts that arrive together at one prefill instance: "
+               "prompts x ISL / (prefill tokens/s per GPU x GPUs)", "s"),
     "X_d": (X_d, "output tokens/s per decode GPU", "token/s"),
     "X_p": (X_p, "prompt tokens/s per prefill GPU", "token/s"),
     "I": (I_in, "input (prompt) tokens per request", "token"),
@@ -48,7 +59,15 @@ tps_per_mw = Y * 1e6 / W_gpu
 #: USD per million output tokens: c_h / (3600 y) * 1e6.
 usd_per_mtok = c_h / (3600 * Y) * 1e6
 
+#: TTFT a benchmark measures: the request's own pass, plus a per-request latency outside the
+#: passes, plus the share q_w of the wave of prompts that arrived with it and were prefilled
+#: ahead of it.  A closed-loop benchmark at a fixed concurrency with fixed ISL and OSL keeps its
+#: requests in step, so up to all of them arrive together (q_w = 1/2: each waits for half the
+#: wave); a steady stream arrives spread out (q_w -> 0).
+ttft_served = t_req + t_pass + q_w * t_wave
+
 EQUATIONS: dict[str, sp.Expr] = {
+    "ttft_served": ttft_served,
     "y_output": y_output,
     "prefill_per_decode": prefill_per_decode,
     "y_total": y_total,

@@ -64,6 +64,10 @@ class Efficiency:
     #: eta_o, share of the shorter of compute and communication hidden under two-micro-batch
     #: overlap (see OVERLAP_EFFICIENCY for where the default comes from)
     overlap: float = 0.165
+    #: TTFT of a served request beyond its prefill passes, fitted to measured runs per stack
+    #: (``moe-planner calibrate --runs``; 0 where not fitted: TTFT is the prefill pass alone)
+    ttft_request: float = 0.0   #: t_req, s per request outside the forward passes
+    ttft_wave: float = 0.0      #: q_w, share of a wave of prompts queued ahead of a request
     #: GEMM law per dtype, fitted to measured kernels per stack, as (dtype, constants) pairs
     #: (empty: GEMMs are priced by the step model's roofline with compute and hbm)
     gemm: tuple[tuple[str, GemmLaw], ...] = ()
@@ -288,7 +292,8 @@ STACK_FIELDS = {"compute": ("compute",), "hbm": ("hbm",), "network": ("scale_up"
                 "kernel_overhead": ("kernel_overhead",), "step_overhead": ("step_overhead",),
                 "allreduce_latency": ("allreduce_latency",),
                 "allreduce_efficiency": ("allreduce_efficiency",),
-                "a2a_latency": ("a2a_latency",), "a2a_efficiency": ("a2a_efficiency",)}
+                "a2a_latency": ("a2a_latency",), "a2a_efficiency": ("a2a_efficiency",),
+                "ttft_request": ("ttft_request",), "ttft_wave": ("ttft_wave",)}
 
 
 def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str, Efficiency], str]:
@@ -317,7 +322,7 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
             sub = e.sub(key, required=False)
             if sub is None:  # not fitted for this stack: the efficiency: value
                 continue
-            unit = "time" if key.endswith(("overhead", "latency")) else None
+            unit = "time" if key.endswith(("overhead", "latency", "request")) else None
             raw = sub.raw("value")
             v = (parse_quantity(raw, unit, f.label, sub.path("value")) if unit
                  else sub.number("value", lo=0.0, hi=1.0, lo_open=True))

@@ -346,6 +346,17 @@ class GroupInputs:
     isl: np.ndarray
     osl: np.ndarray
     agg: np.ndarray
+    pre: np.ndarray | None = None       #: prefill layouts (rows of G, TP_a, EP, TP_e)
+    prompts: np.ndarray | None = None   #: prompts arriving together at one prefill instance
+
+    def ttft_parts(self, hw: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """(one prompt's prefill pass, the wave's prefill) in s on ``hw``, realistic mode."""
+        hw = hw or self.hw
+        p = evaluate_configs(self.model, hw, self.prec, "realistic", **_layout_kw(self.model, self.pre),
+                             b=np.ones(len(self.b)), S=self.isl, phase="prefill", categories=False)
+        t = np.where(np.asarray(p["feasible"], bool), np.asarray(p["step"], float), np.nan)
+        return t, ttft_wave(self.model, hw, self.prec, self.pre, self.dec, self.b, self.isl, self.agg,
+                            self.prompts)
 
     def tpot(self, hw: Any = None, mode: str = "realistic") -> np.ndarray:
         """TPOT in s on ``hw`` (default: the group's own system)."""
@@ -353,6 +364,14 @@ class GroupInputs:
             self.model, hw or self.hw, self.prec, mode, self.dec, self.b, self.isl, self.osl, self.agg,
             categories=False,
         )[0]
+
+
+def ttft_wave(model: Any, hw: Any, prec: Any, pre: np.ndarray, dec: np.ndarray, b: np.ndarray,
+              isl: np.ndarray, agg: np.ndarray, prompts: np.ndarray) -> np.ndarray:
+    """Seconds to prefill the ``prompts`` that arrive together at one prefill instance (layout
+    ``pre``), at the chunked prefill rate of that layout (:func:`chunked_prefill_rate`)."""
+    x = chunked_prefill_rate(model, hw, prec, "realistic", **_layout_kw(model, pre), isl=isl)
+    return prompts * isl / (x * pre[:, 0])
 
 
 def _layout_kw(model: Any, a: np.ndarray) -> dict[str, np.ndarray]:
@@ -443,18 +462,32 @@ def _evaluate_group(
         "batch_basis": basis,
         "decode_workers": np.where(unknown, workers, np.nan),
     }
+    def col(name: str) -> np.ndarray:
+        return pd.to_numeric(rows.get(name, pd.Series(np.nan, index=rows.index)), errors="coerce").to_numpy(float)
+
+    conc, pw = col("concurrency"), col("prefill_num_workers")
+    # prompts that arrive together at one prefill instance: aggregated, the sequences one instance
+    # runs (its DP ranks' batches); disaggregated, the concurrency over the prefill workers
+    prompts = np.where(agg, b * dec[:, 0] / dec[:, 1], conc / np.where(pw > 0, pw, 1.0))
     for mode in ("bound", "realistic"):
         best_t, reason, bottleneck = decode_tpot(model, hw, prec, mode, dec, b, isl, osl, agg)
         p = evaluate_configs(
             model, hw, prec, mode, **_layout_kw(model, pre), b=np.ones(len(rows)), S=isl, phase="prefill",
             categories=False,
         )
-        ttft = np.asarray(p["step"], float)
+        ttft = np.where(np.asarray(p["feasible"], bool), np.asarray(p["step"], float), np.nan)
         out[f"tpot_{mode}_ms"] = best_t * 1e3
-        out[f"ttft_{mode}_ms"] = np.where(np.asarray(p["feasible"], bool), ttft * 1e3, np.nan)
         out[f"reason_{mode}"] = reason
         out[f"bottleneck_{mode}"] = bottleneck
-    inputs = GroupInputs(model, hw, prec, rows.index, dec, b, isl, osl, agg)
+        if mode == "bound":  # the pass alone: no run may beat it
+            out["ttft_bound_ms"] = ttft * 1e3
+        else:
+            wave = ttft_wave(model, hw, prec, pre, dec, b, isl, agg, prompts)
+            e = hw.efficiency
+            out["ttft_pass_ms"], out["ttft_wave_ms"] = ttft * 1e3, wave * 1e3
+            out["ttft_realistic_ms"] = compiled.evaluate_named(
+                "ttft_served", t_req=e.ttft_request, t_pass=ttft, q_w=e.ttft_wave, t_wave=wave) * 1e3
+    inputs = GroupInputs(model, hw, prec, rows.index, dec, b, isl, osl, agg, pre, prompts)
     return pd.DataFrame(out, index=rows.index), inputs
 
 
@@ -542,7 +575,7 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
                                                     "a2a_latency", "a2a_efficiency")})
         res, inp = _evaluate_group(models[model], system, m0.weights, m0.kv, df.loc[idx])
         inputs.append(inp)
-        for c in [*cols, "batch_per_rank", "batch_basis", "decode_workers"]:
+        for c in [*cols, "batch_per_rank", "batch_basis", "decode_workers", "ttft_pass_ms", "ttft_wave_ms"]:
             df.loc[idx, c] = res[c]
     df["batch_per_rank"] = df["batch_per_rank"].astype(float)
     # layouts the equations reject

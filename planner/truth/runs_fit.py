@@ -60,6 +60,12 @@ PARAMETERS: tuple[RunParameter, ...] = (
     RunParameter("network", ("scale_up", "scale_out"), 0.2, 1.0),
     RunParameter("kernel_overhead", ("kernel_overhead",), 0.05e-6, 300e-6, "s"),
 )
+#: Fitted after the TPOT parameters, to log(predicted / measured) TTFT (``ttft_served``: the pass,
+#: a per-request latency and the queued share of a prompt wave), at the cell's fitted TPOT values.
+TTFT_PARAMETERS: tuple[RunParameter, ...] = (
+    RunParameter("ttft_request", ("ttft_request",), 1e-4, 10.0, "s"),
+    RunParameter("ttft_wave", ("ttft_wave",), 1e-4, 1.0),
+)
 #: Not fitted: the per-step overhead (sampling, scheduling) trades one-for-one with the
 #: per-operator overhead at the batch sizes of the runs (fitted free it is pinned in one cell of
 #: six, where the per-operator overhead then falls to zero), so it keeps its spec value.
@@ -84,6 +90,7 @@ class _Part:
     measured_s: np.ndarray
     systems: np.ndarray
     models: np.ndarray
+    measured_ttft_s: np.ndarray | None = None
 
 
 def _take(g: GroupInputs, mask: np.ndarray) -> GroupInputs:
@@ -95,6 +102,8 @@ def _take(g: GroupInputs, mask: np.ndarray) -> GroupInputs:
         isl=g.isl[mask],
         osl=g.osl[mask],
         agg=g.agg[mask],
+        pre=g.pre[mask] if g.pre is not None else None,
+        prompts=g.prompts[mask] if g.prompts is not None else None,
     )
 
 
@@ -112,6 +121,7 @@ def cells(score: RunsScore) -> dict[tuple[str, str], list[_Part]]:
                 sub.silicon_tpot_ms.to_numpy(float)[m] / 1e3,
                 sub.hardware.to_numpy(object)[m],
                 sub.model.to_numpy(object)[m],
+                sub.silicon_ttft_ms.to_numpy(float)[m] / 1e3,
             )
             out.setdefault((g.hw.family, stack), []).append(part)
     return out
@@ -164,9 +174,100 @@ class CellFit:
     after: dict[str, float]
     systems: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
+    ttft: TtftFit | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+@dataclass
+class TtftFit:
+    """The TTFT parameters of one cell (see :data:`TTFT_PARAMETERS`)."""
+
+    n: int
+    values: dict[str, float]
+    rel_se: dict[str, float]
+    fitted: list[str]
+    fixed: dict[str, str]
+    before: dict[str, float]   #: TTFT = the prefill pass alone
+    after: dict[str, float]
+
+
+def _ttft_data(parts: list[_Part], values: dict[str, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pass, wave, measured) TTFT in s of the parts' runs with a finite measurement and
+    prediction, at TPOT parameters ``values``."""
+    ps, ws, ms = [], [], []
+    for part in parts:
+        if part.measured_ttft_s is None or part.inputs.pre is None:
+            continue
+        hw = _with(part.inputs.hw, PARAMETERS, np.array([values[p.name] for p in PARAMETERS]))
+        t, w = part.inputs.ttft_parts(hw)
+        ps.append(t)
+        ws.append(w)
+        ms.append(part.measured_ttft_s)
+    if not ps:
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    t, w, m = (np.concatenate(x) for x in (ps, ws, ms))
+    ok = np.isfinite(t) & np.isfinite(w) & np.isfinite(m) & (m > 0)
+    return t[ok], w[ok], m[ok]
+
+
+def _ttft_errors(t: np.ndarray, w: np.ndarray, m: np.ndarray, t_req: float, q_w: float) -> dict[str, float]:
+    from planner.physics import compiled
+
+    ratio = compiled.evaluate_named("ttft_served", t_req=t_req, t_pass=t, q_w=q_w, t_wave=w) / m
+    e = np.abs(ratio - 1)
+    return {"n": int(len(e)), "ttft_median_abs_err": float(np.median(e)) if len(e) else math.nan,
+            "ttft_p90_abs_err": float(np.quantile(e, 0.9)) if len(e) else math.nan,
+            "ttft_bias": float(np.median(ratio)) if len(e) else math.nan}
+
+
+def fit_ttft(parts: list[_Part], values: dict[str, float]) -> TtftFit | None:
+    """Fit the TTFT parameters of a cell at its TPOT parameters ``values``: least squares on the
+    log error, each log-parameter's relative standard error from ``s^2 (J^T J)^-1``; the queued
+    share is dropped (0) when the runs cannot pin it, a parameter at a bound held there."""
+    from scipy.optimize import least_squares
+
+    t, w, m = _ttft_data(parts, values)
+    if len(m) < MIN_RUNS:
+        return None
+    before = _ttft_errors(t, w, m, 0.0, 0.0)
+    free = list(TTFT_PARAMETERS)
+    fixed: dict[str, str] = {}
+    held = {"ttft_request": 0.0, "ttft_wave": 0.0}
+    rel: dict[str, float] = {}
+    while free:
+        def res(x: np.ndarray, free: list[RunParameter] = free) -> np.ndarray:
+            v = dict(held)
+            v.update({p.name: float(np.exp(xi)) for p, xi in zip(free, x, strict=True)})
+            return np.log((v["ttft_request"] + t + v["ttft_wave"] * w) / m)
+
+        x0 = np.log([0.05 if p.name == "ttft_request" else 0.1 for p in free])
+        sol = least_squares(res, x0, bounds=(np.log([p.lo for p in free]), np.log([p.hi for p in free])))
+        dof = max(len(m) - len(free), 1)
+        try:
+            cov = float(sol.fun @ sol.fun) / dof * np.linalg.inv(sol.jac.T @ sol.jac)
+            se = np.sqrt(np.clip(np.diag(cov), 0, np.inf))
+        except np.linalg.LinAlgError:
+            se = np.full(len(free), np.inf)
+        x = np.exp(sol.x)
+        at_bound = [abs(math.log(xi / p.lo)) < 1e-3 or abs(math.log(xi / p.hi)) < 1e-3
+                    for p, xi in zip(free, x, strict=True)]
+        bad = [i for i in range(len(free)) if not np.isfinite(se[i]) or se[i] > REL_SE_MAX or at_bound[i]]
+        if not bad:
+            held.update({p.name: float(xi) for p, xi in zip(free, x, strict=True)})
+            rel = {p.name: float(se[i]) for i, p in enumerate(free)}
+            break
+        i = max(bad, key=lambda j: (at_bound[j], se[j] if np.isfinite(se[j]) else np.inf))
+        p = free.pop(i)
+        if at_bound[i] and abs(math.log(x[i] / p.hi)) < 1e-3:
+            held[p.name] = float(x[i])
+            fixed[p.name] = f"pushed to the bound {x[i]:.3g} of its range; held there"
+        else:
+            fixed[p.name] = ("not pinned by these runs; 0" if not at_bound[i] else
+                             "pushed to 0; 0")
+    after = _ttft_errors(t, w, m, held["ttft_request"], held["ttft_wave"])
+    return TtftFit(after["n"], held, rel, [p.name for p in free], fixed, before, after)
 
 
 def _solve(parts: list[_Part], free: tuple[RunParameter, ...], fixed_vals: dict[str, float]
@@ -234,7 +335,7 @@ def fit_cell(parts: list[_Part], family: str, stack: str) -> CellFit:
     systems = sorted({s for part in parts for s in part.systems})
     models = sorted({m for part in parts for m in part.models})
     return CellFit(family, stack, after["n"], values, rel, corr, [p.name for p in free], fixed,
-                   before, after, systems, models)
+                   before, after, systems, models, fit_ttft(parts, values))
 
 
 def _subset(parts: list[_Part], key: str, keep: Any) -> list[_Part]:
@@ -243,7 +344,8 @@ def _subset(parts: list[_Part], key: str, keep: Any) -> list[_Part]:
         col = part.systems if key == "system" else part.models
         m = keep(col)
         if m.any():
-            out.append(_Part(_take(part.inputs, m), part.measured_s[m], part.systems[m], part.models[m]))
+            out.append(_Part(_take(part.inputs, m), part.measured_s[m], part.systems[m], part.models[m],
+                             part.measured_ttft_s[m] if part.measured_ttft_s is not None else None))
     return out
 
 
@@ -253,7 +355,7 @@ def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str) -> dic
                     for x in (p.systems if key == "system" else p.models)})
     out = {}
     for name in names:
-        ratios = []
+        ratios, ttft = [], []
         for (fam, stack), parts in by_cell.items():
             held = _subset(parts, key, lambda c, n=name: c == n)
             if not held:
@@ -264,10 +366,18 @@ def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str) -> dic
             f = fit_cell(train, fam, stack)
             v = np.array([f.values[p.name] for p in PARAMETERS])
             ratios.append(np.exp(_residuals(held, PARAMETERS, v)))
+            if f.ttft is not None:
+                t, w, m = _ttft_data(held, f.values)
+                from planner.physics import compiled
+
+                ttft.append(compiled.evaluate_named("ttft_served", t_req=f.ttft.values["ttft_request"],
+                                                    t_pass=t, q_w=f.ttft.values["ttft_wave"], t_wave=w) / m)
         if ratios:
             r = np.concatenate(ratios)
+            rt = np.concatenate(ttft) if ttft else np.zeros(0)
             out[name] = {"n": int(len(r)), "median_abs_err": float(np.median(np.abs(r - 1))),
-                         "bias": float(np.median(r))}
+                         "bias": float(np.median(r)),
+                         "ttft_median_abs_err": float(np.median(np.abs(rt - 1))) if len(rt) else math.nan}
         else:
             out[name] = {"n": 0, "median_abs_err": math.nan, "bias": math.nan,
                          "why": "no cell keeps enough runs without it"}
@@ -364,6 +474,16 @@ def stacks_block(fit: RunsFit, family: str) -> str:
                 why = c.fixed[p.name]
                 kind = "bound" if "bound" in why else "fixed"
                 lines.append(f"    {p.name}: {{value: {_fmt(p, v)}, kind: {kind}, note: {json.dumps(why)}}}")
+        if c.ttft is not None:
+            for p in TTFT_PARAMETERS:
+                v = c.ttft.values[p.name]
+                text = f'"{v * 1e3:.4g} ms"' if p.unit == "s" else f"{v:.4g}"
+                if p.name in c.ttft.fitted:
+                    se_t = c.ttft.rel_se[p.name]
+                    lines.append(f"    {p.name}: {{value: {text}, se: {se_t:.3g}, kind: fitted}}")
+                elif v > 0:
+                    lines.append(f"    {p.name}: {{value: {text}, kind: bound, "
+                                 f"note: {json.dumps(c.ttft.fixed[p.name])}}}")
         if c.fitted:
             se = np.array([c.rel_se[n] for n in c.fitted])
             cov = np.asarray(c.corr) * np.outer(se, se)

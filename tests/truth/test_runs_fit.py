@@ -156,3 +156,35 @@ def test_band_draws_follow_the_stacks_covariance():
         centre = np.log(getattr(hw.efficiency, field_))
         assert np.median(logs) == pytest.approx(centre, abs=3 * sd / 20 ** 0.5)
         assert np.std(logs) == pytest.approx(sd, rel=0.25)
+
+
+def test_ttft_fit_recovers_known_parameters_and_round_trips(h200_trtllm_parts):
+    # TTFT "measured" as the model serves it at t_req = 80 ms and q_w = 0.3 (the pass and the wave
+    # at the spec's TPOT values): the TTFT fit must find them again, and the stacks block carry them
+    spec = {p.name: rf._spec_value(h200_trtllm_parts[0].inputs.hw, p) for p in rf.PARAMETERS}
+    parts = []
+    for p in h200_trtllm_parts:
+        t, w = p.inputs.ttft_parts(rf._with(p.inputs.hw, rf.PARAMETERS,
+                                            np.array([spec[q.name] for q in rf.PARAMETERS])))
+        parts.append(dataclasses.replace(p, measured_ttft_s=0.080 + t + 0.3 * w))
+    f = rf.fit_ttft(parts, spec)
+    assert f is not None and f.fitted == ["ttft_request", "ttft_wave"]
+    assert f.values["ttft_request"] == pytest.approx(0.080, rel=1e-3)
+    assert f.values["ttft_wave"] == pytest.approx(0.3, rel=1e-3)
+    assert f.after["ttft_median_abs_err"] < 1e-3 < f.before["ttft_median_abs_err"]
+    cell = dataclasses.replace(rf.fit_cell(h200_trtllm_parts, "hopper", "trtllm"), ttft=f)
+    fit = rf.RunsFit([cell], "test.csv", "0" * 64, "2026-12-01", {}, {})
+    text = rf.render_stacks(_spec_path("hgx-h200").read_text("utf-8"), rf.stacks_block(fit, "hopper"))
+    hw = parse_hardware(parse_yaml(text, "x.yaml"), "x.yaml")
+    assert hw.efficiency.ttft_request == pytest.approx(0.080, rel=1e-3)
+    assert hw.efficiency.ttft_wave == pytest.approx(0.3, rel=1e-3)
+
+
+def test_served_ttft_is_the_pass_plus_request_latency_plus_the_queued_wave():
+    s = score_runs()
+    r = s.scored.iloc[0]
+    e = load_hardware(r.hardware).with_stack(r.backend).efficiency
+    want = e.ttft_request * 1e3 + r.ttft_pass_ms + e.ttft_wave * r.ttft_wave_ms
+    assert r.ttft_realistic_ms == pytest.approx(want, rel=1e-9)
+    # bound mode keeps the pass alone: a lower bound on any served TTFT
+    assert r.ttft_bound_ms <= r.ttft_pass_ms * (1 + 1e-9)
