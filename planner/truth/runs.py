@@ -463,7 +463,8 @@ def _evaluate_group(
         "decode_workers": np.where(unknown, workers, np.nan),
     }
     def col(name: str) -> np.ndarray:
-        return pd.to_numeric(rows.get(name, pd.Series(np.nan, index=rows.index)), errors="coerce").to_numpy(float)
+        raw = rows.get(name, pd.Series(np.nan, index=rows.index))
+        return pd.to_numeric(raw, errors="coerce").to_numpy(float)
 
     conc, pw = col("concurrency"), col("prefill_num_workers")
     # prompts that arrive together at one prefill instance: aggregated, the sequences one instance
