@@ -40,23 +40,45 @@ def _overlap(text: str) -> Any:
         (_ for _ in ()).throw(argparse.ArgumentTypeError(f"expected auto, on or off, got {text!r}"))
 
 
-def workload_parent() -> argparse.ArgumentParser:
-    """Flags shared by frontier, compare and size."""
+SERVING_HELP = {
+    "decode": "decode: decode pool only at --context",
+    "prefill": "prefill: prefill pool only (input tokens/s per GPU vs TTFT)",
+    "aggregated": "aggregated: prefill and decode share GPUs",
+    "disaggregated": "disaggregated: separate, rate-matched pools",
+}
+METRIC_HELP = {
+    "output": "output: output tokens/s per GPU counting every GPU",
+    "total": "total: input + output (InferenceMAX)",
+    "decode": "decode: output per decode GPU",
+}
+
+
+#: serving modes with a tokens/s per user to compare or size at (a prefill pool has none)
+RATE_SERVING = ("decode", "aggregated", "disaggregated")
+
+
+def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated", "disaggregated"),
+                    metrics: tuple[str, ...] = ("output", "total", "decode"),
+                    workload: bool = True) -> argparse.ArgumentParser:
+    """Flags shared by frontier, compare, size and sweep.  Each command offers only the serving
+    modes and metrics it uses (``serving``, ``metrics``), and ``workload=False`` leaves out the
+    request lengths and TTFT a decode-only sweep does not use, so that no flag is accepted and
+    then ignored."""
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("workload and serving")
-    g.add_argument("--serving", choices=("decode", "prefill", "aggregated", "disaggregated"),
-                   default="disaggregated",
-                   help="decode: decode pool only at --context; prefill: prefill pool only (input "
-                        "tokens/s per GPU vs TTFT); aggregated: prefill and decode share GPUs; "
-                        "disaggregated: separate, rate-matched pools (default)")
-    g.add_argument("--isl", type=positive_float, default=1024.0,
-                   help="input (prompt) tokens per request (default 1024)")
-    g.add_argument("--osl", type=positive_float, default=1024.0,
-                   help="output tokens per request (default 1024)")
-    g.add_argument("--context", type=positive_float, default=None,
-                   help="mean KV length in decode, tokens (default ISL + OSL/2)")
-    g.add_argument("--max-ttft", type=positive_float, default=None,
-                   help="time-to-first-token limit for the prefill pool, seconds (default 2)")
+    default = "disaggregated" if "disaggregated" in serving else serving[0]
+    g.add_argument("--serving", choices=serving, default=default,
+                   help="; ".join(SERVING_HELP[s] + (" (default)" if s == default else "")
+                                  for s in serving))
+    if workload:
+        g.add_argument("--isl", type=positive_int, default=1024,
+                       help="input (prompt) tokens per request (default 1024)")
+        g.add_argument("--osl", type=positive_int, default=1024,
+                       help="output tokens per request (default 1024)")
+        g.add_argument("--context", type=positive_float, default=None,
+                       help="mean KV length in decode, tokens (default ISL + OSL/2)")
+        g.add_argument("--max-ttft", type=positive_float, default=None,
+                       help="time-to-first-token limit for the prefill pool, seconds (default 2)")
     s = p.add_argument_group("search space (omit to let the search choose)")
     s.add_argument("--gpus", type=positive_int, default=None,
                    help="fix the instance size in GPUs (e.g. 8 for one HGX node)")
@@ -79,9 +101,10 @@ def workload_parent() -> argparse.ArgumentParser:
     s.add_argument("--mode", choices=("bound", "realistic"), default="realistic",
                    help="bound: datasheet peaks, no overheads (the speed of light); realistic: the "
                         "spec's efficiencies and latencies (default)")
-    s.add_argument("--metric", choices=("output", "total", "decode"), default="output",
-                   help="output: output tokens/s per GPU counting every GPU (default); total: input + "
-                        "output (InferenceMAX); decode: output per decode GPU")
+    if metrics:
+        s.add_argument("--metric", choices=metrics, default=metrics[0],
+                       help="; ".join(METRIC_HELP[m] + (" (default)" if m == metrics[0] else "")
+                                      for m in metrics))
     return p
 
 
@@ -187,6 +210,21 @@ def _print_band(band: pd.DataFrame, name: str = "") -> None:
                 ["tok/s/user", "lo", "mid", "hi", "nominal"]))
 
 
+def _print_explain(e: pd.DataFrame, args: argparse.Namespace) -> None:
+    a = e.attrs
+    print(f"\n# why {a['hardware_a']} / {a['hardware_b']} = {a['ratio']:.2f}x on {a['model']} at "
+          f"{a['at_tps_per_user']:g} tokens/s/user ({args.serving}, {args.mode} mode)")
+    print("# chain: start from B, swap in A's resources one group at a time; "
+          "the factors multiply to the ratio")
+    rows = [[r.step, r.tps_per_gpu, r.factor, r.cumulative, r.bottleneck] for r in e.itertuples()
+            if r.kind == "chain"]
+    print(table(rows, ["step", "tok/s/GPU", "factor", "cumulative", "binds"]))
+    print("\n# single counterfactuals (factor vs the unmodified system)")
+    rows = [[r.step, r.tps_per_gpu, r.factor, r.bottleneck] for r in e.itertuples()
+            if r.kind == "counterfactual"]
+    print(table(rows, ["counterfactual", "tok/s/GPU", "factor", "binds"]))
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
@@ -195,26 +233,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     if len(args.hardware) != 2:
         raise SpecError("<input>", "--hardware", f"two systems to compare, got {len(args.hardware)}")
+    if args.at is not None and not args.explain:
+        raise SpecError("<input>", "--at", "--explain with it (--at is the rate --explain decomposes "
+                        "the ratio at; the table's rates are --levels)")
     kw = frontier_kwargs(args)
-    if args.explain:
-        e = explain(args.model, args.hardware[0], args.hardware[1], at=args.at, **kw)
-        if args.json:
-            print_json({"settings": _settings(e.attrs), "steps": [
-                {k: _clean(v) for k, v in r.items()} for r in e.to_dict("records")]})
-            return 0
-        a = e.attrs
-        print(f"# why {a['hardware_a']} / {a['hardware_b']} = {a['ratio']:.2f}x on {a['model']} at "
-              f"{a['at_tps_per_user']:g} tokens/s/user ({args.serving}, {args.mode} mode)")
-        print("# chain: start from B, swap in A's resources one group at a time; "
-              "the factors multiply to the ratio")
-        rows = [[r.step, r.tps_per_gpu, r.factor, r.cumulative, r.bottleneck] for r in e.itertuples()
-                if r.kind == "chain"]
-        print(table(rows, ["step", "tok/s/GPU", "factor", "cumulative", "binds"]))
-        print("\n# single counterfactuals (factor vs the unmodified system)")
-        rows = [[r.step, r.tps_per_gpu, r.factor, r.bottleneck] for r in e.itertuples()
-                if r.kind == "counterfactual"]
-        print(table(rows, ["counterfactual", "tok/s/GPU", "factor", "binds"]))
-        return 0
+    at = 50.0 if args.at is None else args.at
+    e = explain(args.model, args.hardware[0], args.hardware[1], at=at, **kw) if args.explain else None
     c = compare(args.model, args.hardware[0], args.hardware[1], levels=tuple(args.levels), **kw)
     from planner.plot import plot_frontiers
 
@@ -238,7 +262,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     "frontiers": {s["hardware_a"]: points_json(c.a), s["hardware_b"]: points_json(c.b)},
                     **({"bands": {s["hardware_a"]: _band_json(bands[0]),
                                   s["hardware_b"]: _band_json(bands[1])},
-                        "largest_ratio_band": _clean(ratio_band)} if bands[0] is not None else {})})
+                        "largest_ratio_band": _clean(ratio_band)} if bands[0] is not None else {}),
+                    **({"explain": {"settings": _settings(e.attrs), "steps": [
+                        {k: _clean(v) for k, v in r.items()} for r in e.to_dict("records")]}}
+                       if e is not None else {})})
         return 0
     A, B = s["hardware_a"], s["hardware_b"]
     print(f"# moe-planner compare: {s['model']} on {A} vs {B}")
@@ -271,6 +298,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for h, band in zip((A, B), bands, strict=True):
         if band is not None:
             _print_band(band, h)
+    if e is not None:
+        _print_explain(e, args)
     written = [p for p in (args.plot, args.csv) if p]
     if written:
         print(f"# wrote {', '.join(written)}")
@@ -281,9 +310,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from planner.serving.search import SearchSpace
     from planner.serving.sweep import SweepInterrupted, sweep
 
-    k = frontier_kwargs(args)
-    space = SearchSpace(k["gpus"], k["max_gpus"], k["tp_attn"], k["ep"], k["tp_moe"], k["weights"],
-                        k["kv"], k["mtp"], k["overlap"], k["kv_offload"])
+    space = SearchSpace(args.gpus, args.max_gpus, args.tp_attn, args.ep, args.tp_moe, args.weights,
+                        args.kv, args.mtp, args.overlap, args.kv_offload)
     try:
         r = sweep(args.model, args.hardware, contexts=args.contexts, batch_points=args.batch_points,
                   space=space, mode=args.mode, chunk=args.chunk,
@@ -308,9 +336,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    parent = workload_parent()
     p = add_command(
-        sub, "frontier", cmd_frontier, parents=[parent],
+        sub, "frontier", cmd_frontier, parents=[workload_parent()],
         help="Pareto frontier of tokens/s per user vs tokens/s per GPU for one model and system",
         description="Search layouts (instance size, attention TP x DP, MoE EP x TP), batch, precision, "
         "MTP and overlap, and print the upper-right envelope of (tokens/s per user, tokens/s per GPU) "
@@ -327,7 +354,7 @@ def register(sub: Any) -> None:
                         "(fit covariance where calibrated, +-15%% otherwise); in the plot and output")
 
     c = add_command(
-        sub, "compare", cmd_compare, parents=[parent],
+        sub, "compare", cmd_compare, parents=[workload_parent(RATE_SERVING)],
         help="the main job: frontiers of one model on two systems, their ratio, and why",
         description="Compare two systems on one model: both Pareto frontiers, the ratio of tokens/s "
         "per GPU (and per MW) at chosen interactivity levels with the binding term on each side, a "
@@ -349,16 +376,18 @@ def register(sub: Any) -> None:
     c.add_argument("--band", action="store_true",
                    help="also uncertainty bands on both frontiers (Monte Carlo over the efficiencies)")
     c.add_argument("--explain", action="store_true",
-                   help="decompose the ratio at --at into causes by counterfactual swaps")
-    c.add_argument("--at", type=positive_float, default=50.0,
-                   help="interactivity for --explain, tokens/s/user (default 50)")
+                   help="also decompose the ratio at --at into causes by counterfactual swaps (after the "
+                        "table; in --json under \"explain\")")
+    c.add_argument("--at", type=positive_float, default=None,
+                   help="interactivity for --explain, tokens/s/user (default 50; only with --explain)")
 
     w = add_command(
-        sub, "sweep", cmd_sweep, parents=[parent],
+        sub, "sweep", cmd_sweep, parents=[workload_parent(("decode",), metrics=(), workload=False)],
         help="evaluate a large grid of decode configurations in chunks (bounded memory)",
-        description="Evaluate layouts x precision x MTP x overlap x contexts x batch (geometric from one "
-        "sequence to the memory limit) in chunks, keeping only the Pareto envelope per context. Shows a "
-        "progress bar on a terminal; Ctrl-C stops cleanly.",
+        description="Evaluate decode layouts x precision x MTP x overlap x contexts x batch (geometric "
+        "from one sequence to the memory limit) in chunks, keeping only the Pareto envelope per context "
+        "(decode pool only: --contexts replaces ISL/OSL, tokens/s per decode GPU). Shows a progress bar "
+        "on a terminal; Ctrl-C stops cleanly.",
         epilog="example (about 50 million configurations):\n  moe-planner sweep --model kimi-k2-thinking "
         "--hardware gb200-nvl72 --contexts 1024 2048 4096 8192 16384 32768 65536 131072 "
         "--batch-points 4096")

@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from planner.cli.common import add_command, positive_float, positive_int, print_json
-from planner.cli.frontier import _clean, workload_parent
+from planner.cli.frontier import RATE_SERVING, _clean, workload_parent
 from planner.errors import SpecError
 from planner.outputs import table, write_atomic
 
@@ -149,9 +149,6 @@ def cmd_size(args: argparse.Namespace) -> int:
     from planner.economics import sizing
     from planner.specs.registry import load_hardware
 
-    if args.metric != "output":
-        raise SpecError("<input>", "--metric", "output (sizing counts output tokens per GPU over every "
-                        "GPU, prefill included), got " + repr(args.metric))
     hws = [load_hardware(h) for h in args.hardware]  # unknown hardware fails here, before any search
     names = [h.name for h in hws]
     inverse = args.power_budget_mw is not None or args.fleet_units is not None
@@ -163,6 +160,9 @@ def cmd_size(args: argparse.Namespace) -> int:
                         "(or ask --power-budget-mw / --fleet-units)")
     if args.min_tps_user is None and args.cost_target is None and args.fleet_units is None:
         raise SpecError("<input>", "--min-tps-user", "the service level, output tokens/s per user")
+    if args.levels and args.fleet_units is None:
+        raise SpecError("<input>", "--levels", "--fleet-units with it (--levels are the service levels "
+                        "a fixed fleet is read at; size at one level with --min-tps-user)")
     if args.plot and not has_demand:
         raise SpecError("<input>", "--plot", "a demand to size for (--demand-tps, --users, "
                         "--requests-per-s or --profile)")
@@ -312,7 +312,7 @@ def _report_fleet(df: pd.DataFrame, args: argparse.Namespace) -> None:
 # ---- registration ------------------------------------------------------------------------------------
 def register(sub: Any) -> None:
     p = add_command(
-        sub, "size", cmd_size, parents=[workload_parent()],
+        sub, "size", cmd_size, parents=[workload_parent(RATE_SERVING, metrics=())],
         help="procurement sizing: from demand and a service level to GPUs, racks, MW and dollars",
         description="For each hardware option, the best frontier configuration meeting the service level "
         "(tokens/s per user; TTFT for the disaggregated prefill pool), then the deployment for the "
@@ -333,7 +333,7 @@ def register(sub: Any) -> None:
     p.add_argument("--hardware", required=True, nargs="+", metavar="H", help="one or more systems to size")
     d = p.add_argument_group("demand (one of)").add_mutually_exclusive_group()
     d.add_argument("--demand-tps", type=positive_float, metavar="X", help="peak output tokens/s")
-    d.add_argument("--users", type=positive_float, metavar="N",
+    d.add_argument("--users", type=positive_int, metavar="N",
                    help="peak concurrent users (x --min-tps-user = output tokens/s)")
     d.add_argument("--requests-per-s", type=positive_float, metavar="R",
                    help="peak requests/s (x --osl = output tokens/s)")
