@@ -160,7 +160,8 @@ def _fleet_row(o: Option, n: int, level: float, no_unit_reason: str) -> dict[str
     pools = plan_pools(cap, **o.perf(c))
     pools.update(units=n, gpus=n * o.hw.gpus_per_unit)
     r = o.row(c, dict(demand_tps=cap, mean_demand_tps=cap, **pools, **money), level)
-    r.update(users=cap / level, requests_per_s=cap / o.osl)
+    # whole users, each at least at the level
+    r.update(users=int(math.floor(cap / level * (1 + 1e-12))), requests_per_s=cap / o.osl)
     return r
 
 

@@ -25,6 +25,7 @@ from planner.serving.search import (
     precision_options,
     row_inputs,
     solve_batch,
+    whole_batch,
 )
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
@@ -74,9 +75,10 @@ def prefill_candidates(model: Model, hw: Hardware, space: SearchSpace, isl: floa
         for o in overlap_options(space.overlap, model):
             G, TPa, EPv, TPe, slots = (lay[c].values[:, None].astype(float)
                                        for c in ("gpus", "tp_attn", "ep", "tp_moe", "expert_slots"))
-            lo = np.log(TPa / G)
-            hi = np.log(np.maximum(65536.0 / isl, TPa / G * 1.0001))
-            b = np.exp(lo + (hi - lo) * np.linspace(0, 1, points)[None, :])
+            # whole prompts per instance: one up to 64k tokens per attention rank
+            top = np.maximum(whole_batch(65536.0 / isl * G / TPa), 1.0)
+            B = np.round(np.exp(np.log(top) * np.linspace(0, 1, points)[None, :]))
+            b = B * TPa / G
             out = evaluate_configs(model, hw, prec, mode, G=G, TP_a=TPa, EP=EPv, TP_e=TPe,
                                    E_slots=slots, b=b, S=isl, overlap=o, phase="prefill")
             shape = b.shape
@@ -88,7 +90,7 @@ def prefill_candidates(model: Model, hw: Hardware, space: SearchSpace, isl: floa
                 "prefill_gpus": flat(G).astype(int), "prefill_tp_attn": flat(TPa).astype(int),
                 "prefill_ep": flat(EPv).astype(int), "prefill_tp_moe": flat(TPe).astype(int),
                 "prefill_expert_slots": flat(slots).astype(int),
-                "prefill_batch": flat(b * G / TPa), "prefill_weights": weights,
+                "prefill_batch": flat(B).astype(int), "prefill_weights": weights,
                 "prefill_overlap": bool(o),
                 "prefill_pass_s": flat(out["step"]),
                 "prefill_tps_per_gpu": flat(out["prefill_tps_gpu"]),
@@ -273,11 +275,12 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
 
 
 def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[float],
-                points: pd.DataFrame | None = None, **kw: Any) -> pd.DataFrame:
+                points: pd.DataFrame | None = None, whole: bool = True, **kw: Any) -> pd.DataFrame:
     """The best configuration at each per-user rate in ``targets`` (the most tokens/s per GPU
     among configurations at least that fast for each user).  The batch of each promising
     candidate is solved exactly (scipy brentq) rather than read off the grid.  ``points``: the
     ``frontier(..., all_points=True)`` table, if already computed with the same ``kw``.
+    ``whole=False`` solves the batch as a continuous quantity (for derivatives).
     A row with NaN throughput means the target is out of reach."""
     model, hw = load_model(model), load_hardware(hardware)
     allp = points if points is not None else frontier(model, hw, all_points=True, **kw)
@@ -295,7 +298,7 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
             if serving == "aggregated":
                 solved.append(r)  # the prefill stretch is not re-solved: the grid value stands
                 continue
-            B = solve_batch(model, hw, r.to_dict(), x, wl.decode_context, mode)
+            B = solve_batch(model, hw, r.to_dict(), x, wl.decode_context, mode, whole=whole)
             if B is not None:
                 solved.append(_point_at_batch(model, hw, r, B, wl, mode, allp))
         if not solved:
@@ -316,10 +319,11 @@ def _point_at_batch(model: Model, hw: Hardware, r: pd.Series, batch: float, wl: 
     out = evaluate_configs(model, hw, prec, mode, b=batch * TPa / G, **kw)
     X_d = float(out["tps_gpu"])
     s = r.copy()
-    s["batch"], s["batch_per_gpu"] = batch, batch / G
+    s["batch"], s["batch_per_gpu"] = (int(batch) if float(batch).is_integer() else batch), batch / G
     s["tps_per_user"], s["decode_tps_per_gpu"], s["step_s"] = float(out["tps_user"]), X_d, float(out["step"])
     s["bottleneck"] = CATEGORIES[int(out["bottleneck"])]
-    if np.isclose(batch, float(out["memory.b_max"]) * G / TPa, rtol=1e-6):
+    if batch >= float(np.floor(float(out["memory.b_max"]) * G / TPa * (1 + 1e-9))) or np.isclose(
+            batch, float(out["memory.b_max"]) * G / TPa, rtol=1e-6):
         s["bottleneck"] = "memory_capacity"
     X_p = float(r.prefill_tps_per_gpu) if "prefill_tps_per_gpu" in r else np.inf
     for k, v in _serving_columns(hw, wl, allp.attrs["serving"], allp.attrs["metric"], np.array([X_d]),

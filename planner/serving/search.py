@@ -1,9 +1,10 @@
 """The configuration search: layouts x batch x precision x MTP x overlap, evaluated as grids.
 
-A *candidate* is one (layout, precision, MTP, overlap) combination; its batch is continuous.
+A *candidate* is one (layout, precision, MTP, overlap) combination; its batch counts whole
+sequences per instance.
 :func:`decode_candidates` evaluates every candidate on a geometric batch grid in one vectorised
 call; :func:`pareto` keeps the upper-right envelope; :func:`solve_batch` finds, with scipy, the
-batch at which a candidate meets a per-user rate exactly.
+largest whole batch at which a candidate meets a per-user rate.
 """
 
 from __future__ import annotations
@@ -154,6 +155,20 @@ def decode_candidates(model: Model, hw: Hardware, space: SearchSpace, context: f
     return df[df.feasible].drop(columns="feasible").reset_index(drop=True)
 
 
+def whole_batch(batch: Any) -> np.ndarray:
+    """The largest whole number of sequences not above ``batch`` (float noise ignored): a batch
+    counts whole sequences, and one more than the memory or rate allows does not fit."""
+    return np.floor(np.asarray(batch, dtype=float) * (1 + 1e-9))
+
+
+def batch_ladder(top: float, per_octave: int = BATCH_PER_OCTAVE) -> np.ndarray:
+    """Whole batches from 1 to ``top``: ``per_octave`` geometric steps per doubling, rounded to
+    whole sequences (duplicates at the small end dropped)."""
+    n = int(np.log2(max(top, 1.0)) * per_octave)
+    ladder = np.unique(np.round(2.0 ** (np.arange(0, n + 1) / per_octave)))
+    return ladder[ladder <= max(top, 1.0)]
+
+
 def _grid_one(model: Model, hw: Hardware, prec: Precisions, spec: Speculation, overlap: int,
               lay: pd.DataFrame, context: float, mode: str, kv_offload: bool,
               per_octave: int) -> pd.DataFrame:
@@ -161,19 +176,20 @@ def _grid_one(model: Model, hw: Hardware, prec: Precisions, spec: Speculation, o
                                for c in ("gpus", "tp_attn", "ep", "tp_moe", "expert_slots"))
     common = dict(G=G, TP_a=TPa, EP=EPv, TP_e=TPe, E_slots=slots, S=context, spec=spec,
                   overlap=overlap, kv_offload=int(kv_offload))
-    # memory limit per layout (b_max does not depend on b)
+    # memory limit per layout (b_max does not depend on b), in whole sequences per instance
     probe = evaluate_configs(model, hw, prec, mode, b=1.0, **common)
     b_max = np.asarray(probe["memory.b_max"], dtype=float)
-    b_max = np.broadcast_to(b_max, G.shape).copy()
-    b_min = TPa / G  # one sequence in the whole instance
-    ok = b_max >= b_min
-    B_top = float(np.max(np.where(ok, b_max * G / TPa, 1.0)))
-    ladder = 2.0 ** (np.arange(0, int(np.log2(max(B_top, 1.0)) * per_octave) + 1) / per_octave)
-    b = np.concatenate([ladder[None, :] * b_min * np.ones_like(b_max), b_max], axis=1)
-    ok = ok & (b <= b_max * (1 + 1e-12))
+    B_max = whole_batch(np.broadcast_to(b_max, G.shape) * G / TPa)
+    ok = B_max >= 1
+    B_top = float(np.max(np.where(ok, B_max, 1.0)))
+    ladder = batch_ladder(B_top, per_octave)
+    B = np.concatenate([ladder[None, :] * np.ones_like(B_max), np.maximum(B_max, 1.0)], axis=1)
+    ok = ok & (B <= B_max)
+    b = B * TPa / G  # sequences per attention-DP rank (a mean over the ranks)
+    b_max = B_max * TPa / G
     out = evaluate_configs(model, hw, prec, mode, b=b, **common)
     shape = b.shape
-    at_cap = np.isclose(b, b_max, rtol=1e-9) & ok
+    at_cap = (B == B_max) & ok
     bottleneck = np.where(at_cap, len(CATEGORIES), out["bottleneck"])
     feas = np.broadcast_to(out["feasible"], shape) & ok
 
@@ -184,7 +200,7 @@ def _grid_one(model: Model, hw: Hardware, prec: Precisions, spec: Speculation, o
         "gpus": flat(G).astype(int), "tp_attn": flat(TPa).astype(int),
         "dp_attn": (flat(G) // flat(TPa)).astype(int), "ep": flat(EPv).astype(int),
         "tp_moe": flat(TPe).astype(int), "expert_slots": flat(slots).astype(int),
-        "batch": flat(b * G / TPa), "batch_per_gpu": flat(b / TPa),
+        "batch": flat(B).astype(int), "batch_per_gpu": flat(b / TPa),
         "weights": prec.weights["routed_experts"], "attention": prec.weights["attention"],
         "kv": prec.kv, "compute": prec.compute["routed_experts"], "mtp": spec.drafts,
         "overlap": bool(overlap), "kv_offload": bool(kv_offload),
@@ -234,10 +250,13 @@ def row_inputs(model: Model, hw: Hardware, row: Any, context: float
 
 
 def solve_batch(model: Model, hw: Hardware, row: dict[str, Any], target_tps_user: float,
-                context: float, mode: str) -> float | None:
-    """Instance batch at which candidate ``row`` gives exactly ``target_tps_user`` (brentq on the
-    monotone per-user rate); the memory-capped batch if even that is faster; None if one sequence
-    is already slower than the target."""
+                context: float, mode: str, whole: bool = True) -> float | None:
+    """The largest whole instance batch at which candidate ``row`` gives at least
+    ``target_tps_user`` (brentq on the monotone per-user rate, then rounded down to whole
+    sequences); the memory-capped batch if even that is faster; None if one sequence is already
+    slower than the target.  ``whole=False``: the continuous relaxation (the batch at which the
+    rate equals the target, for derivatives such as elasticities).
+    """
     prec, kw = row_inputs(model, hw, row, context)
     G, TPa = kw["G"], kw["TP_a"]
 
@@ -246,10 +265,19 @@ def solve_batch(model: Model, hw: Hardware, row: dict[str, Any], target_tps_user
         return float(out["tps_user"])
 
     b_max = float(evaluate_configs(model, hw, prec, mode, b=1.0, **kw)["memory.b_max"]) * G / TPa
+    if whole:
+        b_max = float(whole_batch(b_max))
     if b_max < 1.0 or rate(1.0) < target_tps_user:
         return None
     if rate(b_max) >= target_tps_user:
         return b_max
     from scipy.optimize import brentq  # imported here: scipy.optimize takes ~0.4 s to import
 
-    return brentq(lambda x: rate(x) - target_tps_user, 1.0, b_max, xtol=1e-4, rtol=1e-8)
+    root = brentq(lambda x: rate(x) - target_tps_user, 1.0, b_max, xtol=1e-4, rtol=1e-8)
+    if not whole:
+        return root
+    # whole sequences: the largest batch still at least as fast as the target
+    B = max(float(whole_batch(root)), 1.0)
+    while B > 1.0 and rate(B) < target_tps_user:
+        B -= 1.0
+    return B

@@ -160,7 +160,7 @@ def test_frontier_point_reproduces_through_point_cli(dec, capsys):
     r = dec.iloc[len(dec) // 3]
     argv = ["point", "--model", MODEL, "--hardware", HW, "--gpus", str(int(r.gpus)),
             "--tp-attn", str(int(r.tp_attn)), "--ep", str(int(r.ep)), "--tp-moe", str(int(r.tp_moe)),
-            "--expert-slots", str(int(r.expert_slots)), "--batch", repr(float(r.batch)), "--context", "2048",
+            "--expert-slots", str(int(r.expert_slots)), "--batch", str(int(r.batch)), "--context", "2048",
             "--weights", r.weights, "--kv", r.kv, "--mtp", str(int(r.mtp)) if r.mtp else "off",
             "--mode", "realistic", "--json"] + (["--overlap"] if r.overlap else [])
     assert main(argv) == 0
