@@ -113,10 +113,12 @@ class Option:
              ) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The cheapest deployment meeting ``x`` tokens/s/user at ``demand`` (ties: more output
         per GPU)."""
-        peak, mean = demand.peak_mean(x, self.osl)
         key = "usd_per_mtok" if basis == "own" else "usd_per_mtok_rental"
         found = None
         for c in self.candidates(x, exact):
+            # the load at the rate each user actually gets: users x the candidate's own tokens/s
+            # per user (not the level), so that its instances hold every user
+            peak, mean = demand.peak_mean(c["tps_per_user"], self.osl)
             d = self.deploy(c, peak, mean)
             score = (d[key], -c["tps_per_gpu"])
             if found is None or score < found[0]:
