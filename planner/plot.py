@@ -146,11 +146,15 @@ def plot_sizing(curves: pd.DataFrame, path: str | Path | None = None, title: str
         c = COLORS[i % len(COLORS)]
         g = grp.sort_values("tps_per_user")
         unit = str(g["unit"].iloc[0]) if "unit" in g else "unit"
-        axes[0].plot(g["tps_per_user"], g[ycol], color=c, lw=2, label=str(hw))
+        # steps: the value at each level holds back to the previous one (what a level up to
+        # it costs at most), so at the level asked the plot reads what the sizing table says
+        axes[0].step(g["tps_per_user"], g[ycol], where="pre", color=c, lw=2, label=str(hw))
         axes[1].step(g["tps_per_user"], g["units"], where="pre", color=c, lw=2,
                      label=f"{hw} ({unit}s)")
     for ax in axes:
         ax.set_xscale("log")
+        # only where the frontiers exist
+        ax.set_xlim(float(curves["tps_per_user"].min()), float(curves["tps_per_user"].max()))
         ax.grid(True, which="both", alpha=0.3)
         if level is not None:
             ax.axvline(level, color="0.4", ls=":", lw=1.2)

@@ -190,8 +190,8 @@ def cmd_size(args: argparse.Namespace) -> int:
     if args.plot:  # written before anything is printed
         from planner.plot import plot_sizing
 
-        curve = sizing.sizing_curve(args.model, hws, **demand, **common)
         level = args.min_tps_user
+        curve = sizing.sizing_curve(args.model, hws, **demand, **common, also_at=[level] if level else [])
         write_atomic(args.plot, lambda tmp: plot_sizing(
             curve, level=level, cost_target=args.cost_target, basis=args.basis).savefig(
                 tmp, dpi=130, format="png"))

@@ -288,12 +288,17 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
     serving, mode = allp.attrs["serving"], allp.attrs["mode"]
     keycols = ["gpus", "tp_attn", "ep", "tp_moe", "expert_slots", "weights", "kv", "mtp", "overlap",
                "kv_offload"]
+    # sorted once: per target, the promising candidates are the first rows (best grid point at or
+    # above the target) of the first four distinct candidates in this order
+    order = allp.sort_values("tps_per_gpu", ascending=False, kind="mergesort")
+    ids = order.groupby(keycols, sort=False, dropna=False).ngroup().to_numpy()
+    tpu = order.tps_per_user.to_numpy(float)
     rows = []
     for x in targets:
-        reach = allp[allp.tps_per_user >= x]
+        idx = np.flatnonzero(tpu >= x)
+        _, first = np.unique(ids[idx], return_index=True)
+        best = order.iloc[idx[np.sort(first)[:4]]]
         solved = []
-        # promising candidates: the best grid point at or above the target, per candidate
-        best = reach.sort_values("tps_per_gpu", ascending=False).drop_duplicates(keycols).head(4)
         for _, r in best.iterrows():
             if serving == "aggregated":
                 solved.append(r)  # the prefill stretch is not re-solved: the grid value stands
