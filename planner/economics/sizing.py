@@ -63,6 +63,9 @@ def size(model: Model | str, hardware: Any, *, min_tps_user: float, demand_tps: 
         got = o.best(level, dem, basis)
         rows.append(o.row(got[0], got[1], level) if got else o.infeasible_row(level, o.reason(level)))
     if not any(r["feasible"] for r in rows):
+        if any(o.too_large for o in opts):
+            raise SpecError("<input>", "demand", "; ".join(f"{o.hw.name}: {o.too_large or o.reason(level)}"
+                                                           for o in opts))
         raise no_option(opts, level)
     df = mark_cheapest(pd.DataFrame(rows), basis)
     df.attrs.update(attrs, min_tps_user=level, demand=dem.describe(), demand_kind=dem.kind,

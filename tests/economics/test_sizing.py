@@ -352,3 +352,15 @@ def test_users_demand_holds_every_user(serving):
         assert float(r.batch).is_integer()
         assert r.decode_instances * r.batch >= 20_000, (level, r.decode_instances, r.batch)
         assert r.tps_per_user >= level
+
+
+def test_demand_no_fleet_serves_is_refused_and_costs_never_negative():
+    # up to a billion GPUs the plan covers the demand (headroom >= 0, idle cost >= 0); beyond it
+    # (1e20 tokens/s at 4000 tokens/s per GPU = 2.5e16 GPUs) the demand is refused, not priced
+    for demand in np.geomspace(1.0, 3.9e12, 40):  # 3.9e12 / 4000 = 9.75e8 GPUs
+        d = deployment(float(demand), **PERF, **RACK, **MONEY)
+        assert d["capacity_tps"] >= demand and d["headroom"] >= 0 and d["idle_usd_per_year"] >= 0, demand
+    with pytest.raises(SpecError, match="demand"):
+        deployment(1e20, **PERF, **RACK, **MONEY)
+    with pytest.raises(SpecError, match="demand: .*GPUs"):
+        sizing.size(MODEL, "hgx-h200", demand_tps=1e20, min_tps_user=20.0, **FAST)
