@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,24 @@ Y_LABELS = {
 COLORS = ("#76b900", "#1f77b4", "#d62728", "#9467bd", "#ff7f0e", "#8c564b")
 
 
+@functools.lru_cache(maxsize=1)
+def _glyphs() -> frozenset[int]:
+    from matplotlib import font_manager, ft2font
+
+    path = font_manager.findfont(font_manager.FontProperties())  # the default text font
+    return frozenset(ft2font.FT2Font(path).get_charmap())
+
+
+def text(s: Any) -> str:
+    """``s`` with every character the plot font cannot draw replaced by '?' (names from a
+    user's spec may hold any Unicode; matplotlib would draw a box and warn on each)."""
+    s = str(s)
+    if s.isascii():
+        return s
+    have = _glyphs()
+    return "".join(c if ord(c) in have or c.isspace() else "?" for c in s)
+
+
 def label(df: pd.DataFrame) -> str:
     """Legend text: model, hardware, precision, serving mode, workload."""
     a = df.attrs
@@ -36,7 +55,7 @@ def label(df: pd.DataFrame) -> str:
         wl = f"context {a.get('context'):g}"
     else:
         wl = f"ISL {a.get('isl'):g}/OSL {a.get('osl'):g}"
-    return f"{a.get('model')} · {a.get('hardware')} · {prec} experts · {a.get('serving')} · {wl}"
+    return text(f"{a.get('model')} · {a.get('hardware')} · {prec} experts · {a.get('serving')} · {wl}")
 
 
 def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None = None,
@@ -67,7 +86,7 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
         if bands and i < len(bands) and bands[i] is not None and y == "tps_per_gpu":
             b = bands[i]
             ax.fill_between(b["tps_per_user"], b["lo"], b["hi"], color=c, alpha=0.18, lw=0,
-                            label=f"{f.attrs.get('hardware')} uncertainty band")
+                            label=text(f"{f.attrs.get('hardware')} uncertainty band"))
         if annotate_bottleneck and "bottleneck" in f:
             _mark_bottlenecks(ax, f, xcol, c, y)
     metric = frontiers[0].attrs.get("metric", "output")
@@ -89,14 +108,14 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
         ax.legend(handles=handles, title="binding term", fontsize=7, title_fontsize=7,
                   loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     mode = frontiers[0].attrs.get("mode", "")
-    ax.set_title(title or ("Pareto frontier" + (f" ({mode} mode)" if mode else "")), fontsize=11)
+    ax.set_title(text(title or ("Pareto frontier" + (f" ({mode} mode)" if mode else ""))), fontsize=11)
     if two:
         ax2 = axes[1, 0]
         if "both_useful" in ratio:
             ratio = ratio[ratio["both_useful"]]
         ax2.plot(ratio["tps_per_user"], ratio["ratio"], color="k", lw=2,
-                 label=f"{frontiers[0].attrs.get('hardware')} / {frontiers[1].attrs.get('hardware')}"
-                       " per GPU")
+                 label=text(f"{frontiers[0].attrs.get('hardware')} / {frontiers[1].attrs.get('hardware')}"
+                            " per GPU"))
         if "ratio_per_mw" in ratio:
             ax2.plot(ratio["tps_per_user"], ratio["ratio_per_mw"], color="k", lw=1.2, ls="--",
                      label="per MW")
@@ -148,9 +167,9 @@ def plot_sizing(curves: pd.DataFrame, path: str | Path | None = None, title: str
         unit = str(g["unit"].iloc[0]) if "unit" in g else "unit"
         # steps: the value at each level holds back to the previous one (what a level up to
         # it costs at most), so at the level asked the plot reads what the sizing table says
-        axes[0].step(g["tps_per_user"], g[ycol], where="pre", color=c, lw=2, label=str(hw))
+        axes[0].step(g["tps_per_user"], g[ycol], where="pre", color=c, lw=2, label=text(hw))
         axes[1].step(g["tps_per_user"], g["units"], where="pre", color=c, lw=2,
-                     label=f"{hw} ({unit}s)")
+                     label=text(f"{hw} ({unit}s)"))
     for ax in axes:
         ax.set_xscale("log")
         # only where the frontiers exist
@@ -171,7 +190,7 @@ def plot_sizing(curves: pd.DataFrame, path: str | Path | None = None, title: str
     a = curves.attrs
     default = "Sizing" + (f": {a['model']}" if a.get("model") else "") + (
         f", {a['demand']}" if a.get("demand") else "")
-    axes[0].set_title(title or default, fontsize=11)
+    axes[0].set_title(text(title or default), fontsize=11)
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=130)

@@ -126,3 +126,44 @@ def test_counts_are_integers_in_json(capsys, argv):
     rc, out, err = run(capsys, argv)
     assert rc == 0, err
     assert _counts_whole(json.loads(out)) > 0
+
+
+# ---- inputs the model cannot take, and names from a user's spec ------------------------------------
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["frontier", "--model", "mixtral-8x7b", "--hardware", "hgx-h200", "--gpus", "8", "--context", "40000"],
+     "context"),
+    (["frontier", "--model", "mixtral-8x7b", "--hardware", "hgx-h200", "--gpus", "8", "--isl", "32768"],
+     "isl"),  # 32,768 + 1,024 output tokens > the 32,768-token window
+    (["point", "--model", "mixtral-8x7b", "--hardware", "hgx-h200", "--gpus", "8", "--batch", "1",
+      "--context", "40000"], "context"),
+    (["sweep", "--model", "mixtral-8x7b", "--hardware", "hgx-h200", "--gpus", "8", "--contexts", "40000",
+      "--no-progress"], "contexts"),
+])
+def test_context_beyond_the_model_window_says_so(capsys, argv, flag):
+    refused(capsys, argv, f"{flag}: at most the context window of mixtral-8x7b, 32,768 tokens")
+
+
+def test_frontier_takes_a_config_directory(capsys):
+    # as `specs show DIR` does: a directory holding a config.json
+    rc, out, err = run(capsys, ["frontier", "--model", "tests/data/mixtral-8x7b", "--hardware", "hgx-h200",
+                                "--gpus", "8", "--json"])
+    assert rc == 0, err
+    assert json.loads(out)["settings"]["model"] == "mixtral-8x7b"
+
+
+def test_unicode_names_plot_without_warnings(tmp_path, capsys):
+    import warnings
+    from pathlib import Path
+
+    text = Path("planner/model_specs/deepseek-v2-lite.yaml").read_text(encoding="utf-8")
+    spec = tmp_path / "uni.yaml"
+    spec.write_text("\n".join('name: "模型-🚀-ü"' if line.startswith("name:") else line
+                              for line in text.splitlines()) + "\n", encoding="utf-8")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rc, out, err = run(capsys, ["frontier", "--model", str(spec), "--hardware", "hgx-h200", "--gpus", "8",
+                                    "--plot", str(tmp_path / "f.png")])
+    assert rc == 0, err
+    assert (tmp_path / "f.png").stat().st_size > 0
+    assert not [w for w in caught if "Glyph" in str(w.message)], [str(w.message) for w in caught]
+    assert "模型-🚀-ü" in out  # the text output keeps the name as written

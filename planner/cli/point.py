@@ -189,6 +189,8 @@ def _cmd_point(args: argparse.Namespace) -> int:
         res = decode_step(model, hw, batch=args.batch, context=args.context, mtp=mtp,
                           kv_offload=args.kv_offload, **common)
     if not res.feasible:  # one line on stderr, nothing on stdout (as for any bad input)
+        length = args.prompt if args.prefill else args.context
+        model.check_length(length, "prompt" if args.prefill else "context")  # says which window
         sys.stderr.write(f"error: infeasible: {res.reason} ({_infeasible_detail(res)})\n")
         return 2
     counts = _counts(model, res)

@@ -49,13 +49,20 @@ class Workload:
     def decode_context(self) -> float:
         return self.context if self.context is not None else self.isl + self.osl / 2.0
 
-    def check(self) -> None:
+    def check(self, model: Model | None = None) -> None:
+        """Token counts: whole ISL and OSL >= 1, a context >= 1; with ``model``, a request
+        (ISL + OSL) and the decode context within its context window."""
         for name, v in (("isl", self.isl), ("osl", self.osl), ("context", self.context)):
             if v is None and name == "context":
                 continue
             if isinstance(v, bool) or not isinstance(v, int | float | np.number) or not (
                     math.isfinite(v) and v >= 1):
                 raise SpecError("<input>", name, f"a token count >= 1, got {v!r}")
+            if name != "context" and not float(v).is_integer():
+                raise SpecError("<input>", name, f"a whole number of tokens, got {v!r}")
+        if model is not None:
+            model.check_length(self.isl + self.osl, "isl", "tokens of prompt + output (ISL + OSL)")
+            model.check_length(self.decode_context, "context", "tokens of decode context")
 
     @property
     def label(self) -> str:
@@ -228,7 +235,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     if mode not in ("bound", "realistic"):
         raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
     wl = Workload(isl, osl, context)
-    wl.check()
+    wl.check(model)
     max_ttft = DEFAULT_MAX_TTFT if max_ttft is None else max_ttft
     if not (isinstance(max_ttft, int | float) and math.isfinite(max_ttft) and max_ttft > 0):
         raise SpecError("<input>", "max_ttft", f"a positive time in seconds, got {max_ttft!r}")

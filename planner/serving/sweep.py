@@ -65,6 +65,8 @@ def sweep(model: Any, hardware: Any, *, contexts: list[float], batch_points: int
     space = space or SearchSpace()
     if not contexts or any(not (np.isfinite(c) and c >= 1) for c in contexts):
         raise SpecError("<input>", "contexts", "one or more context lengths >= 1 token")
+    for c in contexts:
+        m.check_length(c, "contexts", "tokens of context")
     if not 2 <= batch_points <= 100_000:
         raise SpecError("<input>", "batch_points", f"2 to 100000, got {batch_points}")
     if chunk < 1024:
