@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from planner.cli.common import add_command, positive_float, positive_int, print_json
 from planner.errors import SpecError
-from planner.outputs import table, write_atomic
+from planner.outputs import fmt, table, write_atomic
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,6 +55,13 @@ METRIC_HELP = {
 
 #: serving modes with a tokens/s per user to compare or size at (a prefill pool has none)
 RATE_SERVING = ("decode", "aggregated", "disaggregated")
+
+
+def _samples(text: str) -> int:
+    v = positive_int(text)
+    if not 2 <= v <= 1000:
+        raise argparse.ArgumentTypeError(f"expected 2 to 1000 draws, got {text!r}")
+    return v
 
 
 def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated", "disaggregated"),
@@ -151,12 +158,13 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     df = frontier(args.model, args.hardware, **frontier_kwargs(args))
     band = _band(args, args.model, args.hardware, df)
     if args.csv:
-        write_atomic(args.csv, lambda tmp: df.to_csv(tmp, index=False))
+        rows = df if band is None else _with_band(df, band)
+        write_atomic(args.csv, lambda tmp: rows.to_csv(tmp, index=False))
     if args.plot:
         from planner.plot import plot_frontiers
 
-        write_atomic(args.plot, lambda tmp: plot_frontiers([df], bands=[band]).savefig(tmp, dpi=130,
-                                                                                       format="png"))
+        write_atomic(args.plot, lambda tmp: plot_frontiers([df], bands=[band], logy=args.logy).savefig(
+            tmp, dpi=130, format="png"))
     if args.json:
         print_json({"settings": _settings(df.attrs), "points": points_json(df),
                     **({"band": _band_json(band)} if band is not None else {})})
@@ -186,10 +194,19 @@ def _band(args: argparse.Namespace, model: Any, hardware: Any, nominal: pd.DataF
           grid: Any = None) -> pd.DataFrame | None:
     """The uncertainty band (``--band``), or None."""
     if not getattr(args, "band", False):
+        if getattr(args, "band_samples", None) is not None:
+            raise SpecError("<input>", "--band-samples", "--band with it (the draws of the band)")
         return None
-    from planner.truth.uncertainty import frontier_band
+    from planner.truth.uncertainty import DEFAULT_SAMPLES, frontier_band
 
-    return frontier_band(model, hardware, base=nominal, grid=grid, **frontier_kwargs(args))
+    return frontier_band(model, hardware, base=nominal, grid=grid,
+                         samples=args.band_samples or DEFAULT_SAMPLES, **frontier_kwargs(args))
+
+
+def _with_band(front: pd.DataFrame, band: pd.DataFrame) -> pd.DataFrame:
+    from planner.truth.uncertainty import band_columns
+
+    return band_columns(front, band)
 
 
 def _band_json(band: pd.DataFrame) -> dict[str, Any]:
@@ -242,19 +259,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     c = compare(args.model, args.hardware[0], args.hardware[1], levels=tuple(args.levels), **kw)
     from planner.plot import plot_frontiers
 
-    both = pd.concat([c.a, c.b], ignore_index=True)
-    if args.csv:
-        write_atomic(args.csv, lambda tmp: both.to_csv(tmp, index=False))
     grid = c.ratio.tps_per_user.to_numpy()[::5] if len(c.ratio) else None  # one grid: paired draws
     bands = [_band(args, args.model, h, f, grid) for h, f in zip(args.hardware, (c.a, c.b), strict=True)]
+    both = pd.concat([f if b is None else _with_band(f, b)
+                      for f, b in zip((c.a, c.b), bands, strict=True)], ignore_index=True)
+    if args.csv:
+        write_atomic(args.csv, lambda tmp: both.to_csv(tmp, index=False))
     ratio_band = None
     if bands[0] is not None and grid is not None and len(grid):
         from planner.truth.uncertainty import largest_ratio_band
 
         ratio_band = largest_ratio_band(bands[0], bands[1])
     if args.plot:
-        write_atomic(args.plot, lambda tmp: plot_frontiers([c.a, c.b], c.ratio, bands=bands).savefig(
-            tmp, dpi=130, format="png"))
+        write_atomic(args.plot, lambda tmp: plot_frontiers(
+            [c.a, c.b], c.ratio, bands=bands, logy=args.logy).savefig(tmp, dpi=130, format="png"))
     s = c.settings
     if args.json:
         print_json({"settings": _settings(s),
@@ -278,16 +296,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
           f"KV {s['kv']}), MTP {s['mtp']}, instance size {'searched' if not s['gpus'] else s['gpus']}")
     rows = []
     for r in c.table.itertuples():
+        note = "largest" if r.largest else ("tail" if np.isfinite(r.ratio) and not r.both_useful else "")
         rows.append([r.tps_per_user, r.tps_per_gpu_a, r.tps_per_gpu_b, r.ratio, r.tps_per_mw_a,
-                     r.tps_per_mw_b, r.ratio_per_mw, r.bottleneck_a, r.bottleneck_b])
+                     r.tps_per_mw_b, r.ratio_per_mw, r.bottleneck_a, r.bottleneck_b, note])
     print(table(rows, ["tok/s/user", f"{A} tok/s/GPU", f"{B} tok/s/GPU", "ratio",
-                       f"{A} tok/s/MW", f"{B} tok/s/MW", "ratio/MW", f"{A} binds", f"{B} binds"]))
-    useful = c.ratio[c.ratio.both_useful] if "both_useful" in c.ratio else c.ratio
-    if not useful.empty and np.isfinite(useful.ratio).any():
-        i = int(np.nanargmax(useful.ratio.to_numpy()))
-        r = useful.iloc[i]
-        print(f"# largest per-GPU ratio {r.ratio:.1f}x at {r.tps_per_user:.0f} tokens/s/user (where both "
-              "systems still give at least 5% of their peak tokens/s per GPU)")
+                       f"{A} tok/s/MW", f"{B} tok/s/MW", "ratio/MW", f"{A} binds", f"{B} binds", "note"]))
+    if c.table.largest.any():
+        r = c.table[c.table.largest].iloc[0]
+        print(f"# largest per-GPU ratio {fmt(r.ratio)}x at {fmt(r.tps_per_user)} tokens/s/user (the row "
+              "marked largest; over the rows where both systems give at least 5% of their peak tokens/s "
+              "per GPU, the rate of the largest on a 200-point curve added; 'tail' rows are below that)")
     if ratio_band is not None and ratio_band["draws"]:
         print(f"# largest per-GPU ratio over {ratio_band['draws']} paired draws of the efficiencies: "
               f"{ratio_band['lo']:.1f}x to {ratio_band['hi']:.1f}x (5th-95th percentile, median "
@@ -349,9 +367,14 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help='print {"settings": ..., "points": [...]}')
     p.add_argument("--csv", metavar="FILE", help="also write every frontier point to FILE")
     p.add_argument("--plot", metavar="FILE", help="also draw the frontier to FILE (PNG)")
+    p.add_argument("--logy", action=argparse.BooleanOptionalAction, default=None,
+                   help="log y axis in the plot (default: log where the frontier spans more than 20x, so "
+                        "the interactive tail does not sit on zero; --no-logy: linear)")
     p.add_argument("--band", action="store_true",
                    help="also an uncertainty band: Monte Carlo over the realistic-mode efficiencies "
                         "(fit covariance where calibrated, +-15%% otherwise); in the plot and output")
+    p.add_argument("--band-samples", type=_samples, default=None, metavar="N",
+                   help="draws for --band (default 100; 2 to 1000)")
 
     c = add_command(
         sub, "compare", cmd_compare, parents=[workload_parent(RATE_SERVING)],
@@ -372,9 +395,14 @@ def register(sub: Any) -> None:
                    help="plot file (default frontier.png; '' to skip)")
     c.add_argument("--csv", metavar="FILE", default="frontier.csv",
                    help="CSV of both frontiers (default frontier.csv; '' to skip)")
+    c.add_argument("--logy", action=argparse.BooleanOptionalAction, default=None,
+                   help="log y axis in the plot (default: log where the frontiers span more than 20x; "
+                        "--no-logy: linear)")
     c.add_argument("--json", action="store_true", help="print the table and frontiers as JSON")
     c.add_argument("--band", action="store_true",
                    help="also uncertainty bands on both frontiers (Monte Carlo over the efficiencies)")
+    c.add_argument("--band-samples", type=_samples, default=None, metavar="N",
+                   help="draws for --band (default 100; 2 to 1000)")
     c.add_argument("--explain", action="store_true",
                    help="also decompose the ratio at --at into causes by counterfactual swaps (after the "
                         "table; in --json under \"explain\")")
