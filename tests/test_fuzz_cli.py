@@ -55,7 +55,8 @@ COMMANDS = {
                  "--hardware": st.sampled_from(["hgx-b200 hgx-h200", "hgx-h200", "x y",
                                                 "hgx-h200 hgx-h100 hgx-b200"]),
                  "--levels": st.sampled_from(["10 50", "0", "x"]), "--csv": OUTPUT, "--plot": OUTPUT,
-                 "--json": None, "--explain": None, "--at": NUM, "--band-samples": st.sampled_from(["2", "1"]),
+                 "--json": None, "--explain": None, "--at": NUM,
+                 "--band-samples": st.sampled_from(["2", "1"]),
                  "--logy": None}, []),
     "point": ({"--model": MODELS, "--hardware": HARDWARE, "--gpus": NUM, "--batch": NUM, "--context": NUM,
                "--tp-attn": NUM, "--ep": NUM, "--tp-moe": NUM, "--weights": COMMON["--weights"],
@@ -141,16 +142,17 @@ def test_fuzz_cli(cmd, data, tmp_path_factory, capsys):
 
 #: Flags that once were accepted and then ignored: each now changes the output or is refused with one
 #: line (exit 2).  (command line, flag added)
+SWEEP = ["sweep", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--batch-points", "8",
+         "--no-progress"]
 IGNORED_ONCE = [
-    (["sweep", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--batch-points", "8", "--no-progress"],
-     ["--serving", "aggregated"]),
-    (["sweep", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--batch-points", "8", "--no-progress"],
-     ["--isl", "4096"]),
+    (SWEEP, ["--serving", "aggregated"]),
+    (SWEEP, ["--isl", "4096"]),
     (["compare", "--model", "deepseek-v2-lite", "--hardware", "hgx-b200", "hgx-h200", "--serving", "decode",
       "--levels", "20", "--plot", "", "--csv", ""], ["--at", "20"]),
     (["compare", "--model", "deepseek-v2-lite", "--hardware", "hgx-b200", "hgx-h200", "--serving", "decode",
       "--levels", "20", "--plot", "", "--csv", "", "--json"], ["--explain"]),
-    (["compare", "--model", "deepseek-v2-lite", "--hardware", "hgx-b200", "hgx-h200", "--plot", "", "--csv", ""],
+    (["compare", "--model", "deepseek-v2-lite", "--hardware", "hgx-b200", "hgx-h200", "--plot", "",
+      "--csv", ""],
      ["--serving", "prefill"]),
     (["size", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--demand-tps", "1e5",
       "--min-tps-user", "20"], ["--levels", "10", "20"]),
