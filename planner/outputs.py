@@ -25,8 +25,33 @@ def fmt(v: Any, digits: int = 4) -> str:
     return str(v)
 
 
+def _is_float(v: Any) -> bool:
+    return isinstance(v, float) and math.isfinite(v)
+
+
+def column_decimals(values: list[Any], digits: int = 4) -> int | None:
+    """Decimals that give one float column a single format: ``digits`` significant digits for
+    its largest value (none from 10,000 up), more while its smallest non-zero value would show
+    as zero (at most 6).  None for a column without a finite float."""
+    vals = [abs(v) for v in values if _is_float(v)]
+    if not vals:
+        return None
+    top = max(vals)
+    if top >= 1e4:
+        d = 0
+    else:
+        d = max(0, digits - 1 - math.floor(math.log10(top))) if top > 0 else 0
+    small = min((v for v in vals if v > 0), default=0.0)
+    while small and d < 6 and small < 10.0 ** -d:
+        d += 1
+    return d
+
+
 def table(rows: list[list[Any]], header: list[str]) -> str:
-    cells = [[fmt(c) for c in r] for r in rows]
+    """Right-aligned plain-text table; each float column in one format (:func:`column_decimals`)."""
+    dec = [column_decimals([r[i] for r in rows]) for i in range(len(header))]
+    cells = [[f"{c:,.{dec[i]}f}" if _is_float(c) and dec[i] is not None else fmt(c)
+              for i, c in enumerate(r)] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
     out = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
     out.append("  ".join("-" * w for w in widths))

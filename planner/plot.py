@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import matplotlib
 import matplotlib.backend_bases
 import matplotlib.pyplot as plt
 import matplotlib.ticker
+import numpy as np
 import pandas as pd  # noqa: E402
 
 from planner.errors import SpecError
@@ -28,6 +30,8 @@ Y_LABELS = {
     "total_tps_per_gpu": METRIC_LABELS["total"],
     "decode_tps_per_gpu": METRIC_LABELS["decode"],
 }
+#: y range (max / min) beyond which the frontier is drawn on a log y axis by default
+LOGY_SPAN = 20.0
 COLORS = ("#76b900", "#1f77b4", "#d62728", "#9467bd", "#ff7f0e", "#8c564b")
 
 
@@ -49,6 +53,24 @@ def plot_format(path: str | Path, flag: str = "plot") -> str:
     return suffix
 
 
+@functools.lru_cache(maxsize=1)
+def _glyphs() -> frozenset[int]:
+    from matplotlib import font_manager, ft2font
+
+    path = font_manager.findfont(font_manager.FontProperties())  # the default text font
+    return frozenset(ft2font.FT2Font(path).get_charmap())
+
+
+def text(s: Any) -> str:
+    """``s`` with every character the plot font cannot draw replaced by '?' (names from a
+    user's spec may hold any Unicode; matplotlib would draw a box and warn on each)."""
+    s = str(s)
+    if s.isascii():
+        return s
+    have = _glyphs()
+    return "".join(c if ord(c) in have or c.isspace() else "?" for c in s)
+
+
 def label(df: pd.DataFrame) -> str:
     """Legend text: model, hardware, precision, serving mode, workload."""
     a = df.attrs
@@ -57,19 +79,21 @@ def label(df: pd.DataFrame) -> str:
         wl = f"context {a.get('context'):g}"
     else:
         wl = f"ISL {a.get('isl'):g}/OSL {a.get('osl'):g}"
-    return f"{a.get('model')} · {a.get('hardware')} · {prec} experts · {a.get('serving')} · {wl}"
+    return text(f"{a.get('model')} · {a.get('hardware')} · {prec} experts · {a.get('serving')} · {wl}")
 
 
 def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None = None,
                    path: str | Path | None = None, title: str | None = None,
                    bands: Sequence[pd.DataFrame | None] | None = None,
                    annotate_bottleneck: bool = True, y: str = "tps_per_gpu",
-                   logy: bool = False) -> Any:
+                   logy: bool | None = None) -> Any:
     """Draw frontiers (and, if given, the ratio curve of the first two in a second panel).
 
     ``y``: the column to draw against interactivity (``tps_per_gpu``, ``tps_per_mw``,
-    ``usd_per_mtok``, ...); ``logy``: logarithmic y axis (a small system next to a large one).
-    ``bands``: per frontier, a DataFrame with ``tps_per_user``, ``lo``, ``hi`` to shade (per GPU).
+    ``usd_per_mtok``, ...); ``logy``: logarithmic y axis (a small system next to a large one);
+    None (default): logarithmic where the curves span more than :data:`LOGY_SPAN`, so that the
+    interactive tail is not flattened onto zero.  ``bands``: per frontier, a DataFrame with
+    ``tps_per_user``, ``lo``, ``hi`` to shade (per GPU), drawn where its lower edge is above zero.
     Returns the matplotlib Figure; saves it to ``path`` when given.
     """
     if not frontiers:
@@ -87,8 +111,11 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
         ax.plot(f[xcol], f[y], color=c, lw=2, label=label(f))
         if bands and i < len(bands) and bands[i] is not None and y == "tps_per_gpu":
             b = bands[i]
+            # where fewer draws than the lower percentile reach a rate, the lower edge is zero: the
+            # band ends there instead of dropping to the axis
+            b = b[b["lo"] > 0]
             ax.fill_between(b["tps_per_user"], b["lo"], b["hi"], color=c, alpha=0.18, lw=0,
-                            label=f"{f.attrs.get('hardware')} uncertainty band")
+                            label=text(f"{f.attrs.get('hardware')} uncertainty band"))
         if annotate_bottleneck and "bottleneck" in f:
             _mark_bottlenecks(ax, f, xcol, c, y)
     metric = frontiers[0].attrs.get("metric", "output")
@@ -98,26 +125,34 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
         ax.set_ylabel(Y_LABELS.get(y, y))
     ax.set_xscale("log")
     _plain_log_ticks(ax.xaxis)
+    if logy is None:
+        ys = pd.concat([f[y] for f in frontiers]).to_numpy(float)
+        ys = ys[np.isfinite(ys) & (ys > 0)]
+        logy = bool(len(ys)) and ys.max() / ys.min() > LOGY_SPAN
     if logy:
         ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)
-    first = ax.legend(fontsize=8, loc="upper right" if prefill else "lower left")
     if annotate_bottleneck:
-        ax.add_artist(first)
         handles = [plt.Line2D([], [], ls="", marker=MARKERS[b], color="0.3", ms=6,
                               label=b.replace("_", " ")) for b in MARKERS]
         # outside the axes, so it never covers a curve
         ax.legend(handles=handles, title="binding term", fontsize=7, title_fontsize=7,
                   loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     mode = frontiers[0].attrs.get("mode", "")
-    ax.set_title(title or ("Pareto frontier" + (f" ({mode} mode)" if mode else "")), fontsize=11)
+    a0 = frontiers[0].attrs
+    default = "Pareto frontier" + (f" ({mode} mode)" if mode else "")
+    if len(frontiers) == 1 and a0.get("model"):
+        default = f"{a0.get('model')} on {a0.get('hardware')}: {default}"
+    elif a0.get("model"):
+        default = f"{a0.get('model')}: {default}"
+    ax.set_title(text(title or default), fontsize=11)
     if two:
         ax2 = axes[1, 0]
         if "both_useful" in ratio:
             ratio = ratio[ratio["both_useful"]]
         ax2.plot(ratio["tps_per_user"], ratio["ratio"], color="k", lw=2,
-                 label=f"{frontiers[0].attrs.get('hardware')} / {frontiers[1].attrs.get('hardware')}"
-                       " per GPU")
+                 label=text(f"{frontiers[0].attrs.get('hardware')} / {frontiers[1].attrs.get('hardware')}"
+                            " per GPU"))
         if "ratio_per_mw" in ratio:
             ax2.plot(ratio["tps_per_user"], ratio["ratio_per_mw"], color="k", lw=1.2, ls="--",
                      label="per MW")
@@ -129,7 +164,11 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
         axes[-1, 0].set_xlabel("interactivity: output tokens/s per user")
     else:
         ax.set_xlabel("time to first token (s)" if prefill else "interactivity: output tokens/s per user")
-    fig.tight_layout()
+    # the curves' legend under the figure, so it never covers a curve or a band
+    handles, labels = ax.get_legend_handles_labels()
+    bottom = (0.22 * len(labels) + 0.25) / fig.get_figheight()
+    fig.legend(handles, labels, fontsize=8, loc="lower left", bbox_to_anchor=(0.01, 0.005))
+    fig.tight_layout(rect=(0.0, bottom, 1.0, 1.0))
     if path is not None:
         fig.savefig(path, dpi=130)
     return fig
@@ -167,11 +206,15 @@ def plot_sizing(curves: pd.DataFrame, path: str | Path | None = None, title: str
         c = COLORS[i % len(COLORS)]
         g = grp.sort_values("tps_per_user")
         unit = str(g["unit"].iloc[0]) if "unit" in g else "unit"
-        axes[0].plot(g["tps_per_user"], g[ycol], color=c, lw=2, label=str(hw))
+        # steps: the value at each level holds back to the previous one (what a level up to
+        # it costs at most), so at the level asked the plot reads what the sizing table says
+        axes[0].step(g["tps_per_user"], g[ycol], where="pre", color=c, lw=2, label=text(hw))
         axes[1].step(g["tps_per_user"], g["units"], where="pre", color=c, lw=2,
-                     label=f"{hw} ({unit}s)")
+                     label=text(f"{hw} ({unit}s)"))
     for ax in axes:
         ax.set_xscale("log")
+        # only where the frontiers exist
+        ax.set_xlim(float(curves["tps_per_user"].min()), float(curves["tps_per_user"].max()))
         ax.grid(True, which="both", alpha=0.3)
         if level is not None:
             ax.axvline(level, color="0.4", ls=":", lw=1.2)
@@ -188,7 +231,7 @@ def plot_sizing(curves: pd.DataFrame, path: str | Path | None = None, title: str
     a = curves.attrs
     default = "Sizing" + (f": {a['model']}" if a.get("model") else "") + (
         f", {a['demand']}" if a.get("demand") else "")
-    axes[0].set_title(title or default, fontsize=11)
+    axes[0].set_title(text(title or default), fontsize=11)
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=130)

@@ -31,7 +31,7 @@ def mostly(valid: list[str], invalid: list[str]) -> st.SearchStrategy[str]:
 MODELS = mostly(["deepseek-v2-lite", "mixtral-8x7b", "gpt-oss-120b"],
                 ["no-such-model", "deepseek-v2", "", "tests/data/nope.yaml"])
 HARDWARE = mostly(["hgx-h200", "hgx-b200", "gb200-nvl72", "hgx-h100"], ["h200", "nvl72", ""])
-NUM = mostly(["1", "8", "16", "2048", "64", "0.5"], ["0", "-3", "1e9", "nan", "inf", "abc"])
+NUM = mostly(["1", "8", "16", "2048", "64", "0.5"], ["0", "-3", "1e9", "nan", "inf", "abc", "1.2"])
 SPECIAL = ["/nonexistent-dir/x.csv", "OUT", "OUT/sub/x.png", "OUT/link.csv", "NULL", "OUT/same.png"]
 OUTPUT = mostly(["OUT/x.csv", "OUT/x.json"], SPECIAL)
 PLOT = mostly(["OUT/x.png", "OUT/x.svg"], [*SPECIAL, "OUT/x.csv"])
@@ -70,12 +70,15 @@ COMMANDS = {
     "specs show": ({"--json": None}, [st.sampled_from(["gb200-nvl72", "kimi-k2", "nope", "hgx-h2O",
                                                        "tests/data/deepseek-v3/config.json"])]),
     "frontier": ({**COMMON, "--model": MODELS, "--hardware": HARDWARE, "--json": None, "--csv": OUTPUT,
-                  "--plot": PLOT}, []),
+                  "--plot": PLOT, "--band-samples": st.sampled_from(["2", "3", "0"]), "--logy": None,
+                  "--no-logy": None}, []),
     "compare": ({**COMMON, "--model": MODELS,
                  "--hardware": st.sampled_from(["hgx-b200 hgx-h200", "hgx-h200", "x y",
                                                 "hgx-h200 hgx-h100 hgx-b200"]),
                  "--levels": st.sampled_from(["10 50", "0", "x"]), "--csv": OUTPUT, "--plot": PLOT,
-                 "--json": None}, []),
+                 "--json": None, "--explain": None, "--at": NUM,
+                 "--band-samples": st.sampled_from(["2", "1"]),
+                 "--logy": None}, []),
     "point": ({"--model": MODELS, "--hardware": HARDWARE, "--gpus": NUM, "--batch": NUM, "--context": NUM,
                "--tp-attn": NUM, "--ep": NUM, "--tp-moe": NUM, "--weights": COMMON["--weights"],
                "--kv": COMMON["--kv"], "--mode": COMMON["--mode"], "--json": None}, []),
@@ -86,7 +89,8 @@ COMMANDS = {
               "--pue": st.sampled_from(["1.2", "0", "-1", "x"]), "--usd-per-kwh": NUM, "--years": NUM,
               "--power-budget-mw": NUM, "--cost-target": NUM, "--fleet-units": NUM,
               "--usd-per-gpu-hour": st.sampled_from(["3", "hgx-h200=2", "bad=1", "x"]),
-              "--json": None, "--plot": PLOT, "--profile": OUTPUT}, []),
+              "--json": None, "--plot": PLOT, "--profile": OUTPUT,
+              "--levels": st.sampled_from(["10 20", "0"])}, []),
     "sensitivity": ({**COMMON, "--model": MODELS, "--hardware": HARDWARE, "--at": NUM,
                      "--what-if": st.sampled_from(["su_bandwidth=2", "hbm_bandwidth=0.5", "x=2",
                                                    "su_bandwidth=-1", "flops"]),
@@ -193,3 +197,54 @@ def test_special_output_paths(argv, rc, tmp_path, capsys):
     _check(argv, got, captured, tmp_path, null)
     assert got == rc, (argv, captured.err)
     assert (tmp_path / LINK_TARGET).exists() == through_link
+
+
+#: Flags that once were accepted and then ignored: each now changes the output or is refused with one
+#: line (exit 2).  (command line, flag added)
+SWEEP = ["sweep", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--batch-points", "8",
+         "--no-progress"]
+IGNORED_ONCE = [
+    (SWEEP, ["--serving", "aggregated"]),
+    (SWEEP, ["--isl", "4096"]),
+    (["compare", "--model", "deepseek-v2-lite", "--hardware", "hgx-b200", "hgx-h200", "--serving", "decode",
+      "--levels", "20", "--plot", "", "--csv", ""], ["--at", "20"]),
+    (["compare", "--model", "deepseek-v2-lite", "--hardware", "hgx-b200", "hgx-h200", "--serving", "decode",
+      "--levels", "20", "--plot", "", "--csv", "", "--json"], ["--explain"]),
+    (["compare", "--model", "deepseek-v2-lite", "--hardware", "hgx-b200", "hgx-h200", "--plot", "",
+      "--csv", ""],
+     ["--serving", "prefill"]),
+    (["size", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--demand-tps", "1e5",
+      "--min-tps-user", "20"], ["--levels", "10", "20"]),
+    (["size", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--demand-tps", "1e5",
+      "--min-tps-user", "20"], ["--metric", "total"]),
+    (["frontier", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--serving", "decode"],
+     ["--band-samples", "4"]),
+    (["frontier", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--serving", "decode", "--band",
+      "--band-samples", "3", "--csv", "OUT/f.csv"], []),
+]
+
+
+@pytest.mark.parametrize(("argv", "flag"), IGNORED_ONCE, ids=lambda v: " ".join(v)[:40])
+def test_no_flag_is_accepted_and_ignored(argv, flag, tmp_path, capsys):
+    def run(a: list[str]) -> tuple[int, str, str]:
+        a = [x.replace("OUT", str(tmp_path)) for x in a] + ["--gpus", "8"]
+        try:
+            rc = main(a)
+        except SystemExit as exc:
+            rc = exc.code
+        out, err = capsys.readouterr()
+        # the sweep's header carries its own timing: not part of the answer
+        out = "\n".join(line for line in out.splitlines() if not line.startswith("# sweep:"))
+        csv = tmp_path / "f.csv"
+        return rc, out + (csv.read_text() if csv.exists() else ""), err
+
+    rc0, out0, _ = run(argv)
+    assert rc0 == 0
+    if not flag:  # --band with --csv: the CSV has the band's columns
+        assert "band_lo" in out0
+        return
+    rc, out, err = run(argv + flag)
+    if rc == 2:
+        assert err.startswith("error:") and err.count("\n") == 1, err
+    else:
+        assert rc == 0 and out != out0, (flag, "accepted but changed nothing")

@@ -16,7 +16,7 @@ from planner.cli.common import (
     savefig_to,
 )
 from planner.errors import SpecError
-from planner.outputs import table, write_outputs
+from planner.outputs import fmt, table, write_outputs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,23 +58,52 @@ def _overlap(text: str) -> Any:
         (_ for _ in ()).throw(argparse.ArgumentTypeError(f"expected auto, on or off, got {text!r}"))
 
 
-def workload_parent() -> argparse.ArgumentParser:
-    """Flags shared by frontier, compare and size."""
+SERVING_HELP = {
+    "decode": "decode: decode pool only at --context",
+    "prefill": "prefill: prefill pool only (input tokens/s per GPU vs TTFT)",
+    "aggregated": "aggregated: prefill and decode share GPUs",
+    "disaggregated": "disaggregated: separate, rate-matched pools",
+}
+METRIC_HELP = {
+    "output": "output: output tokens/s per GPU counting every GPU",
+    "total": "total: input + output (InferenceMAX)",
+    "decode": "decode: output per decode GPU",
+}
+
+
+#: serving modes with a tokens/s per user to compare or size at (a prefill pool has none)
+RATE_SERVING = ("decode", "aggregated", "disaggregated")
+
+
+def _samples(text: str) -> int:
+    v = positive_int(text)
+    if not 2 <= v <= 1000:
+        raise argparse.ArgumentTypeError(f"expected 2 to 1000 draws, got {text!r}")
+    return v
+
+
+def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated", "disaggregated"),
+                    metrics: tuple[str, ...] = ("output", "total", "decode"),
+                    workload: bool = True) -> argparse.ArgumentParser:
+    """Flags shared by frontier, compare, size and sweep.  Each command offers only the serving
+    modes and metrics it uses (``serving``, ``metrics``), and ``workload=False`` leaves out the
+    request lengths and TTFT a decode-only sweep does not use, so that no flag is accepted and
+    then ignored."""
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("workload and serving")
-    g.add_argument("--serving", choices=("decode", "prefill", "aggregated", "disaggregated"),
-                   default="disaggregated",
-                   help="decode: decode pool only at --context; prefill: prefill pool only (input "
-                        "tokens/s per GPU vs TTFT); aggregated: prefill and decode share GPUs; "
-                        "disaggregated: separate, rate-matched pools (default)")
-    g.add_argument("--isl", type=positive_float, default=1024.0,
-                   help="input (prompt) tokens per request (default 1024)")
-    g.add_argument("--osl", type=positive_float, default=1024.0,
-                   help="output tokens per request (default 1024)")
-    g.add_argument("--context", type=positive_float, default=None,
-                   help="mean KV length in decode, tokens (default ISL + OSL/2)")
-    g.add_argument("--max-ttft", type=positive_float, default=None,
-                   help="time-to-first-token limit for the prefill pool, seconds (default 2)")
+    default = "disaggregated" if "disaggregated" in serving else serving[0]
+    g.add_argument("--serving", choices=serving, default=default,
+                   help="; ".join(SERVING_HELP[s] + (" (default)" if s == default else "")
+                                  for s in serving))
+    if workload:
+        g.add_argument("--isl", type=positive_int, default=1024,
+                       help="input (prompt) tokens per request (default 1024)")
+        g.add_argument("--osl", type=positive_int, default=1024,
+                       help="output tokens per request (default 1024)")
+        g.add_argument("--context", type=positive_float, default=None,
+                       help="mean KV length in decode, tokens (default ISL + OSL/2)")
+        g.add_argument("--max-ttft", type=positive_float, default=None,
+                       help="time-to-first-token limit for the prefill pool, seconds (default 2)")
     s = p.add_argument_group("search space (omit to let the search choose)")
     s.add_argument("--gpus", type=positive_int, default=None,
                    help="fix the instance size in GPUs (e.g. 8 for one HGX node)")
@@ -101,9 +130,10 @@ def workload_parent() -> argparse.ArgumentParser:
     s.add_argument("--mode", choices=("bound", "realistic"), default="realistic",
                    help="bound: datasheet peaks, no overheads (the speed of light); realistic: the "
                         "spec's efficiencies and latencies (default)")
-    s.add_argument("--metric", choices=("output", "total", "decode"), default="output",
-                   help="output: output tokens/s per GPU counting every GPU (default); total: input + "
-                        "output (InferenceMAX); decode: output per decode GPU")
+    if metrics:
+        s.add_argument("--metric", choices=metrics, default=metrics[0],
+                       help="; ".join(METRIC_HELP[m] + (" (default)" if m == metrics[0] else "")
+                                      for m in metrics))
     return p
 
 
@@ -152,12 +182,13 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     band = _band(args, args.model, args.hardware, df)
     outputs: list[tuple[str, str, Any]] = []
     if args.csv:
-        outputs.append(("--csv", args.csv, lambda tmp: df.to_csv(tmp, index=False)))
+        rows = df if band is None else _with_band(df, band)
+        outputs.append(("--csv", args.csv, lambda tmp: rows.to_csv(tmp, index=False)))
     if args.plot:
         from planner.plot import plot_frontiers
 
-        outputs.append(("--plot", args.plot, savefig_to(lambda: plot_frontiers([df], bands=[band]),
-                                                        args.plot)))
+        outputs.append(("--plot", args.plot, savefig_to(
+            lambda: plot_frontiers([df], bands=[band], logy=args.logy), args.plot)))
     write_outputs(outputs)
     if args.json:
         print_json({"settings": _settings(df.attrs), "points": points_json(df),
@@ -188,10 +219,19 @@ def _band(args: argparse.Namespace, model: Any, hardware: Any, nominal: pd.DataF
           grid: Any = None) -> pd.DataFrame | None:
     """The uncertainty band (``--band``), or None."""
     if not getattr(args, "band", False):
+        if getattr(args, "band_samples", None) is not None:
+            raise SpecError("<input>", "--band-samples", "--band with it (the draws of the band)")
         return None
-    from planner.truth.uncertainty import frontier_band
+    from planner.truth.uncertainty import DEFAULT_SAMPLES, frontier_band
 
-    return frontier_band(model, hardware, base=nominal, grid=grid, **frontier_kwargs(args))
+    return frontier_band(model, hardware, base=nominal, grid=grid,
+                         samples=args.band_samples or DEFAULT_SAMPLES, **frontier_kwargs(args))
+
+
+def _with_band(front: pd.DataFrame, band: pd.DataFrame) -> pd.DataFrame:
+    from planner.truth.uncertainty import band_columns
+
+    return band_columns(front, band)
 
 
 def _band_json(band: pd.DataFrame) -> dict[str, Any]:
@@ -277,6 +317,21 @@ def _ratio_rows(c: Any, curve: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def _print_explain(e: pd.DataFrame, args: argparse.Namespace) -> None:
+    a = e.attrs
+    print(f"\n# why {a['hardware_a']} / {a['hardware_b']} = {a['ratio']:.2f}x on {a['model']} at "
+          f"{a['at_tps_per_user']:g} tokens/s/user ({args.serving}, {args.mode} mode)")
+    print("# chain: start from B, swap in A's resources one group at a time; "
+          "the factors multiply to the ratio")
+    rows = [[r.step, r.tps_per_gpu, r.factor, r.cumulative, r.bottleneck] for r in e.itertuples()
+            if r.kind == "chain"]
+    print(table(rows, ["step", "tok/s/GPU", "factor", "cumulative", "binds"]))
+    print("\n# single counterfactuals (factor vs the unmodified system)")
+    rows = [[r.step, r.tps_per_gpu, r.factor, r.bottleneck] for r in e.itertuples()
+            if r.kind == "counterfactual"]
+    print(table(rows, ["counterfactual", "tok/s/GPU", "factor", "binds"]))
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
@@ -285,34 +340,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     if len(args.hardware) != 2:
         raise SpecError("<input>", "--hardware", f"two systems to compare, got {len(args.hardware)}")
-    if not args.explain:
-        check_output_args(args, files=["csv"], plots=["plot"])
+    if args.at is not None and not args.explain:
+        raise SpecError("<input>", "--at", "--explain with it (--at is the rate --explain decomposes "
+                        "the ratio at; the table's rates are --levels)")
+    check_output_args(args, files=["csv"], plots=["plot"])
     kw = frontier_kwargs(args)
-    if args.explain:
-        e = explain(args.model, args.hardware[0], args.hardware[1], at=args.at, **kw)
-        if args.json:
-            print_json({"settings": _settings(e.attrs), "steps": [
-                {k: _clean(v) for k, v in r.items()} for r in e.to_dict("records")]})
-            return 0
-        a = e.attrs
-        print(f"# why {a['hardware_a']} / {a['hardware_b']} = {a['ratio']:.2f}x on {a['model']} at "
-              f"{a['at_tps_per_user']:g} tokens/s/user ({args.serving}, {args.mode} mode)")
-        print("# chain: start from B, swap in A's resources one group at a time; "
-              "the factors multiply to the ratio")
-        rows = [[r.step, r.tps_per_gpu, r.factor, r.cumulative, r.bottleneck] for r in e.itertuples()
-                if r.kind == "chain"]
-        print(table(rows, ["step", "tok/s/GPU", "factor", "cumulative", "binds"]))
-        print("\n# single counterfactuals (factor vs the unmodified system)")
-        rows = [[r.step, r.tps_per_gpu, r.factor, r.bottleneck] for r in e.itertuples()
-                if r.kind == "counterfactual"]
-        print(table(rows, ["counterfactual", "tok/s/GPU", "factor", "binds"]))
-        return 0
+    at = 50.0 if args.at is None else args.at
+    e = explain(args.model, args.hardware[0], args.hardware[1], at=at, **kw) if args.explain else None
     c = compare(args.model, args.hardware[0], args.hardware[1], levels=tuple(args.levels), **kw)
     from planner.plot import plot_frontiers
 
-    both = pd.concat([c.a, c.b], ignore_index=True)
     grid = c.ratio.tps_per_user.to_numpy()[::5] if len(c.ratio) else None  # one grid: paired draws
     bands = [_band(args, args.model, h, f, grid) for h, f in zip(args.hardware, (c.a, c.b), strict=True)]
+    both = pd.concat([f if b is None else _with_band(f, b)
+                      for f, b in zip((c.a, c.b), bands, strict=True)], ignore_index=True)
     ratio_band = ratio_curve = None
     if bands[0] is not None and grid is not None and len(grid):
         from planner.truth.uncertainty import largest_ratio_band, ratio_band_curve
@@ -333,7 +374,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         outputs.append(("--csv", args.csv, lambda tmp: both.to_csv(tmp, index=False)))
     if args.plot:
         outputs.append(("--plot", args.plot, savefig_to(
-            lambda: plot_frontiers([c.a, c.b], c.ratio, bands=bands), args.plot)))
+            lambda: plot_frontiers([c.a, c.b], c.ratio, bands=bands, logy=args.logy), args.plot)))
     write_outputs(outputs)
     s = c.settings
     if args.json:
@@ -348,7 +389,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     "frontiers": {s["hardware_a"]: points_json(c.a), s["hardware_b"]: points_json(c.b)},
                     **({"bands": {s["hardware_a"]: _band_json(bands[0]),
                                   s["hardware_b"]: _band_json(bands[1])},
-                        "largest_ratio_band": _clean(ratio_band)} if bands[0] is not None else {})})
+                        "largest_ratio_band": _clean(ratio_band)} if bands[0] is not None else {}),
+                    **({"explain": {"settings": _settings(e.attrs), "steps": [
+                        {k: _clean(v) for k, v in r.items()} for r in e.to_dict("records")]}}
+                       if e is not None else {})})
         return 0
     A, B = s["hardware_a"], s["hardware_b"]
     print(f"# moe-planner compare: {s['model']} on {A} vs {B}")
@@ -363,16 +407,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"# power: {POWER_BASIS}")
     rows = []
     for r in c.table.itertuples():
+        note = "largest" if r.largest else ("tail" if np.isfinite(r.ratio) and not r.both_useful else "")
         rows.append([r.tps_per_user, r.tps_per_gpu_a, r.tps_per_gpu_b, r.ratio, r.tps_per_mw_a,
-                     r.tps_per_mw_b, r.ratio_per_mw, r.bottleneck_a, r.bottleneck_b])
+                     r.tps_per_mw_b, r.ratio_per_mw, r.bottleneck_a, r.bottleneck_b, note])
     print(table(rows, ["tok/s/user", f"{A} tok/s/GPU", f"{B} tok/s/GPU", "ratio",
-                       f"{A} tok/s/MW", f"{B} tok/s/MW", "ratio/MW", f"{A} binds", f"{B} binds"]))
-    useful = c.ratio[c.ratio.both_useful] if "both_useful" in c.ratio else c.ratio
-    if not useful.empty and np.isfinite(useful.ratio).any():
-        i = int(np.nanargmax(useful.ratio.to_numpy()))
-        r = useful.iloc[i]
-        print(f"# largest per-GPU ratio {r.ratio:.1f}x at {r.tps_per_user:.0f} tokens/s/user (where both "
-              "systems still give at least 5% of their peak tokens/s per GPU)")
+                       f"{A} tok/s/MW", f"{B} tok/s/MW", "ratio/MW", f"{A} binds", f"{B} binds", "note"]))
+    if c.table.largest.any():
+        r = c.table[c.table.largest].iloc[0]
+        print(f"# largest per-GPU ratio {fmt(r.ratio)}x at {fmt(r.tps_per_user)} tokens/s/user (the row "
+              "marked largest; over the rows where both systems give at least 5% of their peak tokens/s "
+              "per GPU, the rate of the largest on a 200-point curve added; 'tail' rows are below that)")
     if ratio_band is not None and ratio_band["draws"]:
         print(f"# largest per-GPU ratio over {ratio_band['draws']} paired draws of the efficiencies: "
               f"{ratio_band['lo']:.1f}x to {ratio_band['hi']:.1f}x (5th-95th percentile, median "
@@ -385,6 +429,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for h, band in zip((A, B), bands, strict=True):
         if band is not None:
             _print_band(band, h)
+    if e is not None:
+        _print_explain(e, args)
     if moves is not None:
         _print_assumptions(moves)
     written = [p for p in (args.plot, args.csv) if p]
@@ -398,9 +444,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from planner.serving.sweep import SweepInterrupted, sweep
 
     check_output_args(args, files=["csv"])
-    k = frontier_kwargs(args)
-    space = SearchSpace(k["gpus"], k["max_gpus"], k["tp_attn"], k["ep"], k["tp_moe"], k["weights"],
-                        k["kv"], k["mtp"], k["overlap"], k["kv_offload"], k["acceptance"])
+    space = SearchSpace(args.gpus, args.max_gpus, args.tp_attn, args.ep, args.tp_moe, args.weights,
+                        args.kv, args.mtp, args.overlap, args.kv_offload, args.acceptance)
     try:
         r = sweep(args.model, args.hardware, contexts=args.contexts, batch_points=args.batch_points,
                   space=space, mode=args.mode, chunk=args.chunk,
@@ -425,9 +470,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    parent = workload_parent()
     p = add_command(
-        sub, "frontier", cmd_frontier, parents=[parent],
+        sub, "frontier", cmd_frontier, parents=[workload_parent()],
         help="Pareto frontier of tokens/s per user vs tokens/s per GPU for one model and system",
         description="Search layouts (instance size, attention TP x DP, MoE EP x TP), batch, precision, "
         "MTP and overlap, and print the upper-right envelope of (tokens/s per user, tokens/s per GPU) "
@@ -441,12 +485,17 @@ def register(sub: Any) -> None:
     p.add_argument("--plot", metavar="FILE",
                    help="also draw the frontier to FILE (format from the extension: .png, .svg, .pdf, "
                         "...; PNG without one)")
+    p.add_argument("--logy", action=argparse.BooleanOptionalAction, default=None,
+                   help="log y axis in the plot (default: log where the frontier spans more than 20x, so "
+                        "the interactive tail does not sit on zero; --no-logy: linear)")
     p.add_argument("--band", action="store_true",
                    help="also an uncertainty band: Monte Carlo over the realistic-mode efficiencies "
                         "(fit covariance where calibrated, +-15%% otherwise); in the plot and output")
+    p.add_argument("--band-samples", type=_samples, default=None, metavar="N",
+                   help="draws for --band (default 100; 2 to 1000)")
 
     c = add_command(
-        sub, "compare", cmd_compare, parents=[parent],
+        sub, "compare", cmd_compare, parents=[workload_parent(RATE_SERVING)],
         help="the main job: frontiers of one model on two systems, their ratio, and why",
         description="Compare two systems on one model: both Pareto frontiers, the ratio of tokens/s "
         "per GPU (and per MW) at chosen interactivity levels with the binding term on each side, a "
@@ -465,6 +514,9 @@ def register(sub: Any) -> None:
                         "'' to skip)")
     c.add_argument("--csv", metavar="FILE", default="frontier.csv",
                    help="CSV of both frontiers (default frontier.csv; '' to skip)")
+    c.add_argument("--logy", action=argparse.BooleanOptionalAction, default=None,
+                   help="log y axis in the plot (default: log where the frontiers span more than 20x; "
+                        "--no-logy: linear)")
     c.add_argument("--json", action="store_true", help="print the table and frontiers as JSON")
     c.add_argument("--threshold", type=float, default=10.0, metavar="X",
                    help="say where the per-GPU and per-MW ratios first reach X (default 10, as in "
@@ -475,17 +527,21 @@ def register(sub: Any) -> None:
                    help="also the table of assumptions that move the answer: the comparison re-run with "
                         "one changed at a time (speculation, acceptance range, precision, serving stack, "
                         "power basis, prompt length); about ten times as long")
+    c.add_argument("--band-samples", type=_samples, default=None, metavar="N",
+                   help="draws for --band (default 100; 2 to 1000)")
     c.add_argument("--explain", action="store_true",
-                   help="decompose the ratio at --at into causes by counterfactual swaps")
-    c.add_argument("--at", type=positive_float, default=50.0,
-                   help="interactivity for --explain, tokens/s/user (default 50)")
+                   help="also decompose the ratio at --at into causes by counterfactual swaps (after the "
+                        "table; in --json under \"explain\")")
+    c.add_argument("--at", type=positive_float, default=None,
+                   help="interactivity for --explain, tokens/s/user (default 50; only with --explain)")
 
     w = add_command(
-        sub, "sweep", cmd_sweep, parents=[parent],
+        sub, "sweep", cmd_sweep, parents=[workload_parent(("decode",), metrics=(), workload=False)],
         help="evaluate a large grid of decode configurations in chunks (bounded memory)",
-        description="Evaluate layouts x precision x MTP x overlap x contexts x batch (geometric from one "
-        "sequence to the memory limit) in chunks, keeping only the Pareto envelope per context. Shows a "
-        "progress bar on a terminal; Ctrl-C stops cleanly.",
+        description="Evaluate decode layouts x precision x MTP x overlap x contexts x batch (geometric "
+        "from one sequence to the memory limit) in chunks, keeping only the Pareto envelope per context "
+        "(decode pool only: --contexts replaces ISL/OSL, tokens/s per decode GPU). Shows a progress bar "
+        "on a terminal; Ctrl-C stops cleanly.",
         epilog="example (about 50 million configurations):\n  moe-planner sweep --model kimi-k2-thinking "
         "--hardware gb200-nvl72 --contexts 1024 2048 4096 8192 16384 32768 65536 131072 "
         "--batch-points 4096")

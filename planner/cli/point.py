@@ -95,14 +95,14 @@ def register(sub: Any) -> None:
                      help="routed-expert slots incl. redundant replicas (count; default: the fewest "
                      ">= the routed experts that EP divides)")
     wl = p.add_argument_group("workload")
-    wl.add_argument("--batch", type=positive_float, default=None,
+    wl.add_argument("--batch", type=positive_int, default=None,
                     help="concurrent sequences in the instance (count; required for decode, default "
                     "1 prompt for --prefill)")
     wl.add_argument("--context", type=positive_float, default=None,
                     help="mean KV-cache length per sequence (tokens; required for decode)")
     wl.add_argument("--prefill", action="store_true",
                     help="evaluate one prefill pass of --batch prompts instead of a decode step")
-    wl.add_argument("--prompt", type=positive_float, default=None,
+    wl.add_argument("--prompt", type=positive_int, default=None,
                     help="prompt length for --prefill (tokens; required with --prefill)")
     pr = p.add_argument_group("precision, speculation, execution")
     pr.add_argument("--weights", default=None,
@@ -190,6 +190,11 @@ def _cmd_point(args: argparse.Namespace) -> int:
                             f"{model.name} has no published default")
         res = decode_step(model, hw, batch=args.batch, context=args.context, mtp=mtp,
                           kv_offload=args.kv_offload, **common)
+    if not res.feasible:  # one line on stderr, nothing on stdout (as for any bad input)
+        length = args.prompt if args.prefill else args.context
+        model.check_length(length, "prompt" if args.prefill else "context")  # says which window
+        sys.stderr.write(f"error: infeasible: {res.reason} ({_infeasible_detail(res)})\n")
+        return 2
     counts = _counts(model, res)
     binding = _binding_term(res, counts)
     if args.json:
@@ -201,9 +206,6 @@ def _cmd_point(args: argparse.Namespace) -> int:
         print_json(d)
     else:
         sys.stdout.write(_table(res, counts, binding))
-    if not res.feasible:
-        sys.stderr.write(f"error: infeasible: {res.reason} ({_infeasible_detail(res)})\n")
-        return 2
     return 0
 
 
@@ -225,7 +227,7 @@ def _infeasible_detail(res: Any) -> str:
     c, m = res.config, res.memory
     if "KV cache" in res.reason:
         return (f"batch {c['batch']:g} needs {m['kv'] / 1e9:.1f} GB of KV per GPU, "
-                f"{m['hbm_free_for_kv'] / 1e9:.1f} GB free; at most {m['max_batch']:.0f} sequences fit")
+                f"{m['hbm_free_for_kv'] / 1e9:.1f} GB free; at most {m['max_batch']} sequences fit")
     if "weights" in res.reason:
         return f"weights take {m['weights'] / 1e9:.1f} GB per GPU of {m['hbm_capacity'] / 1e9:.1f} GB"
     return (f"gpus {c['gpus']}, attention TP {c['tp_attn']}, EP {c['ep']}, MoE TP {c['tp_moe']}, "

@@ -15,7 +15,7 @@ from planner.cli.common import (
     print_json,
     savefig_to,
 )
-from planner.cli.frontier import _clean, workload_parent
+from planner.cli.frontier import RATE_SERVING, _clean, workload_parent
 from planner.errors import SpecError
 from planner.outputs import table, write_outputs
 
@@ -156,9 +156,6 @@ def cmd_size(args: argparse.Namespace) -> int:
     from planner.economics import sizing
     from planner.specs.registry import load_systems
 
-    if args.metric != "output":
-        raise SpecError("<input>", "--metric", "output (sizing counts output tokens per GPU over every "
-                        "GPU, prefill included), got " + repr(args.metric))
     hws = load_systems(args.hardware, "--hardware")  # unknown hardware fails here, before any search
     names = [h.name for h in hws]
     inverse = args.power_budget_mw is not None or args.fleet_units is not None
@@ -170,6 +167,9 @@ def cmd_size(args: argparse.Namespace) -> int:
                         "(or ask --power-budget-mw / --fleet-units)")
     if args.min_tps_user is None and args.cost_target is None and args.fleet_units is None:
         raise SpecError("<input>", "--min-tps-user", "the service level, output tokens/s per user")
+    if args.levels and args.fleet_units is None:
+        raise SpecError("<input>", "--levels", "--fleet-units with it (--levels are the service levels "
+                        "a fixed fleet is read at; size at one level with --min-tps-user)")
     if args.plot and not has_demand:
         raise SpecError("<input>", "--plot", "a demand to size for (--demand-tps, --users, "
                         "--requests-per-s or --profile)")
@@ -198,8 +198,8 @@ def cmd_size(args: argparse.Namespace) -> int:
     if args.plot:  # written before anything is printed
         from planner.plot import plot_sizing
 
-        curve = sizing.sizing_curve(args.model, hws, **demand, **common)
         level = args.min_tps_user
+        curve = sizing.sizing_curve(args.model, hws, **demand, **common, also_at=[level] if level else [])
         write_outputs([("--plot", args.plot, savefig_to(lambda: plot_sizing(
             curve, level=level, cost_target=args.cost_target, basis=args.basis), args.plot))])
     report(df, args)
@@ -319,7 +319,7 @@ def _report_fleet(df: pd.DataFrame, args: argparse.Namespace) -> None:
 # ---- registration ------------------------------------------------------------------------------------
 def register(sub: Any) -> None:
     p = add_command(
-        sub, "size", cmd_size, parents=[workload_parent()],
+        sub, "size", cmd_size, parents=[workload_parent(RATE_SERVING, metrics=())],
         help="procurement sizing: from demand and a service level to GPUs, racks, MW and dollars",
         description="For each hardware option, the best frontier configuration meeting the service level "
         "(tokens/s per user; TTFT for the disaggregated prefill pool), then the deployment for the "
@@ -340,7 +340,7 @@ def register(sub: Any) -> None:
     p.add_argument("--hardware", required=True, nargs="+", metavar="H", help="one or more systems to size")
     d = p.add_argument_group("demand (one of)").add_mutually_exclusive_group()
     d.add_argument("--demand-tps", type=positive_float, metavar="X", help="peak output tokens/s")
-    d.add_argument("--users", type=positive_float, metavar="N",
+    d.add_argument("--users", type=positive_int, metavar="N",
                    help="peak concurrent users (x --min-tps-user = output tokens/s)")
     d.add_argument("--requests-per-s", type=positive_float, metavar="R",
                    help="peak requests/s (x --osl = output tokens/s)")

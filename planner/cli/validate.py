@@ -474,10 +474,10 @@ def register(sub: Any) -> None:
     c.add_argument("--no-loo", action="store_true", help="skip the leave-one-out refits")
 
     from planner.cli.common import positive_float
-    from planner.cli.frontier import workload_parent
+    from planner.cli.frontier import RATE_SERVING, workload_parent
 
     s = add_command(
-        sub, "sensitivity", cmd_sensitivity, parents=[workload_parent()],
+        sub, "sensitivity", cmd_sensitivity, parents=[workload_parent(RATE_SERVING)],
         help="elasticity of tokens/s per GPU to each hardware resource at a per-user rate; what-ifs",
         description="d ln(tokens/s per GPU) / d ln(resource) at a fixed tokens/s per user for HBM "
         "bandwidth, NVLink bandwidth, NIC bandwidth, FLOP/s and HBM capacity: by central differences "

@@ -24,6 +24,9 @@ SECONDS_PER_YEAR = HOURS_PER_YEAR * 3600.0
 DEFAULT_PUE = 1.3
 DEFAULT_USD_PER_KWH = 0.08
 DEFAULT_YEARS = 4.0
+#: The largest fleet sized: a billion GPUs, far beyond any built.  A demand that needs more is
+#: refused (its counts would also leave the range where floats count GPUs exactly).
+MAX_FLEET_GPUS = 1e9
 
 GLOBAL_SOURCES = {
     "pue": "default assumption (liquid-cooled AI data hall); override with --pue / pue=",
@@ -76,6 +79,11 @@ def deployment(demand_tps: float, *, decode_tps_per_gpu: float, decode_instance_
                 prefill_tps_per_gpu=prefill_tps_per_gpu,
                 prefill_instance_gpus=int(prefill_instance_gpus) if prefill_instance_gpus else None,
                 isl=isl, osl=osl, gpus_per_unit=int(gpus_per_unit), domain_size=int(domain_size))
+    need = demand_tps / decode_tps_per_gpu + (demand_tps * isl / osl / prefill_tps_per_gpu
+                                              if prefill_tps_per_gpu is not None else 0.0)
+    if not need <= MAX_FLEET_GPUS:
+        raise SpecError("<input>", "demand", f"a load a fleet of at most {MAX_FLEET_GPUS:.0e} GPUs serves: "
+                        f"{demand_tps:.4g} output tokens/s needs {need:.3g} GPUs at this configuration")
     pools = plan_pools(demand_tps, **perf)
     cap = max_load(pools["units"], **perf)
     mean = demand_tps if mean_demand_tps is None else mean_demand_tps

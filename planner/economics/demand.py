@@ -95,7 +95,10 @@ def make_demand(demand_tps: float | None = None, users: float | None = None,
                                _PROFILE_ALIASES[profile_unit], "profile")
     kind = {"demand_tps": "output_tps", "users": "users", "requests_per_s": "requests_per_s"}[key]
     flag = {"demand_tps": "--demand-tps", "users": "--users", "requests_per_s": "--requests-per-s"}[key]
-    return Demand(kind, (_check_load(v, key),), flag)
+    load = _check_load(v, key)
+    if kind == "users" and not load.is_integer():
+        raise SpecError("<input>", key, f"a whole number of concurrent users, got {v!r}")
+    return Demand(kind, (load,), flag)
 
 
 def _profile_values(values: Any, label: str, kind: str, source: str) -> Demand:

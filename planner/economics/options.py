@@ -44,6 +44,7 @@ class Option:
 
             self.ttft_limit = DEFAULT_MAX_TTFT if fkw.get("max_ttft") is None else float(fkw["max_ttft"])
         self.error: str | None = None
+        self.too_large: str | None = None  #: why a demand was too large for any fleet, if it was
         self.pts = pd.DataFrame()
         try:
             self.pts = frontier(model, hw, all_points=True, metric="output", **fkw)
@@ -113,11 +114,17 @@ class Option:
              ) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The cheapest deployment meeting ``x`` tokens/s/user at ``demand`` (ties: more output
         per GPU)."""
-        peak, mean = demand.peak_mean(x, self.osl)
         key = "usd_per_mtok" if basis == "own" else "usd_per_mtok_rental"
         found = None
         for c in self.candidates(x, exact):
-            d = self.deploy(c, peak, mean)
+            # the load at the rate each user actually gets: users x the candidate's own tokens/s
+            # per user (not the level), so that its instances hold every user
+            peak, mean = demand.peak_mean(c["tps_per_user"], self.osl)
+            try:
+                d = self.deploy(c, peak, mean)
+            except SpecError as exc:  # a demand no fleet of this configuration serves
+                self.too_large = exc.expected
+                continue
             score = (d[key], -c["tps_per_gpu"])
             if found is None or score < found[0]:
                 found = (score, c, d)
@@ -126,6 +133,8 @@ class Option:
     def reason(self, x: float) -> str:
         if self.error:
             return self.error
+        if self.too_large and x <= self.top:
+            return f"demand: {self.too_large}"
         return f"at most {self.top:.4g} tokens/s/user"
 
     def row(self, c: dict[str, Any], d: dict[str, Any], level: float) -> dict[str, Any]:

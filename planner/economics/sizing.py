@@ -63,6 +63,9 @@ def size(model: Model | str, hardware: Any, *, min_tps_user: float, demand_tps: 
         got = o.best(level, dem, basis)
         rows.append(o.row(got[0], got[1], level) if got else o.infeasible_row(level, o.reason(level)))
     if not any(r["feasible"] for r in rows):
+        if any(o.too_large for o in opts):
+            raise SpecError("<input>", "demand", "; ".join(f"{o.hw.name}: {o.too_large or o.reason(level)}"
+                                                           for o in opts))
         raise no_option(opts, level)
     df = mark_cheapest(pd.DataFrame(rows), basis)
     df.attrs.update(attrs, min_tps_user=level, demand=dem.describe(), demand_kind=dem.kind,
@@ -160,7 +163,8 @@ def _fleet_row(o: Option, n: int, level: float, no_unit_reason: str) -> dict[str
     pools = plan_pools(cap, **o.perf(c))
     pools.update(units=n, gpus=n * o.hw.gpus_per_unit)
     r = o.row(c, dict(demand_tps=cap, mean_demand_tps=cap, **pools, **money), level)
-    r.update(users=cap / level, requests_per_s=cap / o.osl)
+    # whole users, each at least at the level
+    r.update(users=int(math.floor(cap / level * (1 + 1e-12))), requests_per_s=cap / o.osl)
     return r
 
 
@@ -196,34 +200,18 @@ def cost_target(model: Model | str, hardware: Any, usd_per_mtok: float, *, deman
             continue
         xs = np.unique(o.pts.tps_per_user.to_numpy())
         xs = np.unique(np.geomspace(xs.min(), xs.max(), 64))
-        costs = []
-        for x in xs:
-            got = o.best(float(x), dem, basis, exact=False)
-            costs.append(got[1][key] if got else math.inf)
-        costs = np.asarray(costs)
-        ok = np.nonzero(costs <= usd_per_mtok)[0]
-        if len(ok) == 0:
-            cheapest = float(np.nanmin(costs))
-            at = float(xs[np.flatnonzero(costs <= cheapest * (1 + 1e-12)).max()])
-            r = o.infeasible_row(math.nan, f"cheapest ${cheapest:.4g}/Mtok (up to {at:.4g} tokens/s/user)")
+        reach = _Reach(o, xs, dem, basis, key, refine)
+        got = reach.highest(float(usd_per_mtok))
+        if got is None:
+            cheapest = reach.cheapest()
+            at = reach.highest(cheapest)
+            x_at = at[0] if at is not None else math.nan
+            r = o.infeasible_row(math.nan, f"cheapest ${cheapest:.4g}/Mtok (up to {x_at:.4g} tokens/s/user)")
             r["min_usd_per_mtok"] = cheapest
             rows.append(r)
             continue
-        i = int(ok.max())
-        lo = float(xs[i])
-        got = o.best(lo, dem, basis)
-        if got is None or got[1][key] > usd_per_mtok:  # keep the grid answer
-            got = o.best(lo, dem, basis, exact=False)
-        if i + 1 < len(xs):
-            hi = float(xs[i + 1])
-            for _ in range(max(0, int(refine))):
-                mid = math.sqrt(lo * hi)
-                g = o.best(mid, dem, basis)
-                if g is not None and g[1][key] <= usd_per_mtok:
-                    lo, got = mid, g
-                else:
-                    hi = mid
-        r = o.row(got[0], got[1], lo)
+        lo, (c, d) = got
+        r = o.row(c, d, lo)
         r["target_usd_per_mtok"] = float(usd_per_mtok)
         rows.append(r)
     if not any(r["feasible"] for r in rows):
@@ -234,6 +222,65 @@ def cost_target(model: Model | str, hardware: Any, usd_per_mtok: float, *, deman
     return df
 
 
+class _Reach:
+    """The highest service level one option serves at a price: the same deployment as
+    :func:`size` (:meth:`Option.best`, batch solved exactly) at every level it tries, so that
+    ``size --min-tps-user X``, ``--cost-target`` and the "cheapest" it reports agree."""
+
+    def __init__(self, o: Option, xs: np.ndarray, dem: Any, basis: str, key: str, refine: int) -> None:
+        self.o, self.xs, self.dem, self.basis, self.key, self.refine = o, xs, dem, basis, key, refine
+        self._exact: dict[float, Any] = {}
+        # grid costs (no batch solve) bracket the search; the exact ones are never higher
+        grid = [o.best(float(x), dem, basis, exact=False) for x in xs]
+        self.grid = np.array([g[1][key] if g else math.inf for g in grid])
+
+    def at(self, x: float) -> Any:
+        if x not in self._exact:
+            self._exact[x] = self.o.best(x, self.dem, self.basis)
+        return self._exact[x]
+
+    def _ok(self, got: Any, target: float) -> bool:
+        return got is not None and got[1][self.key] <= target * (1 + 1e-12)
+
+    def cheapest(self) -> float:
+        """The lowest price reachable, rounded up to 4 significant digits (the figure printed,
+        which ``highest`` then reaches)."""
+        m = int(np.argmin(self.grid))
+        got = self.at(float(self.xs[m]))
+        c = min(self.grid[m], got[1][self.key] if got else math.inf)
+        e = math.floor(math.log10(c)) - 3
+        return math.ceil(c / 10.0**e * (1 - 1e-12)) * 10.0**e
+
+    def highest(self, target: float) -> tuple[float, Any] | None:
+        """(level, (configuration, deployment)) at the highest level within ``target``, or None."""
+        xs = self.xs
+        ok = np.flatnonzero(self.grid <= target * (1 + 1e-12))
+        if len(ok):
+            i = int(ok.max())
+        else:  # no grid cost within it: the exact deployment may still be
+            i = int(np.argmin(self.grid))
+            if not self._ok(self.at(float(xs[i])), target):
+                return None
+        got = self.at(float(xs[i]))
+        if not self._ok(got, target):  # keep the grid answer
+            got = self.o.best(float(xs[i]), self.dem, self.basis, exact=False)
+        # exact costs are at most the grid's: walk on while the next level is still within it
+        while i + 1 < len(xs) and self._ok(self.at(float(xs[i + 1])), target):
+            i += 1
+            got = self.at(float(xs[i]))
+        lo = float(xs[i])
+        if i + 1 < len(xs):
+            hi = float(xs[i + 1])
+            for _ in range(max(0, int(self.refine))):
+                mid = math.sqrt(lo * hi)
+                g = self.at(mid)
+                if self._ok(g, target):
+                    lo, got = mid, g
+                else:
+                    hi = mid
+        return lo, got
+
+
 def sizing_curve(model: Model | str, hardware: Any, *, demand_tps: float | None = None,
                  users: float | None = None, requests_per_s: float | None = None, profile: Any = None,
                  profile_unit: str = "output_tps", levels: Sequence[float] | None = None,
@@ -241,11 +288,13 @@ def sizing_curve(model: Model | str, hardware: Any, *, demand_tps: float | None 
                  max_ttft: float | None = None, pue: float = DEFAULT_PUE,
                  usd_per_kwh: float = DEFAULT_USD_PER_KWH, years: float = DEFAULT_YEARS,
                  usd_per_unit: Any = None, usd_per_gpu_hour: Any = None, watts_per_gpu: Any = None,
-                 basis: str = "own", **search: Any) -> pd.DataFrame:
-    """$/M tokens and units needed against the per-user service level, per option (grid points
-    of the frontier, no exact batch solve: fast, and monotone by construction).  Rows:
-    ``hardware``, ``tps_per_user`` (the level), ``usd_per_mtok``, ``usd_per_mtok_rental``,
-    ``units``, ``unit``, ``gpus``, ``power_mw``."""
+                 basis: str = "own", also_at: Sequence[float] = (), **search: Any) -> pd.DataFrame:
+    """$/M tokens and units needed against the per-user service level, per option: at each
+    level the deployment :func:`size` gives there (the same :meth:`Option.best`, batch solved
+    exactly), so a plot of the curve agrees with the sizing table.  ``levels``: the levels
+    (default ``points`` log-spaced over each frontier's range); ``also_at``: levels added to
+    them (the one asked, say).  Rows: ``hardware``, ``tps_per_user`` (the level),
+    ``usd_per_mtok``, ``usd_per_mtok_rental``, ``units``, ``unit``, ``gpus``, ``power_mw``."""
     dem = make_demand(demand_tps, users, requests_per_s, profile, profile_unit)
     m, opts, attrs = setup(model, hardware, serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, pue=pue,
                             usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
@@ -257,8 +306,9 @@ def sizing_curve(model: Model | str, hardware: Any, *, demand_tps: float | None 
             continue
         xs = np.asarray(levels, dtype=float) if levels is not None else np.geomspace(
             max(o.pts.tps_per_user.min(), 1e-3), o.top, points)
+        xs = np.unique(np.concatenate([xs, np.asarray(list(also_at), dtype=float)]))
         for x in xs:
-            got = o.best(float(x), dem, basis, exact=False)
+            got = o.best(float(x), dem, basis)
             if got is None:
                 continue
             c, d = got

@@ -541,7 +541,7 @@ def _single(model: Model | str, hardware: Hardware | str, phase: str, *, gpus: i
         "weights": f["memory.weights"], "kv": f["memory.kv"],
         "kv_in_host": f["memory.kv"] * f["memory.host_fraction"],
         "hbm_capacity": hw.hbm_capacity, "hbm_free_for_kv": f["memory.free"],
-        "max_batch": f["memory.b_max"] * G / TPa,
+        "max_batch": int(math.floor(f["memory.b_max"] * G / TPa * (1 + 1e-9))),  # whole sequences
     }
     tps_gpu = f["prefill_tps_gpu"] if phase == "prefill" else f["tps_gpu"]
     return StepResult(phase=phase, mode=mode, model=model.name, hardware=hw.name, config=config,

@@ -51,7 +51,11 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
             **kw: Any) -> Comparison:
     """Frontiers of ``model`` on two systems (each at its best precision unless ``weights`` is
     given), their ratio over the common interactivity range, and at ``levels`` (tokens/s/user):
-    tokens/s per GPU and per MW on each side, the ratios, and the binding term of each."""
+    tokens/s per GPU and per MW on each side, the ratios, and the binding term of each.
+
+    The table also holds the rate of the ratio curve's largest useful value (``asked`` False);
+    ``both_useful`` flags rows where both sides give at least ``USEFUL`` of their peak, and
+    ``largest`` the useful row with the largest per-GPU ratio (the one a summary quotes)."""
     _check_serving(kw)
     m = load_model(model)
     ha, hb = load_systems([hardware_a, hardware_b])
@@ -70,21 +74,40 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     # where either system is down to a few percent of its own peak (the tail of its frontier), the
     # ratio of two small numbers says little: flag it, so plots and maxima can leave it out
     ratio["both_useful"] = (ya >= USEFUL * fa.tps_per_gpu.max()) & (yb >= USEFUL * fb.tps_per_gpu.max())
-    ta = frontier_at(m, ha, list(levels), points=pts_a, **kw)
-    tb = frontier_at(m, hb, list(levels), points=pts_b, **kw)
-    table = pd.DataFrame({"tps_per_user": list(levels)})
+    # the table's rates: the levels asked, and the rate of the curve's largest useful ratio, so
+    # that the largest ratio quoted is a row of the table (computed as every row is)
+    rows_at = [float(v) for v in levels]
+    useful = ratio[ratio.both_useful & np.isfinite(ratio.ratio)]
+    if not useful.empty:
+        x_max = float(useful.tps_per_user.iloc[int(np.argmax(useful.ratio.to_numpy()))])
+        x_max = float(f"{x_max:.3g}")
+        if all(not np.isclose(x_max, v, rtol=1e-3) for v in rows_at):
+            rows_at.append(x_max)
+    rows_at = sorted(set(rows_at))
+    ta = frontier_at(m, ha, rows_at, points=pts_a, **kw)
+    tb = frontier_at(m, hb, rows_at, points=pts_b, **kw)
+    table = pd.DataFrame({"tps_per_user": rows_at,
+                          "asked": [any(np.isclose(x, float(v)) for v in levels) for x in rows_at]})
     for tag, t in (("a", ta), ("b", tb)):
         table[f"tps_per_gpu_{tag}"] = t.tps_per_gpu.to_numpy()
         table[f"tps_per_mw_{tag}"] = t.get("tps_per_mw", pd.Series(np.nan, index=t.index)).to_numpy()
         table[f"usd_per_mtok_{tag}"] = t.get("usd_per_mtok", pd.Series(np.nan, index=t.index)).to_numpy()
         table[f"bottleneck_{tag}"] = t.get("bottleneck", pd.Series(None, index=t.index)).to_numpy()
         table[f"weights_{tag}"] = t.get("weights", pd.Series(None, index=t.index)).to_numpy()
-        table[f"gpus_{tag}"] = t.get("gpus", pd.Series(np.nan, index=t.index)).to_numpy()
+        gpus = t.get("gpus", pd.Series(np.nan, index=t.index)).to_numpy(float)
+        table[f"gpus_{tag}"] = pd.Series([int(g) if np.isfinite(g) else None for g in gpus], dtype=object)
     # the fastest per-user rate each system reaches: a level above it is out of reach (NaN)
     table["max_tps_per_user_a"] = float(fa.tps_per_user.max())
     table["max_tps_per_user_b"] = float(fb.tps_per_user.max())
     table["ratio"] = table.tps_per_gpu_a / table.tps_per_gpu_b
     table["ratio_per_mw"] = table.tps_per_mw_a / table.tps_per_mw_b
+    # the same rule as the curve's: a ratio where either side is in its tail is shown, not quoted
+    table["both_useful"] = ((table.tps_per_gpu_a >= USEFUL * fa.tps_per_gpu.max())
+                            & (table.tps_per_gpu_b >= USEFUL * fb.tps_per_gpu.max())).to_numpy()
+    table["largest"] = False
+    ok = table[table.both_useful & np.isfinite(table.ratio)]
+    if not ok.empty:
+        table.loc[ok.ratio.idxmax(), "largest"] = True
     settings = {**pts_a.attrs, "hardware_a": ha.name, "hardware_b": hb.name,
                 "power_factor": hb.power_per_gpu / ha.power_per_gpu,
                 "calibration": f"{pts_a.attrs['calibration']}; {pts_b.attrs['calibration']}"}

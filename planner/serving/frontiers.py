@@ -26,6 +26,7 @@ from planner.serving.search import (
     precision_options,
     row_inputs,
     solve_batch,
+    whole_batch,
 )
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
@@ -49,13 +50,20 @@ class Workload:
     def decode_context(self) -> float:
         return self.context if self.context is not None else self.isl + self.osl / 2.0
 
-    def check(self) -> None:
+    def check(self, model: Model | None = None) -> None:
+        """Token counts: whole ISL and OSL >= 1, a context >= 1; with ``model``, a request
+        (ISL + OSL) and the decode context within its context window."""
         for name, v in (("isl", self.isl), ("osl", self.osl), ("context", self.context)):
             if v is None and name == "context":
                 continue
             if isinstance(v, bool) or not isinstance(v, int | float | np.number) or not (
                     math.isfinite(v) and v >= 1):
                 raise SpecError("<input>", name, f"a token count >= 1, got {v!r}")
+            if name != "context" and not float(v).is_integer():
+                raise SpecError("<input>", name, f"a whole number of tokens, got {v!r}")
+        if model is not None:
+            model.check_length(self.isl + self.osl, "isl", "tokens of prompt + output (ISL + OSL)")
+            model.check_length(self.decode_context, "context", "tokens of decode context")
 
     @property
     def label(self) -> str:
@@ -75,9 +83,10 @@ def prefill_candidates(model: Model, hw: Hardware, space: SearchSpace, isl: floa
         for o in overlap_options(space.overlap, model):
             G, TPa, EPv, TPe, slots = (lay[c].values[:, None].astype(float)
                                        for c in ("gpus", "tp_attn", "ep", "tp_moe", "expert_slots"))
-            lo = np.log(TPa / G)
-            hi = np.log(np.maximum(65536.0 / isl, TPa / G * 1.0001))
-            b = np.exp(lo + (hi - lo) * np.linspace(0, 1, points)[None, :])
+            # whole prompts per instance: one up to 64k tokens per attention rank
+            top = np.maximum(whole_batch(65536.0 / isl * G / TPa), 1.0)
+            B = np.round(np.exp(np.log(top) * np.linspace(0, 1, points)[None, :]))
+            b = B * TPa / G
             out = evaluate_configs(model, hw, prec, mode, G=G, TP_a=TPa, EP=EPv, TP_e=TPe,
                                    E_slots=slots, b=b, S=isl, overlap=o, phase="prefill")
             shape = b.shape
@@ -89,7 +98,7 @@ def prefill_candidates(model: Model, hw: Hardware, space: SearchSpace, isl: floa
                 "prefill_gpus": flat(G).astype(int), "prefill_tp_attn": flat(TPa).astype(int),
                 "prefill_ep": flat(EPv).astype(int), "prefill_tp_moe": flat(TPe).astype(int),
                 "prefill_expert_slots": flat(slots).astype(int),
-                "prefill_batch": flat(b * G / TPa), "prefill_weights": weights,
+                "prefill_batch": flat(B).astype(int), "prefill_weights": weights,
                 "prefill_overlap": bool(o),
                 "prefill_pass_s": flat(out["step"]),
                 "prefill_tps_per_gpu": flat(out["prefill_tps_gpu"]),
@@ -252,7 +261,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     if mode not in ("bound", "realistic"):
         raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
     wl = Workload(isl, osl, context)
-    wl.check()
+    wl.check(model)
     max_ttft = DEFAULT_MAX_TTFT if max_ttft is None else max_ttft
     if not (isinstance(max_ttft, int | float) and math.isfinite(max_ttft) and max_ttft > 0):
         raise SpecError("<input>", "max_ttft", f"a positive time in seconds, got {max_ttft!r}")
@@ -301,7 +310,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
 
 
 def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[float],
-                points: pd.DataFrame | None = None, **kw: Any) -> pd.DataFrame:
+                points: pd.DataFrame | None = None, whole: bool = True, **kw: Any) -> pd.DataFrame:
     """The best configuration at each per-user rate in ``targets``: the most tokens/s per GPU
     among configurations at least that fast for each user.  The batch of each promising
     candidate is solved exactly (:func:`~planner.serving.search.solve_batch`) rather than read
@@ -309,6 +318,7 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
     at least as fast for each user, and never rising with the rate (what serves users faster
     serves them at ``x`` too; such a row keeps its own, higher ``tps_per_user``).  ``points``:
     the ``frontier(..., all_points=True)`` table, if already computed with the same ``kw``.
+    ``whole=False`` solves the batch as a continuous quantity (for derivatives).
     A row with NaN throughput means the target is out of reach."""
     model, hw = load_model(model), load_hardware(hardware)
     allp = points if points is not None else frontier(model, hw, all_points=True, **kw)
@@ -316,17 +326,22 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
     serving, mode = allp.attrs["serving"], allp.attrs["mode"]
     keycols = ["gpus", "tp_attn", "ep", "tp_moe", "expert_slots", "weights", "kv", "mtp", "overlap",
                "kv_offload"]
+    # sorted once: per target, the promising candidates are the first rows (best grid point at or
+    # above the target) of the first four distinct candidates in this order; the best of them
+    # stands as it is (the frontier's own value at x)
+    order = allp.sort_values("tps_per_gpu", ascending=False, kind="mergesort")
+    ids = order.groupby(keycols, sort=False, dropna=False).ngroup().to_numpy()
+    tpu = order.tps_per_user.to_numpy(float)
     tops: dict[float, dict[str, Any]] = {}
     for x in sorted(set(map(float, targets)), reverse=True):
-        reach = allp[allp.tps_per_user >= x]
-        # promising candidates: the best grid point at or above the target, per candidate; the
-        # best of them stands as it is (the frontier's own value at x)
-        best = reach.sort_values("tps_per_gpu", ascending=False).drop_duplicates(keycols).head(4)
+        idx = np.flatnonzero(tpu >= x)
+        _, first = np.unique(ids[idx], return_index=True)
+        best = order.iloc[idx[np.sort(first)[:4]]]
         solved = [best.iloc[0]] if len(best) else []
         for _, r in best.iterrows():
             if serving == "aggregated":
                 continue  # the prefill stretch is not re-solved: the grid values stand
-            B = solve_batch(model, hw, r.to_dict(), x, wl.decode_context, mode)
+            B = solve_batch(model, hw, r.to_dict(), x, wl.decode_context, mode, whole=whole)
             if B is not None:
                 solved.append(_point_at_batch(model, hw, r, B, wl, mode, allp))
         if tops:  # the best found for a faster target (targets run fastest first)
@@ -347,10 +362,11 @@ def _point_at_batch(model: Model, hw: Hardware, r: pd.Series, batch: float, wl: 
     out = evaluate_configs(model, hw, prec, mode, b=batch * TPa / G, **kw)
     X_d = float(out["tps_gpu"])
     s = r.copy()
-    s["batch"], s["batch_per_gpu"] = batch, batch / G
+    s["batch"], s["batch_per_gpu"] = (int(batch) if float(batch).is_integer() else batch), batch / G
     s["tps_per_user"], s["decode_tps_per_gpu"], s["step_s"] = float(out["tps_user"]), X_d, float(out["step"])
     s["bottleneck"] = CATEGORIES[int(out["bottleneck"])]
-    if np.isclose(batch, float(out["memory.b_max"]) * G / TPa, rtol=1e-6):
+    if batch >= float(np.floor(float(out["memory.b_max"]) * G / TPa * (1 + 1e-9))) or np.isclose(
+            batch, float(out["memory.b_max"]) * G / TPa, rtol=1e-6):
         s["bottleneck"] = "memory_capacity"
     X_p = float(r.prefill_tps_per_gpu) if "prefill_tps_per_gpu" in r else np.inf
     for k, v in _serving_columns(hw, wl, allp.attrs["serving"], allp.attrs["metric"], np.array([X_d]),

@@ -1,9 +1,10 @@
 """The configuration search: layouts x batch x precision x MTP x overlap, evaluated as grids.
 
-A *candidate* is one (layout, precision, MTP, overlap) combination; its batch is continuous.
+A *candidate* is one (layout, precision, MTP, overlap) combination; its batch counts whole
+sequences per instance.
 :func:`decode_candidates` evaluates every candidate on a geometric batch grid in one vectorised
 call; :func:`pareto` keeps the upper-right envelope; :func:`solve_batch` finds, with scipy, the
-batch at which a candidate gives the most per GPU while meeting a per-user rate.
+batch (whole sequences) at which a candidate gives the most per GPU while meeting a per-user rate.
 """
 
 from __future__ import annotations
@@ -166,6 +167,20 @@ def decode_candidates(model: Model, hw: Hardware, space: SearchSpace, context: f
     return df[df.feasible].drop(columns="feasible").reset_index(drop=True)
 
 
+def whole_batch(batch: Any) -> np.ndarray:
+    """The largest whole number of sequences not above ``batch`` (float noise ignored): a batch
+    counts whole sequences, and one more than the memory or rate allows does not fit."""
+    return np.floor(np.asarray(batch, dtype=float) * (1 + 1e-9))
+
+
+def batch_ladder(top: float, per_octave: int = BATCH_PER_OCTAVE) -> np.ndarray:
+    """Whole batches from 1 to ``top``: ``per_octave`` geometric steps per doubling, rounded to
+    whole sequences (duplicates at the small end dropped)."""
+    n = int(np.log2(max(top, 1.0)) * per_octave)
+    ladder = np.unique(np.round(2.0 ** (np.arange(0, n + 1) / per_octave)))
+    return ladder[ladder <= max(top, 1.0)]
+
+
 def _grid_one(model: Model, hw: Hardware, prec: Precisions, spec: Speculation, overlap: int,
               lay: pd.DataFrame, context: float, mode: str, kv_offload: bool,
               per_octave: int) -> pd.DataFrame:
@@ -173,19 +188,20 @@ def _grid_one(model: Model, hw: Hardware, prec: Precisions, spec: Speculation, o
                                for c in ("gpus", "tp_attn", "ep", "tp_moe", "expert_slots"))
     common = dict(G=G, TP_a=TPa, EP=EPv, TP_e=TPe, E_slots=slots, S=context, spec=spec,
                   overlap=overlap, kv_offload=int(kv_offload))
-    # memory limit per layout (b_max does not depend on b)
+    # memory limit per layout (b_max does not depend on b), in whole sequences per instance
     probe = evaluate_configs(model, hw, prec, mode, b=1.0, **common)
     b_max = np.asarray(probe["memory.b_max"], dtype=float)
-    b_max = np.broadcast_to(b_max, G.shape).copy()
-    b_min = TPa / G  # one sequence in the whole instance
-    ok = b_max >= b_min
-    B_top = float(np.max(np.where(ok, b_max * G / TPa, 1.0)))
-    ladder = 2.0 ** (np.arange(0, int(np.log2(max(B_top, 1.0)) * per_octave) + 1) / per_octave)
-    b = np.concatenate([ladder[None, :] * b_min * np.ones_like(b_max), b_max], axis=1)
-    ok = ok & (b <= b_max * (1 + 1e-12))
+    B_max = whole_batch(np.broadcast_to(b_max, G.shape) * G / TPa)
+    ok = B_max >= 1
+    B_top = float(np.max(np.where(ok, B_max, 1.0)))
+    ladder = batch_ladder(B_top, per_octave)
+    B = np.concatenate([ladder[None, :] * np.ones_like(B_max), np.maximum(B_max, 1.0)], axis=1)
+    ok = ok & (B <= B_max)
+    b = B * TPa / G  # sequences per attention-DP rank (a mean over the ranks)
+    b_max = B_max * TPa / G
     out = evaluate_configs(model, hw, prec, mode, b=b, **common)
     shape = b.shape
-    at_cap = np.isclose(b, b_max, rtol=1e-9) & ok
+    at_cap = (B == B_max) & ok
     bottleneck = np.where(at_cap, len(CATEGORIES), out["bottleneck"])
     feas = np.broadcast_to(out["feasible"], shape) & ok
 
@@ -196,7 +212,7 @@ def _grid_one(model: Model, hw: Hardware, prec: Precisions, spec: Speculation, o
         "gpus": flat(G).astype(int), "tp_attn": flat(TPa).astype(int),
         "dp_attn": (flat(G) // flat(TPa)).astype(int), "ep": flat(EPv).astype(int),
         "tp_moe": flat(TPe).astype(int), "expert_slots": flat(slots).astype(int),
-        "batch": flat(b * G / TPa), "batch_per_gpu": flat(b / TPa),
+        "batch": flat(B).astype(int), "batch_per_gpu": flat(b / TPa),
         "weights": prec.weights["routed_experts"], "attention": prec.weights["attention"],
         "kv": prec.kv, "compute": prec.compute["routed_experts"], "mtp": spec.drafts,
         "overlap": bool(overlap), "kv_offload": bool(kv_offload),
@@ -246,16 +262,18 @@ def row_inputs(model: Model, hw: Hardware, row: Any, context: float
 
 
 def solve_batch(model: Model, hw: Hardware, row: dict[str, Any], target_tps_user: float,
-                context: float, mode: str) -> float | None:
+                context: float, mode: str, whole: bool = True) -> float | None:
     """Instance batch at which candidate ``row`` gives the most tokens/s per GPU while every user
     still gets at least ``target_tps_user``; None if one sequence is already slower than that.
 
     The per-user rate falls with batch, so the batches meeting the target are [1, B*], with B*
     solved exactly (brentq on the monotone per-user rate; the memory-capped batch if even that
-    is fast enough).  Tokens/s per GPU usually rises all the way to B*, but need not: a KV cache
-    spilled to CPU-attached memory slows every step more than the extra sequences add.  So the
-    best batch in [1, B*] is searched: a geometric scan, then a bounded scalar search between
-    the scan's neighbours of its best point (B* itself where the scan peaks there)."""
+    is fast enough) and, with ``whole``, rounded down to whole sequences.  Tokens/s per GPU
+    usually rises all the way to B*, but need not: a KV cache spilled to CPU-attached memory
+    slows every step more than the extra sequences add.  So the best batch in [1, B*] is
+    searched: a geometric scan, then a bounded scalar search between the scan's neighbours of
+    its best point (B* itself where the scan peaks there), rounded down with ``whole``.
+    ``whole=False``: the continuous relaxation (for derivatives such as elasticities)."""
     prec, kw = row_inputs(model, hw, row, context)
     G, TPa = kw["G"], kw["TP_a"]
 
@@ -266,6 +284,8 @@ def solve_batch(model: Model, hw: Hardware, row: dict[str, Any], target_tps_user
         return float(evaluate(batch)["tps_user"])
 
     b_max = float(evaluate(1.0)["memory.b_max"]) * G / TPa
+    if whole:
+        b_max = float(whole_batch(b_max))
     if b_max < 1.0 or rate(1.0) < target_tps_user:
         return None
     if rate(b_max) >= target_tps_user:
@@ -274,6 +294,11 @@ def solve_batch(model: Model, hw: Hardware, row: dict[str, Any], target_tps_user
         from scipy.optimize import brentq  # imported here: scipy.optimize takes ~0.4 s to import
 
         top = brentq(lambda x: rate(x) - target_tps_user, 1.0, b_max, xtol=1e-4, rtol=1e-8)
+        if whole:
+            # whole sequences: the largest batch still at least as fast as the target
+            top = max(float(whole_batch(top)), 1.0)
+            while top > 1.0 and rate(top) < target_tps_user:
+                top -= 1.0
     if top <= 1.0:
         return top
     scan = np.append(np.geomspace(1.0, top, SOLVE_SCAN)[:-1], top)
@@ -287,4 +312,9 @@ def solve_batch(model: Model, hw: Hardware, row: dict[str, Any], target_tps_user
     lo, hi = scan[max(i - 1, 0)], scan[i + 1]
     res = minimize_scalar(lambda b: -float(evaluate(b)["tps_gpu"]), bounds=(lo, hi), method="bounded",
                           options={"xatol": 1e-6 * hi})
-    return float(res.x) if res.success and -float(res.fun) > y[i] else float(scan[i])
+    best = float(res.x) if res.success and -float(res.fun) > y[i] else float(scan[i])
+    if not whole:
+        return best
+    # the whole batch on either side of the best, whichever gives more (both meet the target)
+    cands = [c for c in {max(float(whole_batch(best)), 1.0), min(float(whole_batch(best)) + 1.0, top)}]
+    return max(cands, key=lambda c: float(evaluate(c)["tps_gpu"]))

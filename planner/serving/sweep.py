@@ -27,6 +27,7 @@ from planner.serving.search import (
     overlap_options,
     pareto,
     precision_options,
+    whole_batch,
 )
 from planner.specs.registry import load_hardware, load_model
 
@@ -64,6 +65,8 @@ def sweep(model: Any, hardware: Any, *, contexts: list[float], batch_points: int
     space = space or SearchSpace()
     if not contexts or any(not (np.isfinite(c) and c >= 1) for c in contexts):
         raise SpecError("<input>", "contexts", "one or more context lengths >= 1 token")
+    for c in contexts:
+        m.check_length(c, "contexts", "tokens of context")
     if not 2 <= batch_points <= 100_000:
         raise SpecError("<input>", "batch_points", f"2 to 100000, got {batch_points}")
     if chunk < 1024:
@@ -99,26 +102,27 @@ def sweep(model: Any, hardware: Any, *, contexts: list[float], batch_points: int
                 idx = np.arange(start, min(start + chunk, per_group))
                 li, ci, bi = np.unravel_index(idx, (len(lay), len(ctx), batch_points))
                 G, TPa = cols["gpus"][li], cols["tp_attn"][li]
-                bmin = TPa / G
-                bmax = np.maximum(b_max[li * len(ctx) + ci], bmin)
-                b = np.exp(np.log(bmin) + (np.log(bmax) - np.log(bmin)) * frac[bi])
+                # whole sequences per instance, geometric from one to the memory limit
+                Bcap = whole_batch(b_max[li * len(ctx) + ci] * G / TPa)
+                B = np.round(np.exp(np.log(np.maximum(Bcap, 1.0)) * frac[bi]))
+                b = B * TPa / G
                 out = evaluate_configs(m, hw, prec, mode, G=G, TP_a=TPa, EP=cols["ep"][li],
                                        TP_e=cols["tp_moe"][li], E_slots=cols["expert_slots"][li],
                                        b=b, S=ctx[ci], spec=spec, overlap=o,
                                        kv_offload=int(space.kv_offload))
-                ok = np.asarray(out["feasible"]) & np.isfinite(out["tps_gpu"])
+                ok = np.asarray(out["feasible"]) & np.isfinite(out["tps_gpu"]) & (B <= Bcap)
                 feasible += int(ok.sum())
                 done += len(idx)
                 if bar is not None:
                     bar.update(len(idx))
                 if ok.any():
-                    at_cap = np.isclose(b, b_max[li * len(ctx) + ci], rtol=1e-9)
+                    at_cap = B == Bcap
                     bn = np.where(at_cap, len(CATEGORIES), out["bottleneck"])
                     df = pd.DataFrame({
                         "context": ctx[ci][ok], "gpus": G[ok].astype(int), "tp_attn": TPa[ok].astype(int),
                         "ep": cols["ep"][li][ok].astype(int), "tp_moe": cols["tp_moe"][li][ok].astype(int),
                         "expert_slots": cols["expert_slots"][li][ok].astype(int),
-                        "batch": (b * G / TPa)[ok], "weights": weights, "kv": prec.kv,
+                        "batch": B[ok].astype(int), "weights": weights, "kv": prec.kv,
                         "mtp": spec.drafts, "overlap": bool(o),
                         "tps_per_user": out["tps_user"][ok], "tps_per_gpu": out["tps_gpu"][ok],
                         "bottleneck": np.asarray(BOTTLENECKS, dtype=object)[bn[ok]],

@@ -87,7 +87,15 @@ class Model:
     kv_precision: str = "bf16"
     path: str = field(default="", compare=False, repr=False)
 
+    def check_length(self, tokens: float, name: str, what: str = "tokens") -> None:
+        """SpecError unless ``tokens`` (a context, a prompt, a request's prompt + output) fits the
+        model's context window (``max_context``); ``name`` is the input it came from."""
+        if self.max_context and tokens > self.max_context:
+            raise SpecError("<input>", name, f"at most the context window of {self.name}, "
+                            f"{self.max_context:,} tokens; got {tokens:,.0f} {what}")
+
     # ---- parameter counts ---------------------------------------------------------------
+
     @property
     def n_moe(self) -> int:
         return self.n_L - self.n_Ld

@@ -69,7 +69,8 @@ def _resource(name: str) -> tuple[str, Callable[[Hardware, float], Hardware], tu
 
 
 def _at(model: Model, hw: Hardware, x: float, kw: dict[str, Any]) -> pd.Series:
-    return frontier_at(model, hw, [x], **kw).iloc[0]
+    # the batch as a continuous quantity: a derivative of whole sequences would be a step
+    return frontier_at(model, hw, [x], whole=False, **kw).iloc[0]
 
 
 def _y(row: pd.Series) -> float:

@@ -301,7 +301,8 @@ def test_overrides_and_sources():
 
 def test_users_and_requests_demand():
     a = sizing.size(MODEL, "hgx-h200", min_tps_user=40, users=10_000, **FAST).iloc[0]
-    assert a.demand_tps == pytest.approx(400_000)  # 10,000 users x 40 tokens/s
+    # 10,000 users x the tokens/s each gets (at least 40; the whole batch may give a little more)
+    assert a.tps_per_user >= 40 and a.demand_tps == pytest.approx(10_000 * a.tps_per_user)
     b = sizing.size(MODEL, "hgx-h200", min_tps_user=40, requests_per_s=100, osl=2000, **FAST).iloc[0]
     assert b.demand_tps == pytest.approx(200_000)  # 100 requests/s x 2000 output tokens
 
@@ -330,3 +331,53 @@ def test_unreachable_sla_names_best_of_each():
 def test_bad_options(kw):
     with pytest.raises(SpecError):
         sizing.size(MODEL, "hgx-h200", min_tps_user=50, demand_tps=1e5, **FAST | kw)
+
+
+# ---- one computation behind the table, the plot and the inverse questions ------------------------
+def test_curve_at_the_level_is_the_table():
+    # the plot's curve (sizing_curve) is read through the same deployment as the table (size)
+    t = sizing.size(MODEL, "hgx-h200", demand_tps=2e5, min_tps_user=30.0, **FAST).iloc[0]
+    c = sizing.sizing_curve(MODEL, "hgx-h200", demand_tps=2e5, points=6, also_at=[30.0], **FAST)
+    at = c[c.tps_per_user == 30.0].iloc[0]
+    assert at.units == t.units and at.gpus == t.gpus
+    assert at.usd_per_mtok == pytest.approx(t.usd_per_mtok, rel=1e-12)
+
+
+def test_cheapest_reported_is_what_the_target_reaches():
+    # "cheapest $C (up to X tokens/s/user)" for an unreachable target; asking for $C then reaches
+    # exactly X, and a level just above X costs more than C
+    import re
+
+    with pytest.raises(SpecError) as e:
+        sizing.cost_target(MODEL, "hgx-h200", 1e-6, demand_tps=2e5, **FAST)
+    m = re.search(r"cheapest \$([0-9.e-]+)/Mtok \(up to ([0-9.e+-]+) tokens/s/user\)", str(e.value))
+    cheapest, x = float(m.group(1)), float(m.group(2))
+    r = sizing.cost_target(MODEL, "hgx-h200", cheapest, demand_tps=2e5, **FAST).iloc[0]
+    assert r.usd_per_mtok <= cheapest and float(f"{r.tps_per_user:.4g}") == x
+    above = sizing.size(MODEL, "hgx-h200", demand_tps=2e5, min_tps_user=x * 1.05, **FAST).iloc[0]
+    assert above.usd_per_mtok > cheapest
+
+
+@pytest.mark.parametrize("serving", ["aggregated", "disaggregated"])
+def test_users_demand_holds_every_user(serving):
+    # each decode instance holds `batch` sequences: the plan holds every one of the users, each at
+    # the level or faster (a grid point faster than the level serves the same tokens with fewer
+    # sequences, so tokens alone do not say it)
+    for level in (20.0, 55.0, 90.0):
+        r = sizing.size(MODEL, "hgx-h200", users=20_000, min_tps_user=level, serving=serving,
+                        **FAST).iloc[0]
+        assert float(r.batch).is_integer()
+        assert r.decode_instances * r.batch >= 20_000, (level, r.decode_instances, r.batch)
+        assert r.tps_per_user >= level
+
+
+def test_demand_no_fleet_serves_is_refused_and_costs_never_negative():
+    # up to a billion GPUs the plan covers the demand (headroom >= 0, idle cost >= 0); beyond it
+    # (1e20 tokens/s at 4000 tokens/s per GPU = 2.5e16 GPUs) the demand is refused, not priced
+    for demand in np.geomspace(1.0, 3.9e12, 40):  # 3.9e12 / 4000 = 9.75e8 GPUs
+        d = deployment(float(demand), **PERF, **RACK, **MONEY)
+        assert d["capacity_tps"] >= demand and d["headroom"] >= 0 and d["idle_usd_per_year"] >= 0, demand
+    with pytest.raises(SpecError, match="demand"):
+        deployment(1e20, **PERF, **RACK, **MONEY)
+    with pytest.raises(SpecError, match="demand: .*GPUs"):
+        sizing.size(MODEL, "hgx-h200", demand_tps=1e20, min_tps_user=20.0, **FAST)

@@ -155,7 +155,8 @@ def test_more_bandwidth_never_lowers_frontier():
 def test_compare_and_explain_small():
     c = compare(MODEL, "hgx-b200", "hgx-h200", levels=(20.0, 50.0), serving="decode", context=2048,
                 gpus=8)
-    assert len(c.table) == 2 and (c.table.ratio > 1).all()  # B200 beats H200 per GPU
+    # the two levels asked, and the rate of the largest ratio (unless one of them)
+    assert c.table.asked.sum() == 2 and len(c.table) <= 3 and (c.table.ratio > 1).all()  # B200 beats H200
     e = explain(MODEL, "hgx-b200", "hgx-h200", at=50.0, serving="decode", context=2048, gpus=8)
     chain = e[e.kind == "chain"]
     assert math.isclose(chain.factor.prod(), e.attrs["ratio"], rel_tol=1e-6)
@@ -238,10 +239,45 @@ def test_frontier_point_reproduces_through_point_cli(dec, capsys):
     r = dec.iloc[len(dec) // 3]
     argv = ["point", "--model", MODEL, "--hardware", HW, "--gpus", str(int(r.gpus)),
             "--tp-attn", str(int(r.tp_attn)), "--ep", str(int(r.ep)), "--tp-moe", str(int(r.tp_moe)),
-            "--expert-slots", str(int(r.expert_slots)), "--batch", repr(float(r.batch)), "--context", "2048",
+            "--expert-slots", str(int(r.expert_slots)), "--batch", str(int(r.batch)), "--context", "2048",
             "--weights", r.weights, "--kv", r.kv, "--mtp", str(int(r.mtp)) if r.mtp else "off",
             "--mode", "realistic", "--json"] + (["--overlap"] if r.overlap else [])
     assert main(argv) == 0
     d = json.loads(capsys.readouterr().out)
     assert math.isclose(d["tps_per_user"], r.tps_per_user, rel_tol=1e-9)
     assert math.isclose(d["tps_per_gpu"], r.tps_per_gpu, rel_tol=1e-9)
+
+
+def test_compare_summary_is_a_row_of_its_table(capsys):
+    # the largest ratio quoted is a row of the table, at least every useful row's ratio; a row
+    # where one side is in its tail (< 5% of its peak) is flagged, never quoted
+    from planner.cli import main
+    from planner.serving.comparison import USEFUL
+
+    c = compare(MODEL, "gb200-nvl72", "hgx-h200", levels=(10.0, 50.0, 100.0, 150.0), serving="decode",
+                context=2048, gpus=8)
+    t = c.table
+    assert t.largest.sum() == 1 and t.asked.sum() == 4
+    top = t[t.largest].iloc[0]
+    assert top.both_useful and (t[t.both_useful].ratio <= top.ratio).all()
+    assert (t.both_useful == ((t.tps_per_gpu_a >= USEFUL * c.a.tps_per_gpu.max())
+                              & (t.tps_per_gpu_b >= USEFUL * c.b.tps_per_gpu.max()))).all()
+    assert main(["compare", "--model", MODEL, "--hardware", "gb200-nvl72", "hgx-h200", "--serving", "decode",
+                 "--context", "2048", "--gpus", "8", "--levels", "10", "50", "100", "150", "--plot", "",
+                 "--csv", ""]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("# largest per-GPU ratio"))
+    quoted = line.split()[4]
+    row = next(x for x in out.splitlines() if x.rstrip().endswith("largest"))
+    assert quoted.rstrip("x") in row.split()  # the summary's figure is the marked row's
+
+
+def test_table_columns_have_one_format():
+    from planner.outputs import table
+
+    out = table([[1.993, 19_340.0, "a"], [2.1, 547.5, "b"], [18.25, None, "c"], [0.004, 12.0, "d"]],
+                ["ratio", "tok/s/GPU", "x"])
+    cols = list(zip(*[line.split() for line in out.splitlines()[2:]], strict=True))
+    # ratio: 4 significant digits for 18.25 -> 2 decimals, widened to 3 so that 0.004 is not 0.00
+    assert cols[0] == ("1.993", "2.100", "18.250", "0.004")
+    assert cols[1] == ("19,340", "548", "-", "12")  # from 10,000 up: no decimals, in every row

@@ -128,7 +128,29 @@ def test_band_methods_and_errors():
 def test_cli_frontier_band_plot(tmp_path, capsys):
     png = tmp_path / "f.png"
     rc = main(["frontier", "--model", "deepseek-r1", "--hardware", "hgx-h200", "--gpus", "8", "--serving",
-               "decode", "--mtp", "off", "--overlap", "off", "--band", "--plot", str(png)])
+               "decode", "--mtp", "off", "--overlap", "off", "--band", "--band-samples", "16",
+               "--plot", str(png)])
     out = capsys.readouterr().out
-    assert rc == 0 and "uncertainty band" in out
+    assert rc == 0 and "uncertainty band" in out and "over 16 draws" in out
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_band_csv_carries_the_band(tmp_path, capsys):
+    import pandas as pd
+
+    from planner.truth.uncertainty import DEFAULT_SAMPLES
+
+    base = ["frontier", "--model", "deepseek-r1", "--hardware", "hgx-h200", "--gpus", "8", "--serving",
+            "decode", "--mtp", "off", "--overlap", "off"]
+    assert main([*base, "--csv", str(tmp_path / "plain.csv")]) == 0
+    assert main([*base, "--band", "--band-samples", "16", "--csv", str(tmp_path / "band.csv")]) == 0
+    capsys.readouterr()
+    plain, band = pd.read_csv(tmp_path / "plain.csv"), pd.read_csv(tmp_path / "band.csv")
+    assert list(band.columns[: len(plain.columns)]) == list(plain.columns)
+    assert {"band_lo", "band_mid", "band_hi", "band_reach"} <= set(band.columns)
+    inside = band.dropna(subset=["band_lo"])
+    assert len(inside) > len(band) // 2
+    assert (inside.band_lo <= inside.band_mid + 1e-9).all()
+    assert (inside.band_mid <= inside.band_hi + 1e-9).all()
+    # the 5th and 95th percentiles need more than a couple of draws beyond them on each side
+    assert DEFAULT_SAMPLES >= 100

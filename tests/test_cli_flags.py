@@ -1,0 +1,169 @@
+"""Every flag a command accepts does something: flags a command would ignore are not offered (or
+are refused with one line), and counts (batch, prompts, GPUs, users, token lengths) are whole
+numbers on the way in and out."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from planner.cli import build_parser, main
+
+SMALL = ["--model", "deepseek-v2-lite", "--gpus", "8"]
+
+
+def run(capsys, argv: list[str]) -> tuple[int, str, str]:
+    try:
+        rc = main(argv)
+    except SystemExit as exc:  # argparse usage errors exit from the parser
+        rc = exc.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def refused(capsys, argv: list[str], needle: str) -> None:
+    rc, out, err = run(capsys, argv)
+    assert rc == 2, (argv, out, err)
+    assert err.startswith("error:") and err.count("\n") == 1 and needle in err, err
+    assert out == "", out
+
+
+def _choices(cmd: str, flag: str) -> tuple[str, ...] | None:
+    sub = build_parser()._subparsers._group_actions[0].choices[cmd]  # noqa: SLF001
+    for a in sub._actions:  # noqa: SLF001
+        if flag in a.option_strings:
+            return tuple(a.choices) if a.choices else ()
+    return None
+
+
+@pytest.mark.parametrize("serving", ["prefill", "aggregated", "disaggregated"])
+def test_sweep_is_decode_only(capsys, serving):
+    # the sweep evaluates decode steps only: any other serving mode is refused, not ignored
+    refused(capsys, ["sweep", "--hardware", "hgx-h200", "--no-progress", *SMALL, "--serving", serving],
+            "--serving")
+
+
+@pytest.mark.parametrize("flag", [["--isl", "2048"], ["--osl", "64"],
+                                  ["--max-ttft", "1"], ["--metric", "total"]])
+def test_sweep_refuses_workload_flags_it_does_not_use(capsys, flag):
+    refused(capsys, ["sweep", "--hardware", "hgx-h200", "--no-progress", *SMALL, *flag], flag[0])
+
+
+def test_help_offers_only_what_each_command_accepts():
+    # compare, size and sensitivity work at a tokens/s per user, which a prefill pool has not
+    for cmd in ("compare", "size", "sensitivity"):
+        assert "prefill" not in _choices(cmd, "--serving"), cmd
+    assert _choices("sweep", "--serving") == ("decode",)
+    assert _choices("size", "--metric") is None  # sizing counts output tokens per GPU, always
+    assert _choices("frontier", "--serving") == ("decode", "prefill", "aggregated", "disaggregated")
+
+
+def test_at_needs_explain(capsys):
+    refused(capsys, ["compare", *SMALL, "--hardware", "hgx-b200", "hgx-h200", "--at", "20", "--plot", "",
+                     "--csv", ""], "--at")
+
+
+def test_levels_need_fleet_units(capsys):
+    refused(capsys, ["size", *SMALL, "--hardware", "hgx-h200", "--demand-tps", "1e5", "--min-tps-user",
+                     "20", "--levels", "10", "20"], "--levels")
+
+
+def test_json_explain_keeps_table_and_frontiers(capsys):
+    rc, out, err = run(capsys, ["compare", *SMALL, "--hardware", "hgx-b200", "hgx-h200", "--explain",
+                                "--at", "20", "--json", "--plot", "", "--csv", ""])
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert {"settings", "table", "frontiers", "explain"} <= set(doc)
+    assert doc["explain"]["settings"]["at_tps_per_user"] == 20
+    steps = [s for s in doc["explain"]["steps"] if s["kind"] == "chain"]
+    # the chain's factors multiply to the ratio it explains
+    assert math.prod(s["factor"] for s in steps) == pytest.approx(doc["explain"]["settings"]["ratio"])
+
+
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["point", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--gpus", "8", "--batch", "1.2",
+      "--context", "2048"], "--batch"),
+    (["point", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--gpus", "8", "--prefill",
+      "--prompt", "100.5"], "--prompt"),
+    (["frontier", *SMALL, "--hardware", "hgx-h200", "--isl", "1.5"], "--isl"),
+    (["frontier", *SMALL, "--hardware", "hgx-h200", "--osl", "0.5"], "--osl"),
+    (["size", *SMALL, "--hardware", "hgx-h200", "--users", "0.5", "--min-tps-user", "20"], "--users"),
+])
+def test_fractional_counts_refused(capsys, argv, flag):
+    refused(capsys, argv, flag)
+
+
+def _counts_whole(obj, keys=("batch", "prefill_batch", "gpus", "gpus_a", "gpus_b", "prefill_gpus",
+                             "users", "units", "decode_instances", "prefill_instances", "max_batch")):
+    """Every count in a JSON document is an int (or null), never 32.0."""
+    n = 0
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k in keys and isinstance(v, int | float) and not isinstance(v, bool):
+                assert isinstance(v, int), (k, v)
+                n += 1
+            n += _counts_whole(v, keys)
+    elif isinstance(obj, list):
+        n += sum(_counts_whole(v, keys) for v in obj)
+    return n
+
+
+@pytest.mark.parametrize("argv", [
+    ["compare", *SMALL, "--hardware", "hgx-b200", "hgx-h200", "--levels", "10", "50", "1000", "--json",
+     "--plot", "", "--csv", ""],
+    ["frontier", *SMALL, "--hardware", "hgx-h200", "--json"],
+    ["frontier", *SMALL, "--hardware", "hgx-h200", "--serving", "prefill", "--json"],
+    ["size", *SMALL, "--hardware", "hgx-h200", "--users", "3000", "--min-tps-user", "40", "--json"],
+    ["size", *SMALL, "--hardware", "hgx-h200", "--min-tps-user", "40", "--power-budget-mw", "1", "--json"],
+    ["point", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--gpus", "8", "--batch", "64",
+     "--context", "2048", "--json"],
+    ["sweep", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--gpus", "8", "--batch-points", "16",
+     "--no-progress", "--json"],
+])
+def test_counts_are_integers_in_json(capsys, argv):
+    rc, out, err = run(capsys, argv)
+    assert rc == 0, err
+    assert _counts_whole(json.loads(out)) > 0
+
+
+# ---- inputs the model cannot take, and names from a user's spec ------------------------------------
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["frontier", "--model", "mixtral-8x7b", "--hardware", "hgx-h200", "--gpus", "8", "--context", "40000"],
+     "context"),
+    (["frontier", "--model", "mixtral-8x7b", "--hardware", "hgx-h200", "--gpus", "8", "--isl", "32768"],
+     "isl"),  # 32,768 + 1,024 output tokens > the 32,768-token window
+    (["point", "--model", "mixtral-8x7b", "--hardware", "hgx-h200", "--gpus", "8", "--batch", "1",
+      "--context", "40000"], "context"),
+    (["sweep", "--model", "mixtral-8x7b", "--hardware", "hgx-h200", "--gpus", "8", "--contexts", "40000",
+      "--no-progress"], "contexts"),
+])
+def test_context_beyond_the_model_window_says_so(capsys, argv, flag):
+    refused(capsys, argv, f"{flag}: at most the context window of mixtral-8x7b, 32,768 tokens")
+
+
+def test_frontier_takes_a_config_directory(capsys):
+    # as `specs show DIR` does: a directory holding a config.json
+    rc, out, err = run(capsys, ["frontier", "--model", "tests/data/mixtral-8x7b", "--hardware", "hgx-h200",
+                                "--gpus", "8", "--json"])
+    assert rc == 0, err
+    assert json.loads(out)["settings"]["model"] == "mixtral-8x7b"
+
+
+def test_unicode_names_plot_without_warnings(tmp_path, capsys):
+    import warnings
+    from pathlib import Path
+
+    text = Path("planner/model_specs/deepseek-v2-lite.yaml").read_text(encoding="utf-8")
+    spec = tmp_path / "uni.yaml"
+    spec.write_text("\n".join('name: "模型-🚀-ü"' if line.startswith("name:") else line
+                              for line in text.splitlines()) + "\n", encoding="utf-8")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rc, out, err = run(capsys, ["frontier", "--model", str(spec), "--hardware", "hgx-h200", "--gpus", "8",
+                                    "--plot", str(tmp_path / "f.png")])
+    assert rc == 0, err
+    assert (tmp_path / "f.png").stat().st_size > 0
+    assert not [w for w in caught if "Glyph" in str(w.message)], [str(w.message) for w in caught]
+    assert "模型-🚀-ü" in out  # the text output keeps the name as written
