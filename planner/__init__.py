@@ -4,7 +4,7 @@ Public API (imported lazily, so ``import planner`` stays cheap)::
 
     load_hardware, load_model, hardware_names, model_names   # specs
     decode_step, prefill                                       # one configuration
-    frontier, frontier_at, compare, explain                    # frontiers and comparisons
+    frontier, frontier_at, compare, explain, assumptions       # frontiers and comparisons
     size, power_budget, cost_target, fleet_capacity           # procurement sizing
     plot_frontiers, plot_sizing                                # plots
     validate, calibrate, sensitivity, uncertainty              # modules: scorecards, fits, bands
@@ -34,6 +34,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "frontier": ("serving.frontiers", "frontier"), "frontier_at": ("serving.frontiers", "frontier_at"),
     "Comparison": ("serving.comparison", "Comparison"), "compare": ("serving.comparison", "compare"),
     "explain": ("serving.comparison", "explain"),
+    "assumptions": ("serving.assumptions", "assumptions"),
     "size": ("economics.sizing", "size"), "power_budget": ("economics.sizing", "power_budget"),
     "cost_target": ("economics.sizing", "cost_target"),
     "fleet_capacity": ("economics.sizing", "fleet_capacity"),

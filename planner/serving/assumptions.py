@@ -9,6 +9,7 @@ reach a threshold.  The rows are sorted by how far each moves the largest ratio 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -76,7 +77,12 @@ def assumptions(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "g
     rows = [{"assumption": "as given", "setting": "", **_summary(base, threshold)}]
     for what, setting, a, b, k in _variants(m, ha, hb, kw):
         try:
-            s = _summary(compare(m, a, b, **k), threshold)
+            if what == "power basis":  # power moves the per-MW ratio only: no new search
+                c = dataclasses.replace(base, ratio=base.ratio.assign(
+                    ratio_per_mw=base.ratio.ratio * hb.power_per_gpu / a.power_per_gpu))
+            else:
+                c = compare(m, a, b, **k)
+            s = _summary(c, threshold)
         except SpecError as exc:
             s = {"largest_ratio": math.nan, "at_tps_per_user": math.nan, "crossing_per_gpu": None,
                  "crossing_per_mw": None, "note": str(exc)}
