@@ -117,7 +117,8 @@ def report(r: FleetPlan) -> None:
         bits.append(f"needed by {site.needed_by}")
     print("# site: " + ", ".join(bits))
     print(f"# cheapest mix: {_money(t['cost_usd'])} over {r.years:g} years ({basis.split(' over')[0]}); "
-          f"{t['units']} units, {t['gpus']:,} GPUs, {t['it_mw']:.3g} MW IT, {t['facility_mw']:.3g} MW facility")
+          f"{t['units']} units, {t['gpus']:,} GPUs, {t['it_mw']:.3g} MW IT, "
+          f"{t['facility_mw']:.3g} MW facility")
     print()
     rows = []
     for s in r.systems.itertuples():
@@ -141,10 +142,11 @@ def report(r: FleetPlan) -> None:
     print()
     rows = []
     for w in r.workloads.itertuples():
-        rows.append([w.workload, w.model, w.min_tps_user, w.peak_tps, w.capacity_tps, f"{100 * w.headroom:.1f}%",
-                     _money(w.usd_per_mtok_owned), _money(w.usd_per_mtok_rental), w.systems])
-    print(table(rows, ["workload", "model", "tok/s/user", "peak tok/s", "capacity", "headroom", "$/Mtok owned",
-                       "$/Mtok rental", "on"]))
+        rows.append([w.workload, w.model, w.min_tps_user, w.peak_tps, w.capacity_tps,
+                     f"{100 * w.headroom:.1f}%", _money(w.usd_per_mtok_owned), _money(w.usd_per_mtok_rental),
+                     w.systems])
+    print(table(rows, ["workload", "model", "tok/s/user", "peak tok/s", "capacity", "headroom",
+                       "$/Mtok owned", "$/Mtok rental", "on"]))
     if not r.limits.empty:
         print()
         rows = []
@@ -182,7 +184,7 @@ def _report_sensitivity(r: FleetPlan) -> None:
         serves = d.get("baseline_serves")
         rows.append([c.case, _money(c.cost_usd), _money(c.delta_usd) if c.kind != "baseline" else "-",
                      f"{c.delta_pct:+.1f}%" if c.kind != "baseline" and c.feasible else "-",
-                     *[_int(getattr(df, "at")[c.Index, f"units_{n}"]) for n in names],
+                     *[_int(df.at[c.Index, f"units_{n}"]) for n in names],
                      "-" if serves is None or serves != serves else ("yes" if serves else "no"),
                      c.note or ""])
     print(table(rows, ["case", f"cost {r.years:g} y", "change", "change %", *[f"units {n}" for n in names],
@@ -191,8 +193,8 @@ def _report_sensitivity(r: FleetPlan) -> None:
     if s:
         units = ", ".join(f"{n} {s[f'units_{n}'][0]}-{s[f'units_{n}'][1]}" for n in names)
         print(f"# efficiency draws ({s['draws']}, fit covariance where calibrated, +-15% otherwise): cost "
-              f"{_money(s['cost_usd'][0])} to {_money(s['cost_usd'][1])}; units {units}; the baseline's units "
-              f"serve every workload in {s['baseline_serves']} of {s['draws']}")
+              f"{_money(s['cost_usd'][0])} to {_money(s['cost_usd'][1])}; units {units}; the baseline's "
+              f"units serve every workload in {s['baseline_serves']} of {s['draws']}")
 
 
 def _years(text: str) -> float:
@@ -200,8 +202,9 @@ def _years(text: str) -> float:
 
 
 def register(sub: Any) -> None:
-    p = add_command(sub, "plan", cmd_plan, help="fleet plan: the cheapest mix of systems for several workloads "
-                    "under supply, region, power and budget limits", description=DESCRIPTION, epilog=EPILOG)
+    p = add_command(sub, "plan", cmd_plan, help="fleet plan: the cheapest mix of systems for several "
+                    "workloads under supply, region, power and budget limits", description=DESCRIPTION,
+                    epilog=EPILOG)
     p.add_argument("plan", metavar="PLAN.yaml", help="the plan file (see below)")
     p.add_argument("--years", type=_years, metavar="Y", help="the plan's horizon and capex amortisation "
                    "(default: the file's years, else 4)")

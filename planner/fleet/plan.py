@@ -182,7 +182,8 @@ def _workload(f: Fields, base: Path | None) -> WorkloadSpec:
 
 
 def _system(f: Fields) -> SystemSpec:
-    return SystemSpec(hardware=f.text("hardware"), max_units=f.integer("max_units", required=False, minimum=0),
+    return SystemSpec(hardware=f.text("hardware"),
+                      max_units=f.integer("max_units", required=False, minimum=0),
                       available_from=_date(f, "available_from"), regions=_names(f, "regions"),
                       usd_per_unit=f.number("usd_per_unit", required=False),
                       usd_per_gpu_hour=f.number("usd_per_gpu_hour", required=False),
@@ -221,7 +222,8 @@ def read_plan(source: str | Path | Mapping[str, Any], label: str | None = None) 
                         region=sf.text("region", required=False), needed_by=_date(sf, "needed_by"))
         sf.done()
     workloads, systems = [], []
-    for key, out, read in (("workloads", workloads, lambda g: _workload(g, base)), ("systems", systems, _system)):
+    for key, out, read in (("workloads", workloads, lambda g: _workload(g, base)),
+                           ("systems", systems, _system)):
         items = f.raw(key)
         if not isinstance(items, list) or not items:
             raise SpecError(label, key, f"a non-empty list, got {items!r}")
@@ -293,7 +295,7 @@ def solve_mix(shapes: Sequence[PoolShape], demand: Sequence[float], per_unit: Se
     n = len(cols)
     c = np.array([u * per_unit[shapes[k].system] for k, u, _, _ in cols], dtype=float)
     ub = np.empty(n)
-    for i, (k, u, t, binary) in enumerate(cols):
+    for i, (k, _u, _t, binary) in enumerate(cols):
         ub[i] = 1.0 if binary else math.ceil(demand[shapes[k].workload] / shapes[k].block_tps * (1 - 1e-12))
     rows: list[tuple[np.ndarray, float, float]] = []
 
@@ -454,7 +456,7 @@ class Problem:
                     shape = pool_shape(i, j, o.perf(c), peak)
                     if shape is not None:
                         self.pools.append((shape, c))
-        for i, w in enumerate(spec.workloads):
+        for i in range(len(spec.workloads)):
             if not any(sh.workload == i for sh, _ in self.pools):
                 raise SpecError(label, f"workloads[{i}].min_tps_user", self._unreachable(i))
 
@@ -501,7 +503,8 @@ class Problem:
             w = g * m["power_per_gpu"] * m["pue"]
             energy = w / 1e3 * HOURS_PER_YEAR * m["usd_per_kwh"] * kwh_factor
             rental = m["price_per_gpu_hour"] * g * HOURS_PER_YEAR
-            cost.append(m["price_per_unit"] + energy * self.years if self.basis == "own" else rental * self.years)
+            cost.append(m["price_per_unit"] + energy * self.years if self.basis == "own"
+                        else rental * self.years)
             watts.append(w)
             capex.append(m["price_per_unit"])
         return dict(cost=cost, watts=watts, capex=capex)
@@ -581,10 +584,11 @@ class Problem:
         if alone:
             fields = ", ".join(f for f, _ in alone)
             return SpecError(label, fields, "a plan that meets every workload's service level within the "
-                             "limits; lifting any one of these alone would do: " + "; ".join(t for _, t in alone))
+                             "limits; lifting any one of these alone would do: "
+                             + "; ".join(t for _, t in alone))
         free = Limits(tuple(None for _ in self.systems))
         parts = []
-        for field_, name, _, obj, have, unit in checks:
+        for _field, name, _, obj, have, unit in checks:
             mix = self.solve(free, objective=obj)
             if mix is not None:
                 parts.append(say(name, need(mix, obj), have, unit))
@@ -637,8 +641,8 @@ class FleetPlan:
         def rec(df: pd.DataFrame) -> list[dict[str, Any]]:
             return [{k: _plain(v) for k, v in r.items()} for r in df.to_dict("records")]
 
-        out = dict(settings=dict(plan=self.spec.label, name=self.spec.name, basis=self.basis, years=self.years,
-                                 pue=self.spec.pue, usd_per_kwh=self.usd_per_kwh,
+        out = dict(settings=dict(plan=self.spec.label, name=self.spec.name, basis=self.basis,
+                                 years=self.years, pue=self.spec.pue, usd_per_kwh=self.usd_per_kwh,
                                  site={k: _plain(v) for k, v in vars(self.spec.site).items()}),
                    totals={k: _plain(v) for k, v in self.totals.items()}, binding=self.binding,
                    systems=rec(self.systems), pools=rec(self.pools), workloads=rec(self.workloads),
@@ -707,10 +711,13 @@ def _result(pr: Problem, mix: Mix) -> FleetPlan:
                           capacity_tps=1.0, **m) if m else {}
         sys_rows.append(dict(
             system=s.hw.name, unit=s.hw.unit, units=n, gpus=n * s.hw.gpus_per_unit,
-            max_units=s.spec.max_units, units_left=(None if s.spec.max_units is None else s.spec.max_units - n),
-            available_from=s.spec.available_from, regions=",".join(s.spec.regions) if s.spec.regions else None,
+            max_units=s.spec.max_units,
+            units_left=(None if s.spec.max_units is None else s.spec.max_units - n),
+            available_from=s.spec.available_from,
+            regions=",".join(s.spec.regions) if s.spec.regions else None,
             excluded=s.excluded, gpus_per_unit=s.hw.gpus_per_unit,
-            usd_per_unit=m["price_per_unit"] if m else None, usd_per_gpu_hour=m["price_per_gpu_hour"] if m else None,
+            usd_per_unit=m["price_per_unit"] if m else None,
+            usd_per_gpu_hour=m["price_per_gpu_hour"] if m else None,
             watts_per_gpu=m["power_per_gpu"] if m else None, it_mw=money.get("it_power_mw", 0.0),
             facility_mw=money.get("power_mw", 0.0), capex_usd=money.get("capex_usd", 0.0),
             energy_usd_per_year=money.get("opex_usd_per_year", 0.0),
@@ -722,7 +729,8 @@ def _result(pr: Problem, mix: Mix) -> FleetPlan:
         tokens_m = pr.mean[i] * SECONDS_PER_YEAR / 1e6
         on = pools_df[pools_df.workload == w.name] if not pools_df.empty else pools_df
         wl_rows.append(dict(
-            workload=w.name, model=w.model, serving=w.serving, isl=w.isl, osl=w.osl, min_tps_user=w.min_tps_user,
+            workload=w.name, model=w.model, serving=w.serving, isl=w.isl, osl=w.osl,
+            min_tps_user=w.min_tps_user,
             demand=w.demand.describe(), peak_tps=pr.peak[i], mean_tps=pr.mean[i], capacity_tps=cap_w[i],
             headroom=cap_w[i] / pr.peak[i] - 1.0,
             systems=", ".join(f"{r.system} x{int(r.units)}" for r in on.itertuples()),
@@ -759,14 +767,16 @@ def _limits(pr: Problem, mix: Mix, units: list[int], totals: dict[str, Any]
         more = pr.solve(Limits(tuple(caps), base.facility_w, base.capex_usd))
         caps[j] = None
         free = pr.solve(Limits(tuple(caps), base.facility_w, base.capex_usd))
-        rows.append(dict(limit=f"supply of {s.hw.name}", field=f"systems[{j}].max_units", used=float(units[j]),
+        rows.append(dict(limit=f"supply of {s.hw.name}", field=f"systems[{j}].max_units",
+                         used=float(units[j]),
                          limit_value=float(cap), left=float(cap - units[j]), unit=s.hw.unit,
                          saving_one_more_usd=mix.objective - more.objective if more else 0.0,
                          saving_lifted_usd=mix.objective - free.objective if free else 0.0))
     if base.facility_w is not None:
         free = pr.solve(Limits(base.max_units, None, base.capex_usd))
         rows.append(dict(limit="site power", field="site.facility_mw", used=totals["facility_mw"],
-                         limit_value=base.facility_w / 1e6, left=base.facility_w / 1e6 - totals["facility_mw"],
+                         limit_value=base.facility_w / 1e6,
+                         left=base.facility_w / 1e6 - totals["facility_mw"],
                          unit="MW", saving_one_more_usd=None,
                          saving_lifted_usd=mix.objective - free.objective if free else 0.0))
     if base.capex_usd is not None:
@@ -783,7 +793,8 @@ def _limits(pr: Problem, mix: Mix, units: list[int], totals: dict[str, Any]
 
 # ---- API -------------------------------------------------------------------------------------------
 def plan(source: str | Path | Mapping[str, Any] | PlanSpec | None = None, *,
-         workloads: Sequence[Mapping[str, Any]] | None = None, systems: Sequence[Mapping[str, Any]] | None = None,
+         workloads: Sequence[Mapping[str, Any]] | None = None,
+         systems: Sequence[Mapping[str, Any]] | None = None,
          site: Mapping[str, Any] | None = None, years: float | None = None, basis: str | None = None,
          rental: bool = False, usd_per_kwh: float | None = None) -> FleetPlan:
     """The cheapest fleet for a plan: a plan file (path), a mapping of the same shape, a

@@ -74,8 +74,8 @@ def sensitivity(result: FleetPlan, *, draws: int = DEFAULT_DRAWS, seed: int = DE
             caps[j] = cap
             mix = pr.solve(Limits(tuple(caps), lim.facility_w, lim.capex_usd))
             note = "" if mix is not None else "infeasible"
-            rows.append(_row(pr, result, f"supply of {s.hw.name} {cap} ({step:+d} {s.hw.unit})", "supply", mix,
-                             note))
+            case = f"supply of {s.hw.name} {cap} ({step:+d} {s.hw.unit})"
+            rows.append(_row(pr, result, case, "supply", mix, note))
     mix = pr.solve(kwh_factor=energy_factor)
     note = ("rental prices include power: no change on the rental basis" if pr.basis == "rental" else
             f"energy at ${pr.usd_per_kwh * energy_factor:g}/kWh")

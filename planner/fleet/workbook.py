@@ -67,7 +67,8 @@ def build_workbook(result: FleetPlan) -> Any:
         if key not in ("hours", "seconds"):
             ws.cell(ws.max_row, 2).fill = inp
     a([])
-    head = ["system", "unit", "usd_per_unit", "usd_per_gpu_hour", "watts_per_gpu", "gpus_per_unit", "max_units"]
+    head = ["system", "unit", "usd_per_unit", "usd_per_gpu_hour", "watts_per_gpu", "gpus_per_unit",
+            "max_units"]
     a(head)
     for c in ws[ws.max_row]:
         c.font = bold
@@ -86,8 +87,9 @@ def build_workbook(result: FleetPlan) -> Any:
 
     # -- pools
     wp = wb.create_sheet("Pools")
-    ph = ["workload", "system", "units", "tps_per_gpu", "gpus", "capacity_tps", "capacity_tps_whole_instances",
-          "it_mw", "facility_mw", "capex_usd", "energy_usd_per_year", "rental_usd_per_year",
+    ph = ["workload", "system", "units", "tps_per_gpu", "gpus", "capacity_tps",
+          "capacity_tps_whole_instances", "it_mw", "facility_mw", "capex_usd", "energy_usd_per_year",
+          "rental_usd_per_year",
           "cost_owned_usd_per_year", "cost_rental_usd_per_year"]
     wp.append(ph)
     for c in wp[1]:
@@ -180,9 +182,11 @@ def build_workbook(result: FleetPlan) -> Any:
                 wsrc.append(["(all)", key, f["value"], f["unit"], f["source"]])
             shared_done = True
     for r in result.pools.itertuples():
-        wsrc.append([r.system, f"tps_per_gpu for {r.workload}", float(r.tps_per_gpu), "output tokens/s per GPU",
+        wsrc.append([r.system, f"tps_per_gpu for {r.workload}", float(r.tps_per_gpu),
+                     "output tokens/s per GPU",
                      f"moe-planner frontier: {r.model} on {r.system}, {r.serving} serving, at >= "
-                     f"{r.min_tps_user:g} tokens/s/user ({r.weights}, {int(r.instance_gpus)}-GPU decode instance"
+                     f"{r.min_tps_user:g} tokens/s/user ({r.weights}, {int(r.instance_gpus)}-GPU decode "
+                     "instance"
                      + (f", {int(r.prefill_instance_gpus)}-GPU prefill instance"
                         if r.prefill_instance_gpus == r.prefill_instance_gpus and r.prefill_instance_gpus
                         else "") + ")"])
