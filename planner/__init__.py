@@ -6,12 +6,13 @@ Public API (imported lazily, so ``import planner`` stays cheap)::
     decode_step, prefill                                       # one configuration
     frontier, frontier_at, compare, explain, assumptions       # frontiers and comparisons
     size, power_budget, cost_target, fleet_capacity           # procurement sizing
+    plan, plan_sensitivity                                     # fleet plans (several workloads)
     plot_frontiers, plot_sizing                                # plots
     validate, calibrate, sensitivity, uncertainty              # modules: scorecards, fits, bands
     score_runs                                                 # measured runs at their layouts
 
 The package is layered (``docs/architecture.md``): ``specs`` -> ``physics`` -> ``serving`` ->
-``economics`` and ``truth`` -> ``cli``; each layer imports only the ones before it.
+``economics`` and ``truth`` -> ``fleet`` -> ``cli``; each layer imports only the ones before it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "size": ("economics.sizing", "size"), "power_budget": ("economics.sizing", "power_budget"),
     "cost_target": ("economics.sizing", "cost_target"),
     "fleet_capacity": ("economics.sizing", "fleet_capacity"),
+    "plan": ("fleet.plan", "plan"), "plan_sensitivity": ("fleet.sensitivity", "sensitivity"),
     "plot_frontiers": ("plot", "plot_frontiers"), "plot_sizing": ("plot", "plot_sizing"),
     # modules of the truth layer, by their short names (``planner.validate.scorecard()``)
     "validate": ("truth.validate", None), "calibrate": ("truth.calibrate", None),

@@ -22,8 +22,9 @@ LAYERS = {
     "serving": {"specs", "physics"},
     "economics": {"specs", "physics", "serving"},
     "truth": {"specs", "physics", "serving"},
+    "fleet": {"specs", "physics", "serving", "economics", "truth"},
     "plot": set(),
-    "cli": {"specs", "physics", "serving", "economics", "truth", "plot"},
+    "cli": {"specs", "physics", "serving", "economics", "truth", "fleet", "plot"},
 }
 #: top-level modules any layer may use (they import nothing of the layers)
 SHARED = {"planner", "planner.errors", "planner.cache", "planner.outputs"}

@@ -1,5 +1,5 @@
 """The ``moe-planner`` command line.  Each subcommand lives in its own module of this package
-(``specs``, ``point``, ``frontier``, ``size``, ``validate``) and registers itself with
+(``specs``, ``point``, ``frontier``, ``size``, ``plan``, ``validate``) and registers itself with
 :func:`planner.cli.common.add_command`; this module only dispatches and turns bad input into
 one line on stderr with exit status 2.
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from planner.errors import SpecError
 
-SUBCOMMAND_MODULES = ("specs", "point", "frontier", "size", "validate")
+SUBCOMMAND_MODULES = ("specs", "point", "frontier", "size", "plan", "validate")
 
 EPILOG = """\
 examples:

@@ -1,0 +1,1 @@
+"""Data shipped with the fleet planner: the example plan."""

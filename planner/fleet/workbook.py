@@ -1,0 +1,203 @@
+"""The plan as a live spreadsheet (openpyxl): totals are formulas over input cells, so finance can
+change a price, the energy price, PUE, the years, the units of a pool or its tokens/s per GPU
+and see every total move.
+
+Sheets: ``Inputs`` (the shared figures and, per system, its unit price, GPU-hour price, watts
+per GPU, GPUs per unit, supply limit), ``Pools`` (per pool: units and tokens/s per GPU as inputs;
+GPUs, capacity, power and money as formulas), ``Workloads`` (demand as inputs; capacity,
+headroom and $/Mtok as formulas), ``Totals`` (formulas), ``Sources`` (where every price and
+spec figure comes from).  Only ``+ - * /``, ``SUM``, ``SUMIF`` and cell references are used.
+
+The workbook's capacity is GPUs x tokens/s per GPU (the configuration's rate over every GPU
+bought); the plan's own capacity counts whole instances only, so it can be a little lower (it
+is given beside it, ``capacity_tps_whole_instances``, as a value).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.economics.cost import HOURS_PER_YEAR, SECONDS_PER_YEAR
+from planner.errors import SpecError
+from planner.fleet.plan import FleetPlan
+
+INSTALL_HINT = "openpyxl for --xlsx (pip install 'moe-planner[xlsx]' or pip install openpyxl)"
+
+
+def require_openpyxl() -> Any:
+    """The openpyxl module, or a SpecError saying what to install."""
+    try:
+        import openpyxl
+    except ImportError:
+        raise SpecError("<input>", "--xlsx", INSTALL_HINT) from None
+    return openpyxl
+
+
+def _col(i: int) -> str:
+    from openpyxl.utils import get_column_letter
+
+    return get_column_letter(i)
+
+
+def build_workbook(result: FleetPlan) -> Any:
+    """An openpyxl Workbook of the plan (see the module's docstring)."""
+    openpyxl = require_openpyxl()
+    from openpyxl.styles import Font, PatternFill
+
+    bold = Font(bold=True)
+    inp = PatternFill("solid", fgColor="FFF2CC")  # input cells: pale yellow
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Inputs"
+    pr = result.problem
+    a = ws.append
+    a(["moe-planner fleet plan", result.spec.name or result.spec.label])
+    a(["Yellow cells are inputs; every total in Pools, Workloads and Totals is a formula over them."])
+    a([])
+    a(["input", "value", "unit"])
+    shared = {}
+    for key, label, value, unit in (
+            ("years", "years", result.years, "years (capex amortised over; the cost counts this many years)"),
+            ("usd_per_kwh", "energy price", result.usd_per_kwh, "USD per kWh"),
+            ("pue", "PUE", result.spec.pue, "facility W per IT W"),
+            ("hours", "hours per year", HOURS_PER_YEAR, "h"),
+            ("seconds", "seconds per year", SECONDS_PER_YEAR, "s")):
+        a([label, value, unit])
+        shared[key] = f"Inputs!$B${ws.max_row}"
+        if key not in ("hours", "seconds"):
+            ws.cell(ws.max_row, 2).fill = inp
+    a([])
+    head = ["system", "unit", "usd_per_unit", "usd_per_gpu_hour", "watts_per_gpu", "gpus_per_unit",
+            "max_units"]
+    a(head)
+    for c in ws[ws.max_row]:
+        c.font = bold
+    sys_row: dict[str, int] = {}
+    for r in result.systems.itertuples():
+        if r.excluded:
+            continue
+        a([r.system, r.unit, r.usd_per_unit, r.usd_per_gpu_hour, r.watts_per_gpu, int(r.gpus_per_unit),
+           None if r.max_units is None or r.max_units != r.max_units else int(r.max_units)])
+        sys_row[r.system] = ws.max_row
+        for j in range(3, 8):
+            ws.cell(ws.max_row, j).fill = inp
+
+    def sysref(name: str, field: str) -> str:
+        return f"Inputs!${_col(head.index(field) + 1)}${sys_row[name]}"
+
+    # -- pools
+    wp = wb.create_sheet("Pools")
+    ph = ["workload", "system", "units", "tps_per_gpu", "gpus", "capacity_tps",
+          "capacity_tps_whole_instances", "it_mw", "facility_mw", "capex_usd", "energy_usd_per_year",
+          "rental_usd_per_year",
+          "cost_owned_usd_per_year", "cost_rental_usd_per_year"]
+    wp.append(ph)
+    for c in wp[1]:
+        c.font = bold
+    col = {h: _col(i + 1) for i, h in enumerate(ph)}
+    for r in result.pools.itertuples():
+        i = wp.max_row + 1
+        u, t, g = f"{col['units']}{i}", f"{col['tps_per_gpu']}{i}", f"{col['gpus']}{i}"
+        it = f"{col['it_mw']}{i}"
+        fac = f"{col['facility_mw']}{i}"
+        wp.append([
+            r.workload, r.system, int(r.units), float(r.tps_per_gpu),
+            f"={u}*{sysref(r.system, 'gpus_per_unit')}", f"={g}*{t}", float(r.capacity_tps),
+            f"={g}*{sysref(r.system, 'watts_per_gpu')}/1000000", f"={it}*{shared['pue']}",
+            f"={u}*{sysref(r.system, 'usd_per_unit')}",
+            f"={fac}*1000*{shared['hours']}*{shared['usd_per_kwh']}",
+            f"={g}*{sysref(r.system, 'usd_per_gpu_hour')}*{shared['hours']}",
+            f"={col['capex_usd']}{i}/{shared['years']}+{col['energy_usd_per_year']}{i}",
+            f"={col['rental_usd_per_year']}{i}"])
+        wp.cell(i, 3).fill = inp
+        wp.cell(i, 4).fill = inp
+    last = max(wp.max_row, 2)
+
+    def rng(name: str) -> str:
+        return f"Pools!${col[name]}$2:${col[name]}${last}"
+
+    # -- workloads
+    ww = wb.create_sheet("Workloads")
+    wh = ["workload", "model", "min_tps_user", "peak_tps", "mean_tps", "capacity_tps", "headroom",
+          "usd_per_mtok_owned", "usd_per_mtok_rental"]
+    ww.append(wh)
+    for c in ww[1]:
+        c.font = bold
+    wc = {h: _col(i + 1) for i, h in enumerate(wh)}
+    for r in result.workloads.itertuples():
+        i = ww.max_row + 1
+        name = f"$A{i}"
+        mean_tok = f"({wc['mean_tps']}{i}*{shared['seconds']}/1000000)"
+        ww.append([r.workload, r.model, float(r.min_tps_user), float(r.peak_tps), float(r.mean_tps),
+                   f"=SUMIF({rng('workload')},{name},{rng('capacity_tps')})",
+                   f"={wc['capacity_tps']}{i}/{wc['peak_tps']}{i}-1",
+                   f"=SUMIF({rng('workload')},{name},{rng('cost_owned_usd_per_year')})/{mean_tok}",
+                   f"=SUMIF({rng('workload')},{name},{rng('cost_rental_usd_per_year')})/{mean_tok}"])
+        ww.cell(i, 4).fill = inp
+        ww.cell(i, 5).fill = inp
+
+    # -- totals
+    wt = wb.create_sheet("Totals")
+    wt.append(["total", "value", "unit"])
+    for c in wt[1]:
+        c.font = bold
+    rows = [
+        ("capex_usd", f"=SUM({rng('capex_usd')})", "USD"),
+        ("energy_usd_per_year", f"=SUM({rng('energy_usd_per_year')})", "USD per year"),
+        ("rental_usd_per_year", f"=SUM({rng('rental_usd_per_year')})", "USD per year"),
+        ("cost_owned_usd", f"=B2+B3*{shared['years']}", "USD over the years: capex + energy"),
+        ("cost_rental_usd", f"=B4*{shared['years']}", "USD over the years: rental"),
+        ("it_mw", f"=SUM({rng('it_mw')})", "MW"),
+        ("facility_mw", f"=SUM({rng('facility_mw')})", "MW (IT x PUE)"),
+        ("gpus", f"=SUM({rng('gpus')})", "GPUs"),
+        ("units", f"=SUM({rng('units')})", "units"),
+    ]
+    for name in sys_row:
+        rows.append((f"units_{name}", f"=SUMIF({rng('system')},\"{name}\",{rng('units')})", "units"))
+    site = result.spec.site
+    if site.facility_mw is not None:
+        rows.append(("site_facility_mw", site.facility_mw, "MW, the site's limit (input)"))
+        rows.append(("power_left_mw", f"=B{len(rows) + 1}-B8", "MW"))
+    for r in rows:
+        wt.append(list(r))
+    if site.facility_mw is not None:
+        wt.cell(len(rows), 2).fill = inp
+    # -- sources
+    wsrc = wb.create_sheet("Sources")
+    wsrc.append(["system", "figure", "value", "unit", "source"])
+    for c in wsrc[1]:
+        c.font = bold
+    shared_done = False
+    for name, figs in result.figures.items():
+        for key in ("price_per_unit", "price_per_gpu_hour", "power_per_gpu"):
+            f = figs[key]
+            wsrc.append([name, key, f["value"], f["unit"], f["source"]])
+        hw = next(s.hw for s in pr.systems if s.hw.name == name)
+        src = hw.sources.get("system.gpus_per_unit", "no source recorded in the spec")
+        wsrc.append([name, "gpus_per_unit", hw.gpus_per_unit, "GPUs per " + hw.unit,
+                     f"{src} [{hw.path or hw.name}: system.gpus_per_unit]"])
+        if not shared_done:
+            for key in ("pue", "usd_per_kwh", "years"):
+                f = figs[key]
+                wsrc.append(["(all)", key, f["value"], f["unit"], f["source"]])
+            shared_done = True
+    for r in result.pools.itertuples():
+        wsrc.append([r.system, f"tps_per_gpu for {r.workload}", float(r.tps_per_gpu),
+                     "output tokens/s per GPU",
+                     f"moe-planner frontier: {r.model} on {r.system}, {r.serving} serving, at >= "
+                     f"{r.min_tps_user:g} tokens/s/user ({r.weights}, {int(r.instance_gpus)}-GPU decode "
+                     "instance"
+                     + (f", {int(r.prefill_instance_gpus)}-GPU prefill instance"
+                        if r.prefill_instance_gpus == r.prefill_instance_gpus and r.prefill_instance_gpus
+                        else "") + ")"])
+    for sheet in wb.worksheets:
+        for column in sheet.columns:
+            width = max(len(str(c.value)) if c.value is not None and not str(c.value).startswith("=") else 12
+                        for c in column)
+            sheet.column_dimensions[column[0].column_letter].width = min(max(width + 2, 10), 60)
+    return wb
+
+
+def write_workbook(result: FleetPlan, path: str) -> None:
+    """Save the plan's workbook to ``path`` (used through :func:`planner.outputs.write_outputs`)."""
+    build_workbook(result).save(path)
