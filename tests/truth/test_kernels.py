@@ -140,5 +140,5 @@ def test_a2a_law_by_hand():
     # reaches 7 x (1 - (7/8)^8) = 4.5947 other ranks; 8 x 4.5947 x 7168 x 1 B = 263,479 B at
     # 450 GB/s = 0.58551 us, plus the phase latency
     t = compile_operator("a2a")(tokens=8.0, b_phase=1.0, EP=8.0, k=8.0, d=7168.0, B_su=450e9,
-                                eta_a2a=1.0, a_a2a=10e-6)
+                                eta_a2a=1.0, a_a2a=10e-6, N_su=8.0, n_sw=8.0, B_hb=450e9)
     assert t == pytest.approx(10e-6 + 8 * 7 * (1 - (7 / 8) ** 8) * 7168 / 450e9, rel=1e-12)
