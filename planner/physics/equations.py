@@ -333,10 +333,13 @@ def allreduce_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
     NVLink systems (one reduce-scatter pass, one all-gather pass, each GPU writing to all peers
     at once: ``2 a_ar``; TensorRT-LLM's custom all-reduce TWOSHOT strategy, and NCCL's NVLS
     algorithm on NVSwitch), not the ``2 (n - 1) a_ar`` of a ring; between domains a ring of
-    ``2 (n_out - 1) a_so``."""
-    _, n_out = _ar_split(n)
+    ``2 (n_out - 1) a_so``.  Over PCIe (``x_nvls`` = 0) no switch multicasts, and the GPUs pass
+    the message round a ring: ``2 (n_in - 1) a_ar`` (measured 8-GPU latencies on PCIe grow with
+    the GPU count: about 5, 12.6 and 24 us for 2, 4 and 8 RTX PRO 6000)."""
+    n_in, n_out = _ar_split(n)
     t_su, t_so = allreduce_bandwidth(m, n)
-    return t_su + t_so + (2 * a_ar + 2 * (n_out - 1) * a_so) * indicator(n > 1)
+    passes = x_nvls + (1 - x_nvls) * (n_in - 1)
+    return t_su + t_so + (2 * passes * a_ar + 2 * (n_out - 1) * a_so) * indicator(n > 1)
 
 
 #: Attention-output all-reduce over TP_a: b s_q tokens x d x b_a bytes.

@@ -30,6 +30,7 @@ def test_gemm_law_by_hand():
 
 def test_tables_load_with_their_columns():
     g, a = load_table("gemm"), load_table("allreduce")
+    assert "rtx-pro-6000-server" in set(a.gpu)  # its NCCL and custom all-reduces; no GEMMs
     assert {"gpu", "stack", "version", "dtype", "m", "n", "k", "latency_us"} <= set(g.columns)
     assert {"gpu", "stack", "num_gpus", "bytes", "latency_us"} <= set(a.columns)
     assert set(g.gpu) == {"hgx-h100", "hgx-h200", "hgx-b200", "hgx-b300", "gb200-nvl72", "gb300-nvl72"}
