@@ -14,6 +14,7 @@ What is kept (deterministic, no sampling):
 - GEMM: for each GPU of the bundled systems and each serving stack, its newest table; every
   dtype; rows with a bundled model's hidden size d as n or k (the shape of every projection of
   that model, at any TP the tables hold), at m = 1, 2, 4, ... 16384 tokens.
+- the RTX PRO 6000 Server (``COMM_ONLY``): its all-reduce tables, not its GEMMs.
 - all-reduce: each stack's newest custom all-reduce table and the newest NCCL all_reduce rows,
   every GPU count and message size, as ``bytes`` per GPU, with the kernel ``variant`` (CUDA
   graph or eager launch, TensorRT-LLM's one-shot / two-shot strategies).
@@ -41,7 +42,11 @@ import pandas as pd
 
 #: aiconfigurator system directory -> bundled hardware spec
 GPUS = {"h100_sxm": "hgx-h100", "h200_sxm": "hgx-h200", "b200_sxm": "hgx-b200", "b300_sxm": "hgx-b300",
-        "gb200": "gb200-nvl72", "gb300": "gb300-nvl72"}
+        "gb200": "gb200-nvl72", "gb300": "gb300-nvl72", "rtx_pro_6000_server": "rtx-pro-6000-server"}
+#: systems whose communication tables alone are kept: the RTX PRO 6000 Server's GEMM tables run
+#: memory-bound shapes out of its 128 MB L2 (up to 2.7x faster than the GDDR7 bound, the operands
+#: reread), which a decode step streaming its weights never does
+COMM_ONLY = {"rtx_pro_6000_server"}
 OUT = Path(__file__).resolve().parents[1] / "planner" / "truth" / "data" / "kernels"
 M_KEPT = tuple(2**i for i in range(15))
 DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
@@ -84,7 +89,8 @@ def extract(wheel: str | Path) -> dict[str, pd.DataFrame]:
     hidden = _hidden_sizes()
     gemm, ar, a2a = [], [], []
     for system, gpu in GPUS.items():
-        for stack, path in sorted(_newest(names, system, "gemm", "gemm_perf.parquet").items()):
+        gemms = {} if system in COMM_ONLY else _newest(names, system, "gemm", "gemm_perf.parquet")
+        for stack, path in sorted(gemms.items()):
             t = _read(z, path)
             keep = (t.n.isin(hidden) | t.k.isin(hidden)) & t.m.isin(M_KEPT) & t.gemm_dtype.isin(DTYPES)
             t = t[keep]

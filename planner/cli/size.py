@@ -18,6 +18,7 @@ from planner.cli.common import (
 from planner.cli.frontier import RATE_SERVING, _clean, workload_parent
 from planner.errors import SpecError
 from planner.outputs import table, write_outputs
+from planner.specs.hardware import REGIONS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -129,6 +130,10 @@ def _header(a: dict[str, Any], extra: str = "") -> None:
     ttft = f", TTFT <= {a['max_ttft']:g} s (prefill pool)" if a.get("max_ttft") else ""
     print(f"# moe-planner size: {a['model']}, {a['serving']} serving, ISL {a['isl']:g} / OSL "
           f"{a['osl']:g}, {a['mode']} mode{ttft}")
+    if a.get("region"):
+        out = a.get("not_sold_in_region") or []
+        print(f"# region {a['region']}: only systems sold there (system.regions)"
+              + (f"; left out: {', '.join(out)}" if out else ""))
     if extra:
         print(extra)
 
@@ -179,7 +184,7 @@ def cmd_size(args: argparse.Namespace) -> int:
                   usd_per_unit=_override(args.usd_per_unit, "--usd-per-unit", names),
                   usd_per_gpu_hour=_override(args.usd_per_gpu_hour, "--usd-per-gpu-hour", names),
                   watts_per_gpu=_override(args.watts_per_gpu, "--watts-per-gpu", names),
-                  **{k: getattr(args, k) for k in _SEARCH})
+                  region=args.region, **{k: getattr(args, k) for k in _SEARCH})
     if args.power_budget_mw is not None:
         df = sizing.power_budget(args.model, hws, args.power_budget_mw, min_tps_user=args.min_tps_user,
                                  **common)
@@ -374,6 +379,9 @@ def register(sub: Any) -> None:
     p.add_argument("--levels", nargs="+", type=positive_float, metavar="X",
                    help="service levels for --fleet-units, tokens/s/user (default 10 20 50 100 200 and "
                         "--min-tps-user)")
+    p.add_argument("--region", choices=REGIONS, metavar="R",
+                   help="size only the systems that may be sold in region R (system.regions: "
+                        f"{', '.join(REGIONS)}); the others are named and left out")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--plot", metavar="FILE",
                    help="also draw $/Mtok and units against the service level, one curve per system "

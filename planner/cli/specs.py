@@ -193,6 +193,14 @@ def _hardware_table(h: Hardware, full: bool) -> list[str]:
         ("bandwidth", format_si(h.su_bandwidth, "B/s") + " per direction", src("scale_up.bandwidth")),
         ("latency", format_si(h.su_latency, "s"), src("scale_up.latency")),
     ]
+    if h.su_link == "pcie":
+        su = [("link", "pcie (peer-to-peer, ring all-reduce)", "scale_up.link")] + su + [
+            ("GPUs per switch", f"{h.su_switch_gpus}", src("scale_up.gpus_per_switch")),
+            ("host-bridge bandwidth", format_si(h.su_bridge_bandwidth, "B/s") + " per direction",
+             src("scale_up.bridge_bandwidth")),
+        ]
+    else:
+        su = [("link", "nvlink (NVSwitch, in-switch reduction)", "scale_up.link (default)")] + su
     so = [
         ("bandwidth", format_si(h.so_bandwidth, "B/s") + " per direction", src("scale_out.bandwidth")),
         ("latency", format_si(h.so_latency, "s"), src("scale_out.latency")),
@@ -207,6 +215,7 @@ def _hardware_table(h: Hardware, full: bool) -> list[str]:
         ("power per GPU, all-in", format_si(h.power_per_gpu, "W"), src("system.power_per_gpu")),
         ("price per unit", f"{h.price_per_unit:,.0f} USD", src("system.price_per_unit")),
         ("price per GPU-hour", f"{h.price_per_gpu_hour:.3g} USD/h", src("system.price_per_gpu_hour")),
+        ("sold in", ", ".join(h.regions) if h.regions else "(not stated)", src("system.regions")),
         ("HBM total", format_si(h.hbm_capacity_total, "B"), "derived: HBM capacity x GPUs"),
         ("fast memory total", format_si(h.fast_memory_total, "B"), "derived: (HBM + host memory) x GPUs"),
         ("HBM bandwidth total", format_si(h.hbm_bandwidth * h.gpus_per_system, "B/s"), "derived"),
@@ -222,10 +231,18 @@ def _hardware_table(h: Hardware, full: bool) -> list[str]:
         ("load imbalance", f"{e.load_imbalance:g}", src("efficiency.load_imbalance")),
         ("memory reserve", f"{e.memory_reserve:g}", src("efficiency.memory_reserve")),
     ]
+    for key, label in (("allreduce_latency", "all-reduce latency per pass"),
+                       ("allreduce_efficiency", "all-reduce bandwidth fraction"),
+                       ("a2a_latency", "all-to-all latency per phase"),
+                       ("a2a_efficiency", "all-to-all bandwidth fraction")):
+        v = getattr(e, key)
+        if v is not None:
+            text = format_si(v, "s") if key.endswith("latency") else f"{v:g}"
+            eff.append((label, text, src(f"efficiency.{key}") or src(f"stacks.{h.stack}.{key}")))
     head = [f"{h.name}: {h.description}", f"file: {h.path}  (family {h.family}, GPU {h.gpu_model})", ""]
     body = _table([
         ("per GPU", gpu),
-        ("scale-up (NVLink domain), per GPU", su),
+        ("scale-up domain, per GPU", su),
         ("scale-out (NIC network), per GPU", so),
         ("host memory reachable by the GPU, per GPU", host),
         ("system", system),

@@ -175,6 +175,8 @@ def setup(model: Any, hardware: Any, *, serving: str, isl: float, osl: float,
            max_ttft: float | None, pue: float, usd_per_kwh: float, years: float,
            usd_per_unit: Any, usd_per_gpu_hour: Any, watts_per_gpu: Any, basis: str,
            search: dict[str, Any]) -> tuple[Model, list[Option], dict[str, Any]]:
+    search = dict(search)
+    region = search.pop("region", None)
     unknown = set(search) - set(SEARCH_KEYS)
     if "metric" in unknown:
         raise SpecError("<input>", "metric", "not settable for sizing: demand is output tokens/s, so "
@@ -193,6 +195,7 @@ def setup(model: Any, hardware: Any, *, serving: str, isl: float, osl: float,
     hws = load_systems([hardware] if isinstance(hardware, str | Hardware) else hardware)
     if not hws:
         raise SpecError("<input>", "hardware", "at least one system")
+    hws, left_out = by_region(hws, region)
     names = [h.name for h in hws]
     for ov, field in ((usd_per_unit, "usd_per_unit"), (usd_per_gpu_hour, "usd_per_gpu_hour"),
                       (watts_per_gpu, "watts_per_gpu")):
@@ -210,8 +213,25 @@ def setup(model: Any, hardware: Any, *, serving: str, isl: float, osl: float,
                  max_ttft=(first.pts.attrs.get("max_ttft") if first is not None and
                            serving == "disaggregated" else None),
                  mode=search.get("mode", "realistic"), basis=basis, pue=pue, usd_per_kwh=usd_per_kwh,
-                 years=years, figures=figs)
+                 years=years, figures=figs, region=region, not_sold_in_region=left_out)
     return m, opts, attrs
+
+
+def by_region(hws: list[Hardware], region: str | None) -> tuple[list[Hardware], list[str]]:
+    """The systems that may be sold in ``region`` (``system.regions``; a spec that does not say
+    counts as sold everywhere) and the names of those left out; all of them when ``region`` is
+    None.  None left is a SpecError naming the regions each is sold in."""
+    from planner.specs.hardware import REGIONS
+
+    if region is None:
+        return hws, []
+    if region not in REGIONS:
+        raise SpecError("<input>", "region", f"one of {', '.join(REGIONS)}, got {region!r}")
+    keep = [h for h in hws if h.sold_in(region)]
+    if not keep:
+        where = "; ".join(f"{h.name}: {', '.join(h.regions)}" for h in hws)
+        raise SpecError("<input>", "region", f"a system sold in {region} among those given ({where})")
+    return keep, [h.name for h in hws if not h.sold_in(region)]
 
 
 def no_option(opts: list[Option], level: float) -> SpecError:

@@ -22,6 +22,7 @@ from planner.physics.symbols import (
     EP,
     A,
     B_c2c,
+    B_hb,
     B_hbm,
     B_so,
     B_su,
@@ -87,6 +88,7 @@ from planner.physics.symbols import (
     n_Ld,
     n_Ldr,
     n_mtp,
+    n_sw,
     o_tbo,
     phi_w,
     r_mem,
@@ -96,6 +98,7 @@ from planner.physics.symbols import (
     t_fixed,
     tau_k,
     x_mtp,
+    x_nvls,
     x_off,
 )
 
@@ -245,6 +248,21 @@ n_dest_so = _min(EP * frac_so * p_dest, M_nl)
 n_dest_su = _max(0, EP * (1 - frac_so) - 1) * p_dest
 #: Tokens each GPU sends: its 1/TP_a share of its attention rank's b s_q tokens.
 b_send = b * s_q / TP_a
+#: GPUs of the instance in the sender's scale-up domain: min(G, N_su).
+G_su = _min(G, N_su)
+#: Share of the sender's in-domain peers that sit under another switch of the scale-up fabric, so
+#: that its traffic to them leaves its switch and crosses the host (PCIe: the root complex and, on
+#: two sockets, the inter-socket link): (G_su - min(n_sw, G_su)) / (G_su - 1), uniform routing over
+#: the peers.  0 in an NVSwitch domain (n_sw = N_su) and inside one PCIe switch.
+phi_hb = (G_su - _min(n_sw, G_su)) / _max(G_su - 1, 1)
+
+
+def su_seconds_per_byte(phi: sp.Expr = phi_hb) -> sp.Expr:
+    """Seconds per byte a GPU sends to its in-domain peers, at full bandwidth: its own link
+    ``1 / B_su`` (each GPU's traffic to all its peers shares its one link per direction: an NVLink
+    port set, or a PCIe x16), or the host bridge where the share ``phi`` of it crosses one,
+    ``phi / B_hb``, whichever is slower."""
+    return _max(1 / B_su, phi / B_hb)
 
 
 def a2a_volume(n_destinations: sp.Expr, bytes_per_elem: sp.Expr, tokens: sp.Expr = b_send) -> sp.Expr:
@@ -262,9 +280,11 @@ def a2a_time(bytes_per_elem: sp.Expr) -> sp.Expr:
     Zero when EP = 1; the scale-out part only when EP spans more than one scale-up domain.  The
     scale-up part has the all-to-all kernels' own latency per phase and bandwidth fraction
     (``a_a2a``, ``eta_a2a``: fitted to measured dispatch and combine kernels, which cost tens of
-    microseconds per phase where a bare NVLink message costs about one).
+    microseconds per phase where a bare NVLink message costs about one), and its bandwidth is the
+    GPU's own link or, over PCIe, the host bridge the traffic to peers under other switches
+    crosses (:func:`su_seconds_per_byte`).
     """
-    t_su = link_time(a2a_volume(n_dest_su, bytes_per_elem), B_su, eta_a2a, a_a2a)
+    t_su = a_a2a + a2a_volume(n_dest_su, bytes_per_elem) * su_seconds_per_byte() / eta_a2a
     t_so = link_time(a2a_volume(n_dest_so, bytes_per_elem), B_so, eta_so, a_so)
     return _max(t_su, t_so * indicator(G > N_su)) * indicator(EP > 1)
 
@@ -290,9 +310,18 @@ def allreduce_bandwidth(m: sp.Expr, n: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     1) m``.  (Measured NCCL all-reduces of 4 and 8 GPUs on H100, H200, B200, B300 and GB200
     run faster than the ring volume allows.)  Between the n_out domains each GPU all-reduces
     its ``m / n_in`` shard over scale-out: ``2 (n_out - 1)/n_out (m / n_in)`` bytes (the
-    hierarchical all-reduce NCCL runs across nodes).  Inside one domain the second part is 0."""
+    hierarchical all-reduce NCCL runs across nodes).  Inside one domain the second part is 0.
+
+    In-switch reduction needs a switch that reduces (``x_nvls`` = 1, NVSwitch).  Over PCIe
+    (``x_nvls`` = 0) the GPUs reduce themselves, ring or tree: ``2 (n_in - 1)/n_in m``, at the
+    slower of each GPU's link and, where a ring leaves a PCIe switch, the host bridge: a ring
+    over n_in GPUs in switches of n_sw has one hop per switch leave it, which the n_sw GPUs
+    under that switch share, so the share ``1 / n_sw`` of a GPU's bandwidth rides the bridge
+    (none when the ring stays in one switch)."""
     n_in, n_out = _ar_split(n)
-    t_su = _min(2 * (n_in - 1) / n_in, 1) * m / (eta_ar * B_su)
+    ring = 2 * (n_in - 1) / n_in
+    crossing = indicator(n_in > n_sw) / n_sw
+    t_su = (x_nvls * _min(ring, 1) / B_su + (1 - x_nvls) * ring * su_seconds_per_byte(crossing)) * m / eta_ar
     t_so = 2 * (n_out - 1) / n_out * (m / n_in) / (eta_so * B_so)
     return t_su, t_so
 
@@ -304,10 +333,13 @@ def allreduce_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
     NVLink systems (one reduce-scatter pass, one all-gather pass, each GPU writing to all peers
     at once: ``2 a_ar``; TensorRT-LLM's custom all-reduce TWOSHOT strategy, and NCCL's NVLS
     algorithm on NVSwitch), not the ``2 (n - 1) a_ar`` of a ring; between domains a ring of
-    ``2 (n_out - 1) a_so``."""
-    _, n_out = _ar_split(n)
+    ``2 (n_out - 1) a_so``.  Over PCIe (``x_nvls`` = 0) no switch multicasts, and the GPUs pass
+    the message round a ring: ``2 (n_in - 1) a_ar`` (measured 8-GPU latencies on PCIe grow with
+    the GPU count: about 5, 12.6 and 24 us for 2, 4 and 8 RTX PRO 6000)."""
+    n_in, n_out = _ar_split(n)
     t_su, t_so = allreduce_bandwidth(m, n)
-    return t_su + t_so + (2 * a_ar + 2 * (n_out - 1) * a_so) * indicator(n > 1)
+    passes = x_nvls + (1 - x_nvls) * (n_in - 1)
+    return t_su + t_so + (2 * passes * a_ar + 2 * (n_out - 1) * a_so) * indicator(n > 1)
 
 
 #: Attention-output all-reduce over TP_a: b s_q tokens x d x b_a bytes.
@@ -413,7 +445,7 @@ PARTS: dict[str, sp.Expr] = {
     "dense_ffn.hbm": M_dense_ffn / (eta_m * B_hbm),
     "lm_head.compute": F_head / (eta_c * P_v),
     "lm_head.hbm": M_head / (eta_m * B_hbm),
-    "a2a.scale_up": link_time(a2a_volume(n_dest_su, b_disp + b_comb), B_su, eta_a2a, 0),
+    "a2a.scale_up": a2a_volume(n_dest_su, b_disp + b_comb) * su_seconds_per_byte() / eta_a2a,
     "a2a.scale_out": link_time(a2a_volume(n_dest_so, b_disp + b_comb), B_so, eta_so, 0)
     * indicator(G > N_su),
     "allreduce_attn.scale_up": allreduce_bandwidth(m_ar_attn, TP_a)[0],

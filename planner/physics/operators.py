@@ -21,7 +21,8 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   and a per-kernel floor ``t_g0`` (launch, prologue, the HBM latency before the stream ramps).
 - ``allreduce``: ``x`` bytes over ``n_g`` GPUs (two-shot inside a domain, hierarchical across).
 - ``a2a``: one dispatch or combine phase of ``tokens`` per GPU inside one domain, to the
-  ``(EP - 1)(1 - (1 - 1/EP)^k)`` other ranks a token's experts reach.
+  ``(EP - 1)(1 - (1 - 1/EP)^k)`` other ranks a token's experts reach, at the GPU's link or, over
+  PCIe, the host bridge that traffic to peers under other switches crosses.
 """
 
 from __future__ import annotations
@@ -84,7 +85,9 @@ OPERATORS: dict[str, sp.Expr] = {
                  + m_g * k_g * b_q / (eta_q * eq.B_hbm) + t_g0),
     "allreduce": eq.allreduce_time(x_bytes, n_ar),
     # one phase inside a domain: every other EP rank a token's k experts reach, uniform routing
-    "a2a": eq.link_time(eq.a2a_volume(eq.n_dest, b_ph, t_a2a), eq.B_su, eq.eta_a2a, eq.a_a2a),
+    # (the instance is the EP group, inside one domain: G = EP)
+    "a2a": eq.a_a2a + eq.a2a_volume(eq.n_dest, b_ph, t_a2a)
+    * eq.su_seconds_per_byte(eq.at(eq.phi_hb, {eq.G: eq.EP})) / eq.eta_a2a,
 }
 
 

@@ -267,6 +267,7 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
         P_d=hw.flops[prec.compute["dense_ffn"]], P_v=hw.flops[prec.compute["embeddings"]],
         P_c=hw.flops["bf16"], B_hbm=hw.hbm_bandwidth, C_hbm=hw.hbm_capacity,
         N_su=hw.domain_size, B_su=hw.su_bandwidth, B_so=hw.so_bandwidth,
+        x_nvls=float(hw.in_switch_reduction), n_sw=hw.su_switch_gpus, B_hb=hw.su_bridge_bandwidth,
         C_host=hw.host_capacity, B_c2c=max(hw.host_bandwidth, 1.0),
         G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots, s_kv=s_kv,
         # node-limited routing caps the scale-out copies only where the kernels forward inside a

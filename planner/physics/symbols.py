@@ -91,6 +91,15 @@ C_hbm = _s("C_hbm", "HBM capacity", "B", "hardware", "C_{hbm}")
 N_su = _s("N_su", "GPUs per scale-up (NVLink) domain", "1", "hardware", "N_{su}")
 B_su = _s("B_su", "scale-up bandwidth per GPU per direction", "B/s", "hardware", "B_{su}")
 a_su = _s("a_su", "scale-up latency per message", "s", "hardware", r"\alpha_{su}", nonneg=True)
+x_nvls = _s("x_nvls", "the scale-up switch reduces an all-reduce in the fabric (1: NVLink SHARP / NCCL "
+            "NVLS on an NVSwitch; 0: peer-to-peer over PCIe, ring or tree)", "1", "hardware", r"x_{nvls}",
+            nonneg=True)
+n_sw = _s("n_sw", "GPUs under one switch of the scale-up fabric, whose peer traffic stays in that switch "
+          "(an NVSwitch domain: N_su; a PCIe server: the GPUs under one PCIe switch)", "1", "hardware",
+          "n_{sw}")
+B_hb = _s("B_hb", "bandwidth per GPU per direction of scale-up traffic that leaves its switch and crosses "
+          "the host (a PCIe switch's uplink to the CPU shared by its GPUs; an NVSwitch domain: B_su)",
+          "B/s", "hardware", "B_{hb}")
 B_so = _s("B_so", "scale-out bandwidth per GPU per direction", "B/s", "hardware", "B_{so}")
 a_so = _s("a_so", "scale-out latency per message", "s", "hardware", r"\alpha_{so}", nonneg=True)
 C_host = _s("C_host", "CPU-attached memory reachable per GPU", "B", "hardware", "C_{host}", nonneg=True)

@@ -13,7 +13,13 @@ from planner.specs.units import parse_quantity
 
 FLOP_DTYPES = ("fp4", "fp8", "bf16")
 FACT_KEYS = ("value", "source", "note", "kind", "retrieved", "direction")
-FACT_KINDS = ("datasheet", "measured", "assumed", "derived", "estimate", "fitted")
+FACT_KINDS = ("datasheet", "secondary", "measured", "assumed", "derived", "estimate", "fitted")
+#: Scale-up link types: an NVLink/NVSwitch domain, or peer-to-peer over PCIe switches.
+LINKS = ("nvlink", "pcie")
+#: Regions a system may be sold in (``system.regions``): ``china`` (China, Hong Kong, Macau), where
+#: US export rules (EAR 3A090/4A090) require a licence for the parts above the thresholds, and
+#: ``global`` (elsewhere, as licensed).  See docs/specs.md.
+REGIONS = ("global", "china")
 
 
 #: eta_o when a spec does not give one: the share of the shorter side hidden under two-micro-batch
@@ -113,6 +119,32 @@ class Hardware:
     spec_efficiency: Efficiency | None = field(default=None, compare=False, repr=False)
     #: W per GPU on a typical-draw basis where a source gives one (0: only the maximum is known)
     power_per_gpu_typical: float = 0.0
+    #: the scale-up fabric: "nvlink" (NVSwitch, which reduces in the switch: NVLS) or "pcie"
+    #: (peer-to-peer through PCIe switches, no in-switch reduction)
+    su_link: str = "nvlink"
+    #: n_sw, GPUs under one PCIe switch (peers reached without crossing the host); an NVSwitch
+    #: domain is one switch: the domain size
+    su_switch_gpus: int = 0
+    #: B_hb, B/s per GPU per direction for peer traffic that leaves its PCIe switch (the switch's
+    #: uplink to the host, shared by the GPUs under it); an NVSwitch domain: su_bandwidth
+    su_bridge_bandwidth: float = 0.0
+    #: regions the system may be sold in (REGIONS); empty: not stated
+    regions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.su_switch_gpus:
+            object.__setattr__(self, "su_switch_gpus", self.domain_size)
+        if not self.su_bridge_bandwidth:
+            object.__setattr__(self, "su_bridge_bandwidth", self.su_bandwidth)
+
+    @property
+    def in_switch_reduction(self) -> bool:
+        """x_nvls: the scale-up switch reduces an all-reduce in the fabric (NVLink SHARP)."""
+        return self.su_link == "nvlink"
+
+    def sold_in(self, region: str) -> bool:
+        """Whether the spec says the system may be sold in ``region`` (unstated: yes)."""
+        return not self.regions or region in self.regions
 
     @property
     def hbm_capacity_total(self) -> float:
@@ -223,10 +255,18 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     g.done()
 
     su = f.sub("scale_up")
+    su_link = su.text("link", required=False, choices=LINKS) or "nvlink"
     domain_size = _fact(su, "domain_size", None, src, integer=True)
     su_bw = _fact(su, "bandwidth", "bandwidth", src, link=True)
     su_lat = _fact(su, "latency", "time", src)
+    switch_gpus = _fact(su, "gpus_per_switch", None, src, required=False, integer=True) or 0
+    bridge_bw = _fact(su, "bridge_bandwidth", "bandwidth", src, required=False, link=True) or 0.0
     su.done()
+    if su_link == "pcie" and not (switch_gpus and bridge_bw):
+        raise SpecError(label, "scale_up", "gpus_per_switch and bridge_bandwidth on a pcie scale-up link")
+    if switch_gpus and (switch_gpus > domain_size or domain_size % switch_gpus):
+        raise SpecError(label, "scale_up.gpus_per_switch",
+                        f"a divisor of scale_up.domain_size ({domain_size}), got {switch_gpus}")
 
     so = f.sub("scale_out")
     so_bw = _fact(so, "bandwidth", "bandwidth", src, link=True)
@@ -248,6 +288,7 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     power_typical = _fact(s, "power_per_gpu_typical", "power", src, required=False) or 0.0
     price_unit = _fact(s, "price_per_unit", "usd", src)
     price_hour = _fact(s, "price_per_gpu_hour", "usd_per_hour", src)
+    regions = _regions(s, src)
     s.done()
 
     e = f.sub("efficiency")
@@ -263,6 +304,10 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     )
     ov = _fact(e, "overlap", None, src, required=False, hi=1.0)
     eff = dataclasses.replace(eff, overlap=OVERLAP_EFFICIENCY if ov is None else ov)
+    # the communication laws where they were measured on this system but no stack is fitted
+    laws = {k: _fact(e, k, "time" if k.endswith("latency") else None, src, required=False, hi=1.0)
+            for k in ("allreduce_latency", "allreduce_efficiency", "a2a_latency", "a2a_efficiency")}
+    eff = dataclasses.replace(eff, **{k: v for k, v in laws.items() if v is not None})
     e.done()
     f.raw("calibration", required=False)  # provenance of fitted efficiencies (free-form)
     stacks, default = _stacks(f, eff, src)
@@ -284,7 +329,28 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
         price_per_gpu_hour=price_hour,
         efficiency=stacks[default] if default else eff, sources=src, path=str(label),
         stacks=stacks, stack=default, spec_efficiency=eff if default else None,
+        su_link=su_link, su_switch_gpus=switch_gpus, su_bridge_bandwidth=bridge_bw, regions=regions,
     )
+
+
+def _regions(s: Fields, src: dict[str, str]) -> tuple[str, ...]:
+    """``system.regions: {value: [china], source: ...}``: where the system may be sold."""
+    sub = s.sub("regions", required=False)
+    if sub is None:
+        return ()
+    raw = sub.raw("value")
+    if not isinstance(raw, list) or not raw or any(r not in REGIONS for r in raw):
+        raise SpecError(s.label, sub.path("value"),
+                        f"a list of regions among {', '.join(REGIONS)}, got {raw!r}")
+    text = sub.text("source")
+    if not text.strip():
+        raise SpecError(s.label, sub.path("source"), "a non-empty source for this fact")
+    sub.text("note", required=False)
+    sub.text("kind", required=False, choices=FACT_KINDS)
+    sub.raw("retrieved", required=False)
+    sub.done()
+    src[sub.prefix] = text
+    return tuple(dict.fromkeys(raw))
 
 
 #: Efficiency fields a ``stacks:`` entry sets (``network`` sets scale_up and scale_out).

@@ -118,12 +118,14 @@ def _raw_doc(name: str) -> dict[str, Any]:
 
 def family_hardware(parameters: tuple[Parameter, ...] = PARAMETERS) -> dict[str, Hardware]:
     """Every bundled system a parameter applies to, with its ``efficiency:`` block as written (the
-    published-point fit works on that block, not on a serving stack's fit to the runs)."""
+    published-point fit works on that block, not on a serving stack's fit to the runs).  Systems
+    whose scale-up fabric is PCIe are left out: the points were all measured over NVLink."""
     fams = {f for p in parameters for f in p.families}
     out = {}
     for n in hardware_names():
         h = load_hardware(n).without_stack()
-        if h.family in fams:
+        # every training point ran on NVLink systems: a PCIe scale-up fabric keeps its own values
+        if h.family in fams and h.su_link == "nvlink":
             out[n] = h
     return out
 

@@ -116,7 +116,14 @@ def _allreduce_seconds(d: pd.DataFrame, hw: Any, a_ar: float, eta_ar: float, a_s
     """The all-reduce law on rows ``d`` (``bytes`` per GPU over ``num_gpus``) of system ``hw``."""
     return compile_operator("allreduce")(
         x=d.bytes.to_numpy(float), n_g=d.num_gpus.to_numpy(float), N_su=float(hw.domain_size),
-        B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_ar=eta_ar, eta_so=eta_so, a_ar=a_ar, a_so=a_so)
+        B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_ar=eta_ar, eta_so=eta_so, a_ar=a_ar, a_so=a_so,
+        **link_symbols(hw))
+
+
+def link_symbols(hw: Any) -> dict[str, float]:
+    """The scale-up link type's symbols (x_nvls, n_sw, B_hb) of system ``hw``."""
+    return {"x_nvls": float(hw.in_switch_reduction), "n_sw": float(hw.su_switch_gpus),
+            "B_hb": hw.su_bridge_bandwidth}
 
 
 def _a2a_seconds(d: pd.DataFrame, hw: Any, a_a2a: float, eta_a2a: float) -> np.ndarray:
@@ -124,7 +131,8 @@ def _a2a_seconds(d: pd.DataFrame, hw: Any, a_a2a: float, eta_a2a: float) -> np.n
     return compile_operator("a2a")(
         tokens=d.tokens.to_numpy(float), b_phase=d.dtype.map(A2A_BYTES).to_numpy(float),
         EP=d.ep.to_numpy(float), k=d.topk.to_numpy(float), d=d.hidden.to_numpy(float),
-        B_su=hw.su_bandwidth, eta_a2a=eta_a2a, a_a2a=a_a2a)
+        B_su=hw.su_bandwidth, eta_a2a=eta_a2a, a_a2a=a_a2a, N_su=float(hw.domain_size),
+        **{k: v for k, v in link_symbols(hw).items() if k != "x_nvls"})
 
 
 def _per_system(df: pd.DataFrame, mode: str, seconds: Any) -> np.ndarray:

@@ -532,8 +532,10 @@ def render_stacks(text: str, block: str) -> str:
 
 
 def write_fit(fit: RunsFit) -> list[str]:
-    """Write each family's ``stacks:`` block into every bundled hardware spec of that family;
-    checks every new text parses before writing any.  Returns the names written."""
+    """Write each family's ``stacks:`` block into every bundled hardware spec of that family
+    whose scale-up fabric is NVLink (every run was measured on one; a PCIe system keeps its
+    ``efficiency:`` block); checks every new text parses before writing any.  Returns the names
+    written."""
     from planner.outputs import write_atomic
     from planner.specs.hardware import parse_hardware
     from planner.specs.reading import parse_yaml
@@ -543,7 +545,7 @@ def write_fit(fit: RunsFit) -> list[str]:
     for name in hardware_names():
         hw = load_hardware(name)
         block = stacks_block(fit, hw.family)
-        if not block:
+        if not block or hw.su_link != "nvlink":  # the runs were all measured over NVLink
             continue
         path = bundled_hardware_path(name)
         text = render_stacks(path.read_text("utf-8"), block)

@@ -113,7 +113,8 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         b_we=u(0.5, 2), b_wa=u(0.5, 2), b_wd=u(0.5, 2), b_wv=u(0.5, 2), b_kv=u(1, 2), b_a=2.0,
         b_disp=u(0.5, 2), b_comb=2.0, P_e=u(1e14, 1e16), P_a=u(1e14, 1e16), P_d=u(1e14, 1e16),
         P_v=u(1e14, 1e16), P_c=u(1e14, 1e16), B_hbm=u(1e12, 1e13), C_hbm=u(8e10, 3e11),
-        N_su=float(rng.choice([8, 72])), B_su=u(1e11, 1e12), a_su=u(0, 1e-5), B_so=u(1e10, 1e11),
+        N_su=float(rng.choice([8, 72])), B_su=u(1e11, 1e12), x_nvls=float(rng.integers(0, 2)),
+        n_sw=float(rng.choice([1, 2, 4, 8])), B_hb=u(1e10, 1e12), a_su=u(0, 1e-5), B_so=u(1e10, 1e11),
         a_so=u(0, 1e-5), C_host=u(0, 5e11), B_c2c=u(1e11, 5e11), eta_c=u(0.3, 1), eta_m=u(0.3, 1),
         eta_su=u(0.3, 1), eta_so=u(0.3, 1), eta_ar=u(0.3, 1), a_ar=u(0, 1e-5), tau_k=u(0, 1e-5),
         eta_a2a=u(0.3, 1), a_a2a=u(0, 1e-4), eta_o=u(0, 1),
@@ -240,6 +241,10 @@ def test_ridge_points():
     assert close(F / h200.flops["fp8"], M / h200.hbm_bandwidth)
 
 
+#: the link-type symbols of an NVSwitch domain of 8 (in-switch reduction, one switch)
+NVSWITCH = {REGISTRY["x_nvls"].symbol: 1, REGISTRY["n_sw"].symbol: 8, REGISTRY["B_hb"].symbol: 450e9}
+
+
 def test_tp_allreduce_time():
     # all-reduce of 1 MB over 8 GPUs of one NVSwitch domain at 450 GB/s, 1 us per pass: the
     # switch reduces, so each GPU moves its 1e6 B once (not a ring's 2 x 7/8 x 1e6):
@@ -248,7 +253,7 @@ def test_tp_allreduce_time():
     m, n = sp.symbols("m n", positive=True)
     R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_ar", "a_ar", "N_su", "B_so", "eta_so", "a_so")}
     base = {m: 1e6, R["B_su"]: 450e9, R["eta_ar"]: 1.0, R["a_ar"]: 1e-6, R["N_su"]: 8,
-            R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6}
+            R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6, **NVSWITCH}
     t = eq.allreduce_time(m, n).xreplace({**base, n: 8})
     assert close(t, 1e6 / 450e9 + 2e-6)
     assert close(t, 4.222222222222222e-6)
@@ -266,7 +271,7 @@ def test_allreduce_across_two_domains_is_hierarchical():
     m, n = sp.symbols("m n", positive=True)
     R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_ar", "a_ar", "N_su", "B_so", "eta_so", "a_so")}
     base = {m: 1e6, R["B_su"]: 450e9, R["eta_ar"]: 1.0, R["a_ar"]: 1e-6, R["N_su"]: 8,
-            R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6, n: 16}
+            R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6, **NVSWITCH, n: 16}
     t = eq.allreduce_time(m, n).xreplace(base)
     assert close(t, 1e6 / 450e9 + 2.5e-6 + 2e-6 + 10e-6)
     su, so = (x.xreplace(base) for x in eq.allreduce_bandwidth(m, n))

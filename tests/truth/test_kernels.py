@@ -30,6 +30,7 @@ def test_gemm_roofline_by_hand():
 
 def test_tables_load_with_their_columns():
     g, a = load_table("gemm"), load_table("allreduce")
+    assert "rtx-pro-6000-server" in set(a.gpu)  # its NCCL and custom all-reduces; no GEMMs
     assert {"gpu", "stack", "version", "dtype", "m", "n", "k", "latency_us"} <= set(g.columns)
     assert {"gpu", "stack", "num_gpus", "bytes", "latency_us"} <= set(a.columns)
     assert set(g.gpu) == {"hgx-h100", "hgx-h200", "hgx-b200", "hgx-b300", "gb200-nvl72", "gb300-nvl72"}
@@ -221,5 +222,5 @@ def test_a2a_law_by_hand():
     # reaches 7 x (1 - (7/8)^8) = 4.5947 other ranks; 8 x 4.5947 x 7168 x 1 B = 263,479 B at
     # 450 GB/s = 0.58551 us, plus the phase latency
     t = compile_operator("a2a")(tokens=8.0, b_phase=1.0, EP=8.0, k=8.0, d=7168.0, B_su=450e9,
-                                eta_a2a=1.0, a_a2a=10e-6)
+                                eta_a2a=1.0, a_a2a=10e-6, N_su=8.0, n_sw=8.0, B_hb=450e9)
     assert t == pytest.approx(10e-6 + 8 * 7 * (1 - (7 / 8) ** 8) * 7168 / 450e9, rel=1e-12)
