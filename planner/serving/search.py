@@ -162,8 +162,7 @@ def decode_candidates(model: Model, hw: Hardware, space: SearchSpace, context: f
             for o in overlap_options(space.overlap, model):
                 frames.append(_grid_one(model, hw, prec, spec, o, lay, context, mode,
                                         space.kv_offload, per_octave))
-    df = pd.concat(frames, ignore_index=True)
-    return df[df.feasible].drop(columns="feasible").reset_index(drop=True)
+    return pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
 
 
 def _grid_one(model: Model, hw: Hardware, prec: Precisions, spec: Speculation, overlap: int,
@@ -208,19 +207,24 @@ def _grid_one(model: Model, hw: Hardware, prec: Precisions, spec: Speculation, o
     }
     for c in CATEGORIES:
         data[f"t_{c}_s"] = flat(out[f"cat.{c}"])
-    return pd.DataFrame(data)
+    # only the feasible points become rows (scalars stay scalars until the frame is built)
+    keep = data.pop("feasible")
+    return pd.DataFrame({k: v[keep] if isinstance(v, np.ndarray) else v for k, v in data.items()})
 
 
 def pareto(df: pd.DataFrame, x: str = "tps_per_user", y: str = "tps_per_gpu") -> pd.DataFrame:
     """Upper-right Pareto envelope of (x, y): a point stays if no other point is at least as good
-    in both and better in one.  Returned sorted by x ascending; y is then non-increasing."""
+    in both and better in one.  Returned sorted by x ascending; y is then non-increasing.  The
+    order is found on the two columns alone, so only the kept rows of ``df`` are copied."""
     if df.empty:
         return df.copy()
-    d = df.sort_values([x, y], ascending=[False, False], kind="mergesort")
-    yv = d[y].to_numpy()
-    best_before = np.concatenate([[-np.inf], np.maximum.accumulate(yv)[:-1]])
-    keep = yv > best_before
-    return d[keep].sort_values(x, kind="mergesort").reset_index(drop=True)
+    xv, yv = df[x].to_numpy(float), df[y].to_numpy(float)
+    # x descending, then y descending, ties in their order in df (stable, as a mergesort)
+    order = np.lexsort((-yv, -xv))
+    ys = yv[order]
+    best_before = np.concatenate([[-np.inf], np.maximum.accumulate(ys)[:-1]])
+    kept = order[ys > best_before]
+    return df.iloc[kept].sort_values(x, kind="mergesort").reset_index(drop=True)
 
 
 def candidate_key(row: pd.Series | dict[str, Any]) -> tuple:
