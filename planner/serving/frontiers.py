@@ -282,7 +282,10 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
         df.attrs.update(attrs, x="ttft_s", y="tps_per_gpu")
         return df
 
-    dec = decode_candidates(model, hw, space, wl.decode_context, mode, per_octave=batch_per_octave)
+    # the envelope of decode or disaggregated serving is made of each grid's own envelope points
+    # (the rate per GPU rises with the decode rate; aggregated serving reorders the points)
+    dec = decode_candidates(model, hw, space, wl.decode_context, mode, per_octave=batch_per_octave,
+                            envelope_only=not all_points and serving != "aggregated")
     if dec.empty:
         raise SpecError("<input>", "model", f"a configuration of {model.name} that fits on "
                         f"{hw.name}" + (f" with {gpus} GPUs" if gpus else ""))
