@@ -7,11 +7,13 @@ Public API (imported lazily, so ``import planner`` stays cheap)::
     frontier, frontier_at, compare, explain                    # frontiers and comparisons
     size, power_budget, cost_target, fleet_capacity           # procurement sizing
     plot_frontiers, plot_sizing                                # plots
+    explore                                                    # Jupyter what-if panel (ipywidgets)
     validate, calibrate, sensitivity, uncertainty              # modules: scorecards, fits, bands
     score_runs                                                 # measured runs at their layouts
 
 The package is layered (``docs/architecture.md``): ``specs`` -> ``physics`` -> ``serving`` ->
-``economics`` and ``truth`` -> ``cli``; each layer imports only the ones before it.
+``economics`` and ``truth`` -> ``cli`` (``plot`` apart; ``explorer`` on ``serving`` and
+``plot``); each layer imports only the ones before it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "cost_target": ("economics.sizing", "cost_target"),
     "fleet_capacity": ("economics.sizing", "fleet_capacity"),
     "plot_frontiers": ("plot", "plot_frontiers"), "plot_sizing": ("plot", "plot_sizing"),
+    "explore": ("explorer", "explore"), "Explorer": ("explorer", "Explorer"),
     # modules of the truth layer, by their short names (``planner.validate.scorecard()``)
     "validate": ("truth.validate", None), "calibrate": ("truth.calibrate", None),
     "sensitivity": ("truth.sensitivity", None), "uncertainty": ("truth.uncertainty", None),

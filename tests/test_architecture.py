@@ -23,6 +23,7 @@ LAYERS = {
     "economics": {"specs", "physics", "serving"},
     "truth": {"specs", "physics", "serving"},
     "plot": set(),
+    "explorer": {"specs", "physics", "serving", "plot"},
     "cli": {"specs", "physics", "serving", "economics", "truth", "plot"},
 }
 #: top-level modules any layer may use (they import nothing of the layers)
