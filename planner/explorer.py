@@ -376,6 +376,12 @@ class Explorer:
         return table
 
     # ---- display -------------------------------------------------------------------------
+    def picture(self) -> Any:
+        """The current figure as a static SVG picture (shows in any notebook render)."""
+        from IPython.display import SVG
+
+        return SVG(bytes(self.image.value))
+
     def _repr_mimebundle_(self, **kw: Any) -> dict[str, Any]:
         bundle = self.widget._repr_mimebundle_(**kw) or {}
         data = dict(bundle[0] if isinstance(bundle, tuple) else bundle)
