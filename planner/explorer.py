@@ -161,6 +161,11 @@ class Explorer:
         if defaults.get("mtp") == 0:
             defaults.pop("mtp")
             spec = "off"
+        for field, value, allowed in (("serving", serving, SERVINGS), ("mode", mode, ("realistic", "bound")),
+                                      ("weights", weights, ("auto", *PRECISIONS)),
+                                      ("search", search, ("fast", "full"))):
+            if value not in allowed:
+                raise SpecError("<input>", field, f"one of {', '.join(allowed)}, got {value!r}")
         self.fixed = defaults  #: frontier arguments without a control (max_ttft, kv_offload, ...)
         self.frontiers: list[pd.DataFrame] = []
         self.ratio: pd.DataFrame | None = None

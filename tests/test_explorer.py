@@ -96,6 +96,11 @@ def test_a_bad_combination_says_so_in_one_line():
     assert "\n" not in p.text.value and "fits on hgx-h200 with 1 GPUs" in p.text.value
 
 
+def test_a_default_without_a_control_value_is_refused_in_one_line():
+    with pytest.raises(planner.SpecError, match="serving: one of disaggregated, aggregated, decode"):
+        planner.explore(MODEL, "hgx-h200", serving="prefill")
+
+
 def test_display_carries_a_static_picture(panel: planner.Explorer):
     bundle = panel._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
