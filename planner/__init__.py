@@ -8,11 +8,13 @@ Public API (imported lazily, so ``import planner`` stays cheap)::
     size, power_budget, cost_target, fleet_capacity           # procurement sizing
     plan, plan_sensitivity                                     # fleet plans (several workloads)
     plot_frontiers, plot_sizing                                # plots
+    explore                                                    # Jupyter what-if panel (ipywidgets)
     validate, calibrate, sensitivity, uncertainty              # modules: scorecards, fits, bands
     score_runs                                                 # measured runs at their layouts
 
 The package is layered (``docs/architecture.md``): ``specs`` -> ``physics`` -> ``serving`` ->
-``economics`` and ``truth`` -> ``fleet`` -> ``cli``; each layer imports only the ones before it.
+``economics`` and ``truth`` -> ``fleet`` -> ``cli`` (``plot`` apart; ``explorer`` on ``serving``
+and ``plot``); each layer imports only the ones before it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "fleet_capacity": ("economics.sizing", "fleet_capacity"),
     "plan": ("fleet.plan", "plan"), "plan_sensitivity": ("fleet.sensitivity", "sensitivity"),
     "plot_frontiers": ("plot", "plot_frontiers"), "plot_sizing": ("plot", "plot_sizing"),
+    "explore": ("explorer", "explore"), "Explorer": ("explorer", "Explorer"),
     # modules of the truth layer, by their short names (``planner.validate.scorecard()``)
     "validate": ("truth.validate", None), "calibrate": ("truth.calibrate", None),
     "sensitivity": ("truth.sensitivity", None), "uncertainty": ("truth.uncertainty", None),

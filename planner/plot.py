@@ -86,7 +86,8 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
                    path: str | Path | None = None, title: str | None = None,
                    bands: Sequence[pd.DataFrame | None] | None = None,
                    annotate_bottleneck: bool = True, y: str = "tps_per_gpu",
-                   logy: bool | None = None) -> Any:
+                   logy: bool | None = None, fig: Any = None, mark_x: float | None = None,
+                   minor_ticks: bool = True) -> Any:
     """Draw frontiers (and, if given, the ratio curve of the first two in a second panel).
 
     ``y``: the column to draw against interactivity (``tps_per_gpu``, ``tps_per_mw``,
@@ -94,15 +95,24 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
     None (default): logarithmic where the curves span more than :data:`LOGY_SPAN`, so that the
     interactive tail is not flattened onto zero.  ``bands``: per frontier, a DataFrame with
     ``tps_per_user``, ``lo``, ``hi`` to shade (per GPU), drawn where its lower edge is above zero.
-    Returns the matplotlib Figure; saves it to ``path`` when given.
+    ``fig``: a Figure to clear and draw into (fixed margins, no layout pass: redrawing one figure
+    in an interactive view) instead of a new one; ``mark_x``: a dotted vertical line at that
+    interactivity on every panel; ``minor_ticks=False``: major ticks and grid lines only (a
+    quicker redraw).  Returns the matplotlib Figure; saves it to ``path`` when given.
     """
     if not frontiers:
         raise ValueError("no frontier to plot")
     prefill = frontiers[0].attrs.get("serving") == "prefill"
     two = ratio is not None and not ratio.empty
-    fig, axes = plt.subplots(2 if two else 1, 1, figsize=(10.5, 7.5 if two else 5.2), sharex=two,
-                             gridspec_kw={"height_ratios": [3, 1.3]} if two else None,
-                             squeeze=False)
+    reuse = fig is not None
+    if reuse:
+        fig.clear()
+        axes = fig.subplots(2 if two else 1, 1, sharex=two, squeeze=False,
+                            gridspec_kw={"height_ratios": [3, 1.3]} if two else None)
+    else:
+        fig, axes = plt.subplots(2 if two else 1, 1, figsize=(10.5, 7.5 if two else 5.2), sharex=two,
+                                 gridspec_kw={"height_ratios": [3, 1.3]} if two else None,
+                                 squeeze=False)
     ax = axes[0, 0]
     xcol = "ttft_s" if prefill else "tps_per_user"
     for i, f in enumerate(frontiers):
@@ -164,11 +174,21 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
         axes[-1, 0].set_xlabel("interactivity: output tokens/s per user")
     else:
         ax.set_xlabel("time to first token (s)" if prefill else "interactivity: output tokens/s per user")
+    if not minor_ticks:
+        for a in axes[:, 0]:
+            a.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+            a.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    if mark_x is not None:
+        for a in axes[:, 0]:
+            a.axvline(mark_x, color="0.4", ls=":", lw=1.2)
     # the curves' legend under the figure, so it never covers a curve or a band
     handles, labels = ax.get_legend_handles_labels()
     bottom = (0.22 * len(labels) + 0.25) / fig.get_figheight()
     fig.legend(handles, labels, fontsize=8, loc="lower left", bbox_to_anchor=(0.01, 0.005))
-    fig.tight_layout(rect=(0.0, bottom, 1.0, 1.0))
+    if reuse:
+        fig.subplots_adjust(left=0.08, right=0.86, top=0.94, bottom=bottom + 0.06, hspace=0.08)
+    else:
+        fig.tight_layout(rect=(0.0, bottom, 1.0, 1.0))
     if path is not None:
         fig.savefig(path, dpi=130)
     return fig

@@ -24,6 +24,7 @@ LAYERS = {
     "truth": {"specs", "physics", "serving"},
     "fleet": {"specs", "physics", "serving", "economics", "truth"},
     "plot": set(),
+    "explorer": {"specs", "physics", "serving", "plot"},
     "cli": {"specs", "physics", "serving", "economics", "truth", "fleet", "plot"},
 }
 #: top-level modules any layer may use (they import nothing of the layers)

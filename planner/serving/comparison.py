@@ -46,6 +46,24 @@ class Comparison:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
+def ratio_curve(fa: pd.DataFrame, fb: pd.DataFrame, ha: Hardware, hb: Hardware,
+                points: int = 200) -> pd.DataFrame:
+    """The ratio A/B of two frontiers (per GPU and per MW) at ``points`` rates spaced
+    geometrically over the interactivity range both reach, each frontier interpolated as drawn
+    (:func:`envelope`); ``both_useful`` marks the rates where neither is in its tail."""
+    lo = max(fa.tps_per_user.min(), fb.tps_per_user.min())
+    hi = min(fa.tps_per_user.max(), fb.tps_per_user.max())
+    x = np.geomspace(lo, hi, points) if hi > lo else np.array([])
+    ya, yb = envelope(fa, x), envelope(fb, x)
+    ratio = pd.DataFrame({"tps_per_user": x, "tps_per_gpu_a": ya, "tps_per_gpu_b": yb,
+                          "ratio": ya / yb,
+                          "ratio_per_mw": (ya / ha.power_per_gpu) / (yb / hb.power_per_gpu)})
+    # where either system is down to a few percent of its own peak (the tail of its frontier), the
+    # ratio of two small numbers says little: flag it, so plots and maxima can leave it out
+    ratio["both_useful"] = (ya >= USEFUL * fa.tps_per_gpu.max()) & (yb >= USEFUL * fb.tps_per_gpu.max())
+    return ratio
+
+
 def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200-nvl72",
             hardware_b: str | Hardware = "hgx-h200", levels: tuple[float, ...] = DEFAULT_LEVELS,
             **kw: Any) -> Comparison:
@@ -64,16 +82,7 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     fa, fb = pareto(pts_a), pareto(pts_b)
     fa.attrs.update(pts_a.attrs)
     fb.attrs.update(pts_b.attrs)
-    lo = max(fa.tps_per_user.min(), fb.tps_per_user.min())
-    hi = min(fa.tps_per_user.max(), fb.tps_per_user.max())
-    x = np.geomspace(lo, hi, 200) if hi > lo else np.array([])
-    ya, yb = envelope(fa, x), envelope(fb, x)
-    ratio = pd.DataFrame({"tps_per_user": x, "tps_per_gpu_a": ya, "tps_per_gpu_b": yb,
-                          "ratio": ya / yb,
-                          "ratio_per_mw": (ya / ha.power_per_gpu) / (yb / hb.power_per_gpu)})
-    # where either system is down to a few percent of its own peak (the tail of its frontier), the
-    # ratio of two small numbers says little: flag it, so plots and maxima can leave it out
-    ratio["both_useful"] = (ya >= USEFUL * fa.tps_per_gpu.max()) & (yb >= USEFUL * fb.tps_per_gpu.max())
+    ratio = ratio_curve(fa, fb, ha, hb)
     # the table's rates: the levels asked, and the rate of the curve's largest useful ratio, so
     # that the largest ratio quoted is a row of the table (computed as every row is)
     rows_at = [float(v) for v in levels]

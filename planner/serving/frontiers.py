@@ -17,6 +17,7 @@ from planner.errors import SpecError
 from planner.physics import compiled
 from planner.physics.step import CATEGORIES, evaluate_configs, resolve_precisions
 from planner.serving.search import (
+    BATCH_PER_OCTAVE,
     SearchSpace,
     decode_candidates,
     layouts,
@@ -241,7 +242,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
              kv: str | None = None, mtp: Any = "auto", overlap: Any = "auto",
              kv_offload: bool = False, mode: str = "realistic", metric: str = "output",
              max_ttft: float | None = None, all_points: bool = False,
-             acceptance: float | None = None) -> pd.DataFrame:
+             acceptance: float | None = None, batch_per_octave: int = BATCH_PER_OCTAVE) -> pd.DataFrame:
     """The Pareto frontier of tokens/s per user vs tokens/s per GPU (``prefill``: prompt tokens/s
     per GPU vs time to first token).
 
@@ -252,6 +253,8 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     inputs.  ``all_points=True`` returns every feasible point instead of the envelope.
     ``acceptance``: tokens per step (>= 1) or per-draft acceptance rate (< 1) for speculative
     decoding, replacing the model's published figures (``mtp="auto"`` then tries 1-3 drafts).
+    ``batch_per_octave``: decode batches tried per doubling of the batch (besides each layout's
+    memory limit); fewer is faster and draws the frontier from fewer points.
     """
     model, hw = load_model(model), load_hardware(hardware)
     if serving not in SERVING_MODES:
@@ -262,6 +265,9 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
         raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
     wl = Workload(isl, osl, context)
     wl.check(model)
+    if isinstance(batch_per_octave, bool) or not isinstance(batch_per_octave, int | np.integer) \
+            or batch_per_octave < 1:
+        raise SpecError("<input>", "batch_per_octave", f"a whole number >= 1, got {batch_per_octave!r}")
     max_ttft = DEFAULT_MAX_TTFT if max_ttft is None else max_ttft
     if not (isinstance(max_ttft, int | float) and math.isfinite(max_ttft) and max_ttft > 0):
         raise SpecError("<input>", "max_ttft", f"a positive time in seconds, got {max_ttft!r}")
@@ -272,6 +278,8 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
                  context=wl.decode_context, mode=mode, metric=metric, max_ttft=max_ttft,
                  gpus=gpus, weights=weights, kv=kv or model.kv_precision, mtp=str(mtp),
                  speculation=speculation_summary(model, mtp, acceptance))
+    if batch_per_octave != BATCH_PER_OCTAVE:
+        attrs["batch_per_octave"] = batch_per_octave
 
     if serving == "prefill":
         cand = prefill_candidates(model, hw, space, wl.isl, mode)
@@ -283,7 +291,10 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
         df.attrs.update(attrs, x="ttft_s", y="tps_per_gpu")
         return df
 
-    dec = decode_candidates(model, hw, space, wl.decode_context, mode)
+    # the envelope of decode or disaggregated serving is made of each grid's own envelope points
+    # (the rate per GPU rises with the decode rate; aggregated serving reorders the points)
+    dec = decode_candidates(model, hw, space, wl.decode_context, mode, per_octave=batch_per_octave,
+                            envelope_only=not all_points and serving != "aggregated")
     if dec.empty:
         raise SpecError("<input>", "model", f"a configuration of {model.name} that fits on "
                         f"{hw.name}" + (f" with {gpus} GPUs" if gpus else ""))

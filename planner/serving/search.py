@@ -151,10 +151,13 @@ class SearchSpace:
 
 
 def decode_candidates(model: Model, hw: Hardware, space: SearchSpace, context: float, mode: str,
-                      per_octave: int = BATCH_PER_OCTAVE) -> pd.DataFrame:
+                      per_octave: int = BATCH_PER_OCTAVE, envelope_only: bool = False) -> pd.DataFrame:
     """Evaluate every candidate on the batch ladder (one sequence per instance upwards,
     ``per_octave`` points per doubling) and at its memory limit.  One row per feasible
-    (candidate, batch) point."""
+    (candidate, batch) point; ``envelope_only``: only the points on the Pareto envelope of
+    (tokens/s per user, decode tokens/s per GPU) of their own (precision, MTP, overlap) grid,
+    which hold every point of the overall envelope of any rate that rises with the decode rate
+    at a given per-user rate (decode, disaggregated serving)."""
     lay = layouts(model, hw, space.gpus, space.max_gpus, space.tp_attn, space.ep, space.tp_moe)
     frames = []
     for weights in precision_options(model, hw, space.weights):
@@ -162,9 +165,8 @@ def decode_candidates(model: Model, hw: Hardware, space: SearchSpace, context: f
         for spec in mtp_options(model, space.mtp, space.acceptance):
             for o in overlap_options(space.overlap, model):
                 frames.append(_grid_one(model, hw, prec, spec, o, lay, context, mode,
-                                        space.kv_offload, per_octave))
-    df = pd.concat(frames, ignore_index=True)
-    return df[df.feasible].drop(columns="feasible").reset_index(drop=True)
+                                        space.kv_offload, per_octave, envelope_only))
+    return pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
 
 
 def whole_batch(batch: Any) -> np.ndarray:
@@ -183,7 +185,7 @@ def batch_ladder(top: float, per_octave: int = BATCH_PER_OCTAVE) -> np.ndarray:
 
 def _grid_one(model: Model, hw: Hardware, prec: Precisions, spec: Speculation, overlap: int,
               lay: pd.DataFrame, context: float, mode: str, kv_offload: bool,
-              per_octave: int) -> pd.DataFrame:
+              per_octave: int, envelope_only: bool = False) -> pd.DataFrame:
     G, TPa, EPv, TPe, slots = (lay[c].values[:, None].astype(float)
                                for c in ("gpus", "tp_attn", "ep", "tp_moe", "expert_slots"))
     common = dict(G=G, TP_a=TPa, EP=EPv, TP_e=TPe, E_slots=slots, S=context, spec=spec,
@@ -224,19 +226,34 @@ def _grid_one(model: Model, hw: Hardware, prec: Precisions, spec: Speculation, o
     }
     for c in CATEGORIES:
         data[f"t_{c}_s"] = flat(out[f"cat.{c}"])
-    return pd.DataFrame(data)
+    # only the feasible points become rows (scalars stay scalars until the frame is built)
+    keep = data.pop("feasible")
+    if envelope_only:
+        idx = np.flatnonzero(keep)
+        on = idx[pareto_rows(data["tps_per_user"][idx], data["decode_tps_per_gpu"][idx])]
+        keep = np.zeros_like(keep)
+        keep[on] = True
+    return pd.DataFrame({k: v[keep] if isinstance(v, np.ndarray) else v for k, v in data.items()})
 
 
 def pareto(df: pd.DataFrame, x: str = "tps_per_user", y: str = "tps_per_gpu") -> pd.DataFrame:
     """Upper-right Pareto envelope of (x, y): a point stays if no other point is at least as good
-    in both and better in one.  Returned sorted by x ascending; y is then non-increasing."""
+    in both and better in one.  Returned sorted by x ascending; y is then non-increasing.  The
+    order is found on the two columns alone, so only the kept rows of ``df`` are copied."""
     if df.empty:
         return df.copy()
-    d = df.sort_values([x, y], ascending=[False, False], kind="mergesort")
-    yv = d[y].to_numpy()
-    best_before = np.concatenate([[-np.inf], np.maximum.accumulate(yv)[:-1]])
-    keep = yv > best_before
-    return d[keep].sort_values(x, kind="mergesort").reset_index(drop=True)
+    kept = pareto_rows(df[x].to_numpy(float), df[y].to_numpy(float))
+    return df.iloc[kept].sort_values(x, kind="mergesort").reset_index(drop=True)
+
+
+def pareto_rows(xv: np.ndarray, yv: np.ndarray) -> np.ndarray:
+    """Indices of the upper-right Pareto envelope of the points (xv, yv), as :func:`pareto`
+    keeps them (of equal points, the first); in x-descending order."""
+    # x descending, then y descending, ties in their order (stable, as a mergesort)
+    order = np.lexsort((-yv, -xv))
+    ys = yv[order]
+    best_before = np.concatenate([[-np.inf], np.maximum.accumulate(ys)[:-1]])
+    return order[ys > best_before]
 
 
 def candidate_key(row: pd.Series | dict[str, Any]) -> tuple:

@@ -1,0 +1,122 @@
+"""The Jupyter explorer (``planner.explore``) driven without a browser: widget values set, their
+callbacks run, and what it draws checked against ``planner.frontier`` called with the same
+arguments; its 'as code' text reproduces the view; without ipywidgets it names the extra."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import planner
+from planner.explorer import hardware_code, value_at, what_if
+from planner.plot import label
+
+pytest.importorskip("ipywidgets")
+
+MODEL = "deepseek-v2-lite"  # small: each frontier takes a fraction of a second
+NUMERIC = ["tps_per_user", "tps_per_gpu", "decode_tps_per_gpu", "batch", "gpus", "tp_attn", "ep", "mtp"]
+
+
+@pytest.fixture(scope="module")
+def panel() -> planner.Explorer:
+    return planner.explore(MODEL, "hgx-h200", "hgx-b200")
+
+
+def test_drawn_frontier_is_planner_frontier(panel: planner.Explorer):
+    # as a user does it: move widgets one at a time, each change running its callback
+    c = panel.controls
+    c["hbm_bandwidth_a"].value = 1.3
+    c["domain_size_a"].value = 16
+    c["isl"].value = 2048
+    c["speculation"].value = "given"
+    c["acceptance"].value = 1.8
+    c["stack_b"].value = "sglang"
+    kw = panel.call()
+    assert kw == {"serving": "disaggregated", "isl": 2048, "osl": 1024, "mode": "realistic",
+                  "acceptance": 1.8, **planner.explorer.FAST}
+    h200, b200 = planner.load_hardware("hgx-h200"), planner.load_hardware("hgx-b200@sglang")
+    expected = [planner.frontier(MODEL, h200.replace(hbm_bandwidth=1.3 * h200.hbm_bandwidth, domain_size=16,
+                                                     gpus_per_system=16), **kw),
+                planner.frontier(MODEL, b200, **kw)]
+    curves = {ln.get_label(): ln for ln in panel.figure.axes[0].lines}
+    for drawn, want in zip(panel.frontiers, expected, strict=True):
+        pd.testing.assert_frame_equal(drawn[NUMERIC], want[NUMERIC])
+        assert list(drawn.bottleneck) == list(want.bottleneck)
+        # the curve on the figure is that frontier's points
+        line = curves[label(drawn)]
+        np.testing.assert_array_equal(line.get_xdata(), want.tps_per_user.to_numpy())
+        np.testing.assert_array_equal(line.get_ydata(), want.tps_per_gpu.to_numpy())
+    # the ratio panel: A over B where both reach, as compare() computes it
+    ratio = panel.ratio[panel.ratio.both_useful]
+    np.testing.assert_allclose(panel.figure.axes[1].lines[0].get_ydata(), ratio.ratio.to_numpy())
+    at = c["at"].value
+    want_ratio = value_at(expected[0], at) / value_at(expected[1], at)
+    assert f"{want_ratio:.2f}x per GPU" in panel.summary
+
+
+def test_copy_as_code_reproduces_the_view(panel: planner.Explorer):
+    panel.set(su_bandwidth_b=2.0, osl=2048, weights="fp8", speculation="off", at=80.0)
+    code = panel.code()
+    assert "planner.compare(" in code and "levels=(80.0,)" in code and "mtp=0" in code
+    assert panel.code_box.value == code
+    ns: dict = {}
+    exec(code, ns)
+    comparison = ns["c"]
+    for mine, theirs in zip(panel.frontiers, (comparison.a, comparison.b), strict=True):
+        np.testing.assert_array_equal(mine.tps_per_user.to_numpy(), theirs.tps_per_user.to_numpy())
+        np.testing.assert_array_equal(mine.tps_per_gpu.to_numpy(), theirs.tps_per_gpu.to_numpy())
+    assert ns["a"] == panel.systems()[0] and ns["b"] == panel.systems()[1]
+
+
+def test_changing_one_system_recomputes_only_that_side(panel: planner.Explorer, monkeypatch):
+    panel.set(flops_a=1.5)
+    calls = []
+    real = planner.explorer.frontier
+    monkeypatch.setattr(planner.explorer, "frontier",
+                        lambda m, hw, **kw: calls.append(hw.name) or real(m, hw, **kw))
+    panel.set(flops_a=2.0)
+    assert calls == ["hgx-h200 what-if"]
+    panel.set(flops_a=1.5, at=20.0)  # both seen before: nothing recomputed
+    assert calls == ["hgx-h200 what-if"]
+
+
+def test_hardware_code_round_trips():
+    base = planner.load_hardware("gb200-nvl72")
+    hw = what_if(base, "", {"hbm_bandwidth": 1.3, "flops": 0.5, "so_bandwidth": 2.0}, 8)
+    back = eval(hardware_code(hw, "gb200-nvl72"), {"planner": planner})
+    assert back == hw and back.stack == "" and back.domain_size == 8
+
+
+def test_a_bad_combination_says_so_in_one_line():
+    p = planner.explore("kimi-k2-thinking", "hgx-h200", gpus=1)  # a 1T model on one GPU
+    assert p.frontiers == []
+    assert "\n" not in p.text.value and "fits on hgx-h200 with 1 GPUs" in p.text.value
+
+
+def test_a_default_without_a_control_value_is_refused_in_one_line():
+    with pytest.raises(planner.SpecError, match="serving: one of disaggregated, aggregated, decode"):
+        planner.explore(MODEL, "hgx-h200", serving="prefill")
+
+
+def test_display_carries_a_static_picture(panel: planner.Explorer):
+    bundle = panel._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["image/svg+xml"].lstrip().startswith("<?xml") and "<svg" in bundle["image/svg+xml"]
+
+
+def test_without_ipywidgets_names_the_extra(monkeypatch):
+    real = builtins.__import__
+
+    def no_widgets(name, *args, **kwargs):
+        if name == "ipywidgets" or name.startswith("ipywidgets."):
+            raise ImportError("No module named 'ipywidgets'")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_widgets)
+    with pytest.raises(ImportError) as e:
+        planner.explore(MODEL, "hgx-h200")
+    msg = str(e.value)
+    assert "\n" not in msg and "pip install 'moe-planner[jupyter]'" in msg
