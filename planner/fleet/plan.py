@@ -65,6 +65,16 @@ class WorkloadSpec:
     search: tuple[tuple[str, Any], ...] = ()  #: frontier search options (max_gpus, weights, ...)
 
 
+#: Site regions the specs' ``china`` covers (the US export rules name China, Hong Kong and Macau);
+#: any other site region is ``global`` in the specs' ``system.regions`` terms.
+CHINA_REGIONS = ("china", "cn", "prc", "hong kong", "hk", "macau", "mo")
+
+
+def spec_region(region: str) -> str:
+    """A site region in the specs' terms: ``china`` or ``global``."""
+    return "china" if region.strip().lower() in CHINA_REGIONS else "global"
+
+
 @dataclass(frozen=True)
 class SystemSpec:
     """One candidate system and the limits on getting it."""
@@ -462,9 +472,11 @@ class Problem:
 
     def _exclusion(self, s: SystemSpec, hw: Hardware) -> str:
         site = self.spec.site
-        regions = s.regions if s.regions is not None else getattr(hw, "regions", None)
-        if site.region is not None and regions is not None and site.region not in regions:
-            return f"not permitted in region {site.region} (allowed: {', '.join(regions)})"
+        if site.region is not None and s.regions is not None and site.region not in s.regions:
+            return f"not permitted in region {site.region} (allowed: {', '.join(s.regions)})"
+        if site.region is not None and s.regions is None and not hw.sold_in(spec_region(site.region)):
+            return (f"not sold in region {site.region} ({spec_region(site.region)} in the spec's "
+                    f"system.regions terms; the spec allows {', '.join(hw.regions)})")
         if site.needed_by is not None and s.available_from is not None and s.available_from > site.needed_by:
             return f"available from {s.available_from}, after the site's needed_by {site.needed_by}"
         if s.max_units == 0:

@@ -122,11 +122,14 @@ def test_regions_and_dates_exclude_systems():
     with pytest.raises(SpecError) as e:
         plan(workloads=[CHAT], site=dict(region="cn", needed_by="2026-01-01"),
              systems=[dict(hardware="gb200-nvl72", regions=["us"]),
-                      dict(hardware="hgx-h200", available_from="2026-06-01")])
+                      dict(hardware="hgx-h200", regions=["cn"], available_from="2026-06-01"),
+                      dict(hardware="hgx-b200")])
     msg = str(e.value)
     assert "workloads[0].min_tps_user" in msg and "'chat'" in msg
     assert "gb200-nvl72: not permitted in region cn" in msg
     assert "hgx-h200: available from 2026-06-01, after the site's needed_by 2026-01-01" in msg
+    # no regions in the plan: the spec's system.regions decide (the B200 needs a licence for China)
+    assert "hgx-b200: not sold in region cn (china in the spec's system.regions terms" in msg
 
 
 def test_plan_file_is_strict(tmp_path):
