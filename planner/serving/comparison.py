@@ -154,15 +154,19 @@ def crossings(ratio: pd.DataFrame, threshold: float, band: pd.DataFrame | None =
     """Where the per-GPU and per-MW ratios first reach ``threshold``, on the rates where both
     systems are useful (see :class:`Comparison`): for each, the nominal interval and, with a
     ratio ``band`` (:func:`planner.truth.uncertainty.ratio_band_curve`), the intervals where its
-    upper edge (``earliest``: the ratio may reach it) and its lower edge (``surely``) do.
+    upper edge (``earliest``: the ratio may reach it) and its lower edge (``surely``) do, over
+    the same useful range.
     ``power_factor`` turns a per-GPU ratio into the per-MW one (power per GPU of B over A)."""
     use = ratio[ratio.both_useful] if "both_useful" in ratio else ratio
     out: dict[str, Any] = {"threshold": float(threshold)}
     for key, col, f in (("per_gpu", "ratio", 1.0), ("per_mw", "ratio_per_mw", power_factor)):
         entry: dict[str, Any] = {"nominal": crossing(use.tps_per_user, use[col], threshold)}
         if band is not None:
-            entry["earliest"] = crossing(band.tps_per_user, band.hi * f, threshold)
-            entry["surely"] = crossing(band.tps_per_user, band.lo * f, threshold)
+            # on the same useful range as the nominal curve (past it, a ratio of small numbers)
+            x = band.tps_per_user
+            b = band[(x >= use.tps_per_user.min()) & (x <= use.tps_per_user.max())]
+            entry["earliest"] = crossing(b.tps_per_user, b.hi * f, threshold)
+            entry["surely"] = crossing(b.tps_per_user, b.lo * f, threshold)
         out[key] = entry
     return out
 
