@@ -194,6 +194,18 @@ class Hardware:
         return d
 
 
+def _provenance(sub: Fields) -> str:
+    """A fact's ``source`` (required, non-empty), with its optional ``note``, ``kind`` and
+    ``retrieved`` read and checked."""
+    src = sub.text("source")
+    if not src.strip():
+        raise SpecError(sub.label, sub.path("source"), "a non-empty source for this fact")
+    sub.text("note", required=False)
+    sub.text("kind", required=False, choices=FACT_KINDS)
+    sub.raw("retrieved", required=False)
+    return src
+
+
 def _fact(f: Fields, key: str, dimension: str | None, sources: dict[str, str],
           required: bool = True, link: bool = False, lo: float = 0.0, hi: float = float("inf"),
           integer: bool = False) -> Any:
@@ -202,12 +214,7 @@ def _fact(f: Fields, key: str, dimension: str | None, sources: dict[str, str],
     if sub is None:
         return None
     value_raw = sub.raw("value")
-    src = sub.text("source")
-    if not src.strip():
-        raise SpecError(f.label, sub.path("source"), "a non-empty source for this fact")
-    sub.text("note", required=False)
-    sub.text("kind", required=False, choices=FACT_KINDS)
-    sub.raw("retrieved", required=False)
+    src = _provenance(sub)
     if link:
         direction = sub.text("direction", required=False)
         if direction is None:
@@ -342,12 +349,7 @@ def _regions(s: Fields, src: dict[str, str]) -> tuple[str, ...]:
     if not isinstance(raw, list) or not raw or any(r not in REGIONS for r in raw):
         raise SpecError(s.label, sub.path("value"),
                         f"a list of regions among {', '.join(REGIONS)}, got {raw!r}")
-    text = sub.text("source")
-    if not text.strip():
-        raise SpecError(s.label, sub.path("source"), "a non-empty source for this fact")
-    sub.text("note", required=False)
-    sub.text("kind", required=False, choices=FACT_KINDS)
-    sub.raw("retrieved", required=False)
+    text = _provenance(sub)
     sub.done()
     src[sub.prefix] = text
     return tuple(dict.fromkeys(raw))
