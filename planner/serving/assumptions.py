@@ -28,7 +28,11 @@ def _summary(c: Comparison, threshold: float) -> dict[str, Any]:
         return {"largest_ratio": math.nan, "at_tps_per_user": math.nan, "crossing_per_gpu": None,
                 "crossing_per_mw": None}
     i = int(np.nanargmax(use.ratio.to_numpy()))
-    return {"largest_ratio": float(use.ratio.iloc[i]), "at_tps_per_user": float(use.tps_per_user.iloc[i]),
+    x, y = float(use.tps_per_user.iloc[i]), float(use.ratio.iloc[i])
+    if "largest" in c.table and c.table.largest.any():  # the table's own row at that rate (solved exactly)
+        row = c.table[c.table.largest].iloc[0]
+        x, y = float(row.tps_per_user), float(row.ratio)
+    return {"largest_ratio": y, "at_tps_per_user": x,
             "crossing_per_gpu": crossing(use.tps_per_user, use.ratio, threshold),
             "crossing_per_mw": crossing(use.tps_per_user, use.ratio_per_mw, threshold)}
 

@@ -206,6 +206,20 @@ def _deepseek(f: Fields, kw: dict[str, Any]) -> None:
             raise SpecError(f.label, f.path("topk_group"), f"at most n_group ({n_group}), got {topk_group}")
         kw["routing_groups"], kw["max_groups"] = n_group, topk_group
     kw["mtp_layers"] = f.integer("num_nextn_predict_layers", required=False, default=0, minimum=0)
+    if kw["mtp_layers"]:
+        # the MTP module of this architecture, as measured on DeepSeek-R1's (the bundled spec's
+        # figures): a checkpoint of its own may accept more or less, so the range is declared wide
+        kw.update(spec_kind="mtp", spec_tokens=dict(MTP_TOKENS_PER_STEP), spec_range={1: (1.6, 1.95)},
+                  spec_source=MTP_SOURCE)
+
+
+#: Tokens per step of a DeepSeek-V3-architecture MTP module by draft tokens, as measured on
+#: DeepSeek-R1 (TensorRT-LLM tech blog 1, "Pushing Latency Boundaries: Optimizing DeepSeek-R1
+#: Performance on NVIDIA B200 GPUs", table of autoregressive MTP layers; strict acceptance).
+MTP_TOKENS_PER_STEP = {1: 1.92, 2: 2.58, 3: 2.82}
+MTP_SOURCE = ("the architecture's MTP module as measured on DeepSeek-R1 (TensorRT-LLM tech blog 1, B200, "
+              "1.92 / 2.58 / 2.82 tokens per step at 1 / 2 / 3 drafts); declared range 1.6-1.95 at one "
+              "draft for another checkpoint")
 
 
 def _gqa(f: Fields, arch: str, kw: dict[str, Any]) -> None:

@@ -92,3 +92,15 @@ def test_bad_speculation_block_is_one_clear_line(tmp_path):
     p.write_text(yaml.safe_dump(doc))
     with pytest.raises(SpecError, match=r"speculation\.tokens_per_step\.2: .*draft tokens \+ 1 = 3, got 3.5"):
         load(str(p))
+
+
+def test_a_hugging_face_config_with_mtp_layers_speculates_like_the_bundled_model():
+    from planner.specs.registry import load_model as load
+
+    m = load(str(Path(__file__).resolve().parents[1] / "data" / "deepseek-v3" / "config.json"))
+    assert m.mtp_layers == 1 and m.spec_kind == "mtp"
+    assert [s.drafts for s in mtp_options(m, "auto")] == [0, 1, 2, 3]
+    assert m.spec_tokens == load_model("deepseek-v3").spec_tokens
+    # a config without MTP layers (Kimi K2 Thinking's) gets none
+    k = load(str(Path(__file__).resolve().parents[1] / "data" / "kimi-k2-thinking" / "config.json"))
+    assert k.mtp_layers == 0 and not k.spec_tokens
