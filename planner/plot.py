@@ -25,7 +25,8 @@ MARKERS = {"compute": "s", "hbm_weights": "o", "kv_read": "D", "scale_up": "^",
            "scale_out": "v", "latency": "x", "memory_capacity": "P"}
 Y_LABELS = {
     "tps_per_mw": "output tokens/s per MW (all-in power)",
-    "usd_per_mtok": "USD per million output tokens",
+    "usd_per_mtok_rental": "USD per million output tokens (rental)",
+    "usd_per_mtok_owned": "USD per million output tokens (owned: capex + energy)",
     "output_tps_per_gpu": METRIC_LABELS["output"],
     "total_tps_per_gpu": METRIC_LABELS["total"],
     "decode_tps_per_gpu": METRIC_LABELS["decode"],
@@ -91,7 +92,7 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
     """Draw frontiers (and, if given, the ratio curve of the first two in a second panel).
 
     ``y``: the column to draw against interactivity (``tps_per_gpu``, ``tps_per_mw``,
-    ``usd_per_mtok``, ...); ``logy``: logarithmic y axis (a small system next to a large one);
+    ``usd_per_mtok_rental``, ...); ``logy``: logarithmic y axis (a small system next to a large one);
     None (default): logarithmic where the curves span more than :data:`LOGY_SPAN`, so that the
     interactive tail is not flattened onto zero.  ``bands``: per frontier, a DataFrame with
     ``tps_per_user``, ``lo``, ``hi`` to shade (per GPU), drawn where its lower edge is above zero.
@@ -219,7 +220,7 @@ def plot_sizing(curves: pd.DataFrame, path: str | Path | None = None, title: str
     """
     if curves.empty:
         raise ValueError("no sizing curve to plot")
-    ycol = "usd_per_mtok" if basis == "own" else "usd_per_mtok_rental"
+    ycol = "usd_per_mtok_owned" if basis == "own" else "usd_per_mtok_rental"
     fig, axes = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True,
                              gridspec_kw={"height_ratios": [3, 2]})
     for i, (hw, grp) in enumerate(curves.groupby("hardware", sort=False)):

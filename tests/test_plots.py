@@ -51,7 +51,7 @@ def test_curve_legend_outside_the_axes_and_band_never_drops_to_zero():
 
 def test_size_plot_spans_only_the_curves():
     curves = pd.DataFrame({"hardware": ["a"] * 3 + ["b"] * 3, "tps_per_user": [5, 20, 80, 8, 30, 150],
-                           "usd_per_mtok": [0.1, 0.2, 0.5, 0.2, 0.3, 1.0],
+                           "usd_per_mtok_owned": [0.1, 0.2, 0.5, 0.2, 0.3, 1.0],
                            "usd_per_mtok_rental": [1.0] * 6, "units": [1, 2, 3, 1, 2, 4], "unit": "rack"})
     fig = plot_sizing(curves, level=50)
     for ax in fig.axes:

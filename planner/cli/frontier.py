@@ -163,7 +163,8 @@ def points_json(df: pd.DataFrame) -> list[dict[str, Any]]:
         cfg = {c: _clean(r[c]) for c in CONFIG_COLUMNS if c in r.index and not pd.isna(r[c])}
         pts.append({
             "tps_per_user": _clean(r.get("tps_per_user")), "tps_per_gpu": _clean(r["tps_per_gpu"]),
-            "tps_per_mw": _clean(r.get("tps_per_mw")), "usd_per_mtok": _clean(r.get("usd_per_mtok")),
+            "tps_per_mw": _clean(r.get("tps_per_mw")),
+            "usd_per_mtok_rental": _clean(r.get("usd_per_mtok_rental")),
             "bottleneck": r.get("bottleneck"), **({"ttft_s": _clean(r["ttft_s"])} if "ttft_s" in r else {}),
             "config": cfg,
         })
@@ -205,11 +206,11 @@ def cmd_frontier(args: argparse.Namespace) -> int:
         print(table(rows, ["TTFT s", "in tok/s/GPU", "GPUs", "TP", "EP", "prompts", "weights",
                            "binds"]))
     else:
-        rows = [[r.tps_per_user, r.tps_per_gpu, r.tps_per_mw, r.usd_per_mtok, r.gpus, r.tp_attn, r.ep,
+        rows = [[r.tps_per_user, r.tps_per_gpu, r.tps_per_mw, r.usd_per_mtok_rental, r.gpus, r.tp_attn, r.ep,
                  r.tp_moe, r.batch_per_gpu, r.weights, r.mtp, "on" if r.overlap else "off",
                  r.bottleneck] for r in df.itertuples()]
-        print(table(rows, ["tok/s/user", "tok/s/GPU", "tok/s/MW", "$/Mtok", "GPUs", "TPa", "EP", "TPe",
-                           "batch/GPU", "weights", "MTP", "TBO", "binds"]))
+        print(table(rows, ["tok/s/user", "tok/s/GPU", "tok/s/MW (IT)", "$/Mtok rental", "GPUs", "TPa", "EP",
+                           "TPe", "batch/GPU", "weights", "MTP", "TBO", "binds"]))
     if band is not None:
         _print_band(band)
     return 0

@@ -240,14 +240,14 @@ def _report_size(df: pd.DataFrame, args: argparse.Namespace) -> None:
     rows = []
     for r in ok.itertuples():
         rows.append(["*" if r.cheapest else "", r.hardware, _money(r.capex_usd), _money(r.opex_usd_per_year),
-                     _money(r.usd_per_mtok, 4), _money(r.rental_usd_per_year),
+                     _money(r.usd_per_mtok_owned, 4), _money(r.rental_usd_per_year),
                      _money(r.usd_per_mtok_rental, 4), r.tps_per_mw, _pct(r.utilisation),
                      _money(r.idle_usd_per_year)])
     print(table(rows, ["", "option", "capex", "energy/yr", "$/Mtok", "rental/yr", "rental $/Mtok",
                        "tok/s/MW", "avg util", "idle cost/yr"]))
     if df.cheapest.any():
         c = df[df.cheapest].iloc[0]
-        key = "usd_per_mtok" if a["basis"] == "own" else "usd_per_mtok_rental"
+        key = "usd_per_mtok_owned" if a["basis"] == "own" else "usd_per_mtok_rental"
         print(f"# * cheapest ({basis}): {c.hardware} at {_money(c[key], 4)} per million output tokens")
     print(f"# $/Mtok = (capex / {a['years']:g} years + energy per year) / output tokens served per year; "
           "rental $/Mtok = GPU-hour price x GPUs bought x 8760 h / tokens; every GPU bought is powered")
@@ -270,7 +270,7 @@ def _report_budget(df: pd.DataFrame, args: argparse.Namespace) -> None:
     for r in df[df.feasible].itertuples():
         rows.append([r.hardware, _units(r.units, r.unit), r.gpus, r.power_mw, r.capacity_tps, r.users,
                      r.requests_per_s, r.tps_per_user, r.tps_per_gpu, _money(r.capex_usd),
-                     _money(r.usd_per_mtok, 4)])
+                     _money(r.usd_per_mtok_owned, 4)])
     print(table(rows, ["option", "units", "GPUs", "MW used", "output tok/s", "users", "requests/s",
                        "tok/s/user", "tok/s/GPU", "capex", "$/Mtok at full load"]))
     _infeasible_lines(df)
@@ -288,7 +288,7 @@ def _report_cost(df: pd.DataFrame, args: argparse.Namespace) -> None:
                f"serving {a['demand']}: the highest interactivity each option reaches")
     rows = []
     for r in df[df.feasible].itertuples():
-        key = r.usd_per_mtok if a["basis"] == "own" else r.usd_per_mtok_rental
+        key = r.usd_per_mtok_owned if a["basis"] == "own" else r.usd_per_mtok_rental
         rows.append([r.hardware, r.tps_per_user, _money(key, 4), r.tps_per_gpu, r.gpus,
                      _units(r.units, r.unit), r.power_mw, _money(r.capex_usd), r.bottleneck])
     print(table(rows, ["option", "max tok/s/user", "$/Mtok", "tok/s/GPU", "GPUs", "units", "MW",
@@ -311,7 +311,7 @@ def _report_fleet(df: pd.DataFrame, args: argparse.Namespace) -> None:
     for r in df.itertuples():
         if r.feasible:
             rows.append([r.hardware, r.min_tps_user, r.capacity_tps, r.users, r.requests_per_s,
-                         _units(r.units, r.unit), r.gpus_used, r.power_mw, _money(r.usd_per_mtok, 4),
+                         _units(r.units, r.unit), r.gpus_used, r.power_mw, _money(r.usd_per_mtok_owned, 4),
                          r.bottleneck])
         else:
             rows.append([r.hardware, r.min_tps_user, 0.0, 0.0, 0.0, _units(r.units, r.unit), None, None,

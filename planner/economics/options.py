@@ -114,7 +114,7 @@ class Option:
              ) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The cheapest deployment meeting ``x`` tokens/s/user at ``demand`` (ties: more output
         per GPU)."""
-        key = "usd_per_mtok" if basis == "own" else "usd_per_mtok_rental"
+        key = "usd_per_mtok_owned" if basis == "own" else "usd_per_mtok_rental"
         found = None
         for c in self.candidates(x, exact):
             # the load at the rate each user actually gets: users x the candidate's own tokens/s
@@ -250,7 +250,7 @@ def check_level(v: Any, field: str = "min_tps_user") -> float:
 
 
 def mark_cheapest(df: pd.DataFrame, basis: str) -> pd.DataFrame:
-    key = "usd_per_mtok" if basis == "own" else "usd_per_mtok_rental"
+    key = "usd_per_mtok_owned" if basis == "own" else "usd_per_mtok_rental"
     df["cheapest"] = False
     ok = df[df.feasible] if "feasible" in df else df
     if not ok.empty and key in ok:

@@ -45,7 +45,7 @@ def size(model: Model | str, hardware: Any, *, min_tps_user: float, demand_tps: 
     One row per option: the configuration (``tps_per_user``, ``tps_per_gpu`` = output tokens/s
     per GPU counting every GPU, instance sizes, binding term), the deployment (``gpus`` bought,
     ``units``, pools, ``power_mw`` facility and ``it_power_mw``, ``capex_usd``,
-    ``opex_usd_per_year`` (energy), ``rental_usd_per_year``, ``usd_per_mtok`` (capex over
+    ``opex_usd_per_year`` (energy), ``rental_usd_per_year``, ``usd_per_mtok_owned`` (capex over
     ``years`` + energy), ``usd_per_mtok_rental``, ``tps_per_mw``, ``capacity_tps``, ``headroom``,
     ``utilisation``, ``idle_usd_per_year``), each price and power figure with its ``*_source``, and
     ``cheapest``.  Options that cannot meet the level have ``feasible`` False and a ``reason``;
@@ -192,7 +192,7 @@ def cost_target(model: Model | str, hardware: Any, usd_per_mtok: float, *, deman
                             usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
                             usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
                             basis=basis, search=search)
-    key = "usd_per_mtok" if basis == "own" else "usd_per_mtok_rental"
+    key = "usd_per_mtok_owned" if basis == "own" else "usd_per_mtok_rental"
     rows = []
     for o in opts:
         if not o.feasible_at_all:
@@ -294,7 +294,7 @@ def sizing_curve(model: Model | str, hardware: Any, *, demand_tps: float | None 
     exactly), so a plot of the curve agrees with the sizing table.  ``levels``: the levels
     (default ``points`` log-spaced over each frontier's range); ``also_at``: levels added to
     them (the one asked, say).  Rows: ``hardware``, ``tps_per_user`` (the level),
-    ``usd_per_mtok``, ``usd_per_mtok_rental``, ``units``, ``unit``, ``gpus``, ``power_mw``."""
+    ``usd_per_mtok_owned``, ``usd_per_mtok_rental``, ``units``, ``unit``, ``gpus``, ``power_mw``."""
     dem = make_demand(demand_tps, users, requests_per_s, profile, profile_unit)
     m, opts, attrs = setup(model, hardware, serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, pue=pue,
                             usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
@@ -312,11 +312,12 @@ def sizing_curve(model: Model | str, hardware: Any, *, demand_tps: float | None 
             if got is None:
                 continue
             c, d = got
-            rows.append(dict(hardware=o.hw.name, tps_per_user=float(x), usd_per_mtok=d["usd_per_mtok"],
+            rows.append(dict(hardware=o.hw.name, tps_per_user=float(x),
+                             usd_per_mtok_owned=d["usd_per_mtok_owned"],
                              usd_per_mtok_rental=d["usd_per_mtok_rental"], units=d["units"],
                              unit=o.hw.unit, gpus=d["gpus"], power_mw=d["power_mw"],
                              tps_per_gpu=c["tps_per_gpu"]))
-    df = pd.DataFrame(rows, columns=["hardware", "tps_per_user", "usd_per_mtok", "usd_per_mtok_rental",
+    df = pd.DataFrame(rows, columns=["hardware", "tps_per_user", "usd_per_mtok_owned", "usd_per_mtok_rental",
                                      "units", "unit", "gpus", "power_mw", "tps_per_gpu"])
     df.attrs.update(attrs, demand=dem.describe())
     return df

@@ -100,7 +100,8 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     for tag, t in (("a", ta), ("b", tb)):
         table[f"tps_per_gpu_{tag}"] = t.tps_per_gpu.to_numpy()
         table[f"tps_per_mw_{tag}"] = t.get("tps_per_mw", pd.Series(np.nan, index=t.index)).to_numpy()
-        table[f"usd_per_mtok_{tag}"] = t.get("usd_per_mtok", pd.Series(np.nan, index=t.index)).to_numpy()
+        rental = t.get("usd_per_mtok_rental", pd.Series(np.nan, index=t.index))
+        table[f"usd_per_mtok_rental_{tag}"] = rental.to_numpy()
         table[f"bottleneck_{tag}"] = t.get("bottleneck", pd.Series(None, index=t.index)).to_numpy()
         table[f"weights_{tag}"] = t.get("weights", pd.Series(None, index=t.index)).to_numpy()
         gpus = t.get("gpus", pd.Series(np.nan, index=t.index)).to_numpy(float)

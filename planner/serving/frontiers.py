@@ -155,7 +155,7 @@ def calibration_label(hw: Hardware) -> str:
 def _costs(hw: Hardware, y_output: Any) -> dict[str, Any]:
     return {
         "tps_per_mw": compiled.evaluate_named("tps_per_mw", y=y_output, W_gpu=hw.power_per_gpu),
-        "usd_per_mtok": compiled.evaluate_named("usd_per_mtok", y=y_output, c_h=hw.price_per_gpu_hour),
+        "usd_per_mtok_rental": compiled.evaluate_named("usd_per_mtok", y=y_output, c_h=hw.price_per_gpu_hour),
     }
 
 

@@ -36,7 +36,7 @@ def test_json_per_hardware(capsys):
     doc = json.loads(out)
     assert set(doc["options"]) == {"hgx-h200", "gb200-nvl72"}
     for name, o in doc["options"].items():
-        for key in ("gpus", "units", "power_mw", "usd_per_mtok", "capex_usd", "opex_usd_per_year",
+        for key in ("gpus", "units", "power_mw", "usd_per_mtok_owned", "capex_usd", "opex_usd_per_year",
                     "tps_per_user", "tps_per_gpu"):
             assert isinstance(o[key], int | float), (name, key)
         assert o["gpus"] * o["tps_per_gpu"] >= 2e6

@@ -55,7 +55,7 @@ def test_deployment_by_hand_rack():
     # tokens per year 1e6 x 31,536,000 s = 3.1536e13 = 3.1536e7 M tokens
     assert d["tokens_per_year"] == pytest.approx(3.1536e13)
     # $/Mtok = ($12M / 4 + $437,386.66) / 3.1536e7 = 3,437,386.66 / 3.1536e7 = $0.108999
-    assert d["usd_per_mtok"] == pytest.approx(0.1089988, rel=1e-6)
+    assert d["usd_per_mtok_owned"] == pytest.approx(0.1089988, rel=1e-6)
     # rental $/Mtok = 22,705,920 / 3.1536e7 = $0.72
     assert d["usd_per_mtok_rental"] == pytest.approx(0.72)
     # tokens/s per facility MW = 1e6 / 0.6241248 = 1,602,243.65
@@ -80,7 +80,7 @@ def test_deployment_by_hand_nodes():
     # energy 437.58 kW x 8760 x 0.08 = $306,656.06 per year
     assert d["opex_usd_per_year"] == pytest.approx(306_656.064)
     # $/Mtok = (10,428,000 / 4 + 306,656.06) / 3.1536e7 = 2,913,656.06 / 3.1536e7 = 0.092392
-    assert d["usd_per_mtok"] == pytest.approx(2_913_656.064 / 3.1536e7)
+    assert d["usd_per_mtok_owned"] == pytest.approx(2_913_656.064 / 3.1536e7)
     # no spare GPU: capacity min(13 x 80k, 7 x 160k) = 1.04M
     assert d["capacity_tps"] == pytest.approx(1.04e6)
 
@@ -90,7 +90,7 @@ def test_profile_mean_drives_cost_and_utilisation():
     half = deployment(1e6, **PERF, **RACK, **MONEY, mean_demand_tps=5e5)
     # same deployment (sized for the peak) serving half the tokens: $/Mtok doubles
     assert half["units"] == peak["units"] and half["capex_usd"] == peak["capex_usd"]
-    assert half["usd_per_mtok"] == pytest.approx(2 * peak["usd_per_mtok"])
+    assert half["usd_per_mtok_owned"] == pytest.approx(2 * peak["usd_per_mtok_owned"])
     # utilisation 5e5 / 1.12e6 = 0.4464; idle = yearly cost x (1 - 0.4464)
     assert half["utilisation"] == pytest.approx(5e5 / 1.12e6)
     yearly = 12e6 / 4 + peak["opex_usd_per_year"]
@@ -149,7 +149,7 @@ def test_economics_zero_energy_price():
                   power_per_gpu=1000.0, price_per_unit=8e5, price_per_gpu_hour=2.0, pue=1.0,
                   usd_per_kwh=0.0, years=2.0)
     # $800k / 2 years = $400k per year over 1000 x 31,536,000 = 3.1536e10 tokens = 31,536 Mtok
-    assert e["usd_per_mtok"] == pytest.approx(4e5 / 31_536)
+    assert e["usd_per_mtok_owned"] == pytest.approx(4e5 / 31_536)
     assert e["opex_usd_per_year"] == 0.0 and e["headroom"] == pytest.approx(1.0)
 
 
@@ -206,7 +206,7 @@ def test_size_covers_demand(sized):
         assert r.capex_usd == pytest.approx(r.units * r.price_per_unit)
         assert "system.price_per_unit" in r.price_per_unit_source
     assert sized.cheapest.sum() == 1
-    assert sized.loc[sized.cheapest, "usd_per_mtok"].iloc[0] == sized.usd_per_mtok.min()
+    assert sized.loc[sized.cheapest, "usd_per_mtok_owned"].iloc[0] == sized.usd_per_mtok_owned.min()
 
 
 def test_size_matches_pure_arithmetic(sized):
@@ -215,7 +215,7 @@ def test_size_matches_pure_arithmetic(sized):
                    prefill_tps_per_gpu=r.prefill_tps_per_gpu, prefill_instance_gpus=r.prefill_instance_gpus,
                    isl=1024, osl=1024, gpus_per_unit=8, domain_size=8, power_per_gpu=r.power_per_gpu,
                    price_per_unit=r.price_per_unit, price_per_gpu_hour=r.price_per_gpu_hour)
-    assert d["units"] == r.units and d["usd_per_mtok"] == pytest.approx(r.usd_per_mtok)
+    assert d["units"] == r.units and d["usd_per_mtok_owned"] == pytest.approx(r.usd_per_mtok_owned)
 
 
 def _top(hw: str) -> float:
@@ -231,7 +231,7 @@ def test_higher_service_level_never_costs_less():
     costs, units = [], []
     for x in levels:
         df = sizing.size(MODEL, "hgx-h200", min_tps_user=x, demand_tps=5e5, **FAST)
-        costs.append(float(df.usd_per_mtok.iloc[0]))
+        costs.append(float(df.usd_per_mtok_owned.iloc[0]))
         units.append(int(df.units.iloc[0]))
     assert all(b >= a * (1 - 1e-12) for a, b in zip(costs, costs[1:], strict=False)), costs
     assert all(b >= a for a, b in zip(units, units[1:], strict=False)), units
@@ -240,7 +240,7 @@ def test_higher_service_level_never_costs_less():
 
 def test_instance_search_and_curve_monotone():
     curve = sizing.sizing_curve(MODEL, "hgx-h200", demand_tps=3e5, points=12)
-    c = curve.usd_per_mtok.to_numpy()
+    c = curve.usd_per_mtok_owned.to_numpy()
     assert len(c) >= 10 and np.all(np.diff(c) >= -1e-12 * c[:-1])
 
 
@@ -279,7 +279,7 @@ def test_cost_target():
     loose = sizing.cost_target(MODEL, "hgx-h200", 0.2, demand_tps=5e5, refine=3, **FAST).iloc[0]
     tight = sizing.cost_target(MODEL, "hgx-h200", 0.05, demand_tps=5e5, refine=3, **FAST).iloc[0]
     assert loose.feasible and tight.feasible
-    assert loose.usd_per_mtok <= 0.2 and tight.usd_per_mtok <= 0.05
+    assert loose.usd_per_mtok_owned <= 0.2 and tight.usd_per_mtok_owned <= 0.05
     assert loose.tps_per_user >= tight.tps_per_user  # a higher price buys more interactivity
     with pytest.raises(SpecError, match="cost_target"):
         sizing.cost_target(MODEL, "hgx-h200", 1e-6, demand_tps=5e5, refine=0, **FAST)
@@ -295,7 +295,8 @@ def test_overrides_and_sources():
     assert h.power_per_gpu == 1000 and g.power_per_gpu == 1000
     assert h.capex_usd == pytest.approx(h.units * 250_000)
     assert h.power_mw == pytest.approx(h.gpus * 1000 * 1.1 / 1e6)
-    assert h.usd_per_mtok == pytest.approx((h.capex_usd / 5 + h.opex_usd_per_year) / (2e6 * 31_536_000 / 1e6))
+    yearly = h.capex_usd / 5 + h.opex_usd_per_year
+    assert h.usd_per_mtok_owned == pytest.approx(yearly / (2e6 * 31_536_000 / 1e6))
     assert "user override (--pue)" in h.pue_source
 
 
@@ -340,7 +341,7 @@ def test_curve_at_the_level_is_the_table():
     c = sizing.sizing_curve(MODEL, "hgx-h200", demand_tps=2e5, points=6, also_at=[30.0], **FAST)
     at = c[c.tps_per_user == 30.0].iloc[0]
     assert at.units == t.units and at.gpus == t.gpus
-    assert at.usd_per_mtok == pytest.approx(t.usd_per_mtok, rel=1e-12)
+    assert at.usd_per_mtok_owned == pytest.approx(t.usd_per_mtok_owned, rel=1e-12)
 
 
 def test_cheapest_reported_is_what_the_target_reaches():
@@ -353,9 +354,9 @@ def test_cheapest_reported_is_what_the_target_reaches():
     m = re.search(r"cheapest \$([0-9.e-]+)/Mtok \(up to ([0-9.e+-]+) tokens/s/user\)", str(e.value))
     cheapest, x = float(m.group(1)), float(m.group(2))
     r = sizing.cost_target(MODEL, "hgx-h200", cheapest, demand_tps=2e5, **FAST).iloc[0]
-    assert r.usd_per_mtok <= cheapest and float(f"{r.tps_per_user:.4g}") == x
+    assert r.usd_per_mtok_owned <= cheapest and float(f"{r.tps_per_user:.4g}") == x
     above = sizing.size(MODEL, "hgx-h200", demand_tps=2e5, min_tps_user=x * 1.05, **FAST).iloc[0]
-    assert above.usd_per_mtok > cheapest
+    assert above.usd_per_mtok_owned > cheapest
 
 
 @pytest.mark.parametrize("serving", ["aggregated", "disaggregated"])

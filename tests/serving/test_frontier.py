@@ -31,7 +31,7 @@ def test_frontier_monotone(dec):
     assert len(dec) > 5
     assert (np.diff(dec.tps_per_user) > 0).all()
     assert (np.diff(dec.tps_per_gpu) <= 0).all()
-    assert np.isfinite(dec[["tps_per_user", "tps_per_gpu", "tps_per_mw", "usd_per_mtok"]]).all().all()
+    assert np.isfinite(dec[["tps_per_user", "tps_per_gpu", "tps_per_mw", "usd_per_mtok_rental"]]).all().all()
 
 
 def test_frontier_point_reproduces_through_decode_step(dec):
@@ -52,7 +52,7 @@ def test_cost_columns_follow_spec(dec):
     r = dec.iloc[len(dec) // 2]
     # tokens/s/MW = y * 1e6 / W_gpu; $/Mtok = price per GPU-hour / (3600 y) * 1e6
     assert math.isclose(r.tps_per_mw, r.output_tps_per_gpu * 1e6 / hw.power_per_gpu, rel_tol=1e-12)
-    assert math.isclose(r.usd_per_mtok, hw.price_per_gpu_hour / (3600 * r.output_tps_per_gpu) * 1e6,
+    assert math.isclose(r.usd_per_mtok_rental, hw.price_per_gpu_hour / (3600 * r.output_tps_per_gpu) * 1e6,
                         rel_tol=1e-12)
 
 

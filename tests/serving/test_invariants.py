@@ -33,7 +33,7 @@ CASES = st.sampled_from([
     ("gpt-oss-120b", "hgx-b200", 8),
 ])
 SERVING = st.sampled_from(["decode", "aggregated", "disaggregated"])
-READ_COLUMNS = ["tps_per_user", "tps_per_gpu", "tps_per_mw", "usd_per_mtok", "output_tps_per_gpu"]
+READ_COLUMNS = ["tps_per_user", "tps_per_gpu", "tps_per_mw", "usd_per_mtok_rental", "output_tps_per_gpu"]
 
 
 def _front(model, hw, gpus, serving, mode="realistic"):
