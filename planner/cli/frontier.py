@@ -209,7 +209,7 @@ def cmd_frontier(args: argparse.Namespace) -> int:
         rows = [[r.tps_per_user, r.tps_per_gpu, r.tps_per_mw, r.usd_per_mtok_rental, r.gpus, r.tp_attn, r.ep,
                  r.tp_moe, r.batch_per_gpu, r.weights, r.mtp, "on" if r.overlap else "off",
                  r.bottleneck] for r in df.itertuples()]
-        print(table(rows, ["tok/s/user", "tok/s/GPU", "tok/s/MW (IT)", "$/Mtok rental", "GPUs", "TPa", "EP",
+        print(table(rows, ["tok/s/user", "tok/s/GPU", "tok/s/IT-MW", "$/Mtok rental", "GPUs", "TPa", "EP",
                            "TPe", "batch/GPU", "weights", "MTP", "TBO", "binds"]))
     if band is not None:
         _print_band(band)
@@ -412,7 +412,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rows.append([r.tps_per_user, r.tps_per_gpu_a, r.tps_per_gpu_b, r.ratio, r.tps_per_mw_a,
                      r.tps_per_mw_b, r.ratio_per_mw, r.bottleneck_a, r.bottleneck_b, note])
     print(table(rows, ["tok/s/user", f"{A} tok/s/GPU", f"{B} tok/s/GPU", "ratio",
-                       f"{A} tok/s/MW", f"{B} tok/s/MW", "ratio/MW", f"{A} binds", f"{B} binds", "note"]))
+                       f"{A} tok/s/IT-MW", f"{B} tok/s/IT-MW", "ratio/MW", f"{A} binds", f"{B} binds",
+                       "note"]))
     if c.table.largest.any():
         r = c.table[c.table.largest].iloc[0]
         print(f"# largest per-GPU ratio {fmt(r.ratio)}x at {fmt(r.tps_per_user)} tokens/s/user (the row "

@@ -241,10 +241,10 @@ def _report_size(df: pd.DataFrame, args: argparse.Namespace) -> None:
     for r in ok.itertuples():
         rows.append(["*" if r.cheapest else "", r.hardware, _money(r.capex_usd), _money(r.opex_usd_per_year),
                      _money(r.usd_per_mtok_owned, 4), _money(r.rental_usd_per_year),
-                     _money(r.usd_per_mtok_rental, 4), r.tps_per_mw, _pct(r.utilisation),
+                     _money(r.usd_per_mtok_rental, 4), r.tps_per_facility_mw, _pct(r.utilisation),
                      _money(r.idle_usd_per_year)])
-    print(table(rows, ["", "option", "capex", "energy/yr", "$/Mtok", "rental/yr", "rental $/Mtok",
-                       "tok/s/MW", "avg util", "idle cost/yr"]))
+    print(table(rows, ["", "option", "capex", "energy/yr", "owned $/Mtok", "rental/yr", "rental $/Mtok",
+                       "tok/s/facility-MW", "avg util", "idle cost/yr"]))
     if df.cheapest.any():
         c = df[df.cheapest].iloc[0]
         key = "usd_per_mtok_owned" if a["basis"] == "own" else "usd_per_mtok_rental"
@@ -291,7 +291,7 @@ def _report_cost(df: pd.DataFrame, args: argparse.Namespace) -> None:
         key = r.usd_per_mtok_owned if a["basis"] == "own" else r.usd_per_mtok_rental
         rows.append([r.hardware, r.tps_per_user, _money(key, 4), r.tps_per_gpu, r.gpus,
                      _units(r.units, r.unit), r.power_mw, _money(r.capex_usd), r.bottleneck])
-    print(table(rows, ["option", "max tok/s/user", "$/Mtok", "tok/s/GPU", "GPUs", "units", "MW",
+    print(table(rows, ["option", "max tok/s/user", "owned $/Mtok", "tok/s/GPU", "GPUs", "units", "MW",
                        "capex", "binds"]))
     _infeasible_lines(df)
     _print_figures(df)

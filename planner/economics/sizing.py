@@ -46,8 +46,9 @@ def size(model: Model | str, hardware: Any, *, min_tps_user: float, demand_tps: 
     per GPU counting every GPU, instance sizes, binding term), the deployment (``gpus`` bought,
     ``units``, pools, ``power_mw`` facility and ``it_power_mw``, ``capex_usd``,
     ``opex_usd_per_year`` (energy), ``rental_usd_per_year``, ``usd_per_mtok_owned`` (capex over
-    ``years`` + energy), ``usd_per_mtok_rental``, ``tps_per_mw``, ``capacity_tps``, ``headroom``,
-    ``utilisation``, ``idle_usd_per_year``), each price and power figure with its ``*_source``, and
+    ``years`` + energy), ``usd_per_mtok_rental``, ``tps_per_facility_mw`` (per MW of facility
+    power: IT x PUE), ``capacity_tps``, ``headroom``, ``utilisation``, ``idle_usd_per_year``),
+    each price and power figure with its ``*_source``, and
     ``cheapest``.  Options that cannot meet the level have ``feasible`` False and a ``reason``;
     if none can, SpecError says the best each can do.  ``search``: frontier search options
     (``gpus``, ``weights``, ``mode``, ...).

@@ -59,7 +59,7 @@ def test_deployment_by_hand_rack():
     # rental $/Mtok = 22,705,920 / 3.1536e7 = $0.72
     assert d["usd_per_mtok_rental"] == pytest.approx(0.72)
     # tokens/s per facility MW = 1e6 / 0.6241248 = 1,602,243.65
-    assert d["tps_per_mw"] == pytest.approx(1_602_243.65, rel=1e-8)
+    assert d["tps_per_facility_mw"] == pytest.approx(1_602_243.65, rel=1e-8)
     # capacity of the 4 racks: decode instance 16 x 5000 = 80k tok/s, prefill instance 8 x 20000
     # = 160k; balanced 14 decode + 7 prefill = 224 + 56 = 280 GPUs (racks hold 4,4,3,3 decode and
     # 1,1,3,3 prefill) -> min(14 x 80k, 7 x 160k) = 1.12M; 15 + 8 would need 304 GPUs > 288
@@ -123,7 +123,7 @@ def test_tiny_demand_takes_one_of_each_instance_and_pays_for_idle():
     d = deployment(1.024e-6, **PERF, **RACK, **MONEY)
     assert (d["decode_instances"], d["prefill_instances"], d["units"], d["gpus"]) == (1, 1, 1, 72)
     # power 72 x 1667 W x 1.3 = 156,031.2 W; tokens/s per MW = 1.024e-6 / 0.1560312
-    assert d["tps_per_mw"] == pytest.approx(1.024e-6 / 0.1560312)
+    assert d["tps_per_facility_mw"] == pytest.approx(1.024e-6 / 0.1560312)
     # the rack holds 3 decode instances (48 GPUs) and 3 prefill (24): capacity min(3 x 80k,
     # 3 x 160k) = 240k tok/s; almost all of the yearly cost is idle
     assert d["capacity_tps"] == pytest.approx(2.4e5)
