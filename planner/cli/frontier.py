@@ -261,6 +261,8 @@ POWER_BASIS = ("maximum system power per GPU (IT power: GPUs, CPUs, switches, NI
 def speculation_line(sp: dict[str, Any]) -> str:
     """One line saying how a frontier may speculate (from its ``speculation`` attribute)."""
     if not sp or sp.get("kind") == "off":
+        if sp.get("source") == "asked off":
+            return "off (--mtp off; the default searches with the model's published speculation)"
         return "off (the model publishes none; give --acceptance to try a draft head)"
     how = "its own MTP layers" if sp["kind"] == "mtp" else (
         "a draft head" + (" (published shape)" if sp.get("draft_head", {}).get("published") else

@@ -220,7 +220,8 @@ def speculation_summary(model: Model, mtp: Any = "auto", acceptance: float | Non
 
     opts = [s for s in mtp_options(model, mtp, acceptance) if s.drafts]
     if not opts:
-        return {"kind": "off", "tokens_per_step": {}, "range": {}, "source": ""}
+        why = "asked off" if model.speculates or acceptance is not None else "none published"
+        return {"kind": "off", "tokens_per_step": {}, "range": {}, "source": why}
     kind = speculation_kind(model)
     out: dict[str, Any] = {
         "kind": kind, "tokens_per_step": {s.drafts: s.tokens_per_step("realistic") for s in opts},

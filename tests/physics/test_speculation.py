@@ -104,3 +104,13 @@ def test_a_hugging_face_config_with_mtp_layers_speculates_like_the_bundled_model
     # a config without MTP layers (Kimi K2 Thinking's) gets none
     k = load(str(Path(__file__).resolve().parents[1] / "data" / "kimi-k2-thinking" / "config.json"))
     assert k.mtp_layers == 0 and not k.spec_tokens
+
+
+def test_speculation_summary_says_why_it_is_off():
+    from planner.serving.frontiers import speculation_summary
+
+    assert speculation_summary(load_model("kimi-k2-thinking"), None)["source"] == "asked off"
+    assert speculation_summary(load_model("qwen3-32b"), "auto")["source"] == "none published"
+    on = speculation_summary(load_model("kimi-k2-thinking"), "auto")
+    assert on["kind"] == "draft" and on["tokens_per_step"][3] == pytest.approx(2.30)
+    assert on["draft_head"]["published"] and on["range"] == {3: [2.0, 2.67]}
