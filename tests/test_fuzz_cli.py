@@ -138,6 +138,10 @@ def test_fuzz_cli(cmd, data, tmp_path_factory, capsys):
     # keep generated frontiers small: fix the instance size unless the case already did
     if cmd in ("frontier", "compare", "size", "sweep", "sensitivity") and "--gpus" not in argv:
         argv += ["--gpus", "8"]
+    # the symbolic elasticities (sympy on the whole step, seconds a case) are tested in
+    # truth/test_sensitivity.py; here the command line is what is fuzzed
+    if cmd == "sensitivity" and "--no-symbolic" not in argv:
+        argv += ["--no-symbolic"]
     if cmd == "compare" and "--plot" not in argv:
         argv += ["--plot", ""]
     if cmd == "compare" and "--csv" not in argv:
