@@ -272,8 +272,9 @@ def speculation_line(sp: dict[str, Any]) -> str:
     counts = " / ".join(str(n) for n in tps)
     rng = "".join(f", range {lo:g}-{hi:g} at {n}" for n, (lo, hi) in sp.get("range", {}).items())
     src = "given" if sp.get("source") == "given" else "published"
-    return (f"{how}, {nums} tokens per step at {counts} drafts ({src}{rng}); searched with it and "
-            "without; --mtp off to compare without")
+    searched = ("searched with it and without; --mtp off to compare without" if sp.get("auto", True)
+                else "as asked (--mtp)")
+    return f"{how}, {nums} tokens per step at {counts} drafts ({src}{rng}); {searched}"
 
 
 def _print_assumptions(df: Any) -> None:
@@ -522,7 +523,7 @@ def register(sub: Any) -> None:
                    help="log y axis in the plot (default: log where the frontiers span more than 20x; "
                         "--no-logy: linear)")
     c.add_argument("--json", action="store_true", help="print the table and frontiers as JSON")
-    c.add_argument("--threshold", type=float, default=10.0, metavar="X",
+    c.add_argument("--threshold", type=positive_float, default=10.0, metavar="X",
                    help="say where the per-GPU and per-MW ratios first reach X (default 10, as in "
                         "'10x the throughput')")
     c.add_argument("--band", action="store_true",

@@ -226,7 +226,7 @@ def speculation_summary(model: Model, mtp: Any = "auto", acceptance: float | Non
     out: dict[str, Any] = {
         "kind": kind, "tokens_per_step": {s.drafts: s.tokens_per_step("realistic") for s in opts},
         "range": {n: list(r) for n, r in model.spec_range.items()} if acceptance is None else {},
-        "source": opts[0].source,
+        "source": opts[0].source, "auto": isinstance(mtp, str) and mtp == "auto",
     }
     if kind == "draft":
         h = draft_head(model)

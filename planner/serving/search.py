@@ -116,6 +116,9 @@ def mtp_options(model: Model, mtp: Any, acceptance: float | None = None) -> list
         opts = [Speculation()]
         if acceptance is not None:
             n_min = max(math.ceil(acceptance - 1.0 - 1e-9), 1) if acceptance >= 1 else 1
+            if n_min > 3:
+                raise SpecError("<input>", "acceptance", f"at most 4 tokens per step with mtp auto (1 to 3 "
+                                f"drafts), got {acceptance:g}: give the draft count (--mtp N)")
             opts += [resolve_speculation(model, n, acceptance) for n in range(n_min, 4)]
         elif model.spec_tokens:
             opts += [resolve_speculation(model, n) for n in model.spec_tokens if n <= 3]
@@ -333,5 +336,5 @@ def solve_batch(model: Model, hw: Hardware, row: dict[str, Any], target_tps_user
     if not whole:
         return best
     # the whole batch on either side of the best, whichever gives more (both meet the target)
-    cands = [c for c in {max(float(whole_batch(best)), 1.0), min(float(whole_batch(best)) + 1.0, top)}]
-    return max(cands, key=lambda c: float(evaluate(c)["tps_gpu"]))
+    below = max(float(whole_batch(best)), 1.0)
+    return max({below, min(below + 1.0, top)}, key=lambda c: float(evaluate(c)["tps_gpu"]))

@@ -349,14 +349,16 @@ class GroupInputs:
     pre: np.ndarray | None = None       #: prefill layouts (rows of G, TP_a, EP, TP_e)
     prompts: np.ndarray | None = None   #: prompts arriving together at one prefill instance
 
+    def prefill_pass(self, hw: Any = None, mode: str = "realistic") -> np.ndarray:
+        """One prompt's prefill pass in s on ``hw`` (NaN where it does not fit)."""
+        p = evaluate_configs(self.model, hw or self.hw, self.prec, mode, **_layout_kw(self.model, self.pre),
+                             b=np.ones(len(self.b)), S=self.isl, phase="prefill", categories=False)
+        return np.where(np.asarray(p["feasible"], bool), np.asarray(p["step"], float), np.nan)
+
     def ttft_parts(self, hw: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """(one prompt's prefill pass, the wave's prefill) in s on ``hw``, realistic mode."""
         hw = hw or self.hw
-        p = evaluate_configs(self.model, hw, self.prec, "realistic", **_layout_kw(self.model, self.pre),
-                             b=np.ones(len(self.b)), S=self.isl, phase="prefill", categories=False)
-        t = np.where(np.asarray(p["feasible"], bool), np.asarray(p["step"], float), np.nan)
-        return t, ttft_wave(self.model, hw, self.prec, self.pre, self.dec, self.b, self.isl, self.agg,
-                            self.prompts)
+        return self.prefill_pass(hw), ttft_wave(self.model, hw, self.prec, self.pre, self.isl, self.prompts)
 
     def tpot(self, hw: Any = None, mode: str = "realistic") -> np.ndarray:
         """TPOT in s on ``hw`` (default: the group's own system)."""
@@ -366,12 +368,18 @@ class GroupInputs:
         )[0]
 
 
-def ttft_wave(model: Any, hw: Any, prec: Any, pre: np.ndarray, dec: np.ndarray, b: np.ndarray,
-              isl: np.ndarray, agg: np.ndarray, prompts: np.ndarray) -> np.ndarray:
+def ttft_wave(model: Any, hw: Any, prec: Any, pre: np.ndarray, isl: np.ndarray, prompts: np.ndarray
+              ) -> np.ndarray:
     """Seconds to prefill the ``prompts`` that arrive together at one prefill instance (layout
     ``pre``), at the chunked prefill rate of that layout (:func:`chunked_prefill_rate`)."""
     x = chunked_prefill_rate(model, hw, prec, "realistic", **_layout_kw(model, pre), isl=isl)
     return prompts * isl / (x * pre[:, 0])
+
+
+def served_ttft(t_req: float, q_w: float, t_pass: np.ndarray, t_wave: np.ndarray) -> np.ndarray:
+    """TTFT as a benchmark serves it (``ttft_served``), in s."""
+    return np.asarray(compiled.evaluate_named("ttft_served", t_req=t_req, t_pass=t_pass, q_w=q_w,
+                                              t_wave=t_wave), float)
 
 
 def _layout_kw(model: Any, a: np.ndarray) -> dict[str, np.ndarray]:
@@ -470,25 +478,17 @@ def _evaluate_group(
     # prompts that arrive together at one prefill instance: aggregated, the sequences one instance
     # runs (its DP ranks' batches); disaggregated, the concurrency over the prefill workers
     prompts = np.where(agg, b * dec[:, 0] / dec[:, 1], conc / np.where(pw > 0, pw, 1.0))
+    inputs = GroupInputs(model, hw, prec, rows.index, dec, b, isl, osl, agg, pre, prompts)
     for mode in ("bound", "realistic"):
         best_t, reason, bottleneck = decode_tpot(model, hw, prec, mode, dec, b, isl, osl, agg)
-        p = evaluate_configs(
-            model, hw, prec, mode, **_layout_kw(model, pre), b=np.ones(len(rows)), S=isl, phase="prefill",
-            categories=False,
-        )
-        ttft = np.where(np.asarray(p["feasible"], bool), np.asarray(p["step"], float), np.nan)
         out[f"tpot_{mode}_ms"] = best_t * 1e3
         out[f"reason_{mode}"] = reason
         out[f"bottleneck_{mode}"] = bottleneck
-        if mode == "bound":  # the pass alone: no run may beat it
-            out["ttft_bound_ms"] = ttft * 1e3
-        else:
-            wave = ttft_wave(model, hw, prec, pre, dec, b, isl, agg, prompts)
-            e = hw.efficiency
-            out["ttft_pass_ms"], out["ttft_wave_ms"] = ttft * 1e3, wave * 1e3
-            out["ttft_realistic_ms"] = compiled.evaluate_named(
-                "ttft_served", t_req=e.ttft_request, t_pass=ttft, q_w=e.ttft_wave, t_wave=wave) * 1e3
-    inputs = GroupInputs(model, hw, prec, rows.index, dec, b, isl, osl, agg, pre, prompts)
+    out["ttft_bound_ms"] = inputs.prefill_pass(mode="bound") * 1e3  # the pass alone: no run may beat it
+    ttft, wave = inputs.ttft_parts()
+    out["ttft_pass_ms"], out["ttft_wave_ms"] = ttft * 1e3, wave * 1e3
+    e = hw.efficiency
+    out["ttft_realistic_ms"] = served_ttft(e.ttft_request, e.ttft_wave, ttft, wave) * 1e3
     return pd.DataFrame(out, index=rows.index), inputs
 
 

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import SpecError
-from planner.truth.runs import GroupInputs, RunsScore, score_runs
+from planner.truth.runs import GroupInputs, RunsScore, score_runs, served_ttft
 
 
 @dataclass(frozen=True)
@@ -213,9 +213,7 @@ def _ttft_data(parts: list[_Part], values: dict[str, float]) -> tuple[np.ndarray
 
 
 def _ttft_errors(t: np.ndarray, w: np.ndarray, m: np.ndarray, t_req: float, q_w: float) -> dict[str, float]:
-    from planner.physics import compiled
-
-    ratio = compiled.evaluate_named("ttft_served", t_req=t_req, t_pass=t, q_w=q_w, t_wave=w) / m
+    ratio = served_ttft(t_req, q_w, t, w) / m
     e = np.abs(ratio - 1)
     return {"n": int(len(e)), "ttft_median_abs_err": float(np.median(e)) if len(e) else math.nan,
             "ttft_p90_abs_err": float(np.quantile(e, 0.9)) if len(e) else math.nan,
@@ -264,8 +262,8 @@ def fit_ttft(parts: list[_Part], values: dict[str, float]) -> TtftFit | None:
             held[p.name] = float(x[i])
             fixed[p.name] = f"pushed to the bound {x[i]:.3g} of its range; held there"
         else:
-            fixed[p.name] = ("not pinned by these runs; 0" if not at_bound[i] else
-                             "pushed to 0; 0")
+            fixed[p.name] = ("not pinned by these runs; left out (0)" if not at_bound[i] else
+                             "pushed to the lower bound of its range; left out (0)")
     after = _ttft_errors(t, w, m, held["ttft_request"], held["ttft_wave"])
     return TtftFit(after["n"], held, rel, [p.name for p in free], fixed, before, after)
 
@@ -368,10 +366,7 @@ def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str) -> dic
             ratios.append(np.exp(_residuals(held, PARAMETERS, v)))
             if f.ttft is not None:
                 t, w, m = _ttft_data(held, f.values)
-                from planner.physics import compiled
-
-                ttft.append(compiled.evaluate_named("ttft_served", t_req=f.ttft.values["ttft_request"],
-                                                    t_pass=t, q_w=f.ttft.values["ttft_wave"], t_wave=w) / m)
+                ttft.append(served_ttft(f.ttft.values["ttft_request"], f.ttft.values["ttft_wave"], t, w) / m)
         if ratios:
             r = np.concatenate(ratios)
             rt = np.concatenate(ttft) if ttft else np.zeros(0)

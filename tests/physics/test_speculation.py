@@ -66,8 +66,10 @@ def test_given_acceptance_tokens_per_step_or_rate():
     assert a2 == pytest.approx(1 + alpha + alpha**2)
     with pytest.raises(SpecError, match="at most drafts"):
         resolve_speculation(m, 1, 2.5)
-    # auto with a given 2.5 tokens per step: only draft counts that can emit it
+    # auto with a given 2.5 tokens per step: only draft counts that can emit it; none can emit 5
     assert [s.drafts for s in mtp_options(m, "auto", 2.5)] == [0, 2, 3]
+    with pytest.raises(SpecError, match="at most 4 tokens per step with mtp auto"):
+        mtp_options(m, "auto", 5.0)
 
 
 def test_a_model_without_published_speculation_needs_an_acceptance():
