@@ -27,6 +27,13 @@ Cleaning rules live here, each named and counted in the output, never a silent d
 ``layout_contradicts_id``
     the id names ``tp{X}_ep{Y}`` but ``tp_size`` is recorded as X x Y: dropped (the true
     attention TP x DP split cannot be recovered).
+``same_measurement``
+    the same measured TTFT and TPOT, to every digit, on the same system, model, stack and ISL/OSL
+    as another row recorded under another layout, build or source: one run recorded more than
+    once (the file holds 515 such rows, in groups that mix the ``cfg``-numbered records with the
+    dated ``2026_03_25`` / ``2026_04_06`` ones).  One copy is kept, by its record alone: the
+    first whose decode-worker count is recorded, else the first in the file; the others are
+    dropped.  (Kept as many rows, one run would weigh as several, each at its own batch.)
 ``queueing``
     the running decode batch was below half the concurrency, from the row's own numbers: in a
     closed loop each request spends TTFT waiting or in prefill and (OSL - 1) TPOT decoding, so
@@ -131,6 +138,7 @@ BOUND_SLACK = 0.01
 DROP_RULES = (
     "duplicate",
     "layout_contradicts_id",
+    "same_measurement",
     "queueing",
     "decode_workers_unknown",
     "speculation_suspected",
@@ -191,6 +199,28 @@ def _layout_contradicts_id(df: pd.DataFrame) -> pd.Series:
     tp, ep = m[0], m[1]
     agg = df["mode"] == "agg"
     return agg & tp.notna() & (ep > 1) & (df.tp_size == tp * ep) & (df.tp_size != tp)
+
+
+#: What identifies one measurement: the configuration it was taken on, as far as the layout columns
+#: do not enter, and the measured numbers themselves.
+_MEASUREMENT = ("system", "model_path", "backend", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms")
+
+
+def _same_measurement(df: pd.DataFrame, candidates: pd.Series) -> pd.Series:
+    """Rows among ``candidates`` whose measurement another candidate row records as well, all but
+    the one kept: the first with the decode-worker count recorded, else the first in the file."""
+    sub = df[candidates]
+    key = sub[list(_MEASUREMENT)].copy()
+    key["model_path"] = key["model_path"].replace(_ARCH_TWINS)
+    workers = (
+        pd.to_numeric(sub["decode_num_workers"], errors="coerce").notna()
+        if "decode_num_workers" in sub.columns
+        else pd.Series(False, index=sub.index)
+    )
+    order = pd.DataFrame({"w": ~workers, "pos": np.arange(len(sub))}, index=sub.index)
+    ranked = key.assign(_w=order.w, _pos=order.pos).sort_values(["_w", "_pos"])
+    drop = ranked.duplicated(subset=list(_MEASUREMENT), keep="first")
+    return drop.reindex(df.index, fill_value=False)
 
 
 def running_fraction(df: pd.DataFrame) -> pd.Series:
@@ -512,6 +542,8 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
     df.loc[relabel, "model_path"] = "deepseek-ai/DeepSeek-R1"
     lay = _layout_contradicts_id(df) & (df.rule == "")
     df.loc[lay, "rule"] = "layout_contradicts_id"
+    same = _same_measurement(df, df.rule == "")
+    df.loc[same, "rule"] = "same_measurement"
     frac = running_fraction(df)
     df["running_fraction"] = frac
     q = (frac < QUEUEING_FRACTION) & (df.rule == "")

@@ -206,7 +206,8 @@ def test_faster_than_the_bound_without_workers_means_more_workers(tmp_path):
     # speculation; with the workers recorded the same row is speculation suspected
     cap = _kv_capacity(1024, 1024)
     row = DISAGG | {"concurrency": int(3 * cap), "silicon_tpot_ms": 2.0}
-    path = _csv(tmp_path, [row, row | {"id": "recorded", "decode_num_workers": 3}])
+    # (another TPOT: the same numbers under two records would be one run, kept once)
+    path = _csv(tmp_path, [row, row | {"id": "recorded", "decode_num_workers": 3, "silicon_tpot_ms": 2.01}])
     r = _by_id(score_runs(path))
     assert r.loc[DISAGG["id"], "rule"] == "decode_workers_unknown"
     assert r.loc[DISAGG["id"], "bound_violation"]
@@ -246,3 +247,23 @@ def test_attention_tp_that_does_not_divide_the_heads_is_a_data_defect(tmp_path):
     reason = "data defect: attention TP does not divide the attention heads"
     assert s.rows.iloc[0].status == reason
     assert s.summary()["rows_unmapped_by_reason"] == {reason: 1}
+
+
+def test_one_measurement_under_two_layouts_is_one_run(tmp_path):
+    # the same TTFT and TPOT, to every digit, recorded once as disaggregated TP8 EP8 with 5 decode
+    # workers and once as TP8 MoE-EP4 x MoE-TP2 without its worker count: one run; the full record
+    # is kept even though it comes second in the file.  A third row at another TPOT is its own run.
+    dis = dict(mode="disagg", tp_size=None, moe_ep_size=None, moe_tp_size=None, batch_size=None,
+               prefill_tp_size=8, prefill_attention_dp_size=1, prefill_moe_tp_size=1,
+               prefill_moe_ep_size=8, prefill_num_workers=1, prefill_batch_size=1,
+               decode_tp_size=8, decode_attention_dp_size=1, concurrency=10)
+    path = _csv(tmp_path, [
+        dis | {"id": "partial", "decode_moe_ep_size": 4, "decode_moe_tp_size": 2},
+        dis | {"id": "full", "decode_moe_ep_size": 8, "decode_moe_tp_size": 1, "decode_num_workers": 5},
+        dis | {"id": "other", "decode_moe_ep_size": 4, "decode_moe_tp_size": 2, "silicon_tpot_ms": 20.5},
+    ])
+    s = score_runs(path)
+    r = _by_id(s)
+    assert r.loc["partial", "rule"] == "same_measurement"
+    assert r.loc["full", "rule"] == "" and r.loc["other", "rule"] != "same_measurement"
+    assert s.summary()["rows_unmapped_by_reason"]["cleaning: same_measurement"] == 1
