@@ -113,7 +113,7 @@ def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated
     s.add_argument("--ep", type=positive_int, default=None, help="expert parallel")
     s.add_argument("--tp-moe", type=positive_int, default=None, help="expert tensor parallel")
     s.add_argument("--weights", default=None,
-                   help="routed-expert storage: bf16, fp8, nvfp4, mxfp4, int4_g32 (default: the "
+                   help="routed-expert storage: bf16, fp8, nvfp4, mxfp4, int4_g32, int4_a8 (default: the "
                         "model's own, and NVFP4 / FP8 where the hardware multiplies them)")
     s.add_argument("--kv", default=None, help="KV-cache storage: bf16 or fp8 (default: the model's)")
     s.add_argument("--mtp", type=_mtp, default="auto",

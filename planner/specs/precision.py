@@ -11,11 +11,13 @@ fp8       E4M3 + one FP32 scale per 128x128 block (DeepSeek-V3)  8 + 32/16384
 nvfp4     E2M1 + one E4M3 scale per 16 (+ FP32 per tensor)       4.5
 mxfp4     E2M1 + one E8M0 scale per 32 (OCP MX v1.0)             4.25
 int4_g32  INT4 symmetric + one 16-bit scale per 32 (W4A16)       4.5
+int4_a8   INT4 + one 16-bit scale per 128, FP8 activations       4.125
 ========  =====================================================  ==========
 
 Sources: NVIDIA "Introducing NVFP4" blog (2025-06-24); OCP Microscaling spec v1.0;
 DeepSeek-V3 README_WEIGHTS (128x128 FP32 block scales); Kimi-K2-Thinking quantization_config
-(group 32, symmetric, 4 bits).
+(group 32, symmetric, 4 bits); TensorRT-LLM's W4A8 MoE path (``w4afp8``: group-wise INT4 weights,
+group size 128, multiplied at FP8 after the activations are quantized to FP8).
 
 The *compute* dtype is separate from storage: a GPU without FP4 tensor cores (Hopper)
 dequantises FP4 weights and multiplies at FP8 (NVFP4, a W4A8 path) or BF16 (MXFP4 and INT4
@@ -52,6 +54,8 @@ PRECISIONS: dict[str, Precision] = {
         Precision("nvfp4", 4.5, ("fp4", "fp8", "bf16"), "NVFP4: E2M1 + E4M3 scale per 16"),
         Precision("mxfp4", 4.25, ("fp4", "bf16"), "MXFP4: E2M1 + E8M0 scale per 32"),
         Precision("int4_g32", 4.5, ("bf16",), "INT4 W4A16, 16-bit scale per group of 32"),
+        Precision("int4_a8", 4.0 + 16.0 / 128, ("fp8", "bf16"),
+                  "INT4 W4A8, 16-bit scale per group of 128, FP8 activations"),
     )
 }
 

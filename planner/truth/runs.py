@@ -114,6 +114,10 @@ MODELS = {
     "nvidia/Llama-3.1-8B-Instruct-FP8": "llama-3.1-8b",
     "Qwen/Qwen3-32B": "qwen3-32b",
     "nvidia/Qwen3-32B-NVFP4": "qwen3-32b",
+    "moonshotai/Kimi-K2-Instruct": "kimi-k2",
+    "moonshotai/Kimi-K2-Thinking": "kimi-k2-thinking",
+    "moonshotai/Kimi-K2.5": "kimi-k2.5",
+    "nvidia/Kimi-K2.5-NVFP4": "kimi-k2.5",
 }
 #: Models whose architecture the equations do not express yet, and the missing piece.
 NOT_MODELLED = {
@@ -130,7 +134,10 @@ SYSTEMS = {
     "gb300": "gb300-nvl72",
 }
 #: Quant-mode column value -> weight format.
-QUANT = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "nvfp4", "bf16": "bf16", "fp16": "bf16"}
+#: (the source's names: aiconfigurator's GEMM and MoE quant modes; ``int4_wo`` is W4A16, ``w4afp8``
+#: TensorRT-LLM's INT4-weight FP8-activation MoE)
+QUANT = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "nvfp4", "bf16": "bf16", "bfloat16": "bf16",
+         "fp16": "bf16", "float16": "bf16", "int4_wo": "int4_g32", "w4afp8": "int4_a8"}
 QUEUEING_FRACTION = 0.5
 TWIN_SPEEDUP = 1.3
 BOUND_SLACK = 0.01

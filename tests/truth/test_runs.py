@@ -267,3 +267,21 @@ def test_one_measurement_under_two_layouts_is_one_run(tmp_path):
     assert r.loc["partial", "rule"] == "same_measurement"
     assert r.loc["full", "rule"] == "" and r.loc["other", "rule"] != "same_measurement"
     assert s.summary()["rows_unmapped_by_reason"]["cleaning: same_measurement"] == 1
+
+
+def test_kimi_k25_runs_are_expressed(tmp_path):
+    # a Kimi K2.5 run (INT4 W4A16 routed experts, BF16 GEMMs, the source's quant-mode names) is
+    # scored with the Kimi K2.5 spec, not left out as an unbundled model; W4AFP8 multiplies at FP8
+    from planner.physics.step import resolve_precisions
+    from planner.specs.registry import load_hardware, load_model
+
+    kimi = dict(model_path="moonshotai/Kimi-K2.5", id="kimi_k25_h200_trtllm_agg_1",
+                gemm_quant_mode="bfloat16", moe_quant_mode="int4_wo", precision="int4_wo",
+                silicon_tpot_ms=30.0)
+    path = _csv(tmp_path, [kimi, kimi | {"id": "kimi_k25_w4a8", "moe_quant_mode": "w4afp8",
+                                         "silicon_tpot_ms": 29.0}])
+    r = _by_id(score_runs(path))
+    assert set(r.model) == {"kimi-k2.5"} and r.status.eq("").all()
+    assert np.isfinite(r.tpot_realistic_ms).all()
+    prec = resolve_precisions(load_model("kimi-k2.5"), load_hardware("hgx-h200"), weights="int4_a8")
+    assert prec.compute["routed_experts"] == "fp8"
