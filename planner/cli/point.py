@@ -106,8 +106,8 @@ def register(sub: Any) -> None:
                     help="prompt length for --prefill (tokens; required with --prefill)")
     pr = p.add_argument_group("precision, speculation, execution")
     pr.add_argument("--weights", default=None,
-                    help="routed-expert storage format: bf16, fp8, nvfp4, mxfp4, int4_g32, int4_a8 (default: the "
-                    "model's)")
+                    help="routed-expert storage format: bf16, fp8, nvfp4, mxfp4, int4_g32, int4_a8 "
+                    "(default: the model's)")
     pr.add_argument("--kv", default=None, help="KV-cache storage: bf16 or fp8 (default: the model's)")
     pr.add_argument("--mtp", type=_mtp, default=None, metavar="off|N",
                     help="speculative / MTP draft tokens per step (tokens; default off)")
