@@ -100,7 +100,7 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     import numpy as np
 
     from planner.outputs import table, write_atomic
-    from planner.truth.runs import score_runs
+    from planner.truth.runs import UNRECORDED_RULES, score_runs
 
     if args.points:
         raise SpecError("<input>", "--points", "not with --runs (published points and measured runs are "
@@ -134,10 +134,10 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     v = score.violations()
     print(f"\n# {s['bound_violations']} rows measured faster than the no-speculation bound "
           f"({s['bound_violations_flagged']} also flagged by another rule: a 1.3x faster twin, "
-          "queueing or decode workers unknown; unflagged rows first)")
+          "queueing, decode workers or concurrency not recorded; unflagged rows first)")
     if len(v):
         flag = np.where(v.twin_faster, "twin",
-                        np.where(v.rule.isin(["queueing", "decode_workers_unknown"]), v.rule, ""))
+                        np.where(v.rule.isin(UNRECORDED_RULES), v.rule, ""))
         v = v.assign(flag=flag).sort_values("flag", kind="mergesort")
         print(table([[r.id, r.hardware, r.backend, r.mode, f"{r.silicon_tpot_ms:.3g}",
                       f"{r.tpot_bound_ms:.3g}", r.flag]

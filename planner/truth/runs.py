@@ -44,6 +44,11 @@ Cleaning rules live here, each named and counted in the output, never a silent d
     hold the KV cache of its concurrency (the batch per rank is concurrency / (workers x DP));
     measured faster than the bound at that count, it ran with more workers, at a batch the row
     does not record.  Not scored; listed.
+``concurrency_unknown``
+    a row without its concurrency is scored at its recorded batch size, which is then the
+    stack's configured maximum (``max_num_seqs``), not necessarily the running batch; measured
+    faster than the bound at that batch, it ran at a smaller one the row does not record.  Not
+    scored; listed.
 ``speculation_suspected``
     measured faster than the no-speculation bound, or at least 1.3x faster in TPOT than a twin
     row (same system, model, stack, layout, precision, ISL/OSL, concurrency; another build or
@@ -148,8 +153,11 @@ DROP_RULES = (
     "same_measurement",
     "queueing",
     "decode_workers_unknown",
+    "concurrency_unknown",
     "speculation_suspected",
 )
+#: Rules that explain a run faster than the no-speculation bound by what the row leaves out.
+UNRECORDED_RULES = ("queueing", "decode_workers_unknown", "concurrency_unknown")
 _ARCH_TWINS = {"deepseek-ai/DeepSeek-V3": "deepseek-ai/DeepSeek-R1"}
 _ID_LAYOUT = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+)")
 
@@ -639,7 +647,10 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
     # a batch the row does not record
     more = viol & df._workers_unknown & ~df.twin_faster
     df.loc[more, "rule"] = "decode_workers_unknown"
-    spec = scoredable & (viol | df.twin_faster) & ~more
+    # faster than the bound at a recorded batch size without the concurrency: a smaller batch ran
+    no_conc = viol & pd.to_numeric(df.concurrency, errors="coerce").isna() & ~df.twin_faster & ~more
+    df.loc[no_conc, "rule"] = "concurrency_unknown"
+    spec = scoredable & (viol | df.twin_faster) & ~more & ~no_conc
     df.loc[spec, "rule"] = "speculation_suspected"
     df["tpot_ratio"] = df.tpot_realistic_ms / df.silicon_tpot_ms
     df["ttft_ratio"] = df.ttft_realistic_ms / df.silicon_ttft_ms
@@ -718,7 +729,7 @@ class RunsScore:
             "ttft_median_abs_err": s["ttft_median_abs_err"],
             "bound_violations": int(len(v)),
             "bound_violations_flagged": int(
-                (v.twin_faster | v.rule.isin(["queueing", "decode_workers_unknown"])).sum()
+                (v.twin_faster | v.rule.isin(UNRECORDED_RULES)).sum()
             ),
             "groups": self.groups(),
         }

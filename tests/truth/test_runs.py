@@ -285,3 +285,14 @@ def test_kimi_k25_runs_are_expressed(tmp_path):
     assert np.isfinite(r.tpot_realistic_ms).all()
     prec = resolve_precisions(load_model("kimi-k2.5"), load_hardware("hgx-h200"), weights="int4_a8")
     assert prec.compute["routed_experts"] == "fp8"
+
+
+def test_faster_than_the_bound_without_concurrency_means_a_smaller_batch(tmp_path):
+    # no concurrency: the row is scored at its batch size, a configured maximum; 512 sequences of
+    # an 8k context on 8 x H200 cannot decode in 2 ms, so a smaller batch ran (not speculation)
+    path = _csv(tmp_path, [{"id": "capped", "concurrency": None, "batch_size": 64, "isl": 8192,
+                            "silicon_tpot_ms": 2.0}])
+    s = score_runs(path)
+    r = _by_id(s)
+    assert r.loc["capped", "bound_violation"] and r.loc["capped", "rule"] == "concurrency_unknown"
+    assert s.summary()["bound_violations_flagged"] == 1
