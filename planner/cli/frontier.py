@@ -27,6 +27,7 @@ CONFIG_COLUMNS = (
     "output_tps_per_gpu", "total_tps_per_gpu", "decode_gpu_fraction", "prefill_gpus",
     "prefill_tp_attn", "prefill_ep", "prefill_tp_moe", "prefill_batch", "prefill_weights",
     "prefill_overlap", "prefill_tps_per_gpu", "prefill_pass_s", "ttft_s", "kv_transfer_s",
+    "ttft_request_s",
 )
 
 
@@ -103,7 +104,9 @@ def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated
         g.add_argument("--context", type=positive_float, default=None,
                        help="mean KV length in decode, tokens (default ISL + OSL/2)")
         g.add_argument("--max-ttft", type=positive_float, default=None,
-                       help="time-to-first-token limit for the prefill pool, seconds (default 2)")
+                       help="time-to-first-token limit for the prefill pool, seconds (default 2): "
+                       "the request's latency outside the passes (realistic mode: the stack's "
+                       "fitted t_req), its prefill pass and the KV hand-off")
     s = p.add_argument_group("search space (omit to let the search choose)")
     s.add_argument("--gpus", type=positive_int, default=None,
                    help="fix the instance size in GPUs (e.g. 8 for one HGX node)")

@@ -125,16 +125,32 @@ def kv_transfer_time(model: Model, hw: Hardware, kv: str, isl: float, n_send: An
                         B_link=B, eta_link=eta, alpha_link=a, n_send=n_send)
 
 
+def request_latency(hw: Hardware, mode: str) -> float:
+    """``t_req``: a request's latency outside the forward passes (tokenisation, scheduling, the
+    first token's return), s; fitted per stack to the measured runs' TTFT (0 in bound mode)."""
+    return 0.0 if mode == "bound" else float(hw.efficiency.ttft_request)
+
+
+def served_ttft_one(hw: Hardware, mode: str, t_pass: Any) -> Any:
+    """Time to first token of a request that arrives alone at a free prefill instance:
+    ``ttft_served`` with no prompt wave queued ahead of it (``q_w t_wave = 0``; the arrival pattern
+    that sets the wave is not part of a frontier), ``t_pass`` the prefill pass and KV hand-off."""
+    return compiled.evaluate_named("ttft_served", t_req=request_latency(hw, mode), t_pass=t_pass,
+                                   q_w=0.0, t_wave=0.0)
+
+
 def best_prefill(model: Model, hw: Hardware, space: SearchSpace, isl: float, mode: str,
                  max_ttft: float) -> pd.Series:
-    """The prefill configuration with the most prompt tokens/s per GPU whose pass time (plus a
-    worst-case NIC hand-off of the KV) stays within ``max_ttft``."""
+    """The prefill configuration with the most prompt tokens/s per GPU whose time to first token
+    (the request's latency outside the passes, its pass and a worst-case NIC hand-off of the KV:
+    :func:`served_ttft_one`) stays within ``max_ttft``."""
     cand = prefill_candidates(model, hw, space, isl, mode)
     if cand.empty:
         raise SpecError("<input>", "prefill", f"a prefill layout that fits {model.name} on {hw.name}")
     kv = space.kv or model.kv_precision
     kv_t = kv_transfer_time(model, hw, kv, isl, cand.prefill_tp_attn.to_numpy(float), False, mode)
-    cand = cand.assign(ttft_s=cand.prefill_pass_s + kv_t, kv_transfer_s=kv_t)
+    cand = cand.assign(ttft_s=served_ttft_one(hw, mode, cand.prefill_pass_s.to_numpy(float) + kv_t),
+                       kv_transfer_s=kv_t, ttft_request_s=request_latency(hw, mode))
     ok = cand[cand.ttft_s <= max_ttft]
     if ok.empty:
         fastest = cand.ttft_s.min()
@@ -284,8 +300,9 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
 
     if serving == "prefill":
         cand = prefill_candidates(model, hw, space, wl.isl, mode)
-        cand = cand.assign(ttft_s=cand.prefill_pass_s, tps_per_gpu=cand.prefill_tps_per_gpu,
-                           neg_ttft=-cand.prefill_pass_s)
+        ttft = served_ttft_one(hw, mode, cand.prefill_pass_s.to_numpy(float))
+        cand = cand.assign(ttft_s=ttft, ttft_request_s=request_latency(hw, mode),
+                           tps_per_gpu=cand.prefill_tps_per_gpu, neg_ttft=-ttft)
         cand = cand.assign(**_costs(hw, cand.tps_per_gpu.values), bottleneck=cand.prefill_bottleneck)
         df = cand if all_points else pareto(cand, "neg_ttft", "tps_per_gpu")
         df = df.drop(columns="neg_ttft").sort_values("ttft_s").reset_index(drop=True)
@@ -309,6 +326,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
                 dec[c] = pre[c]
         dec["ttft_s"] = float(pre.ttft_s)
         dec["kv_transfer_s"] = float(pre.kv_transfer_s)
+        dec["ttft_request_s"] = float(pre.ttft_request_s)
     else:
         X_p = np.inf
     dec = dec.assign(**_serving_columns(hw, wl, serving, metric, dec.decode_tps_per_gpu.to_numpy(float), X_p))

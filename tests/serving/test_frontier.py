@@ -78,6 +78,14 @@ def test_disaggregated_rate_matching():
     assert math.isclose(r.output_tps_per_gpu, r.decode_tps_per_gpu * g_d, rel_tol=1e-9)
     assert math.isclose(r.total_tps_per_gpu, r.output_tps_per_gpu * (2048 + 512) / 512, rel_tol=1e-12)
     assert r.ttft_s <= 2.0
+    # TTFT = the request's latency outside the passes (the stack's fitted t_req) + pass + hand-off
+    from planner.specs.registry import load_hardware
+
+    t_req = load_hardware(HW).efficiency.ttft_request
+    assert t_req > 0 and r.ttft_request_s == t_req
+    assert math.isclose(r.ttft_s, t_req + r.prefill_pass_s + r.kv_transfer_s, rel_tol=1e-12)
+    b = frontier(MODEL, HW, serving="disaggregated", isl=2048, osl=512, gpus=8, mode="bound").iloc[0]
+    assert b.ttft_request_s == 0 and math.isclose(b.ttft_s, b.prefill_pass_s + b.kv_transfer_s)
 
 
 def test_aggregated_below_decode_only():
