@@ -25,8 +25,9 @@ Cleaning rules live here, each named and counted in the output, never a silent d
     a DeepSeek-V3 label on a ``dsr1`` id that duplicates nothing: scored with the DeepSeek-R1
     spec (the id names the model that ran; the two specs are one architecture).  Not dropped.
 ``layout_contradicts_id``
-    the id names ``tp{X}_ep{Y}`` but ``tp_size`` is recorded as X x Y: dropped (the true
-    attention TP x DP split cannot be recovered).
+    the id names ``tp{X}_ep{Y}`` (a worker of X GPUs) but the row records X x Y, as ``tp_size``
+    or as the worker's GPUs ``tp_size x attention_dp_size`` (e.g. ``tp8_ep8`` recorded as TP 1 x
+    DP 64): dropped (the true attention TP x DP split cannot be recovered).
 ``same_measurement``
     the same measured TTFT and TPOT, to every digit, on the same system, model, stack and ISL/OSL
     as another row recorded under another layout, build or source: one run recorded more than
@@ -210,10 +211,15 @@ def _label_contradicts_id(df: pd.DataFrame) -> pd.Series:
 
 
 def _layout_contradicts_id(df: pd.DataFrame) -> pd.Series:
+    """Aggregated rows whose id names ``tp{X}_ep{Y}`` (X GPUs) while the row records X x Y: as
+    ``tp_size``, or as the worker's GPUs ``tp_size x attention_dp_size``."""
     m = df.id.str.extract(_ID_LAYOUT).astype(float)
     tp, ep = m[0], m[1]
     agg = df["mode"] == "agg"
-    return agg & tp.notna() & (ep > 1) & (df.tp_size == tp * ep) & (df.tp_size != tp)
+    gpus = df.tp_size * pd.to_numeric(df.attention_dp_size, errors="coerce").fillna(1.0)
+    as_tp = df.tp_size == tp * ep
+    as_gpus = gpus == tp * ep
+    return agg & tp.notna() & (ep > 1) & (as_tp | as_gpus)
 
 
 #: What identifies one measurement: the configuration it was taken on, as far as the layout columns

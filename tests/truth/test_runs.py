@@ -78,10 +78,14 @@ def test_running_fraction_by_hand():
 
 def test_layout_that_contradicts_its_id(tmp_path):
     # the id says TP8 EP8 (8 GPUs); tp_size records 8 x 8 = 64
+    # and the same 8 x 8 recorded as a worker of TP 1 x attention DP 64
     path = _csv(tmp_path, [{"id": "x_tp8_ep8_7", "tp_size": 64, "moe_tp_size": 8, "moe_ep_size": 8},
+                           {"id": "z_tp8_ep8_9", "tp_size": 1, "attention_dp_size": 64, "moe_tp_size": 8,
+                            "moe_ep_size": 8, "batch_size": 1, "concurrency": 64},
                            {"id": "y_tp8_ep8_8"}])
     r = _by_id(score_runs(path))
     assert r.loc["x_tp8_ep8_7", "rule"] == "layout_contradicts_id"
+    assert r.loc["z_tp8_ep8_9", "rule"] == "layout_contradicts_id"
     assert r.loc["y_tp8_ep8_8", "rule"] == ""
 
 
