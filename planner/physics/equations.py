@@ -10,7 +10,11 @@ One step processes ``b`` sequences on every attention-DP rank, ``s_q`` query tok
 step and a prefill forward pass.
 
 Every operator's time is a roofline, ``max(F / (eta_c P), M / (eta_m B_hbm)) + tau_k``, summed
-over operators (a max per operator, then a sum; physics.md section 2).  ``bound`` mode sets
+over operators (a max per operator, then a sum; physics.md section 2).  In realistic mode the dense
+GEMMs (attention projections, dense FFN, shared experts, LM head, draft head) run instead at the
+throughput of the GEMM law fitted to measured GEMM kernels where the system's stack carries one
+(``x_g = 1``: :func:`gemm_operator`); the routed experts' grouped GEMMs and the attention core
+keep the roofline with the fractions fitted to the measured runs.  ``bound`` mode sets
 every eta to 1 and every latency to 0: the speed of light.
 """
 
@@ -20,6 +24,7 @@ import sympy as sp
 
 from planner.physics.symbols import (
     EP,
+    GEMM_LAW,
     A,
     B_c2c,
     B_hb,
@@ -96,7 +101,9 @@ from planner.physics.symbols import (
     s_kv,
     s_q,
     t_fixed,
+    t_m,
     tau_k,
+    x_g,
     x_mtp,
     x_nvls,
     x_off,
@@ -132,6 +139,49 @@ def roofline(F: sp.Expr, M: sp.Expr, P: sp.Expr, n_kernels: sp.Expr = 1) -> sp.E
     return _max(F / (eta_c * P), M / (eta_m * B_hbm)) + n_kernels * tau_k
 
 
+def _pad(rows: sp.Expr) -> sp.Expr:
+    """Factor by which padding ``rows`` to whole MMA tiles of ``t_m`` rows multiplies the FLOPs."""
+    return sp.ceiling(rows / t_m) * t_m / rows
+
+
+def gemm_law(F: sp.Expr, M: sp.Expr, P: sp.Expr, rows: sp.Expr, k_in: sp.Expr,
+             law: dict[str, sp.Expr], n_gemm: sp.Expr = 1) -> sp.Expr:
+    """The GEMM law fitted to measured GEMM kernels (``moe-planner calibrate --kernels``)  [s]:
+    ``max(F_pad / (eta_g P), M / (eta_gm B_hbm)) + rows k_in b_q / (eta_q B_hbm) + n_gemm t_g0``,
+    with ``F_pad`` the FLOPs of ``rows`` padded to whole tiles of ``t_m`` rows, the cast of the
+    BF16 activations (``rows k_in`` elements, ``b_q`` bytes each: read and written in the GEMM's
+    input dtype; 0 for a BF16 GEMM) as a second HBM pass, and a floor per GEMM kernel (launch,
+    prologue, the HBM latency before the stream ramps).  ``law``: the fitted constants
+    (``eta_g``, ``eta_gm``, ``eta_q``, ``b_q``, ``t_g0``)."""
+    return (_max(F * _pad(rows) / (law["eta_g"] * P), M / (law["eta_gm"] * B_hbm))
+            + rows * k_in * law["b_q"] / (law["eta_q"] * B_hbm) + n_gemm * law["t_g0"])
+
+
+def gemm_parts(F: sp.Expr, M: sp.Expr, P: sp.Expr, rows: sp.Expr, cls: str) -> tuple[sp.Expr, sp.Expr]:
+    """(compute, memory) sides of a dense-GEMM operator of class ``cls``: the roofline's
+    (x_g = 0) or the GEMM law's (x_g = 1), for saying which resource binds it."""
+    g = GEMM_LAW[cls]
+    return ((1 - x_g) * F / (eta_c * P) + x_g * F * _pad(rows) / (g["eta_g"] * P),
+            (1 - x_g) * M / (eta_m * B_hbm) + x_g * M / (g["eta_gm"] * B_hbm))
+
+
+def gemm_operator(F: sp.Expr, M: sp.Expr, P: sp.Expr, rows: sp.Expr, cls: str,
+                  n_kernels: sp.Expr) -> sp.Expr:
+    """Time of an operator of ``n_kernels`` kernels whose work is dense GEMMs on ``rows`` tokens
+    [s].
+
+    x_g = 0: the roofline, :func:`roofline`.  x_g = 1: the throughput of the GEMM law fitted to
+    measured GEMM kernels of the class's dtype on this GPU and stack (:data:`GEMM_LAW`: class ``a``
+    attention projections, ``d`` dense FFN, shared experts and draft head, ``v`` LM head), rows
+    padded to whole tiles (:func:`gemm_parts`), and ``tau_k`` per kernel.  The law's per-kernel
+    floor and its activation-cast pass are left out: they are what a GEMM timed alone pays (its
+    launch, and a separate kernel that quantizes the BF16 input), while inside a serving stack's
+    CUDA graph the quantization is fused into the norm before it and a GEMM kernel costs what the
+    other kernels do, ``tau_k``, fitted to the measured runs."""
+    c, m = gemm_parts(F, M, P, rows, cls)
+    return _max(c, m) + n_kernels * tau_k
+
+
 def indicator(condition: sp.Basic) -> sp.Expr:
     """1 where ``condition`` holds, else 0 (a factor that switches a term on or off)."""
     return sp.Piecewise((1, condition), (0, True))
@@ -164,7 +214,7 @@ W_attn_rank = W_rep + (W_attn - W_rep) / TP_a
 #: Attention projections: FLOPs 2 b s_q W_attn_rank; weights W_attn_rank b_wa read once.
 F_attn_proj = 2 * b * s_q * W_attn_rank
 M_attn_proj = W_attn_rank * b_wa
-t_attn_proj = roofline(F_attn_proj, M_attn_proj, P_a, n_ka)
+t_attn_proj = gemm_operator(F_attn_proj, M_attn_proj, P_a, b * s_q, "a", n_ka)
 
 #: Attention core FLOPs: 2 b s_q (h / TP_a) S c_att.  MLA absorbed: c_att = 2 r_kv + d_r
 #: (FlashMLA deep-dive: 2 h_q s_q s_k (d_k + d_v), d_k = 576, d_v = 512).
@@ -213,20 +263,21 @@ t_attn_core = _max(
 n_touched = (E_slots / EP) * (1 - (1 - k / E_slots) ** B_tok)
 F_experts = 2 * 3 * d * f_e * T_e / TP_e
 M_experts = n_touched * 3 * d * f_e * b_we / TP_e
+#: The grouped GEMMs of the routed experts keep the roofline (see ``GEMM_LAW`` in symbols).
 t_experts = roofline(F_experts, M_experts, P_e, n_ke)
 
 F_shared = 2 * E_s * 3 * d * f_e * b * s_q / TP_a
 M_shared = E_s * 3 * d * f_e * b_wd / TP_a
 #: Shared experts (none when E_s = 0: no kernel, no tau_k).
-t_shared = roofline(F_shared, M_shared, P_d, n_ks * _min(1, E_s))
+t_shared = gemm_operator(F_shared, M_shared, P_d, b * s_q, "d", n_ks * _min(1, E_s))
 
 F_dense_ffn = 2 * 3 * d * f_d * b * s_q / TP_a
 M_dense_ffn = 3 * d * f_d * b_wd / TP_a
-t_dense_ffn = roofline(F_dense_ffn, M_dense_ffn, P_d, n_kd)
+t_dense_ffn = gemm_operator(F_dense_ffn, M_dense_ffn, P_d, b * s_q, "d", n_kd)
 
 F_head = 2 * b * s_h * V * d / TP_a
 M_head = V * d * b_wv / TP_a
-t_head = roofline(F_head, M_head, P_v, n_kh)
+t_head = gemm_operator(F_head, M_head, P_v, b * s_h, "v", n_kh)
 
 # ---- communication -----------------------------------------------------------------------------
 #: Probability that a given EP rank receives a given token, uniform routing of k experts over
@@ -374,9 +425,11 @@ t_layer_dense = t_attn_proj + t_attn_core + t_dense_ffn + 2 * t_ar_attn
 #: A draft head's pass (EAGLE-3 style: one or more decoder layers with the verifier's attention and
 #: a dense FFN, the input projection fusing n_fuse verifier hidden states, then an LM head of V_dr
 #: rows, its own or the verifier's: either way read again) on one token per sequence.
-t_draft_ffn = roofline(2 * 3 * d * f_dr * b * s_q / TP_a, 3 * d * f_dr * b_wd / TP_a, P_d, n_kd)
-t_fuse = roofline(2 * n_fuse * d * d * b * s_q / TP_a, n_fuse * d * d * b_wd / TP_a, P_d, 1)
-t_draft_lm = roofline(2 * b * s_h * V_dr * d / TP_a, V_dr * d * b_wv / TP_a, P_v, n_kh)
+t_draft_ffn = gemm_operator(2 * 3 * d * f_dr * b * s_q / TP_a, 3 * d * f_dr * b_wd / TP_a, P_d, b * s_q,
+                            "d", n_kd)
+t_fuse = gemm_operator(2 * n_fuse * d * d * b * s_q / TP_a, n_fuse * d * d * b_wd / TP_a, P_d, b * s_q,
+                       "d", 1)
+t_draft_lm = gemm_operator(2 * b * s_h * V_dr * d / TP_a, V_dr * d * b_wv / TP_a, P_v, b * s_h, "v", n_kh)
 t_draft_head = n_Ldr * (t_attn_proj + t_attn_core + t_draft_ffn) + t_fuse + t_draft_lm
 #: Draft cost: n_d passes of one MoE layer and the head (MTP, x_mtp = 1) or of the draft head
 #: (x_mtp = 0), each on one token per sequence.
@@ -432,19 +485,19 @@ TERMS: dict[str, sp.Expr] = {
 
 #: Roofline parts used to say which resource binds each operator.
 PARTS: dict[str, sp.Expr] = {
-    "attn_proj.compute": F_attn_proj / (eta_c * P_a),
-    "attn_proj.hbm": M_attn_proj / (eta_m * B_hbm),
+    "attn_proj.compute": gemm_parts(F_attn_proj, M_attn_proj, P_a, b * s_q, "a")[0],
+    "attn_proj.hbm": gemm_parts(F_attn_proj, M_attn_proj, P_a, b * s_q, "a")[1],
     "attn_core.compute": F_attn_core / (eta_c * P_c),
     "attn_core.hbm": (1 - phi_h) * M_kv_read / (eta_m * B_hbm),
     "attn_core.host": phi_h * M_kv_read / (eta_m * B_c2c),
     "experts.compute": F_experts / (eta_c * P_e),
     "experts.hbm": M_experts / (eta_m * B_hbm),
-    "shared_experts.compute": F_shared / (eta_c * P_d),
-    "shared_experts.hbm": M_shared / (eta_m * B_hbm),
-    "dense_ffn.compute": F_dense_ffn / (eta_c * P_d),
-    "dense_ffn.hbm": M_dense_ffn / (eta_m * B_hbm),
-    "lm_head.compute": F_head / (eta_c * P_v),
-    "lm_head.hbm": M_head / (eta_m * B_hbm),
+    "shared_experts.compute": gemm_parts(F_shared, M_shared, P_d, b * s_q, "d")[0],
+    "shared_experts.hbm": gemm_parts(F_shared, M_shared, P_d, b * s_q, "d")[1],
+    "dense_ffn.compute": gemm_parts(F_dense_ffn, M_dense_ffn, P_d, b * s_q, "d")[0],
+    "dense_ffn.hbm": gemm_parts(F_dense_ffn, M_dense_ffn, P_d, b * s_q, "d")[1],
+    "lm_head.compute": gemm_parts(F_head, M_head, P_v, b * s_h, "v")[0],
+    "lm_head.hbm": gemm_parts(F_head, M_head, P_v, b * s_h, "v")[1],
     "a2a.scale_up": a2a_volume(n_dest_su, b_disp + b_comb) * su_seconds_per_byte() / eta_a2a,
     "a2a.scale_out": link_time(a2a_volume(n_dest_so, b_disp + b_comb), B_so, eta_so, 0)
     * indicator(G > N_su),

@@ -46,7 +46,6 @@ x_bytes = sp.Symbol("x", positive=True)    #: all-reduce message, bytes per GPU
 n_ar = sp.Symbol("n_g", positive=True)     #: GPUs in the all-reduce
 t_a2a = sp.Symbol("tokens", positive=True)  #: tokens each GPU sends in an all-to-all phase
 b_ph = sp.Symbol("b_phase", positive=True)  #: bytes per element of that phase
-t_tile = sp.Symbol("t_m", positive=True)    #: GEMM tile height (rows per MMA tile)
 eta_g = sp.Symbol("eta_g", positive=True)   #: fitted fraction of the dense peak a GEMM reaches
 eta_gm = sp.Symbol("eta_gm", positive=True)  #: fitted fraction of HBM bandwidth a GEMM streams at
 eta_q = sp.Symbol("eta_q", positive=True)   #: fitted HBM fraction of the activation cast pass
@@ -63,7 +62,6 @@ OPERATOR_SYMBOLS = {
     "x": (x_bytes, "all-reduce message per GPU", "B"), "n_g": (n_ar, "GPUs in the all-reduce", "1"),
     "tokens": (t_a2a, "tokens each GPU sends in an all-to-all phase", "token"),
     "b_phase": (b_ph, "bytes per element of the phase (dispatch or combine)", "B"),
-    "t_m": (t_tile, "GEMM tile height: rows are padded to a multiple of it (64 Hopper, 128 Blackwell)", "1"),
     "eta_g": (eta_g, "fraction of the dense peak a GEMM reaches (fitted per GPU, stack, dtype)", "1"),
     "eta_gm": (eta_gm, "fraction of HBM bandwidth a GEMM streams its operands at (fitted)", "1"),
     "eta_q": (eta_q, "fraction of HBM bandwidth of the activation cast before the GEMM (fitted)", "1"),
@@ -76,13 +74,12 @@ OPERATOR_SYMBOLS = {
 F_gemm = 2 * m_g * n_g * k_g
 M_gemm = m_g * k_g * b_in + k_g * n_g * b_w + m_g * n_g * b_out
 M_in = m_g * k_g * b_in + k_g * n_g * b_w
-#: FLOPs the tensor cores execute: rows padded to whole tiles
-F_pad = 2 * sp.ceiling(m_g / t_tile) * t_tile * n_g * k_g
 OPERATORS: dict[str, sp.Expr] = {
     "gemm": eq.roofline(F_gemm, M_gemm, P_g),
     "gemm_bound": eq._max(F_gemm / P_g, eq._max(M_in - C_l2, 0) / eq.B_hbm),
-    "gemm_law": (eq._max(F_pad / (eta_g * P_g), M_gemm / (eta_gm * eq.B_hbm))
-                 + m_g * k_g * b_q / (eta_q * eq.B_hbm) + t_g0),
+    # the step model's own GEMM law, on one kernel of this shape
+    "gemm_law": eq.gemm_law(F_gemm, M_gemm, P_g, m_g, k_g,
+                            {"eta_g": eta_g, "eta_gm": eta_gm, "eta_q": eta_q, "b_q": b_q, "t_g0": t_g0}),
     "allreduce": eq.allreduce_time(x_bytes, n_ar),
     # one phase inside a domain: every other EP rank a token's k experts reach, uniform routing
     # (the instance is the EP group, inside one domain: G = EP)

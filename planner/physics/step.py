@@ -182,6 +182,42 @@ def resolve_precisions(model: Model, hw: Hardware, weights: str | None = None,
     return Precisions(prec, kv, comp)
 
 
+#: Rows per MMA tile by GPU family: 64 on Hopper (a WGMMA instruction is 64 rows; DeepGEMM's
+#: block_m 64), 128 on Blackwell (tcgen05 UMMA tiles are 128 rows per CTA).
+TILE_M = {"hopper": 64.0, "blackwell": 128.0}
+#: The GEMM law's dtype by compute dtype (a weight format multiplied in FP8, such as INT4 W4A8,
+#: takes the FP8 GEMMs' law; INT4 W4A16 the BF16 one).
+LAW_DTYPE = {"fp4": "nvfp4", "fp8": "fp8", "bf16": "bf16"}
+#: Bytes per activation element of the cast before a quantized GEMM: the BF16 read (2 B) and the
+#: input dtype written (its block scales neglected); 0 for BF16.
+CAST_BYTES = {"bf16": 0.0, "fp8": 3.0, "fp8_block": 3.0, "nvfp4": 2.5625}
+#: GEMM-law class -> the tensor class whose compute dtype it multiplies in.
+_LAW_CLASSES = {"a": "attention", "d": "dense_ffn", "v": "embeddings"}
+
+
+def gemm_law_values(hw: Hardware, prec: Precisions, mode: str) -> dict[str, float]:
+    """The GEMM-law symbols: in realistic mode, where the system's stack carries a fitted GEMM law
+    for the dtype of every dense-GEMM class, ``x_g = 1`` and each class's throughput fractions;
+    otherwise ``x_g = 0`` (the roofline) with neutral placeholders."""
+    laws = {}
+    if mode == "realistic":
+        for c, cls in _LAW_CLASSES.items():
+            dt = LAW_DTYPE.get(prec.compute[cls])
+            law = hw.efficiency.gemm_law(dt) if dt else None
+            if law is None:
+                laws = {}
+                break
+            laws[c] = law
+    v: dict[str, float] = {"x_g": 1.0 if laws else 0.0, "t_m": TILE_M.get(hw.family, 1.0)}
+    for c in _LAW_CLASSES:
+        if laws:
+            law = laws[c]
+            v.update({f"eta_g{c}": law.compute, f"eta_gm{c}": law.hbm})
+        else:
+            v.update({f"eta_g{c}": 1.0, f"eta_gm{c}": 1.0})
+    return v
+
+
 def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
     if mode not in MODES:
         raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
@@ -278,6 +314,7 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
         b=b, S=S, S_c=S_cache, s_q=s_q, s_h=s_h, n_d=n_d, A=1.0, **kernel_counts(model),
     )
     v.update(_efficiencies(hw, mode))
+    v.update(gemm_law_values(hw, prec, mode))
     return v
 
 

@@ -128,6 +128,27 @@ eta_o = _s("eta_o", "overlap efficiency: share of the shorter of a micro-batch's
 lam = _s("lambda", "load imbalance: max/mean tokens per expert-parallel rank", "1", "efficiency",
          r"\lambda")
 
+# ---- GEMM law throughput (fitted to measured GEMM kernels per GPU, stack, dtype; operators.gemm_law)
+#: one set per tensor class of the step's dense GEMMs: a = attention projections, d = dense FFN,
+#: shared experts and draft head, v = LM head (each multiplies in its own dtype).  The routed
+#: experts' grouped GEMMs are not among them: priced by the dense GEMM law (rows per expert padded to
+#: whole tiles) the measured runs on Blackwell come out 1.5x slower at p90, so grouped kernels need
+#: a law of their own.
+x_g = _s("x_g", "the dense GEMMs follow the GEMM law fitted to measured kernels (1) or the roofline with "
+         "the step's fractions (0)", "1", "efficiency", "x_{g}", nonneg=True)
+t_m = _s("t_m", "GEMM tile height: rows are padded to a multiple of it (64 Hopper, 128 Blackwell)", "1",
+         "hardware", "t_{m}")
+_GEMM_CLASSES = {"a": "attention projections", "d": "dense FFN, shared experts and draft head",
+                 "v": "LM head"}
+GEMM_LAW: dict[str, dict[str, sp.Symbol]] = {}
+for _c, _what in _GEMM_CLASSES.items():
+    GEMM_LAW[_c] = {
+        "eta_g": _s(f"eta_g{_c}", f"fraction of the dense peak the GEMMs of the {_what} reach (GEMM law)",
+                    "1", "efficiency", rf"\eta_{{g,{_c}}}"),
+        "eta_gm": _s(f"eta_gm{_c}", f"fraction of HBM bandwidth the GEMMs of the {_what} stream at "
+                     "(GEMM law)", "1", "efficiency", rf"\eta_{{gm,{_c}}}"),
+    }
+
 # ---- kernels per layer (the latency floor counts kernels, not operators) ---------------------
 n_ka = _s("n_ka", "kernels per layer of the attention projections (norm, projections, rotary, cache write)",
           "1", "model", "n_{k,a}", integer=True)

@@ -29,7 +29,7 @@ REGIONS = ("global", "china")
 #: DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs") with the
 #: H100 SGLang efficiencies fitted to the measured runs, which ran without overlap.  Reproduced
 #: by ``scripts/derive_overlap_efficiency.py``; one point, so its uncertainty is wide (0 to 1).
-OVERLAP_EFFICIENCY = 0.165
+OVERLAP_EFFICIENCY = 0.162
 
 
 #: GEMM dtypes a ``stacks:`` entry may carry a fitted GEMM law for (``gemm_<dtype>`` keys)
@@ -69,7 +69,7 @@ class Efficiency:
     a2a_efficiency: float | None = None         #: eta_a2a
     #: eta_o, share of the shorter of compute and communication hidden under two-micro-batch
     #: overlap (see OVERLAP_EFFICIENCY for where the default comes from)
-    overlap: float = 0.165
+    overlap: float = OVERLAP_EFFICIENCY
     #: TTFT of a served request beyond its prefill passes, fitted to measured runs per stack
     #: (``moe-planner calibrate --runs``; 0 where not fitted: TTFT is the prefill pass alone)
     ttft_request: float = 0.0   #: t_req, s per request outside the forward passes

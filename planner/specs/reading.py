@@ -14,6 +14,14 @@ import yaml
 
 from planner.errors import SpecError
 
+
+def yaml_number(x: float, digits: int = 4) -> str:
+    """``x`` to ``digits`` significant digits as YAML reads back a float: ``2e-17`` is a string
+    to a YAML 1.1 reader such as PyYAML, ``2.0e-17`` a number."""
+    t = f"{x:.{digits}g}"
+    mant, e, exp = t.partition("e")
+    return f"{mant}.0e{exp}" if e and "." not in mant else t
+
 #: libyaml's safe loader when available (same semantics, ~10x faster), else the pure-Python one.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -30,17 +30,14 @@ import pandas as pd
 
 from planner.errors import SpecError
 from planner.physics.operators import compile_operator
+from planner.physics.step import CAST_BYTES as GEMM_CAST_BYTES
+from planner.physics.step import TILE_M
 from planner.specs.hardware import GemmLaw
+from planner.specs.reading import yaml_number
 
 #: GEMM dtype -> (compute dtype of the peak, bytes per input activation, per weight, per output)
 GEMM_DTYPES = {"bf16": ("bf16", 2.0, 2.0, 2.0), "fp8": ("fp8", 1.0, 1.0, 2.0),
                "fp8_block": ("fp8", 1.0, 1.0, 2.0), "nvfp4": ("fp4", 0.5625, 0.5625, 2.0)}
-#: GEMM dtype -> bytes per activation element of the cast before a quantized GEMM: the BF16
-#: activation read (2 B) and the input dtype written (its block scales neglected); 0 for BF16
-GEMM_CAST_BYTES = {"bf16": 0.0, "fp8": 3.0, "fp8_block": 3.0, "nvfp4": 2.5625}
-#: rows per MMA tile by family: 64 on Hopper (a WGMMA instruction is 64 rows; DeepGEMM's
-#: block_m 64), 128 on Blackwell (tcgen05 UMMA tiles are 128 rows per CTA)
-TILE_M = {"hopper": 64.0, "blackwell": 128.0}
 #: L2 cache capacity by family, B: 50 MB on H100 SXM5 (NVIDIA H100 Tensor Core GPU Architecture
 #: whitepaper; the H200 is the same GH100 with HBM3e); 126 MB on B200 (Chips and Cheese, "Nvidia's
 #: B200: Keeping the CUDA Juggernaut Rolling", 2025: "126 MB").  B300 / GB300: no L2 size in our
@@ -335,7 +332,7 @@ _LAW_LINE = re.compile(r"^    ((allreduce|a2a)(?=_(?:latency|efficiency):)|gemm_
 
 def _se_tag(se: float) -> str:
     # a parameter at a bound of its range has no standard error: said as such
-    return f"se: {se:.3g}, kind: fitted" if math.isfinite(se) and se > 1e-6 else "kind: bound"
+    return f"se: {yaml_number(se, 3)}, kind: fitted" if math.isfinite(se) and se > 1e-6 else "kind: bound"
 
 
 def _gemm_line(f: LawFit, date: str) -> str:

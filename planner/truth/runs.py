@@ -620,13 +620,14 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
         if stacks and stack in system.stacks:
             system = system.with_stack(stack)
         elif not stacks:
-            # the efficiency: block as written, with the stack's all-reduce fitted to kernels
+            # the efficiency: block as written, with the stack's laws fitted to kernels (all-reduce,
+            # all-to-all, GEMM)
             kernel = system.stacks.get(stack)
             system = system.without_stack()
             if kernel is not None:
                 system = system.replace(efficiency={
                     f: getattr(kernel, f) for f in ("allreduce_latency", "allreduce_efficiency",
-                                                    "a2a_latency", "a2a_efficiency")})
+                                                    "a2a_latency", "a2a_efficiency", "gemm")})
         res, inp = _evaluate_group(models[model], system, m0.weights, m0.kv, df.loc[idx])
         inputs.append(inp)
         for c in [*cols, "batch_per_rank", "batch_basis", "decode_workers", "ttft_pass_ms", "ttft_wave_ms"]:

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import SpecError
+from planner.specs.reading import yaml_number
 from planner.truth.runs import GroupInputs, RunsScore, score_runs, served_ttft
 
 
@@ -438,7 +439,7 @@ def summary_frame(fit: RunsFit) -> pd.DataFrame:
 
 # ---- writing the fit into the hardware specs ------------------------------------------------------
 def _fmt(p: RunParameter, v: float) -> str:
-    return f'"{v * 1e6:.4g} us"' if p.unit == "s" else f"{v:.4g}"
+    return f'"{v * 1e6:.4g} us"' if p.unit == "s" else yaml_number(v)
 
 
 def stacks_block(fit: RunsFit, family: str) -> str:
@@ -464,7 +465,7 @@ def stacks_block(fit: RunsFit, family: str) -> str:
             v = c.values[p.name]
             if p.name in c.fitted:
                 se = c.rel_se[p.name]
-                lines.append(f"    {p.name}: {{value: {_fmt(p, v)}, se: {se:.3g}, kind: fitted}}")
+                lines.append(f"    {p.name}: {{value: {_fmt(p, v)}, se: {yaml_number(se, 3)}, kind: fitted}}")
             else:
                 why = c.fixed[p.name]
                 kind = "bound" if "bound" in why else "fixed"
@@ -472,18 +473,18 @@ def stacks_block(fit: RunsFit, family: str) -> str:
         if c.ttft is not None:
             for p in TTFT_PARAMETERS:
                 v = c.ttft.values[p.name]
-                text = f'"{v * 1e3:.4g} ms"' if p.unit == "s" else f"{v:.4g}"
+                text = f'"{v * 1e3:.4g} ms"' if p.unit == "s" else yaml_number(v)
                 if p.name in c.ttft.fitted:
                     se_t = c.ttft.rel_se[p.name]
-                    lines.append(f"    {p.name}: {{value: {text}, se: {se_t:.3g}, kind: fitted}}")
+                    lines.append(f"    {p.name}: {{value: {text}, se: {yaml_number(se_t, 3)}, kind: fitted}}")
                 elif v > 0:
                     lines.append(f"    {p.name}: {{value: {text}, kind: bound, "
                                  f"note: {json.dumps(c.ttft.fixed[p.name])}}}")
         if c.fitted:
             se = np.array([c.rel_se[n] for n in c.fitted])
             cov = np.asarray(c.corr) * np.outer(se, se)
-            lines.append(f"    covariance_log: {{order: [{', '.join(c.fitted)}], matrix: "
-                         f"{json.dumps([[float(f'{x:.4g}') for x in row] for row in cov])}}}")
+            rows = ", ".join("[" + ", ".join(yaml_number(x) for x in row) + "]" for row in cov)
+            lines.append(f"    covariance_log: {{order: [{', '.join(c.fitted)}], matrix: [{rows}]}}")
     return "\n".join(lines) + "\n"
 
 

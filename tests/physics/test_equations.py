@@ -123,6 +123,8 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         s_kv=i(1, 8), M_nl=i(1, 8), o=float(rng.integers(0, 2)), x_off=float(rng.integers(0, 2)),
         b=u(0.1, 256), S=u(10, 1e5), S_c=u(10, 1e5), s_q=i(1, 4), s_h=i(1, 4), n_d=i(0, 3), A=u(1, 4),
         n_ka=i(1, 12), n_kc=i(1, 3), n_ke=i(1, 10), n_ks=i(1, 4), n_kd=i(1, 5), n_kh=i(1, 5),
+        x_g=float(rng.integers(0, 2)), t_m=float(rng.choice([64, 128])),
+        **{f"{p}{c}": u(0.3, 1) for p in ("eta_g", "eta_gm") for c in "adv"},
     )
 
 
@@ -141,7 +143,7 @@ def test_symbolic_and_compiled_agree(seed):
     rng = np.random.default_rng(seed)
     vals = random_values(rng)
     if seed >= 4:  # off-switch values too: the compiled path substitutes 0/1 switches exactly
-        vals.update(o=0.37, x_off=0.5, n_d=2.0)
+        vals.update(o=0.37, x_off=0.5, n_d=2.0, x_g=0.6)
     out = compiled.evaluate(vals)
     for name in CHECKED:
         ref = _symbolic(name, vals)
