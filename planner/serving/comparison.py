@@ -181,7 +181,8 @@ CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (
                                                             "su_latency", "gpus_per_system")),
     ("scale-out NIC and CPU-attached memory", ("so_bandwidth", "so_latency", "host_capacity",
                                                "host_bandwidth")),
-    ("efficiencies and overheads", ("efficiency",)),
+    # the GPU family sets the GEMM tile height the realistic GEMM law pads rows to
+    ("efficiencies, overheads and GEMM tiles", ("efficiency", "family")),
 )
 
 

@@ -173,6 +173,9 @@ def symbolic_elasticities(model: Model, hw: Hardware, row: pd.Series, kw: dict[s
         rep = {REGISTRY[n].symbol: (sp.Float(num[n]) * s if n in names else sp.Float(num[n]))
                for n in REGISTRY}
         e = expr.xreplace(rep)
+        # a tile count ceil(x) is a step function: its value at s = 1, its derivative 0 (a.e.)
+        e = e.replace(lambda x: isinstance(x, sp.ceiling),
+                      lambda x: sp.Float(math.ceil(float(x.args[0].subs(s, 1)))))
         v = float(e.subs(s, 1))
         d = float(sp.diff(e, s).subs(s, 1))
         return d / v if v else math.nan

@@ -18,7 +18,9 @@ from planner.fleet.plan import EXAMPLE_PLAN, Limits, PoolShape, plan, read_plan,
 from planner.fleet.sensitivity import sensitivity
 
 # llama-3.1-8b, aggregated, instances of at most 8 GPUs: small frontiers, fast
-CHAT = dict(name="chat", model="llama-3.1-8b", min_tps_user=50, demand_tps=3.0e6, isl=1024, osl=512,
+#: more than one GB200 rack serves (about 2.7M tok/s): the rack supply binds
+DEMAND = 5.0e6
+CHAT = dict(name="chat", model="llama-3.1-8b", min_tps_user=50, demand_tps=DEMAND, isl=1024, osl=512,
             serving="aggregated", search={"max_gpus": 8})
 SYSTEMS = [dict(hardware="gb200-nvl72", max_units=1), dict(hardware="hgx-h200")]
 
@@ -81,15 +83,15 @@ def test_supply_limit_uses_the_fallback_for_the_rest(small):
     node = r.pools[r.pools.system == "hgx-h200"].iloc[0]
     # by hand: the rack's whole-instance capacity, the rest on H200 nodes of 8 x tok/s per GPU
     assert rack.capacity_tps == pytest.approx(72 * rack.tps_per_gpu, rel=1e-9)
-    rest = 3.0e6 - rack.capacity_tps
+    rest = DEMAND - rack.capacity_tps
     assert units["hgx-h200"] == math.ceil(rest / (8 * node.tps_per_gpu) - 1e-9)
-    assert r.workloads.capacity_tps.iloc[0] >= 3.0e6
+    assert r.workloads.capacity_tps.iloc[0] >= DEMAND
     assert r.binding == ["supply of gb200-nvl72"]
     lim = r.limits.set_index("limit").loc["supply of gb200-nvl72"]
     assert lim.used == 1 and lim.left == 0 and lim.saving_one_more_usd > 0
     # $/Mtok: the yearly cost of both pools over the tokens of a year at the mean load
     yearly = r.totals["capex_usd"] / 4 + r.totals["energy_usd_per_year"]
-    assert r.workloads.usd_per_mtok_owned.iloc[0] == pytest.approx(yearly / (3.0e6 * 8760 * 3600 / 1e6))
+    assert r.workloads.usd_per_mtok_owned.iloc[0] == pytest.approx(yearly / (DEMAND * 8760 * 3600 / 1e6))
 
 
 def test_cost_never_falls_as_a_limit_tightens(small):
@@ -102,7 +104,7 @@ def test_cost_never_falls_as_a_limit_tightens(small):
 
 
 def test_infeasible_names_the_limit_and_by_how_much(small):
-    # least power for 3M tok/s with one rack: the rack (72 x 1833 W x 1.3) and the H200 nodes of the
+    # least power for 5M tok/s with one rack: the rack (72 x 1833 W x 1.3) and the H200 nodes of the
     # plan (8 x 1275 W x 1.3 each) -- the cheapest plan is also the least power here
     nodes = int(small.systems.units.iloc[1])
     need_mw = (72 * 1833 * 1.3 + nodes * 8 * 1275 * 1.3) / 1e6

@@ -15,4 +15,6 @@ def test_solved_points_keep_the_given_tokens_per_step():
     assert (pts.tokens_per_step == 2.0).all()
     # each solved point's rate is its own step at 2.0 tokens per step, and meets the target
     np.testing.assert_allclose(pts.tps_per_user, 2.0 / pts.step_s, rtol=1e-9)
-    np.testing.assert_allclose(pts.tps_per_user, pts.target_tps_per_user, rtol=1e-3)
+    # (a whole batch: at least the target, and above it by less than one sequence's worth)
+    assert (pts.tps_per_user >= pts.target_tps_per_user * (1 - 1e-9)).all()
+    np.testing.assert_allclose(pts.tps_per_user, pts.target_tps_per_user, rtol=1e-2)
