@@ -6,8 +6,8 @@ Development time only; the installed tool never needs aiconfigurator, pyarrow or
     pip install pyarrow            # (the ``dev`` extra)
     python scripts/extract_kernel_tables.py /tmp/aic/aiconfigurator_core-0.12.0-*.whl
 
-writes ``planner/truth/data/kernels/{gemm,allreduce,a2a,moe,attention}.csv.gz`` (gzip with a zero timestamp, so
-the bytes are reproducible) and prints the sha256 of each uncompressed CSV, which
+writes ``planner/truth/data/kernels/{gemm,allreduce,a2a,moe,attention}.csv.gz`` (gzip with a zero
+timestamp, so the bytes are reproducible) and prints the sha256 of each uncompressed CSV, which
 ``tests/truth/test_kernels.py`` compares with the shipped files when the wheel is present.
 
 What is kept (deterministic, no sampling):
@@ -23,7 +23,8 @@ What is kept (deterministic, no sampling):
   per token count, hidden size, top-k and expert count.  Its latencies are already in us.
 - grouped MoE: each stack's newest ``moe_perf`` table, with the rows of the older table it
   reuses for the shapes it did not recollect (``reuse.yaml``, or an earlier release candidate of
-  the same release); gated kernels only (the ``nongated`` ones run two matrices, not three);
+  the same release); gated shapes only (a shape any kept table runs with a ``nongated`` kernel,
+  two matrices not three, is dropped with every kernel of every stack);
   BF16, FP8, FP8 block, NVFP4 and the W4A16 formats; routing ``balanced`` and ``power_law_1.01``
   (1.2 left out for size).  The bundled models' shapes (hidden, expert intermediate, top-k,
   experts) at tokens 1, 2, 4 ... 16384 and every expert TP x EP; the declared sample of the other
@@ -164,7 +165,7 @@ def extract(wheel: str | Path) -> dict[str, pd.DataFrame]:
     z = zipfile.ZipFile(wheel)
     names = z.namelist()
     hidden = _hidden_sizes()
-    shapes, heads = _moe_shapes(), _gqa_heads()
+    shapes, heads, nongated = _moe_shapes(), _gqa_heads(), _nongated_shapes(z, names)
     gemm, ar, a2a, moe, attn = [], [], [], [], []
     for system, gpu in GPUS.items():
         gemms = {} if system in COMM_ONLY else _newest(names, system, "gemm", "gemm_perf.parquet")
@@ -206,7 +207,7 @@ def extract(wheel: str | Path) -> dict[str, pd.DataFrame]:
         if system in COMM_ONLY:
             continue
         for stack, path in sorted(_newest(names, system, "moe", "moe_perf.parquet").items()):
-            moe.append(_moe_rows(z, path, gpu, stack, shapes))
+            moe.append(_moe_rows(z, path, gpu, stack, shapes, nongated))
         for stack, path in sorted(_newest(names, system, "mla", "generation_mla_perf.parquet").items()):
             t = _read(z, path)
             attn.append(pd.DataFrame({
@@ -215,7 +216,8 @@ def extract(wheel: str | Path) -> dict[str, pd.DataFrame]:
                 "kv_dtype": t.kv_cache_dtype.map(DTYPES), "batch": t.batch_size.astype(int),
                 "isl": t.isl.astype(int), "step": t.step.astype(int), "heads": t.num_heads.astype(int),
                 "kv_heads": 0, "head_dim": 0, "window": 0, "latency_us": (t.latency * 1e3).round(4)}))
-        for stack, path in sorted(_newest(names, system, "attention", "generation_attention_perf.parquet").items()):
+        gqa_tables = _newest(names, system, "attention", "generation_attention_perf.parquet")
+        for stack, path in sorted(gqa_tables.items()):
             t = _read(z, path)
             cfg = list(zip(t.num_heads, t.num_key_value_heads, t.head_dim, strict=True))
             bundled = pd.Series([c in heads for c in cfg], index=t.index)
@@ -245,11 +247,8 @@ MOE_KEY = ["kernel_source", "moe_dtype", "num_tokens", "hidden_size", "inter_siz
            "moe_tp_size", "moe_ep_size", "distribution"]
 
 
-def _moe_rows(z: zipfile.ZipFile, path: str, gpu: str, stack: str,
-              shapes: set[tuple[int, int, int, int]]) -> pd.DataFrame:
-    """One stack's newest grouped-MoE table (plus the rows of the older table it declares it
-    reuses, for the shapes it did not recollect), gated kernels only, the bundled models' shapes
-    at ``MOE_TOKENS`` and the declared sample of the others."""
+def _moe_table(z: zipfile.ZipFile, path: str) -> pd.DataFrame:
+    """A newest ``moe_perf`` table with the older one's rows for the shapes it did not recollect."""
     t = _read(z, path)
     old = _reused(z, path, "moe_perf")
     if old is not None:
@@ -257,9 +256,35 @@ def _moe_rows(z: zipfile.ZipFile, path: str, gpu: str, stack: str,
         have = set(map(tuple, t[MOE_KEY].to_numpy().tolist()))
         o = o[[tuple(r) not in have for r in o[MOE_KEY].to_numpy().tolist()]]
         t = pd.concat([t, o], ignore_index=True)
-    t = t[~t.kernel_source.astype(str).str.contains("nongated") & t.moe_dtype.isin(MOE_DTYPES)
-          & t.distribution.isin(MOE_DISTRIBUTIONS)]
-    shape = pd.Series(list(zip(t.hidden_size, t.inter_size, t.topk, t.num_experts, strict=True)), index=t.index)
+    return t
+
+
+def _nongated_shapes(z: zipfile.ZipFile, names: list[str]) -> set[tuple[int, int, int, int]]:
+    """The MoE shapes any kept table runs with a ``nongated`` kernel (Nemotron's ReLU^2 experts:
+    two matrices, not three)."""
+    out = set()
+    for system in GPUS:
+        for path in _newest(names, system, "moe", "moe_perf.parquet").values():
+            t = _moe_table(z, path)
+            t = t[t.kernel_source.astype(str).str.contains("nongated")]
+            out |= set(zip(t.hidden_size, t.inter_size, t.topk, t.num_experts, strict=True))
+    return out
+
+
+def _moe_rows(z: zipfile.ZipFile, path: str, gpu: str, stack: str, shapes: set[tuple[int, int, int, int]],
+              nongated: set[tuple[int, int, int, int]]) -> pd.DataFrame:
+    """One stack's newest grouped-MoE table (plus the rows of the older table it declares it
+    reuses, for the shapes it did not recollect), gated kernels only, the bundled models' shapes
+    at ``MOE_TOKENS`` and the declared sample of the others."""
+    t = _moe_table(z, path)
+    shape = pd.Series(list(zip(t.hidden_size, t.inter_size, t.topk, t.num_experts, strict=True)),
+                      index=t.index)
+    # the shapes a TensorRT-LLM table runs non-gated are dropped with every kernel of every stack:
+    # SGLang's and vLLM's tables time them with kernels whose names do not say so (they beat the
+    # three-matrix bound)
+    keep = ~shape.isin(nongated) & t.moe_dtype.isin(MOE_DTYPES) & t.distribution.isin(
+        MOE_DISTRIBUTIONS)
+    t, shape = t[keep], shape[keep]
     bundled = shape.isin(shapes) & t.num_tokens.isin(MOE_TOKENS)
     sample = (~shape.isin(shapes) & t.num_tokens.isin(MOE_SAMPLE_TOKENS) & (t.moe_tp_size == 1)
               & (t.distribution == "balanced"))
@@ -269,8 +294,8 @@ def _moe_rows(z: zipfile.ZipFile, path: str, gpu: str, stack: str,
         "variant": t.kernel_source.astype(str), "dtype": t.moe_dtype.map(MOE_DTYPES),
         "distribution": t.distribution.astype(str), "tokens": t.num_tokens.astype(int),
         "hidden": t.hidden_size.astype(int), "inter": t.inter_size.astype(int), "topk": t.topk.astype(int),
-        "experts": t.num_experts.astype(int), "tp": t.moe_tp_size.astype(int), "ep": t.moe_ep_size.astype(int),
-        "latency_us": (t.latency * 1e3).round(4)})
+        "experts": t.num_experts.astype(int), "tp": t.moe_tp_size.astype(int),
+        "ep": t.moe_ep_size.astype(int), "latency_us": (t.latency * 1e3).round(4)})
 
 
 def csv_bytes(df: pd.DataFrame) -> bytes:
