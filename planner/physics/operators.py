@@ -33,8 +33,8 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   1, no padding, no floor.  ``moe_bound``: the same with the fewest experts any routing can
   touch (``k / EP``: a token's experts are distinct) and, as ``gemm_bound``, the weights the L2
   cache can hold from the previous run not read from HBM: the source's routing touches fewer
-  experts than uniform routing (its balanced DeepSeek-V3 layer at EP 1 levels off at ~60% of the weight bytes from 32 tokens on), so some
-  kernels beat ``moe_roofline``.
+  experts than uniform routing (its balanced DeepSeek-V3 layer at EP 1 levels off at ~60% of the
+  weight bytes from 32 tokens on), so some kernels beat ``moe_roofline``.
 - ``attn_mla`` / ``attn_mla_law`` / ``attn_mla_bound``: one MLA decode attention kernel (absorbed,
   FlashMLA-style): ``b`` sequences of ``S`` context tokens, ``h`` query heads on the GPU; the step
   model's ``F_attn_core = 2 b h S (2 r_kv + d_r)`` and ``M_kv_read = b S (r_kv + d_r) b_kv`` (latent
