@@ -6,8 +6,8 @@ Development time only; the installed tool never needs aiconfigurator, pyarrow or
     pip install pyarrow            # (the ``dev`` extra)
     python scripts/extract_kernel_tables.py /tmp/aic/aiconfigurator_core-0.12.0-*.whl
 
-writes ``planner/truth/data/kernels/{gemm,allreduce,a2a}.csv.gz`` (gzip with a zero timestamp, so
-the bytes are reproducible) and prints the sha256 of each uncompressed CSV, which
+writes ``planner/truth/data/kernels/{gemm,allreduce,a2a,moe,attention}.csv.gz`` (gzip with a zero
+timestamp, so the bytes are reproducible) and prints the sha256 of each uncompressed CSV, which
 ``tests/truth/test_kernels.py`` compares with the shipped files when the wheel is present.
 
 What is kept (deterministic, no sampling):
@@ -21,6 +21,22 @@ What is kept (deterministic, no sampling):
 - all-to-all: each stack's newest MoE all-to-all table (TensorRT-LLM and vLLM; SGLang's does
   not say how many GPUs took part), the low-latency (decode) kernels only, dispatch and combine
   per token count, hidden size, top-k and expert count.  Its latencies are already in us.
+- grouped MoE: each stack's newest ``moe_perf`` table, with the rows of the older table it
+  reuses for the shapes it did not recollect (``reuse.yaml``, or an earlier release candidate of
+  the same release); gated shapes only (a shape any kept table runs with a ``nongated`` kernel,
+  two matrices not three, is dropped with every kernel of every stack);
+  BF16, FP8, FP8 block, NVFP4 and the W4A16 formats; routing ``balanced`` and ``power_law_1.01``
+  (1.2 left out for size).  The bundled models' shapes (hidden, expert intermediate, top-k,
+  experts) at tokens 1, 2, 4 ... 16384 and every expert TP x EP; the declared sample of the other
+  shapes: tokens 1, 16, 256, 4096, expert TP 1, balanced routing.
+- attention, decode only: each stack's newest MLA generation kernel table (TensorRT-LLM and
+  SGLang; vLLM has only whole-module MLA tables, left out), every row; each stack's newest GQA /
+  MHA generation table, the bundled models' per-GPU head configurations (query heads, KV heads,
+  head dim at TP 1, 2, 4, 8) without a sliding window (gpt-oss's head dim 64 also with its
+  128-token window), and the declared sample of the other configurations: batch 1 and 64, no
+  window; GQA at contexts 2, 8, 32 ... 131072 (every other power of 2).  The context of a row is
+  ``isl + step`` (the source's prompt length and decode step).  Prefill (context) attention is left
+  out.
 
 The custom all-reduce tables' ``message_size`` counts BF16 elements (aiconfigurator sizes them
 as hidden size x tokens), so bytes = 2 x message_size.  The NCCL table's ``message_size`` is read
@@ -50,6 +66,20 @@ COMM_ONLY = {"rtx_pro_6000_server"}
 OUT = Path(__file__).resolve().parents[1] / "planner" / "truth" / "data" / "kernels"
 M_KEPT = tuple(2**i for i in range(15))
 DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
+#: MoE weight dtypes kept (the source's name -> ours): BF16, FP8 per tensor, FP8 block-scaled,
+#: NVFP4, and the two W4A16 formats (MXFP4 weights as gpt-oss ships them, INT4 weight-only)
+MOE_DTYPES = DTYPES | {"w4a16_mxfp4": "w4a16_mxfp4", "int4_wo": "int4_wo"}
+#: token counts kept for the bundled models' MoE shapes (the tables also hold 48, 80, 96 ...)
+MOE_TOKENS = M_KEPT
+#: routing distributions kept: the source's balanced routing and its milder power law (exponent
+#: 1.01); its power law 1.2 is left out (size)
+MOE_DISTRIBUTIONS = ("balanced", "power_law_1.01")
+#: the declared sample of the other MoE shapes: these token counts, no expert TP, balanced routing
+MOE_SAMPLE_TOKENS = (1, 16, 256, 4096)
+#: the declared sample of the other GQA head configurations: these batch sizes
+GQA_SAMPLE_BATCH = (1, 64)
+#: GQA context lengths kept (the tables step by powers of 2 from 2 to 131072): every other one
+GQA_CONTEXTS = tuple(2 ** (2 * i + 1) for i in range(9))
 
 
 def _version_key(v: str) -> tuple:
@@ -77,6 +107,54 @@ def _hidden_sizes() -> set[int]:
     return {int(load_model(m).d) for m in model_names()}
 
 
+def _moe_shapes() -> set[tuple[int, int, int, int]]:
+    """(hidden, expert intermediate, top-k, routed experts) of the bundled MoE models."""
+    from planner.specs.registry import load_model, model_names
+
+    out = set()
+    for name in model_names():
+        m = load_model(name)
+        if int(m.E) > 1:
+            out.add((int(m.d), int(m.f_e), int(m.k), int(m.E)))
+    return out
+
+
+def _gqa_heads() -> set[tuple[int, int, int]]:
+    """(query heads, KV heads, head dim) per GPU of the bundled GQA models at TP 1, 2, 4, 8 (KV
+    heads replicated where TP exceeds them)."""
+    from planner.specs.registry import load_model, model_names
+
+    out = set()
+    for name in model_names():
+        m = load_model(name)
+        if m.attention == "gqa":
+            for tp in (1, 2, 4, 8):
+                out.add((int(m.h) // tp, max(int(m.h_kv) // tp, 1), int(m.d_head)))
+    return out
+
+
+def _reused(z: zipfile.ZipFile, path: str, table: str) -> str | None:
+    """The older table whose rows fill the shapes a newest table did not recollect: the one it
+    declares it reuses (``reuse.yaml`` beside it), else the newest earlier release candidate of
+    the same release (H100 / H200 TensorRT-LLM 1.3.0rc23 recollected a few shapes only, without a
+    declaration, over 1.3.0rc20); None where neither exists."""
+    import yaml
+
+    parts = path.split("/")
+    meta = "/".join(parts[:-1]) + "/reuse.yaml"
+    if meta in z.namelist():
+        for r in yaml.safe_load(z.read(meta)).get("reuse", []):
+            if r.get("table") == table:
+                return "/".join(parts[:-2] + [str(r["from_version"]), parts[-1]])
+    release, _, rc = parts[-2].partition("rc")
+    if not rc:
+        return None
+    older = [n for n in z.namelist() if n.startswith("/".join(parts[:-2]) + f"/{release}rc")
+             and n.endswith("/" + parts[-1]) and n != path]
+    older = [n for n in older if _version_key(n.split("/")[-2]) < _version_key(parts[-2])]
+    return max(older, key=lambda n: _version_key(n.split("/")[-2])) if older else None
+
+
 def _read(z: zipfile.ZipFile, name: str) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
@@ -87,7 +165,8 @@ def extract(wheel: str | Path) -> dict[str, pd.DataFrame]:
     z = zipfile.ZipFile(wheel)
     names = z.namelist()
     hidden = _hidden_sizes()
-    gemm, ar, a2a = [], [], []
+    shapes, heads, nongated = _moe_shapes(), _gqa_heads(), _nongated_shapes(z, names)
+    gemm, ar, a2a, moe, attn = [], [], [], [], []
     for system, gpu in GPUS.items():
         gemms = {} if system in COMM_ONLY else _newest(names, system, "gemm", "gemm_perf.parquet")
         for stack, path in sorted(gemms.items()):
@@ -125,12 +204,98 @@ def extract(wheel: str | Path) -> dict[str, pd.DataFrame]:
                 "ep": t.ep_size.astype(int), "hidden": t.hidden_size.astype(int), "topk": t.topk.astype(int),
                 "experts": t.num_experts.astype(int), "tokens": t.num_tokens.astype(int),
                 "latency_us": t.latency.astype(float).round(4)}))
+        if system in COMM_ONLY:
+            continue
+        for stack, path in sorted(_newest(names, system, "moe", "moe_perf.parquet").items()):
+            moe.append(_moe_rows(z, path, gpu, stack, shapes, nongated))
+        for stack, path in sorted(_newest(names, system, "mla", "generation_mla_perf.parquet").items()):
+            t = _read(z, path)
+            attn.append(pd.DataFrame({
+                "gpu": gpu, "stack": stack, "version": t.version.astype(str), "op": "attention_mla",
+                "phase": "decode", "variant": t.kernel_source.astype(str), "dtype": t.mla_dtype.map(DTYPES),
+                "kv_dtype": t.kv_cache_dtype.map(DTYPES), "batch": t.batch_size.astype(int),
+                "isl": t.isl.astype(int), "step": t.step.astype(int), "heads": t.num_heads.astype(int),
+                "kv_heads": 0, "head_dim": 0, "window": 0, "latency_us": (t.latency * 1e3).round(4)}))
+        gqa_tables = _newest(names, system, "attention", "generation_attention_perf.parquet")
+        for stack, path in sorted(gqa_tables.items()):
+            t = _read(z, path)
+            cfg = list(zip(t.num_heads, t.num_key_value_heads, t.head_dim, strict=True))
+            bundled = pd.Series([c in heads for c in cfg], index=t.index)
+            # the bundled configurations without a sliding window, and gpt-oss's (head dim 64) with
+            # its 128-token window too; the others at the sample's batch sizes, no window
+            window_ok = (t.window_size == 0) | ((t.window_size == 128) & (t.head_dim == 64))
+            ctx = (t.isl + t.step).astype(int)
+            t = t[((bundled & window_ok) | (t.batch_size.isin(GQA_SAMPLE_BATCH) & (t.window_size == 0)))
+                  & (t.beam_width == 1) & ctx.isin(GQA_CONTEXTS)]
+            attn.append(pd.DataFrame({
+                "gpu": gpu, "stack": stack, "version": t.version.astype(str), "op": "attention_gqa",
+                "phase": "decode", "variant": t.kernel_source.astype(str), "dtype": t.attn_dtype.map(DTYPES),
+                "kv_dtype": t.kv_cache_dtype.map(DTYPES), "batch": t.batch_size.astype(int),
+                "isl": t.isl.astype(int), "step": t.step.astype(int), "heads": t.num_heads.astype(int),
+                "kv_heads": t.num_key_value_heads.astype(int), "head_dim": t.head_dim.astype(int),
+                "window": t.window_size.astype(int), "latency_us": (t.latency * 1e3).round(4)}))
     out = {"gemm": pd.concat(gemm, ignore_index=True), "allreduce": pd.concat(ar, ignore_index=True),
-           "a2a": pd.concat(a2a, ignore_index=True)}
+           "a2a": pd.concat(a2a, ignore_index=True), "moe": pd.concat(moe, ignore_index=True),
+           "attention": pd.concat(attn, ignore_index=True)}
     for k, df in out.items():
         keys = [c for c in df.columns if c != "latency_us"]
         out[k] = df.sort_values(keys, kind="mergesort").reset_index(drop=True)
     return out
+
+
+MOE_KEY = ["kernel_source", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
+           "moe_tp_size", "moe_ep_size", "distribution"]
+
+
+def _moe_table(z: zipfile.ZipFile, path: str) -> pd.DataFrame:
+    """A newest ``moe_perf`` table with the older one's rows for the shapes it did not recollect."""
+    t = _read(z, path)
+    old = _reused(z, path, "moe_perf")
+    if old is not None:
+        o = _read(z, old)
+        have = set(map(tuple, t[MOE_KEY].to_numpy().tolist()))
+        o = o[[tuple(r) not in have for r in o[MOE_KEY].to_numpy().tolist()]]
+        t = pd.concat([t, o], ignore_index=True)
+    return t
+
+
+def _nongated_shapes(z: zipfile.ZipFile, names: list[str]) -> set[tuple[int, int, int, int]]:
+    """The MoE shapes any kept table runs with a ``nongated`` kernel (Nemotron's ReLU^2 experts:
+    two matrices, not three)."""
+    out = set()
+    for system in GPUS:
+        for path in _newest(names, system, "moe", "moe_perf.parquet").values():
+            t = _moe_table(z, path)
+            t = t[t.kernel_source.astype(str).str.contains("nongated")]
+            out |= set(zip(t.hidden_size, t.inter_size, t.topk, t.num_experts, strict=True))
+    return out
+
+
+def _moe_rows(z: zipfile.ZipFile, path: str, gpu: str, stack: str, shapes: set[tuple[int, int, int, int]],
+              nongated: set[tuple[int, int, int, int]]) -> pd.DataFrame:
+    """One stack's newest grouped-MoE table (plus the rows of the older table it declares it
+    reuses, for the shapes it did not recollect), gated kernels only, the bundled models' shapes
+    at ``MOE_TOKENS`` and the declared sample of the others."""
+    t = _moe_table(z, path)
+    shape = pd.Series(list(zip(t.hidden_size, t.inter_size, t.topk, t.num_experts, strict=True)),
+                      index=t.index)
+    # the shapes a TensorRT-LLM table runs non-gated are dropped with every kernel of every stack:
+    # SGLang's and vLLM's tables time them with kernels whose names do not say so (they beat the
+    # three-matrix bound)
+    keep = ~shape.isin(nongated) & t.moe_dtype.isin(MOE_DTYPES) & t.distribution.isin(
+        MOE_DISTRIBUTIONS)
+    t, shape = t[keep], shape[keep]
+    bundled = shape.isin(shapes) & t.num_tokens.isin(MOE_TOKENS)
+    sample = (~shape.isin(shapes) & t.num_tokens.isin(MOE_SAMPLE_TOKENS) & (t.moe_tp_size == 1)
+              & (t.distribution == "balanced"))
+    t = t[bundled | sample]
+    return pd.DataFrame({
+        "gpu": gpu, "stack": stack, "version": t.version.astype(str), "op": "moe",
+        "variant": t.kernel_source.astype(str), "dtype": t.moe_dtype.map(MOE_DTYPES),
+        "distribution": t.distribution.astype(str), "tokens": t.num_tokens.astype(int),
+        "hidden": t.hidden_size.astype(int), "inter": t.inter_size.astype(int), "topk": t.topk.astype(int),
+        "experts": t.num_experts.astype(int), "tp": t.moe_tp_size.astype(int),
+        "ep": t.moe_ep_size.astype(int), "latency_us": (t.latency * 1e3).round(4)})
 
 
 def csv_bytes(df: pd.DataFrame) -> bytes:

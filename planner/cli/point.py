@@ -40,7 +40,8 @@ Names: the per-operator times (attn_proj, experts, dispatch, ...), the layer and
 part.<op>.<resource> (the roofline parts behind the bottleneck attribution), memory.<...>
 (bytes per GPU, the largest batch), the rates tps_user / tps_gpu / prefill_tps_gpu, and
 op.<name>: the single-kernel laws checked against measured kernels (op.gemm, op.gemm_bound,
-op.gemm_law, op.allreduce, op.a2a; planner/physics/operators.py).
+op.gemm_law, op.moe_law, op.moe_bound, op.attn_mla_law, op.attn_gqa_law, op.allreduce, op.a2a ...;
+planner/physics/operators.py).
 Conventions: per GPU, per layer unless named otherwise; SI units (s, B, FLOP, B/s, FLOP/s).
 """
 

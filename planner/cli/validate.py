@@ -30,7 +30,7 @@ def _clean(obj: Any) -> Any:
 # ---- validate ---------------------------------------------------------------------------------
 def _cmd_kernels(args: argparse.Namespace) -> int:
     from planner.outputs import table
-    from planner.truth.kernels import KernelScore, score_kernels
+    from planner.truth.kernels import score_kernels
 
     if args.runs is not None or args.points or args.out:
         raise SpecError("<input>", "--kernels", "alone (not with --runs, --points or --out)")
@@ -41,25 +41,29 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
         return 0
     print(f"# measured kernels ({s['rows']} rows, planner/truth/data/kernels/PROVENANCE.md) against the step "
           "model's operator laws; error = |predicted / measured - 1| in realistic mode (each stack's fit; "
-          "GEMMs: the fitted GEMM law where the spec carries it); bound viol. = kernels measured faster than "
-          "bound mode (GEMMs: gemm_bound, operands in L2 need not come from HBM); L2 = GEMMs faster than "
-          "the plain HBM roofline")
+          "GEMMs, grouped MoE, decode attention: the fitted laws where the spec carries them); bound viol. = "
+          "kernels measured faster than bound mode (GEMMs: gemm_bound, operands in L2 need not come from "
+          "HBM; MoE: moe_bound, the fewest experts any routing touches); L2 = kernels faster than the plain "
+          "roofline at the peaks (MoE: under uniform routing)")
     rows = [[o["op"], o["gpu"], o["stack"], o["n"], _pct(o["median_abs_err"]), _pct(o["p90_abs_err"]),
              f"{o['bias']:.2f}", o["bound_violations"], o["hbm_roofline_faster"]] for o in s["ops"]]
     print(table(rows, ["op", "gpu", "stack", "n", "median", "p90", "bias", "bound viol.", "L2"]))
     print(f"# overall median |error| {s['overall_median_abs_err']:.0%}; {s['bound_violations']} kernels "
-          f"faster than the bound; {s['hbm_roofline_faster']} GEMMs faster than the HBM roofline, their "
-          "operands fitting in L2 (the benchmark reruns each shape on the same buffers)")
+          f"faster than the bound; {s['hbm_roofline_faster']} faster than the plain roofline: GEMMs whose "
+          "operands fit in L2 (the benchmark reruns each shape on the same buffers), MoE layers whose "
+          "routing touches fewer experts than uniform routing")
     w = score.worst(8)
     print("\n# worst shapes (realistic / measured)")
     print(table([[r.op, r.gpu, r.stack, r.dtype, _shape(r), f"{r.latency_us:.4g}", f"{r.realistic_us:.4g}",
                   f"{r.ratio:.2f}"] for r in w.itertuples()],
                 ["op", "gpu", "stack", "dtype", "shape", "measured us", "predicted us", "ratio"]))
-    g = KernelScore(score.rows[score.rows.op == "gemm"]).worst(8)
-    print("\n# worst GEMM shapes (realistic / measured)")
-    print(table([[r.gpu, r.stack, r.dtype, _shape(r), f"{r.latency_us:.4g}", f"{r.realistic_us:.4g}",
-                  f"{r.ratio:.2f}"] for r in g.itertuples()],
-                ["gpu", "stack", "dtype", "shape", "measured us", "predicted us", "ratio"]))
+    for op, g in score.worst_by_op(5).items():
+        if op.startswith(("allreduce", "a2a")):
+            continue
+        print(f"\n# worst {op} shapes (realistic / measured)")
+        print(table([[r.gpu, r.stack, r.dtype, _shape(r), f"{r.latency_us:.4g}", f"{r.realistic_us:.4g}",
+                      f"{r.ratio:.2f}"] for r in g.itertuples()],
+                    ["gpu", "stack", "dtype", "shape", "measured us", "predicted us", "ratio"]))
     v = score.rows[score.rows.bound_violation]
     if len(v):
         print("\n# faster than the bound (first 8)")
@@ -72,6 +76,13 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
 def _shape(r: Any) -> str:
     if r.op == "gemm":
         return f"m {r.m:g} n {r.n:g} k {r.k:g}"
+    if r.op == "moe":
+        return (f"{r.tokens:g} tok, d {r.hidden:g} f {r.inter:g} top-{r.topk:g}/{r.experts:g}, TP {r.tp:g} "
+                f"EP {r.ep:g}, {r.distribution}")
+    if r.op.startswith("attention"):
+        heads = f"h {r.heads:g}" + (f"/{r.kv_heads:g}x{r.head_dim:g}" if r.op == "attention_gqa" else "")
+        return (f"b {r.batch:g} S {r.isl + r.step:g} {heads}, KV {r.kv_dtype}"
+                + (f", window {r.window:g}" if r.window else ""))
     return f"{r.num_gpus:g} GPUs, {r.bytes:g} B"
 
 
@@ -235,18 +246,28 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
 
 def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     from planner.outputs import table
-    from planner.truth.kernels import LAWS, fit_a2a, fit_allreduce, fit_gemm, write_allreduce
+    from planner.truth.kernels import (
+        LAWS,
+        fit_a2a,
+        fit_allreduce,
+        fit_attention,
+        fit_gemm,
+        fit_moe,
+        write_allreduce,
+    )
 
     if args.runs or args.out:
         raise SpecError("<input>", "--kernels", "not with --runs or --out")
     fits = {"allreduce": fit_allreduce(), "a2a": fit_a2a()}
     gemm = fit_gemm()
+    moe, attn = fit_moe(), fit_attention()
     # only the all-reduce and GEMM laws go into the specs: with the measured all-to-all kernels
     # (tens of microseconds per phase) in the step, the measured runs are predicted far slower
     # (leave-one-system-out on GB300 84% against 23%): the runs' stacks do not pay them as measured
-    written = write_allreduce(fits["allreduce"] + gemm) if args.write else []
+    written = write_allreduce(fits["allreduce"] + gemm + moe + attn) if args.write else []
     if args.json:
-        print_json(_clean({**{k: [f.__dict__ for f in v] for k, v in {**fits, "gemm": gemm}.items()},
+        print_json(_clean({**{k: [f.__dict__ for f in v] for k, v in
+                              {**fits, "gemm": gemm, "moe": moe, "attention": attn}.items()},
                             "written": written}))
         return 0
     print("# communication laws fitted to measured kernels per GPU and stack: latency per pass or phase "
@@ -269,12 +290,30 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
         for p in ("compute", "hbm", "cast", "floor")] + [_pct(f.median_abs_err), _pct(f.p90_abs_err)]
         for f in gemm], ["gpu", "stack", "dtype", "kernels", "eta_g", "eta_gm", "eta_q", "t_g0",
                          "median |err|", "p90"]))
+    def _v(f: Any, p: str) -> str:
+        if p not in f.values:
+            return "-"
+        v = f"{f.values[p] * 1e6:.3g} us" if p == "floor" else f"{f.values[p]:.3g}"
+        return v + (f" ±{f.rel_se[p]:.0%}" if f.rel_se[p] > 1e-6 else " (bound)")
+
+    print("\n# grouped MoE law: max(2*3 d f_e max(T_e, n_touched t_m) / TP_e / (eta_e P_e), "
+          "n_touched 3 d f_e b_we / TP_e / (eta_em B_hbm)) + t_e0 (moe-planner equations --term "
+          "op.moe_law), per weight dtype")
+    print(table([[f.gpu, f.stack, f.dtype, f.n] + [_v(f, p) for p in ("compute", "hbm", "floor", "imbalance")]
+                 + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in moe],
+                ["gpu", "stack", "dtype", "kernels", "eta_e", "eta_em", "t_e0", "lambda", "median |err|",
+                 "p90"]))
+    print("\n# decode attention laws: max(F / (eta_a P_c), M_kv / (eta_am B_hbm)) + t_a0, per KV dtype")
+    print(table([[f.law, f.gpu, f.stack, f.dtype, f.n] + [_v(f, p) for p in ("compute", "hbm", "floor")]
+                 + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in attn],
+                ["law", "gpu", "stack", "KV", "kernels", "eta_a", "eta_am", "t_a0", "median |err|", "p90"]))
     if written:
-        print(f"# wrote the all-reduce and GEMM laws into the stacks: entries of {len(written)} hardware "
-              f"specs: {', '.join(written)} (the all-to-all law is reported, not used: see the README)")
+        print(f"# wrote the all-reduce, GEMM, grouped-MoE and attention laws into the stacks: entries of "
+              f"{len(written)} hardware specs: {', '.join(written)} (the all-to-all law is reported, not "
+              "used: see the README)")
     else:
-        print("# nothing written (--write puts the all-reduce and GEMM laws into the bundled specs' stacks: "
-              "entries)")
+        print("# nothing written (--write puts the all-reduce, GEMM, grouped-MoE and attention laws into the "
+              "bundled specs' stacks: entries)")
     return 0
 
 
@@ -439,8 +478,9 @@ def register(sub: Any) -> None:
         "decoding is suspected; the file does not record it), not treated as failures.")
     v.add_argument("--json", action="store_true", help="print the scorecard as JSON")
     v.add_argument("--kernels", action="store_true",
-                   help="score measured kernel latencies (GEMM, all-reduce; planner/truth/data/kernels) "
-                        "against the step model's operator laws instead")
+                   help="score measured kernel latencies (GEMM, all-reduce, all-to-all, grouped MoE, decode "
+                        "attention; planner/truth/data/kernels) against the step model's operator laws "
+                        "instead")
     v.add_argument("--runs", nargs="?", const=True, default=None, metavar="FILE",
                    help="score measured serving runs instead of the published points (default FILE: "
                         "the bundled runs)")
@@ -461,8 +501,8 @@ def register(sub: Any) -> None:
         "  moe-planner calibrate --runs --no-loo\n  moe-planner calibrate --kernels --write\n"
         "  moe-planner calibrate --runs --write")
     c.add_argument("--kernels", action="store_true",
-                   help="fit the all-reduce and all-to-all laws to the measured kernels instead, per GPU "
-                        "and stack")
+                   help="fit the all-reduce, all-to-all, GEMM, grouped-MoE and attention laws to the "
+                        "measured kernels instead, per GPU and stack")
     c.add_argument("--runs", nargs="?", const=True, default=None, metavar="FILE",
                    help="fit to measured runs instead (default FILE: the bundled runs), per GPU family and "
                         "serving stack, with leave-one-system-out and leave-one-model-out errors (minutes)")

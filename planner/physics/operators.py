@@ -19,6 +19,34 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   ``t_m``), the activation cast to the GEMM's input dtype (``b_q`` bytes per element: BF16 read,
   FP8 or FP4 written; 0 for a BF16 GEMM) as a second HBM pass at its own bandwidth fraction,
   and a per-kernel floor ``t_g0`` (launch, prologue, the HBM latency before the stream ramps).
+- ``moe`` / ``moe_law`` / ``moe_bound``: one grouped-MoE layer on one rank (the routed experts'
+  gate/up and down GEMMs, gated: 3 matrices), ``T_moe`` tokens entering it, each rank holding
+  ``E_slots / EP`` experts sliced ``TP_e`` ways.  From the step model: distinct experts touched
+  ``n_touched = (E_slots / EP)(1 - (1 - k / E_slots)^T_moe)`` (uniform routing), token-expert rows
+  on the busiest rank ``T_e = lambda T_moe k / EP`` (lambda = 1 at EP 1), FLOPs
+  ``F_experts = 2 * 3 d f_e T_e / TP_e`` and the touched experts' weight bytes
+  ``M_experts = n_touched 3 d f_e b_we / TP_e``.  The law runs every touched expert on at least
+  one whole MMA tile of ``t_m`` rows (grouped GEMM kernels tile each expert apart:
+  ``max(T_e, n_touched t_m)`` rows), runs at fitted fractions ``eta_e`` of the dense peak and
+  ``eta_em`` of HBM bandwidth, plus a per-kernel floor ``t_e0``; lambda is fitted to the
+  source's power-law routing rows (1 for its balanced ones).  ``moe_roofline``: peaks, lambda =
+  1, no padding, no floor.  ``moe_bound``: the same with the fewest experts any routing can
+  touch (``k / EP``: a token's experts are distinct) and, as ``gemm_bound``, the weights the L2
+  cache can hold from the previous run not read from HBM: the source's routing touches fewer
+  experts than uniform routing (its balanced DeepSeek-V3 layer at EP 1 levels off at ~60% of the
+  weight bytes from 32 tokens on), so some kernels beat ``moe_roofline``.
+- ``attn_mla`` / ``attn_mla_law`` / ``attn_mla_bound``: one MLA decode attention kernel (absorbed,
+  FlashMLA-style): ``b`` sequences of ``S`` context tokens, ``h`` query heads on the GPU; the step
+  model's ``F_attn_core = 2 b h S (2 r_kv + d_r)`` and ``M_kv_read = b S (r_kv + d_r) b_kv`` (latent
+  KV not split, s_kv = 1, one query token).
+- ``attn_gqa`` / ``attn_gqa_law`` / ``attn_gqa_bound``: one GQA (MHA) decode attention kernel:
+  ``F = 4 b h S d_head`` (c_att = 2 d_head) and ``M = 2 b S h_kv d_head b_kv`` (e_kv = 2 h_kv
+  d_head, ``h_kv`` KV heads on the GPU), over the window-limited context ``S_eff`` (phi_w = 1: a
+  sliding window of ``S_w`` tokens).  Both laws: ``max(F / (eta_a P_c), M / (eta_am B_hbm)) +
+  t_a0``, fitted per GPU, stack and KV dtype; the bounds the same at the peaks without the floor.
+  ``*_bound_l2`` (``moe_bound_l2``, ``attn_*_bound_l2``): as ``gemm_bound``, the bytes the L2 cache
+  (``C_L2``) can hold from the previous run of the same kernel on the same buffers need not come
+  from HBM.
 - ``allreduce``: ``x`` bytes over ``n_g`` GPUs (two-shot inside a domain, hierarchical across).
 - ``a2a``: one dispatch or combine phase of ``tokens`` per GPU inside one domain, to the
   ``(EP - 1)(1 - (1 - 1/EP)^k)`` other ranks a token's experts reach, at the GPU's link or, over
@@ -52,6 +80,17 @@ eta_q = sp.Symbol("eta_q", positive=True)   #: fitted HBM fraction of the activa
 b_q = sp.Symbol("b_q", nonnegative=True)    #: bytes per element of that pass (0: none)
 t_g0 = sp.Symbol("t_g0", nonnegative=True)  #: fitted per-kernel floor of a GEMM, s
 C_l2 = sp.Symbol("C_L2", positive=True)     #: L2 cache capacity, B
+T_moe = sp.Symbol("T_moe", positive=True)   #: tokens entering a MoE layer on one rank
+eta_e = sp.Symbol("eta_e", positive=True)   #: fitted fraction of the dense peak of a grouped MoE
+eta_em = sp.Symbol("eta_em", positive=True)  #: fitted HBM fraction of a grouped MoE's weight stream
+t_e0 = sp.Symbol("t_e0", nonnegative=True)  #: fitted floor of a grouped MoE kernel, s
+r_kv = sp.Symbol("r_kv", positive=True)     #: MLA latent KV rank
+d_r = sp.Symbol("d_r", positive=True)       #: MLA decoupled RoPE key dimension
+h_kv = sp.Symbol("h_kv", positive=True)     #: KV heads on the GPU
+d_head = sp.Symbol("d_head", positive=True)  #: head dimension
+eta_a = sp.Symbol("eta_a", positive=True)   #: fitted fraction of the dense peak of decode attention
+eta_am = sp.Symbol("eta_am", positive=True)  #: fitted HBM fraction of decode attention's KV read
+t_a0 = sp.Symbol("t_a0", nonnegative=True)  #: fitted floor of a decode attention kernel, s
 
 OPERATOR_SYMBOLS = {
     "m": (m_g, "GEMM rows (tokens)", "1"), "n": (n_g, "GEMM output columns", "1"),
@@ -69,17 +108,76 @@ OPERATOR_SYMBOLS = {
             "B"),
     "t_g0": (t_g0, "per-kernel floor of a GEMM: launch, prologue, HBM latency (fitted)", "s"),
     "C_L2": (C_l2, "L2 cache capacity", "B"),
+    "T_moe": (T_moe, "tokens entering a MoE layer on one rank (each rank runs its own experts on them)",
+              "token"),
+    "eta_e": (eta_e, "fraction of the dense peak a grouped MoE kernel reaches (fitted per GPU, stack, dtype)",
+              "1"),
+    "eta_em": (eta_em, "fraction of HBM bandwidth a grouped MoE kernel streams its weights at (fitted)", "1"),
+    "t_e0": (t_e0, "per-kernel floor of a grouped MoE layer: launch, routing, prologue (fitted)", "s"),
+    "r_kv": (r_kv, "MLA latent KV rank (kv_lora_rank)", "1"),
+    "d_r": (d_r, "MLA decoupled RoPE key dimension (qk_rope_head_dim)", "1"),
+    "h_kv": (h_kv, "KV heads on the GPU", "1"), "d_head": (d_head, "attention head dimension", "1"),
+    "eta_a": (eta_a, "fraction of the dense peak a decode attention kernel reaches (fitted per GPU, stack, "
+              "KV dtype)", "1"),
+    "eta_am": (eta_am, "fraction of HBM bandwidth a decode attention kernel reads the KV cache at (fitted)",
+               "1"),
+    "t_a0": (t_a0, "per-kernel floor of a decode attention kernel (fitted)", "s"),
 }
 
 F_gemm = 2 * m_g * n_g * k_g
 M_gemm = m_g * k_g * b_in + k_g * n_g * b_w + m_g * n_g * b_out
 M_in = m_g * k_g * b_in + k_g * n_g * b_w
+#: one grouped-MoE layer on one rank, from the step model's expert terms: the layer's tokens stand
+#: for the step's global tokens (B_tok = b s_q G / TP_a with b = T_moe, s_q = G = TP_a = 1)
+_MOE_AT = {eq.b: T_moe, eq.s_q: 1, eq.G: 1, eq.TP_a: 1}
+n_touched_moe = eq.at(eq.n_touched, _MOE_AT)
+T_e_moe = eq.at(eq.T_e, _MOE_AT)
+F_moe = eq.at(eq.F_experts, _MOE_AT)
+M_moe = eq.at(eq.M_experts, _MOE_AT)
+#: the fewest experts a rank can touch: k / EP (each token's k experts are distinct)
+M_moe_min = eq.k / eq.EP * 3 * eq.d * eq.f_e * eq.b_we / eq.TP_e
+#: FLOPs the tensor cores execute: every touched expert runs at least one whole t_m-row tile (the
+#: grouped GEMM tiles each expert's rows apart), max(T_e, n_touched t_m) rows in all -- the
+#: padding of experts with fewer rows than a tile, smooth in T_e (a ceiling per expert would give
+#: the fit no slope in lambda)
+F_moe_pad = 2 * 3 * eq.d * eq.f_e / eq.TP_e * eq._max(T_e_moe, n_touched_moe * eq.t_m)
+#: one decode attention kernel: one query token, the heads on this GPU (TP_a = 1), KV not split
+_MLA_AT = {eq.s_q: 1, eq.TP_a: 1, eq.s_kv: 1, eq.phi_w: 0, eq.S_w: eq.S, eq.c_att: 2 * r_kv + d_r,
+           eq.e_kv: r_kv + d_r}
+_GQA_AT = {eq.s_q: 1, eq.TP_a: 1, eq.s_kv: 1, eq.c_att: 2 * d_head, eq.e_kv: 2 * h_kv * d_head}
+F_mla, M_mla = eq.at(eq.F_attn_core, _MLA_AT), eq.at(eq.M_kv_read, _MLA_AT)
+F_gqa, M_gqa = eq.at(eq.F_attn_core, _GQA_AT), eq.at(eq.M_kv_read, _GQA_AT)
+
+
+def _attn_law(F: sp.Expr, M: sp.Expr) -> sp.Expr:
+    return eq._max(F / (eta_a * eq.P_c), M / (eta_am * eq.B_hbm)) + t_a0
+
+
 OPERATORS: dict[str, sp.Expr] = {
     "gemm": eq.roofline(F_gemm, M_gemm, P_g),
     "gemm_bound": eq._max(F_gemm / P_g, eq._max(M_in - C_l2, 0) / eq.B_hbm),
     # the step model's own GEMM law, on one kernel of this shape
     "gemm_law": eq.gemm_law(F_gemm, M_gemm, P_g, m_g, k_g,
                             {"eta_g": eta_g, "eta_gm": eta_gm, "eta_q": eta_q, "b_q": b_q, "t_g0": t_g0}),
+    # grouped MoE: the step model's expert roofline (its efficiencies), the fitted law, the bound
+    "moe": eq.roofline(F_moe, M_moe, eq.P_e),
+    "moe_law": eq._max(F_moe_pad / (eta_e * eq.P_e), M_moe / (eta_em * eq.B_hbm)) + t_e0,
+    # the roofline at the peaks under uniform routing (no padding, no floor); measured kernels beat
+    # it where the source's routing touches fewer experts than uniform routing would
+    "moe_roofline": eq.at(eq._max(F_moe / eq.P_e, M_moe / eq.B_hbm), {eq.lam: 1}),
+    # the bound: a token's k experts are distinct, so a rank receiving T_e = T_moe k / EP rows
+    # touches at least k / EP experts whatever the routing; the weights the L2 cache holds from
+    # the previous run on the same buffers need not come from HBM (as gemm_bound)
+    "moe_bound": eq.at(eq._max(F_moe / eq.P_e, eq._max(M_moe_min - C_l2, 0) / eq.B_hbm), {eq.lam: 1}),
+    # decode attention, MLA absorbed and GQA
+    "attn_mla": eq.roofline(F_mla, M_mla, eq.P_c),
+    "attn_mla_law": _attn_law(F_mla, M_mla),
+    "attn_mla_bound": eq._max(F_mla / eq.P_c, M_mla / eq.B_hbm),
+    "attn_mla_bound_l2": eq._max(F_mla / eq.P_c, eq._max(M_mla - C_l2, 0) / eq.B_hbm),
+    "attn_gqa": eq.roofline(F_gqa, M_gqa, eq.P_c),
+    "attn_gqa_law": _attn_law(F_gqa, M_gqa),
+    "attn_gqa_bound": eq._max(F_gqa / eq.P_c, M_gqa / eq.B_hbm),
+    "attn_gqa_bound_l2": eq._max(F_gqa / eq.P_c, eq._max(M_gqa - C_l2, 0) / eq.B_hbm),
     "allreduce": eq.allreduce_time(x_bytes, n_ar),
     # one phase inside a domain: every other EP rank a token's k experts reach, uniform routing
     # (the instance is the EP group, inside one domain: G = EP)

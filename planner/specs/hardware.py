@@ -47,6 +47,25 @@ class GemmLaw:
     cast: float = 1.0    #: eta_q, HBM fraction of the activation cast pass (unused for BF16)
 
 
+#: MoE weight dtypes a ``stacks:`` entry may carry a fitted grouped-MoE law for (``moe_<dtype>``)
+MOE_LAW_DTYPES = ("bf16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "int4_wo")
+#: decode attention laws a ``stacks:`` entry may carry (``attn_<kind>_<KV dtype>`` keys)
+ATTN_LAW_KEYS = ("mla_bf16", "mla_fp8", "gqa_bf16", "gqa_fp8")
+
+
+@dataclass(frozen=True)
+class KernelLaw:
+    """A fitted single-kernel law's constants (planner.physics.operators ``moe_law``,
+    ``attn_mla_law``, ``attn_gqa_law``), per GPU, stack and dtype."""
+
+    hbm: float              #: fraction of HBM bandwidth (eta_em, eta_am)
+    floor: float            #: s per kernel (t_e0, t_a0)
+    #: fraction of the dense peak (eta_e, eta_a); 1 where not fitted (GQA decode: its compute side
+    #: never binds at the measured shapes)
+    compute: float = 1.0
+    imbalance: float = 1.0  #: lambda of the source's power-law routing rows (MoE only)
+
+
 @dataclass(frozen=True)
 class Efficiency:
     """Realistic-mode factors, kept apart from the peaks (``bound`` mode ignores them)."""
@@ -77,10 +96,22 @@ class Efficiency:
     #: GEMM law per dtype, fitted to measured kernels per stack, as (dtype, constants) pairs
     #: (empty: GEMMs are priced by the step model's roofline with compute and hbm)
     gemm: tuple[tuple[str, GemmLaw], ...] = ()
+    #: grouped-MoE law per weight dtype and decode attention law per kind and KV dtype
+    #: (``mla_fp8``, ``gqa_bf16`` ...), fitted to measured kernels per stack (empty: not fitted)
+    moe: tuple[tuple[str, KernelLaw], ...] = ()
+    attn: tuple[tuple[str, KernelLaw], ...] = ()
 
     def gemm_law(self, dtype: str) -> GemmLaw | None:
         """The fitted GEMM law of ``dtype`` (None where this stack has none)."""
         return dict(self.gemm).get(dtype)
+
+    def moe_law(self, dtype: str) -> KernelLaw | None:
+        """The fitted grouped-MoE law of weight dtype ``dtype`` (None where this stack has none)."""
+        return dict(self.moe).get(dtype)
+
+    def attn_law(self, kind: str, kv_dtype: str) -> KernelLaw | None:
+        """The fitted decode attention law of ``kind`` (mla, gqa) and ``kv_dtype`` (or None)."""
+        return dict(self.attn).get(f"{kind}_{kv_dtype}")
 
 
 @dataclass(frozen=True)
@@ -386,6 +417,10 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
         gemm = _gemm_laws(f, e)
         if gemm:
             changes["gemm"] = gemm
+        for fld, prefix, keys in (("moe", "moe_", MOE_LAW_DTYPES), ("attn", "attn_", ATTN_LAW_KEYS)):
+            laws = _kernel_laws(f, e, prefix, keys)
+            if laws:
+                changes[fld] = laws
         for key, fields_ in STACK_FIELDS.items():
             sub = e.sub(key, required=False)
             if sub is None:  # not fitted for this stack: the efficiency: value
@@ -431,6 +466,37 @@ def _gemm_laws(f: Fields, e: Fields) -> tuple[tuple[str, GemmLaw], ...]:
         sub.text("note", required=False)
         sub.done()
         out.append((dt, GemmLaw(**vals)))
+    return tuple(out)
+
+
+def _kernel_laws(f: Fields, e: Fields, prefix: str,
+                 keys: tuple[str, ...]) -> tuple[tuple[str, KernelLaw], ...]:
+    """A stack entry's ``<prefix><key>: {compute, hbm, floor, imbalance, kernels, note}`` lines
+    (``moe_<dtype>``, ``attn_<kind>_<KV dtype>``; each constant ``{value, se, kind}``, ``se`` the
+    relative standard error; ``imbalance`` only for MoE, ``compute`` absent where not fitted)."""
+    out = []
+    for key in keys:
+        sub = e.sub(prefix + key, required=False)
+        if sub is None:
+            continue
+        vals: dict[str, float] = {}
+        for name in ("compute", "hbm", "floor", "imbalance"):
+            c = sub.sub(name, required=name in ("hbm", "floor"))
+            if c is None:
+                continue
+            if name == "floor":
+                vals[name] = parse_quantity(c.raw("value"), "time", f.label, c.path("value"))
+            elif name == "imbalance":
+                vals[name] = c.number("value", lo=1.0, lo_open=False)
+            else:
+                vals[name] = c.number("value", lo=0.0, hi=1.0, lo_open=True)
+            c.number("se", required=False, lo=0.0)
+            c.text("kind", required=False, choices=("fitted", "bound"))
+            c.done()
+        sub.integer("kernels", required=False)
+        sub.text("note", required=False)
+        sub.done()
+        out.append((key, KernelLaw(**vals)))
     return tuple(out)
 
 

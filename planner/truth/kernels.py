@@ -32,7 +32,7 @@ from planner.errors import SpecError
 from planner.physics.operators import compile_operator
 from planner.physics.step import CAST_BYTES as GEMM_CAST_BYTES
 from planner.physics.step import TILE_M
-from planner.specs.hardware import GemmLaw
+from planner.specs.hardware import GemmLaw, KernelLaw
 from planner.specs.reading import yaml_number
 
 #: GEMM dtype -> (compute dtype of the peak, bytes per input activation, per weight, per output)
@@ -44,13 +44,30 @@ GEMM_DTYPES = {"bf16": ("bf16", 2.0, 2.0, 2.0), "fp8": ("fp8", 1.0, 1.0, 2.0),
 #: sources; assumed the B200's (same two-die Blackwell layout)
 L2_BYTES = {"hopper": 50e6, "blackwell": 126e6}
 BOUND_SLACK = 0.01
-OPS = ("gemm", "allreduce", "a2a")
+OPS = ("gemm", "allreduce", "a2a", "moe", "attention")
+#: MoE weight dtype -> (compute dtype of the peak, bytes per weight element with its scales):
+#: FP8 block scales one FP32 per 128 x 128 block; NVFP4 one FP8 per 16 (as GEMM_DTYPES); MXFP4
+#: one E8M0 byte per 32 (4.25 bits); INT4 weight-only one BF16 scale per group of 128 (assumed
+#: group size).  The W4A16 formats compute in BF16 (weights dequantized in the kernel)
+MOE_DTYPES = {"bf16": ("bf16", 2.0), "fp8": ("fp8", 1.0), "fp8_block": ("fp8", 1.0 + 4 / 128**2),
+              "nvfp4": ("fp4", 0.5625), "w4a16_mxfp4": ("bf16", 0.53125), "int4_wo": ("bf16", 0.515625)}
+#: KV-cache dtype -> bytes per element
+KV_BYTES = {"bf16": 2.0, "fp8": 1.0}
+#: MLA latent rank r_kv and RoPE key dimension d_r of every MLA model the tables time (DeepSeek-V3
+#: and Kimi K2 alike: kv_lora_rank 512, qk_rope_head_dim 64)
+MLA_DIMS = {"r_kv": 512.0, "d_r": 64.0}
+#: the shape columns of one MoE and one attention kernel (the table's other columns: the kernel
+#: variant, its version, the latency)
+MOE_KEYS = ["gpu", "stack", "op", "dtype", "distribution", "tokens", "hidden", "inter", "topk", "experts",
+            "tp", "ep"]
+ATTN_KEYS = ["gpu", "stack", "op", "dtype", "kv_dtype", "batch", "isl", "step", "heads", "kv_heads",
+             "head_dim", "window"]
 #: all-to-all phase dtype -> bytes per element
 A2A_BYTES = {"bf16": 2.0, "fp8": 1.0, "nvfp4": 0.5625, "fp4": 0.5625}
 
 
 def load_table(op: str) -> pd.DataFrame:
-    """One shipped kernel table (``gemm`` or ``allreduce``)."""
+    """One shipped kernel table (``gemm``, ``allreduce``, ``a2a``, ``moe`` or ``attention``)."""
     if op not in OPS:
         raise SpecError("<input>", "op", f"one of {', '.join(OPS)}, got {op!r}")
     f = resources.files("planner.truth.data").joinpath("kernels", f"{op}.csv.gz")
@@ -154,6 +171,98 @@ def predict_a2a(df: pd.DataFrame, mode: str) -> np.ndarray:
     return _per_system(df, mode, lambda d, hw, e: _a2a_seconds(d, hw, e["a_a2a"], e["eta_a2a"]))
 
 
+def serving_kernels(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Where a stack has several kernels for one shape (SGLang's Triton and FlashInfer MoE, its
+    FlashInfer and Triton attention ...), the fastest: the one its dispatcher is tuned to pick."""
+    return df.loc[df.groupby(keys).latency_us.idxmin()].reset_index(drop=True)
+
+
+def _moe_shape(d: pd.DataFrame, hw: Any, dtype: str) -> dict[str, Any]:
+    comp, bw = MOE_DTYPES[dtype]
+    return {"T_moe": d.tokens.to_numpy(float), "d": d.hidden.to_numpy(float), "f_e": d.inter.to_numpy(float),
+            "k": d.topk.to_numpy(float), "E_slots": d.experts.to_numpy(float), "EP": d.ep.to_numpy(float),
+            "TP_e": d.tp.to_numpy(float), "b_we": bw, "P_e": hw.flops[comp], "B_hbm": hw.hbm_bandwidth}
+
+
+def moe_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: KernelLaw) -> np.ndarray:
+    """The fitted grouped-MoE law (operator ``moe_law``) on rows ``d`` of one weight dtype: lambda
+    1 on balanced-routing rows, the law's ``imbalance`` on power-law ones."""
+    lam = np.where(d.distribution.to_numpy() == "balanced", 1.0, law.imbalance)
+    return compile_operator("moe_law")(**_moe_shape(d, hw, dtype), t_m=TILE_M.get(hw.family, 1.0),
+                                       eta_e=law.compute, eta_em=law.hbm, t_e0=law.floor, **{"lambda": lam})
+
+
+def predict_moe(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.ndarray:
+    """Predicted seconds of each grouped-MoE row.  ``bound``: ``moe_bound`` (fewest experts
+    touched, L2-resident weights not read; ``hbm_roofline``: ``moe_roofline``, uniform routing
+    from HBM); ``realistic``: the stack's fitted law for the dtype where its spec carries one, else
+    the step model's expert roofline (``moe``) with the stack's efficiencies, lambda 1."""
+    from planner.specs.registry import load_hardware
+
+    out = np.full(len(df), np.nan)
+    for (gpu, stack, dtype), idx in df.groupby(["gpu", "stack", "dtype"]).groups.items():
+        hw = _system(load_hardware(gpu), stack, mode)
+        if MOE_DTYPES[dtype][0] not in hw.flops:
+            continue
+        r, pos = df.loc[idx], df.index.get_indexer(idx)
+        shape = _moe_shape(r, hw, dtype)
+        law = hw.efficiency.moe_law(dtype) if mode == "realistic" else None
+        if law is not None:
+            out[pos] = moe_law_seconds(r, hw, dtype, law)
+        elif mode == "bound":
+            out[pos] = (compile_operator("moe_roofline")(**shape) if hbm_roofline else
+                        compile_operator("moe_bound")(**shape, C_L2=L2_BYTES.get(hw.family, 0.0)))
+        else:
+            eff = {k: v for k, v in _efficiency(hw, mode).items() if k in ("eta_c", "eta_m", "tau_k")}
+            out[pos] = compile_operator("moe")(**shape, **eff, **{"lambda": 1.0})
+    return out
+
+
+def _attn_shape(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
+    # an FP8 cache may be attended with FP8 MMAs (TensorRT-LLM's MLA kernels on Blackwell beat the
+    # BF16 peak with one): the FP8 peak for FP8 caches, the BF16 peak for BF16 ones
+    kv = d.kv_dtype.iloc[0]
+    shape = {"b": d.batch.to_numpy(float), "S": (d.isl + d.step).to_numpy(float),
+             "h": d.heads.to_numpy(float), "b_kv": KV_BYTES[kv],
+             "P_c": hw.flops["fp8" if kv == "fp8" else "bf16"], "B_hbm": hw.hbm_bandwidth}
+    if kind == "mla":
+        return shape | MLA_DIMS
+    w = d.window.to_numpy(float)
+    return shape | {"h_kv": d.kv_heads.to_numpy(float), "d_head": d.head_dim.to_numpy(float),
+                    "phi_w": (w > 0).astype(float), "S_w": np.where(w > 0, w, 1.0)}
+
+
+def attn_law_seconds(d: pd.DataFrame, hw: Any, kind: str, law: KernelLaw) -> np.ndarray:
+    """The fitted decode attention law (``attn_mla_law`` or ``attn_gqa_law``) on rows ``d``."""
+    return compile_operator(f"attn_{kind}_law")(**_attn_shape(d, hw, kind), eta_a=law.compute, eta_am=law.hbm,
+                                                t_a0=law.floor)
+
+
+def predict_attention(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.ndarray:
+    """Predicted seconds of each decode attention row (``op`` attention_mla or attention_gqa), as
+    :func:`predict_moe`: bound ``attn_<kind>_bound_l2`` (or ``_bound``), realistic the fitted law
+    for the KV dtype, else the step model's attention-core roofline with the stack's
+    efficiencies."""
+    from planner.specs.registry import load_hardware
+
+    out = np.full(len(df), np.nan)
+    for (gpu, stack, op, kv), idx in df.groupby(["gpu", "stack", "op", "kv_dtype"]).groups.items():
+        hw = _system(load_hardware(gpu), stack, mode)
+        kind = op.removeprefix("attention_")
+        r, pos = df.loc[idx], df.index.get_indexer(idx)
+        shape = _attn_shape(r, hw, kind)
+        law = hw.efficiency.attn_law(kind, kv) if mode == "realistic" else None
+        if law is not None:
+            out[pos] = attn_law_seconds(r, hw, kind, law)
+        elif mode == "bound":
+            out[pos] = (compile_operator(f"attn_{kind}_bound")(**shape) if hbm_roofline else
+                        compile_operator(f"attn_{kind}_bound_l2")(**shape, C_L2=L2_BYTES.get(hw.family, 0.0)))
+        else:
+            eff = {k: v for k, v in _efficiency(hw, mode).items() if k in ("eta_c", "eta_m", "tau_k")}
+            out[pos] = compile_operator(f"attn_{kind}")(**shape, **eff)
+    return out
+
+
 @dataclass
 class KernelScore:
     """Every kernel row with its bound and realistic predictions."""
@@ -171,6 +280,10 @@ class KernelScore:
                         "bound_violations": int(d.bound_violation.sum()),
                         "hbm_roofline_faster": int(d.hbm_roofline_faster.sum())})
         return out
+
+    def worst_by_op(self, n: int = 3) -> dict[str, pd.DataFrame]:
+        """The ``n`` worst rows of each op class."""
+        return {op: KernelScore(d).worst(n) for op, d in self.rows.groupby("op")}
 
     def summary(self) -> dict[str, Any]:
         e = (self.rows.realistic_us / self.rows.latency_us - 1).abs().dropna()
@@ -194,16 +307,20 @@ def serving_allreduces(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def score_kernels() -> KernelScore:
-    """Price every shipped kernel row in both modes (all-reduces: :func:`serving_allreduces`)."""
+    """Price every shipped kernel row in both modes (all-reduces: :func:`serving_allreduces`; MoE
+    and attention: :func:`serving_kernels`)."""
     parts = []
-    for op, predict in (("gemm", predict_gemm), ("allreduce", predict_allreduce), ("a2a", predict_a2a)):
+    for op, predict in (("gemm", predict_gemm), ("allreduce", predict_allreduce), ("a2a", predict_a2a),
+                        ("moe", predict_moe), ("attention", predict_attention)):
         df = load_table(op).reset_index(drop=True)
         if op == "allreduce":
             df = serving_allreduces(df)
+        elif op in ("moe", "attention"):
+            df = serving_kernels(df, MOE_KEYS if op == "moe" else ATTN_KEYS)
         df["bound_us"] = predict(df, "bound") * 1e6
         df["realistic_us"] = predict(df, "realistic") * 1e6
-        if op == "gemm":
-            df["hbm_roofline_us"] = predict_gemm(df, "bound", hbm_roofline=True) * 1e6
+        if op in ("gemm", "moe", "attention"):
+            df["hbm_roofline_us"] = predict(df, "bound", hbm_roofline=True) * 1e6
         df["op"] = df["op"].astype(str)
         parts.append(df)
     rows = pd.concat(parts, ignore_index=True)
@@ -327,7 +444,71 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
     return out
 
 
-_LAW_LINE = re.compile(r"^    ((allreduce|a2a)(?=_(?:latency|efficiency):)|gemm_[a-z0-9_]+(?=:))")
+#: the grouped-MoE and attention laws' fitted constants (KernelLaw fields), starting points and
+#: bounds: fractions in (0, 1], the floor 0.1-2000 us, the power-law routing's lambda 1-16
+KERNEL_PARAMS = {"compute": (0.5, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)),
+                 "floor": (10e-6, (0.1e-6, 2000e-6)), "imbalance": (1.5, (1.0, 16.0))}
+
+
+def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[LawFit]:
+    from planner.specs.registry import load_hardware
+
+    out = []
+    for (gpu, stack, dtype), d in groups:
+        hw = load_hardware(gpu).without_stack()
+        names = names_of(d)
+        meas = d.latency_us.to_numpy(float) * 1e-6
+
+        def res(p: np.ndarray, d=d, meas=meas, hw=hw, names=names) -> np.ndarray:
+            return np.log(seconds(d, hw, KernelLaw(**dict(zip(names, np.exp(p), strict=True)))) / meas)
+
+        bounds = tuple(KERNEL_PARAMS[p][1] for p in names)
+        x, se, e = _solve(res, [KERNEL_PARAMS[p][0] for p in names], bounds)
+        se = np.where([np.isclose(v, lo, rtol=1e-4) or np.isclose(v, hi, rtol=1e-4)
+                       for v, (lo, hi) in zip(x, bounds, strict=True)], np.nan, se)
+        out.append(LawFit(law, gpu, stack, int(len(d)), dict(zip(names, map(float, x), strict=True)),
+                          dict(zip(names, map(float, se), strict=True)), float(np.median(e)),
+                          float(np.quantile(e, 0.9)), dtype))
+    return out
+
+
+def fit_moe(df: pd.DataFrame | None = None) -> list[LawFit]:
+    """Least squares on log(predicted / measured) of the grouped-MoE law (operator ``moe_law``)
+    per (GPU, stack, weight dtype) of the measured serving kernels (:func:`serving_kernels`):
+    ``compute`` eta_e, ``hbm`` eta_em, ``floor`` t_e0 and, where power-law routing rows with EP > 1
+    exist, ``imbalance`` (their lambda); relative standard errors from s^2 (J^T J)^-1."""
+    from planner.specs.registry import load_hardware
+
+    df = serving_kernels(load_table("moe"), MOE_KEYS) if df is None else df
+    df = df[[MOE_DTYPES[dt][0] in load_hardware(g).flops for g, dt in zip(df.gpu, df.dtype, strict=True)]]
+
+    def names(d: pd.DataFrame) -> list[str]:
+        skewed = ((d.distribution != "balanced") & (d.ep > 1)).any()
+        return ["compute", "hbm", "floor"] + (["imbalance"] if skewed else [])
+
+    groups = ((key, d) for key, d in df.groupby(["gpu", "stack", "dtype"]))
+    return _fit_kernel_law("moe", groups, lambda d, hw, law: moe_law_seconds(d, hw, d.dtype.iloc[0], law),
+                           names)
+
+
+def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
+    """The same for the decode attention laws (``attn_mla_law``, ``attn_gqa_law``) per (GPU,
+    stack, kind, KV dtype): ``compute`` eta_a (MLA only: GQA decode, at most h / h_kv = 16 FLOP per
+    KV byte, never reaches its compute side at the measured shapes, so eta_a is not identified and
+    held at 1), ``hbm`` eta_am, ``floor`` t_a0 (``LawFit.law`` is ``attn_mla`` or ``attn_gqa``,
+    ``dtype`` the KV dtype)."""
+    df = serving_kernels(load_table("attention"), ATTN_KEYS) if df is None else df
+    out = []
+    for op, dop in df.groupby("op"):
+        kind = op.removeprefix("attention_")
+        groups = ((key, d) for key, d in dop.groupby(["gpu", "stack", "kv_dtype"]))
+        out += _fit_kernel_law(f"attn_{kind}", groups, lambda d, hw, law, kind=kind: attn_law_seconds(
+            d, hw, kind, law), lambda d, kind=kind: (["compute"] if kind == "mla" else []) + ["hbm", "floor"])
+    return out
+
+
+_LAW_LINE = re.compile(
+    r"^    ((allreduce|a2a)(?=_(?:latency|efficiency):)|(?:gemm|moe|attn)_[a-z0-9_]+(?=:))")
 
 
 def _se_tag(se: float) -> str:
@@ -335,22 +516,35 @@ def _se_tag(se: float) -> str:
     return f"se: {yaml_number(se, 3)}, kind: fitted" if math.isfinite(se) and se > 1e-6 else "kind: bound"
 
 
+#: what each fitted kernel law's spec line says it was fitted to
+_LAW_WHAT = {"gemm": "{dt} GEMMs", "moe": "{dt} grouped-MoE kernels",
+             "attn_mla": "MLA decode attention kernels ({dt} KV cache)",
+             "attn_gqa": "GQA decode attention kernels ({dt} KV cache)"}
+
+
+def _law_key(f: LawFit) -> str:
+    return f"{f.law}_{f.dtype}" if f.law in _LAW_WHAT else f.law
+
+
 def _gemm_line(f: LawFit, date: str) -> str:
-    note = json.dumps(f"fitted to {f.n} measured {f.dtype} GEMMs of this GPU and stack (aiconfigurator-core "
+    """The spec line of a fitted GEMM, grouped-MoE or attention law (``gemm_<dtype>``,
+    ``moe_<dtype>``, ``attn_<kind>_<KV dtype>``)."""
+    what = _LAW_WHAT[f.law].format(dt=f.dtype)
+    note = json.dumps(f"fitted to {f.n} measured {what} of this GPU and stack (aiconfigurator-core "
                       f"0.12.0; planner/truth/data/kernels), {date}; median error {f.median_abs_err:.0%}, "
                       f"p90 {f.p90_abs_err:.0%}")
     parts = []
     for name, v in f.values.items():
         text = f'"{v * 1e6:.4g} us"' if name == "floor" else f"{v:.4g}"
         parts.append(f"{name}: {{value: {text}, {_se_tag(f.rel_se[name])}}}")
-    return f"    gemm_{f.dtype}: {{{', '.join(parts)}, kernels: {f.n}, note: {note}}}"
+    return f"    {_law_key(f)}: {{{', '.join(parts)}, kernels: {f.n}, note: {note}}}"
 
 
 def render_allreduce(text: str, fits: list[LawFit], date: str) -> str:
     """Spec text with each stack entry's fitted kernel-law lines (``allreduce_*``, ``a2a_*``,
-    ``gemm_<dtype>``) set from ``fits``; stacks and laws the fits do not cover are left as they
-    are."""
-    by = {(f.stack, f"gemm_{f.dtype}" if f.law == "gemm" else f.law): f for f in fits}
+    ``gemm_<dtype>``, ``moe_<dtype>``, ``attn_<kind>_<KV dtype>``) set from ``fits``; stacks and
+    laws the fits do not cover are left as they are."""
+    by = {(f.stack, _law_key(f)): f for f in fits}
     lines = text.splitlines()
     out: list[str] = []
     in_stacks, stack = False, None
@@ -377,15 +571,17 @@ def render_allreduce(text: str, fits: list[LawFit], date: str) -> str:
                 lat, eff = LAWS[law]["params"]
                 for name, shown in ((lat, f'"{f.values[lat] * 1e6:.4g} us"'), (eff, f"{f.values[eff]:.4g}")):
                     out.append(f"    {name}: {{value: {shown}, {_se_tag(f.rel_se[name])}, note: {note}}}")
-            for key, f in sorted(by.items()):
-                if key[0] == stack and f.law == "gemm":
-                    out.append(_gemm_line(f, date))
+            for law in _LAW_WHAT:
+                for key, f in sorted(by.items()):
+                    if key[0] == stack and f.law == law:
+                        out.append(_gemm_line(f, date))
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
 def write_allreduce(fits: list[LawFit]) -> list[str]:
-    """Write the fits (all-reduce and GEMM laws) into the bundled hardware specs' ``stacks:``
-    entries (every new text is parsed before any is written).  Returns the names written."""
+    """Write the fits (all-reduce, GEMM, grouped-MoE and attention laws) into the bundled hardware
+    specs' ``stacks:`` entries (every new text is parsed before any is written).  Returns the names
+    written."""
     import datetime
     from pathlib import Path
 

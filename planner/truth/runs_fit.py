@@ -495,11 +495,15 @@ def _source_text(fit: RunsFit) -> str:
             "and serving stack")
 
 
+#: A stack entry's lines fitted to measured kernels (``moe-planner calibrate --kernels``), which a
+#: runs fit carries over unchanged.
+KERNEL_LINES = ("    allreduce_", "    a2a_", "    gemm_", "    moe_", "    attn_")
+
+
 def render_stacks(text: str, block: str) -> str:
     """Spec text with its ``stacks:`` block (top-level key to the next one) replaced by ``block``;
-    the kernel laws fitted to kernels (``allreduce_*``, ``a2a_*`` and ``gemm_*`` lines of a stack
-    entry, written by ``moe-planner calibrate --kernels``) are carried over into the same stack's
-    new entry."""
+    the laws fitted to kernels (the :data:`KERNEL_LINES` of a stack entry) are carried over into
+    the same stack's new entry."""
     out, skip, stack = [], False, None
     kept: dict[str, list[str]] = {}
     for ln in text.splitlines():
@@ -511,7 +515,7 @@ def render_stacks(text: str, block: str) -> str:
         if skip:
             if re.match(r"^  [a-z][\w.-]*:\s*$", ln):
                 stack = ln.strip()[:-1]
-            elif stack and ln.startswith(("    allreduce_", "    a2a_", "    gemm_")):
+            elif stack and ln.startswith(KERNEL_LINES):
                 kept.setdefault(stack, []).append(ln)
             continue
         out.append(ln)

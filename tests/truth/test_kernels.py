@@ -35,6 +35,15 @@ def test_tables_load_with_their_columns():
     assert {"gpu", "stack", "num_gpus", "bytes", "latency_us"} <= set(a.columns)
     assert set(g.gpu) == {"hgx-h100", "hgx-h200", "hgx-b200", "hgx-b300", "gb200-nvl72", "gb300-nvl72"}
     assert (g.latency_us > 0).all() and (a.latency_us > 0).all()
+    m, t = load_table("moe"), load_table("attention")
+    assert {"gpu", "stack", "version", "dtype", "distribution", "tokens", "hidden", "inter", "topk",
+            "experts", "tp", "ep", "latency_us"} <= set(m.columns)
+    assert {"op", "kv_dtype", "batch", "isl", "step", "heads", "kv_heads", "head_dim", "window",
+            "latency_us"} <= set(t.columns)
+    assert set(t.op) == {"attention_mla", "attention_gqa"} and (m.latency_us > 0).all()
+    # the bundled models' shapes are there: DeepSeek-V3, Kimi K2, Qwen3-235B, gpt-oss-120b MoE
+    shapes = set(zip(m.hidden, m.inter, m.topk, m.experts, strict=True))
+    assert {(7168, 2048, 8, 256), (7168, 2048, 8, 384), (4096, 1536, 8, 128), (2880, 2880, 4, 128)} <= shapes
     size = sum(f.stat().st_size for f in resources.files("planner.truth.data").joinpath("kernels").iterdir())
     assert size < 5e6
 
@@ -207,11 +216,23 @@ def test_runs_fit_rewrite_keeps_the_kernel_lines():
     assert [ln for ln in again.splitlines() if ln.startswith(("    allreduce_", "    gemm_"))] == kept
 
 
-def test_cli_calibrate_kernels_json(capsys):
+def test_cli_calibrate_kernels_json(capsys, monkeypatch):
+    from planner.truth import kernels as K
+
+    # the grouped-MoE and attention fits (two minutes on every table) on one GPU's kernels
+    fit_moe, fit_attention = K.fit_moe, K.fit_attention
+    moe = K.serving_kernels(load_table("moe"), K.MOE_KEYS)
+    attn = K.serving_kernels(load_table("attention"), K.ATTN_KEYS)
+    moe = moe[(moe.gpu == "hgx-h200") & (moe["stack"] == "vllm")]
+    attn = attn[(attn.gpu == "hgx-h200") & (attn["stack"] == "vllm")]
+    monkeypatch.setattr(K, "fit_moe", lambda: fit_moe(moe))
+    monkeypatch.setattr(K, "fit_attention", lambda: fit_attention(attn))
     assert main(["calibrate", "--kernels", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["written"] == [] and {"gpu", "stack", "values", "rel_se"} <= set(d["allreduce"][0])
     assert {"compute", "hbm", "floor"} <= set(d["gemm"][0]["values"]) and d["gemm"][0]["dtype"]
+    assert {f["dtype"] for f in d["moe"]} >= {"bf16", "fp8"}
+    assert {f["law"] for f in d["attention"]} == {"attn_gqa"}  # vLLM has no MLA kernel table
     # the all-to-all law is fitted and reported (tens of microseconds per phase), not written
     a2a = {(f["gpu"], f["stack"]): f for f in d["a2a"]}
     assert 5e-6 < a2a[("hgx-h200", "trtllm")]["values"]["a2a_latency"] < 200e-6
@@ -224,3 +245,124 @@ def test_a2a_law_by_hand():
     t = compile_operator("a2a")(tokens=8.0, b_phase=1.0, EP=8.0, k=8.0, d=7168.0, B_su=450e9,
                                 eta_a2a=1.0, a_a2a=10e-6, N_su=8.0, n_sw=8.0, B_hb=450e9)
     assert t == pytest.approx(10e-6 + 8 * 7 * (1 - (7 / 8) ** 8) * 7168 / 450e9, rel=1e-12)
+
+
+def test_moe_law_by_hand():
+    # DeepSeek-V3's layer on one of 8 EP ranks (32 experts), 4 tokens, FP8 weights, H200 peaks,
+    # eta_e 0.5, eta_em 0.8, t_e0 5 us, lambda 1.5: a token reaches a given expert with
+    # probability 8/256, so n_touched = 32 (1 - (31/32)^4) = 3.8164 experts; their weights
+    # 3.8164 x 3 x 7168 x 2048 x 1 B = 168.07 MB at 0.8 x 4.8 TB/s = 43.77 us.  Rows on the rank
+    # 1.5 x 4 x 8 / 8 = 6, padded to one 64-row tile per touched expert (244.25 rows):
+    # 2 x 3 x 7168 x 2048 x 244.25 = 2.1514e10 FLOP at 0.5 x 1979 TFLOP/s = 21.74 us: memory-bound
+    n_t = 32 * (1 - (1 - 8 / 256) ** 4)
+    w = 3 * 7168 * 2048
+    t = compile_operator("moe_law")(T_moe=4.0, d=7168.0, f_e=2048.0, k=8.0, E_slots=256.0, EP=8.0, TP_e=1.0,
+                                    b_we=1.0, P_e=1979e12, B_hbm=4.8e12, t_m=64.0, eta_e=0.5, eta_em=0.8,
+                                    t_e0=5e-6, **{"lambda": 1.5})
+    assert t == pytest.approx(5e-6 + n_t * w / (0.8 * 4.8e12), rel=1e-12)
+    assert 2 * w * n_t * 64 / (0.5 * 1979e12) < t - 5e-6
+    # 16384 tokens: 1.5 x 16384 x 8 / 8 = 24576 rows > 32 x 64, compute-bound at
+    # 2 x w x 24576 / (0.5 P) = 2.188 ms (all 32 experts' 1.409 GB at 0.8 x 4.8 TB/s: 0.367 ms)
+    t = compile_operator("moe_law")(T_moe=16384.0, d=7168.0, f_e=2048.0, k=8.0, E_slots=256.0, EP=8.0,
+                                    TP_e=1.0, b_we=1.0, P_e=1979e12, B_hbm=4.8e12, t_m=64.0, eta_e=0.5,
+                                    eta_em=0.8, t_e0=0.0, **{"lambda": 1.5})
+    assert t == pytest.approx(2 * w * 24576 / (0.5 * 1979e12), rel=1e-12)
+    # the bound: the fewest experts (k / EP = 1) and lambda 1; one expert's 44 MB fit in H200's
+    # 50 MB L2, so only the compute side binds: 2 x w x 4 / 1979e12
+    b = compile_operator("moe_bound")(T_moe=4.0, d=7168.0, f_e=2048.0, k=8.0, E_slots=256.0, EP=8.0,
+                                      TP_e=1.0, b_we=1.0, P_e=1979e12, B_hbm=4.8e12, C_L2=50e6)
+    assert b == pytest.approx(2 * w * 4 / 1979e12, rel=1e-12)
+
+
+def test_attention_laws_by_hand():
+    # MLA decode, 64 sequences of 4096 tokens, 128 heads on the GPU, FP8 latent cache, at the BF16
+    # peak 989 TFLOP/s x 0.5 and 4.8 TB/s x 0.8, floor 10 us: 2 x 64 x 128 x 4096 x (2 x 512 + 64)
+    # = 7.3014e10 FLOP -> 147.65 us; 64 x 4096 x 576 x 1 B = 151.0 MB -> 39.32 us: compute-bound
+    t = compile_operator("attn_mla_law")(b=64.0, S=4096.0, h=128.0, b_kv=1.0, r_kv=512.0, d_r=64.0,
+                                         P_c=989e12, B_hbm=4.8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6)
+    assert t == pytest.approx(10e-6 + 2 * 64 * 128 * 4096 * 1088 / (0.5 * 989e12), rel=1e-12)
+    # GQA decode, 8 sequences, 8 query / 1 KV head of 128, BF16 cache, a 128-token window on a
+    # 1000-token context: 2 x 8 x 128 x 1 x 128 x 2 B = 524 kB at 0.8 x 3.35 TB/s = 0.1957 us
+    t = compile_operator("attn_gqa_law")(b=8.0, S=1000.0, h=8.0, h_kv=1.0, d_head=128.0, b_kv=2.0,
+                                         phi_w=1.0, S_w=128.0, P_c=989e12, B_hbm=3.35e12, eta_a=1.0,
+                                         eta_am=0.8, t_a0=3e-6)
+    assert t == pytest.approx(3e-6 + 2 * 8 * 128 * 128 * 2 / (0.8 * 3.35e12), rel=1e-12)
+    assert set(arguments("attn_mla_law")) == {"b", "S", "h", "b_kv", "r_kv", "d_r", "P_c", "B_hbm", "eta_a",
+                                              "eta_am", "t_a0"}
+
+
+def test_moe_and_attention_laws_recover_known_constants():
+    from planner.specs.hardware import KernelLaw
+    from planner.truth.kernels import (
+        ATTN_KEYS,
+        MOE_KEYS,
+        attn_law_seconds,
+        fit_attention,
+        fit_moe,
+        moe_law_seconds,
+        serving_kernels,
+    )
+
+    hw = load_hardware("hgx-h200").without_stack()
+    m = serving_kernels(load_table("moe"), MOE_KEYS)
+    m = m[(m.gpu == "hgx-h200") & (m["stack"] == "trtllm") & (m["dtype"] == "fp8") & (m.tp == 1)].copy()
+    true = KernelLaw(compute=0.45, hbm=0.75, floor=30e-6, imbalance=2.0)
+    m["latency_us"] = moe_law_seconds(m, hw, "fp8", true) * 1e6
+    (f,) = fit_moe(m)
+    for name in ("compute", "hbm", "floor", "imbalance"):
+        assert f.values[name] == pytest.approx(getattr(true, name), rel=1e-3), name
+    assert f.median_abs_err < 1e-6
+    a = serving_kernels(load_table("attention"), ATTN_KEYS)
+    a = a[(a.gpu == "hgx-h200") & (a["stack"] == "trtllm") & (a.op == "attention_mla")
+          & (a.kv_dtype == "bf16")].copy()
+    true = KernelLaw(compute=0.4, hbm=0.8, floor=15e-6)
+    a["latency_us"] = attn_law_seconds(a, hw, "mla", true) * 1e6
+    (f,) = fit_attention(a)
+    assert f.law == "attn_mla" and f.dtype == "bf16"
+    for name in ("compute", "hbm", "floor"):
+        assert f.values[name] == pytest.approx(getattr(true, name), rel=1e-3), name
+
+
+def test_no_moe_or_attention_kernel_beats_its_bound(score):
+    for op, n in (("moe", 100_000), ("attention_mla", 30_000), ("attention_gqa", 50_000)):
+        r = score.rows[score.rows.op == op]
+        assert len(r) > n and r.bound_us.notna().all() and not r.bound_violation.any(), op
+        assert (r.bound_us <= r.hbm_roofline_us * (1 + 1e-9)).all()
+        assert r.realistic_us.notna().all()
+
+
+def test_moe_and_attention_law_spec_round_trip():
+    from planner.specs.hardware import parse_hardware
+    from planner.specs.reading import parse_yaml
+    from planner.specs.registry import bundled_hardware_path
+    from planner.truth.kernels import LawFit, render_allreduce
+
+    text = bundled_hardware_path("hgx-h200").read_text("utf-8")
+    blank = "\n".join(ln for ln in text.splitlines() if not ln.startswith(("    moe_", "    attn_"))) + "\n"
+    assert parse_hardware(parse_yaml(blank, "h200"), "h200").with_stack("vllm").efficiency.moe == ()
+    fits = [LawFit("moe", "hgx-h200", "vllm", 50,
+                   {"compute": 0.3, "hbm": 0.7, "floor": 40e-6, "imbalance": 2.5},
+                   {"compute": 0.01, "hbm": 0.0, "floor": 0.02, "imbalance": 0.03}, 0.2, 0.5, "fp8"),
+            LawFit("attn_mla", "hgx-h200", "vllm", 60, {"compute": 0.45, "hbm": 0.8, "floor": 16e-6},
+                   {"compute": 0.01, "hbm": 0.01, "floor": 0.01}, 0.1, 0.3, "fp8"),
+            LawFit("attn_gqa", "hgx-h200", "vllm", 70, {"hbm": 0.6, "floor": 12e-6},
+                   {"hbm": 0.01, "floor": 0.01}, 0.1, 0.3, "bf16")]
+    new = render_allreduce(blank, fits, "2026-12-01")
+    assert new.count("    moe_fp8:") == 1 and "hbm: {value: 0.7, kind: bound}" in new
+    eff = parse_hardware(parse_yaml(new, "h200"), "h200").with_stack("vllm").efficiency
+    law = eff.moe_law("fp8")
+    assert (law.compute, law.hbm, law.imbalance) == pytest.approx((0.3, 0.7, 2.5))
+    assert law.floor == pytest.approx(40e-6)
+    mla, gqa = eff.attn_law("mla", "fp8"), eff.attn_law("gqa", "bf16")
+    assert (mla.compute, mla.hbm, mla.floor) == pytest.approx((0.45, 0.8, 16e-6))
+    assert gqa.compute == 1.0 and gqa.hbm == pytest.approx(0.6) and eff.attn_law("gqa", "fp8") is None
+    assert render_allreduce(new, fits, "2026-12-01") == new
+
+
+def test_bundled_specs_carry_physical_moe_and_attention_laws():
+    for gpu in ("hgx-h100", "hgx-h200", "hgx-b200", "hgx-b300", "gb200-nvl72", "gb300-nvl72"):
+        for stack, eff in load_hardware(gpu).stacks.items():
+            assert eff.moe and eff.attn, (gpu, stack)
+            for _, law in eff.moe + eff.attn:
+                assert 0 < law.compute <= 1 and 0 < law.hbm <= 1 and law.floor > 0 and law.imbalance >= 1
+            assert {k for k, _ in eff.attn} >= {"gqa_bf16", "gqa_fp8"}

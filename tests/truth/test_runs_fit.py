@@ -71,6 +71,13 @@ def test_stacks_block_round_trips_through_the_spec_parser(h200_trtllm_parts):
         parse_yaml(rf.render_stacks(text, ""), "y.yaml"), "y.yaml").efficiency
     # rendering twice replaces, never appends
     assert rf.render_stacks(text, rf.stacks_block(fit, "hopper")) == text
+    # and every line of the trtllm entry fitted to kernels (GEMM, grouped MoE, attention,
+    # all-reduce) comes through unchanged
+    trt = _spec_path("hgx-h200").read_text("utf-8").split("\n  trtllm:\n")[1].split("\n  vllm:\n")[0]
+    kernel = [ln for ln in trt.splitlines() if ln.startswith(rf.KERNEL_LINES)]
+    assert any(ln.startswith("    moe_") for ln in kernel)
+    assert any(ln.startswith("    attn_") for ln in kernel)
+    assert all(ln in text.splitlines() for ln in kernel)
 
 
 def test_name_at_stack_selects_that_stacks_fit():
