@@ -514,10 +514,10 @@ def sampled_efficiencies(hw: Hardware, rng: np.random.Generator, n: int, rel: fl
     system carries one, else the published-point calibration), the others (and all of them with
     ``method='ranges'`` or no fit recorded) uniform within +-``rel`` of their value.  Fractions
     stay in (0, 1]; times and lambda >= their floor."""
-    # the numeric efficiencies (the GEMM law per dtype, used only to score measured kernels, is
-    # not sampled: a draw leaves it as it is)
+    # the numeric efficiencies (the laws fitted to measured kernels, tuples per dtype, are not
+    # sampled: a draw leaves them as they are)
     eff = {f.name: getattr(hw.efficiency, f.name) for f in dataclasses.fields(hw.efficiency)
-           if f.name != "gemm"}
+           if not isinstance(getattr(hw.efficiency, f.name), tuple)}
     cal = (stack_block(hw) or calibration_block(hw)) if method in ("auto", "fit") else None
     if method == "fit" and cal is None:
         raise SpecError(hw.name, "calibration", "a recorded fit (run moe-planner calibrate --write) for "
