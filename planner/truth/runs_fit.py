@@ -500,10 +500,8 @@ def _source_text(fit: RunsFit) -> str:
 KERNEL_LINES = ("    allreduce_", "    a2a_", "    gemm_", "    moe_", "    attn_")
 
 
-def render_stacks(text: str, block: str) -> str:
-    """Spec text with its ``stacks:`` block (top-level key to the next one) replaced by ``block``;
-    the laws fitted to kernels (the :data:`KERNEL_LINES` of a stack entry) are carried over into
-    the same stack's new entry."""
+def _split_stacks(text: str) -> tuple[list[str], dict[str, list[str]]]:
+    """(the spec's lines outside its ``stacks:`` block, each stack entry's :data:`KERNEL_LINES`)."""
     out, skip, stack = [], False, None
     kept: dict[str, list[str]] = {}
     for ln in text.splitlines():
@@ -519,6 +517,36 @@ def render_stacks(text: str, block: str) -> str:
                 kept.setdefault(stack, []).append(ln)
             continue
         out.append(ln)
+    return out, kept
+
+
+#: The GPU whose measured GEMM laws a spec of its family without GEMM tables of its own borrows
+#: (the fractions of its own peaks; the runs fit of the family assumes a GEMM law for the dense GEMMs).
+GEMM_REFERENCE = {"hopper": "hgx-h100", "blackwell": "hgx-b200"}
+
+
+def borrowed_gemm_lines(reference: str, text: str) -> dict[str, list[str]]:
+    """The ``gemm_`` lines of each stack entry of ``reference``'s spec ``text``, their notes saying
+    they are borrowed from it."""
+    lines = {}
+    for stack, kl in _split_stacks(text)[1].items():
+        tag = f'note: "borrowed from {reference} (same GPU family; no measured GEMMs of this GPU): fitted to'
+        g = [ln.replace('note: "fitted to', tag).replace("of this GPU and stack", "of that GPU and stack")
+             for ln in kl if ln.startswith("    gemm_")]
+        if g:
+            lines[stack] = g
+    return lines
+
+
+def render_stacks(text: str, block: str, borrowed: dict[str, list[str]] | None = None) -> str:
+    """Spec text with its ``stacks:`` block (top-level key to the next one) replaced by ``block``;
+    the laws fitted to kernels (the :data:`KERNEL_LINES` of a stack entry) are carried over into
+    the same stack's new entry, and a stack entry without ``gemm_`` lines takes those of
+    ``borrowed`` (stack -> lines)."""
+    out, kept = _split_stacks(text)
+    for stack, lines in (borrowed or {}).items():
+        if not any(ln.startswith("    gemm_") for ln in kept.get(stack, [])):
+            kept[stack] = lines + kept.get(stack, [])
     while out and not out[-1].strip():
         out.pop()
     new, stack = [], None
@@ -534,8 +562,9 @@ def render_stacks(text: str, block: str) -> str:
 def write_fit(fit: RunsFit) -> list[str]:
     """Write each family's ``stacks:`` block into every bundled hardware spec of that family
     whose scale-up fabric is NVLink (every run was measured on one; a PCIe system keeps its
-    ``efficiency:`` block); checks every new text parses before writing any.  Returns the names
-    written."""
+    ``efficiency:`` block), with the family reference GPU's GEMM laws where the spec has no
+    measured GEMMs of its own (:data:`GEMM_REFERENCE`); checks every new text parses before
+    writing any.  Returns the names written."""
     from planner.outputs import write_atomic
     from planner.specs.hardware import parse_hardware
     from planner.specs.reading import parse_yaml
@@ -548,7 +577,10 @@ def write_fit(fit: RunsFit) -> list[str]:
         if not block or hw.su_link != "nvlink":  # the runs were all measured over NVLink
             continue
         path = bundled_hardware_path(name)
-        text = render_stacks(path.read_text("utf-8"), block)
+        ref = GEMM_REFERENCE.get(hw.family)
+        borrowed = (borrowed_gemm_lines(ref, bundled_hardware_path(ref).read_text("utf-8"))
+                    if ref and ref != name else None)
+        text = render_stacks(path.read_text("utf-8"), block, borrowed)
         parse_hardware(parse_yaml(text, str(path)), str(path))  # refuse a block that does not parse
         new[name] = (path, text)
     for _name, (path, text) in new.items():
