@@ -306,3 +306,37 @@ def test_overlap_hides_only_its_share_of_the_shorter_side():
         r = decode_step("deepseek-v3", hw.replace(efficiency={"overlap": eta}), **kw)
         assert r.terms["layer_moe"] == pytest.approx(2 * (max(c, m) + (1 - eta) * min(c, m)), rel=1e-9)
     assert 0.0 < hw.efficiency.overlap < 1.0
+
+
+# ---- the dense GEMMs at the GEMM law's throughput (realistic mode) -----------------------------------
+def test_lm_head_at_the_gemm_law_by_hand():
+    # Llama-3.1-8B on one H200 (TensorRT-LLM fit), 100 sequences, BF16 head: V = 128256, d = 4096.
+    # The law pads 100 rows to 2 tiles of 64 (128 rows) and takes the bf16 GEMM's fractions;
+    # 4 kernels at tau_k.  Bound mode keeps the plain roofline at the peaks.
+    from planner.physics.step import gemm_law_values, resolve_precisions
+
+    hw = load_hardware("hgx-h200@trtllm")
+    law = hw.efficiency.gemm_law("bf16")
+    m = load_model("llama-3.1-8b")
+    r = decode_step(m, hw, gpus=1, batch=100, context=1024, mode="realistic")
+    F = 2 * 100 * m.V * m.d
+    M = m.V * m.d * 2.0
+    P, B = hw.flops["bf16"], hw.hbm_bandwidth
+    want = max(F * 128 / 100 / (law.compute * P), M / (law.hbm * B)) + 4 * hw.efficiency.kernel_overhead
+    assert close(r.terms["lm_head"], want, rel=1e-9)
+    prec = resolve_precisions(m, hw)
+    assert gemm_law_values(hw, prec, "realistic")["x_g"] == 1.0
+    assert gemm_law_values(hw, prec, "bound")["x_g"] == 0.0
+    b = decode_step(m, hw, gpus=1, batch=100, context=1024, mode="bound")
+    assert close(b.terms["lm_head"], max(F / P, M / B), rel=1e-9)
+
+
+def test_a_gpu_without_measured_gemms_borrows_its_familys():
+    # H20 has no GEMM tables: its stacks carry H100's GEMM laws, said so in each line's note
+    from planner.specs.registry import bundled_hardware_path
+
+    h20, h100 = load_hardware("hgx-h20@trtllm"), load_hardware("hgx-h100@trtllm")
+    assert h20.efficiency.gemm and h20.efficiency.gemm == h100.efficiency.gemm
+    text = bundled_hardware_path("hgx-h20").read_text("utf-8")
+    gemm = [ln for ln in text.splitlines() if ln.startswith("    gemm_")]
+    assert gemm and all("borrowed from hgx-h100" in ln for ln in gemm)
