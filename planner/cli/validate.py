@@ -297,12 +297,13 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
         return v + (f" ±{f.rel_se[p]:.0%}" if f.rel_se[p] > 1e-6 else " (bound)")
 
     print("\n# grouped MoE law: max(2*3 d f_e max(T_e, n_touched t_m) / TP_e / (eta_e P_e), "
-          "n_touched 3 d f_e b_we / TP_e / (eta_em B_hbm)) + t_e0 (moe-planner equations --term "
-          "op.moe_law), per weight dtype")
-    print(table([[f.gpu, f.stack, f.dtype, f.n] + [_v(f, p) for p in ("compute", "hbm", "floor", "imbalance")]
+          "n_touched 3 d f_e b_we / TP_e / (eta_em B_hbm)) + T_e (2 d + 4 f_e / TP_e) 2 B / (eta_ea B_hbm) "
+          "+ t_e0 (moe-planner equations --term op.moe_law), per weight dtype")
+    print(table([[f.gpu, f.stack, f.dtype, f.n]
+                 + [_v(f, p) for p in ("compute", "hbm", "act", "floor", "imbalance")]
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in moe],
-                ["gpu", "stack", "dtype", "kernels", "eta_e", "eta_em", "t_e0", "lambda", "median |err|",
-                 "p90"]))
+                ["gpu", "stack", "dtype", "kernels", "eta_e", "eta_em", "eta_ea", "t_e0", "lambda",
+                 "median |err|", "p90"]))
     print("\n# decode attention laws: max(F / (eta_a P_c), M_kv / (eta_am B_hbm)) + t_a0, per KV dtype")
     print(table([[f.law, f.gpu, f.stack, f.dtype, f.n] + [_v(f, p) for p in ("compute", "hbm", "floor")]
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in attn],

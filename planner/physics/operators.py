@@ -28,8 +28,13 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   ``M_experts = n_touched 3 d f_e b_we / TP_e``.  The law runs every touched expert on at least
   one whole MMA tile of ``t_m`` rows (grouped GEMM kernels tile each expert apart:
   ``max(T_e, n_touched t_m)`` rows), runs at fitted fractions ``eta_e`` of the dense peak and
-  ``eta_em`` of HBM bandwidth, plus a per-kernel floor ``t_e0``; lambda is fitted to the
-  source's power-law routing rows (1 for its balanced ones).  ``moe_roofline``: peaks, lambda =
+  ``eta_em`` of HBM bandwidth, plus the rows' activation traffic as a second HBM pass
+  ``M_act / (eta_ea B_hbm)``, ``M_act = T_e (2 d + 4 f_e / TP_e) 2 B`` (each row's BF16 input
+  gathered and output written, its gate/up product written and read back by the gated activation:
+  the grouped GEMMs, activation, permute and combine are separate kernels, so these cross HBM; it
+  binds at prefill sizes with narrow experts, where the weights are few per row), and a per-kernel
+  floor ``t_e0``; lambda is fitted to the source's power-law routing rows (1 for its balanced
+  ones).  ``moe_roofline``: peaks, lambda =
   1, no padding, no floor.  ``moe_bound``: the same with the fewest experts any routing can
   touch (``k / EP``: a token's experts are distinct) and, as ``gemm_bound``, the weights the L2
   cache can hold from the previous run not read from HBM: the source's routing touches fewer
@@ -84,6 +89,7 @@ T_moe = sp.Symbol("T_moe", positive=True)   #: tokens entering a MoE layer on on
 eta_e = sp.Symbol("eta_e", positive=True)   #: fitted fraction of the dense peak of a grouped MoE
 eta_em = sp.Symbol("eta_em", positive=True)  #: fitted HBM fraction of a grouped MoE's weight stream
 t_e0 = sp.Symbol("t_e0", nonnegative=True)  #: fitted floor of a grouped MoE kernel, s
+eta_ea = sp.Symbol("eta_ea", positive=True)  #: fitted HBM fraction of a grouped MoE's activation traffic
 r_kv = sp.Symbol("r_kv", positive=True)     #: MLA latent KV rank
 d_r = sp.Symbol("d_r", positive=True)       #: MLA decoupled RoPE key dimension
 h_kv = sp.Symbol("h_kv", positive=True)     #: KV heads on the GPU
@@ -114,6 +120,8 @@ OPERATOR_SYMBOLS = {
               "1"),
     "eta_em": (eta_em, "fraction of HBM bandwidth a grouped MoE kernel streams its weights at (fitted)", "1"),
     "t_e0": (t_e0, "per-kernel floor of a grouped MoE layer: launch, routing, prologue (fitted)", "s"),
+    "eta_ea": (eta_ea, "fraction of HBM bandwidth of a grouped MoE layer's per-row activation traffic "
+               "(gather, gate/up product, output; fitted)", "1"),
     "r_kv": (r_kv, "MLA latent KV rank (kv_lora_rank)", "1"),
     "d_r": (d_r, "MLA decoupled RoPE key dimension (qk_rope_head_dim)", "1"),
     "h_kv": (h_kv, "KV heads on the GPU", "1"), "d_head": (d_head, "attention head dimension", "1"),
@@ -141,6 +149,11 @@ M_moe_min = eq.k / eq.EP * 3 * eq.d * eq.f_e * eq.b_we / eq.TP_e
 #: padding of experts with fewer rows than a tile, smooth in T_e (a ceiling per expert would give
 #: the fit no slope in lambda)
 F_moe_pad = 2 * 3 * eq.d * eq.f_e / eq.TP_e * eq._max(T_e_moe, n_touched_moe * eq.t_m)
+#: BF16 activation bytes each token-expert row moves through HBM between the layer's kernels (the
+#: grouped GEMMs, the gated activation, the permute and the combine): its input row gathered in
+#: (d) and its output row written (d), its gate/up product (2 f_e / TP_e) written by the first GEMM
+#: and read back by the gated activation -- (2 d + 4 f_e / TP_e) x 2 B per row, T_e rows
+M_moe_act = T_e_moe * 2 * (2 * eq.d + 4 * eq.f_e / eq.TP_e)
 #: one decode attention kernel: one query token, the heads on this GPU (TP_a = 1), KV not split
 _MLA_AT = {eq.s_q: 1, eq.TP_a: 1, eq.s_kv: 1, eq.phi_w: 0, eq.S_w: eq.S, eq.c_att: 2 * r_kv + d_r,
            eq.e_kv: r_kv + d_r}
@@ -161,7 +174,8 @@ OPERATORS: dict[str, sp.Expr] = {
                             {"eta_g": eta_g, "eta_gm": eta_gm, "eta_q": eta_q, "b_q": b_q, "t_g0": t_g0}),
     # grouped MoE: the step model's expert roofline (its efficiencies), the fitted law, the bound
     "moe": eq.roofline(F_moe, M_moe, eq.P_e),
-    "moe_law": eq._max(F_moe_pad / (eta_e * eq.P_e), M_moe / (eta_em * eq.B_hbm)) + t_e0,
+    "moe_law": eq._max(F_moe_pad / (eta_e * eq.P_e), M_moe / (eta_em * eq.B_hbm))
+    + M_moe_act / (eta_ea * eq.B_hbm) + t_e0,
     # the roofline at the peaks under uniform routing (no padding, no floor); measured kernels beat
     # it where the source's routing touches fewer experts than uniform routing would
     "moe_roofline": eq.at(eq._max(F_moe / eq.P_e, M_moe / eq.B_hbm), {eq.lam: 1}),

@@ -64,6 +64,8 @@ class KernelLaw:
     #: never binds at the measured shapes)
     compute: float = 1.0
     imbalance: float = 1.0  #: lambda of the source's power-law routing rows (MoE only)
+    #: fraction of HBM bandwidth of the per-row activation traffic (eta_ea, MoE only; 1 where not fitted)
+    act: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -471,16 +473,17 @@ def _gemm_laws(f: Fields, e: Fields) -> tuple[tuple[str, GemmLaw], ...]:
 
 def _kernel_laws(f: Fields, e: Fields, prefix: str,
                  keys: tuple[str, ...]) -> tuple[tuple[str, KernelLaw], ...]:
-    """A stack entry's ``<prefix><key>: {compute, hbm, floor, imbalance, kernels, note}`` lines
+    """A stack entry's ``<prefix><key>: {compute, hbm, floor, imbalance, act, kernels, note}`` lines
     (``moe_<dtype>``, ``attn_<kind>_<KV dtype>``; each constant ``{value, se, kind}``, ``se`` the
-    relative standard error; ``imbalance`` only for MoE, ``compute`` absent where not fitted)."""
+    relative standard error; ``imbalance`` and ``act`` only for MoE, ``compute`` absent where not
+    fitted)."""
     out = []
     for key in keys:
         sub = e.sub(prefix + key, required=False)
         if sub is None:
             continue
         vals: dict[str, float] = {}
-        for name in ("compute", "hbm", "floor", "imbalance"):
+        for name in ("compute", "hbm", "floor", "imbalance", "act"):
             c = sub.sub(name, required=name in ("hbm", "floor"))
             if c is None:
                 continue

@@ -189,7 +189,8 @@ def moe_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: KernelLaw) -> np.
     1 on balanced-routing rows, the law's ``imbalance`` on power-law ones."""
     lam = np.where(d.distribution.to_numpy() == "balanced", 1.0, law.imbalance)
     return compile_operator("moe_law")(**_moe_shape(d, hw, dtype), t_m=TILE_M.get(hw.family, 1.0),
-                                       eta_e=law.compute, eta_em=law.hbm, t_e0=law.floor, **{"lambda": lam})
+                                       eta_e=law.compute, eta_em=law.hbm, eta_ea=law.act, t_e0=law.floor,
+                                       **{"lambda": lam})
 
 
 def predict_moe(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.ndarray:
@@ -447,7 +448,8 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
 #: the grouped-MoE and attention laws' fitted constants (KernelLaw fields), starting points and
 #: bounds: fractions in (0, 1], the floor 0.1-2000 us, the power-law routing's lambda 1-16
 KERNEL_PARAMS = {"compute": (0.5, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)),
-                 "floor": (10e-6, (0.1e-6, 2000e-6)), "imbalance": (1.5, (1.0, 16.0))}
+                 "floor": (10e-6, (0.1e-6, 2000e-6)), "imbalance": (1.5, (1.0, 16.0)),
+                 "act": (0.5, (0.01, 1.0))}
 
 
 def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[LawFit]:
@@ -475,8 +477,9 @@ def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[
 def fit_moe(df: pd.DataFrame | None = None) -> list[LawFit]:
     """Least squares on log(predicted / measured) of the grouped-MoE law (operator ``moe_law``)
     per (GPU, stack, weight dtype) of the measured serving kernels (:func:`serving_kernels`):
-    ``compute`` eta_e, ``hbm`` eta_em, ``floor`` t_e0 and, where power-law routing rows with EP > 1
-    exist, ``imbalance`` (their lambda); relative standard errors from s^2 (J^T J)^-1."""
+    ``compute`` eta_e, ``hbm`` eta_em, ``floor`` t_e0, ``act`` eta_ea (the rows' activation
+    traffic) and, where power-law routing rows with EP > 1 exist, ``imbalance`` (their lambda);
+    relative standard errors from s^2 (J^T J)^-1."""
     from planner.specs.registry import load_hardware
 
     df = serving_kernels(load_table("moe"), MOE_KEYS) if df is None else df
@@ -484,7 +487,7 @@ def fit_moe(df: pd.DataFrame | None = None) -> list[LawFit]:
 
     def names(d: pd.DataFrame) -> list[str]:
         skewed = ((d.distribution != "balanced") & (d.ep > 1)).any()
-        return ["compute", "hbm", "floor"] + (["imbalance"] if skewed else [])
+        return ["compute", "hbm", "floor"] + (["imbalance"] if skewed else []) + ["act"]
 
     groups = ((key, d) for key, d in df.groupby(["gpu", "stack", "dtype"]))
     return _fit_kernel_law("moe", groups, lambda d, hw, law: moe_law_seconds(d, hw, d.dtype.iloc[0], law),
