@@ -233,11 +233,7 @@ def _same_measurement(df: pd.DataFrame, candidates: pd.Series) -> pd.Series:
     sub = df[candidates]
     key = sub[list(_MEASUREMENT)].copy()
     key["model_path"] = key["model_path"].replace(_ARCH_TWINS)
-    workers = (
-        pd.to_numeric(sub["decode_num_workers"], errors="coerce").notna()
-        if "decode_num_workers" in sub.columns
-        else pd.Series(False, index=sub.index)
-    )
+    workers = pd.to_numeric(sub["decode_num_workers"], errors="coerce").notna()
     order = pd.DataFrame({"w": ~workers, "pos": np.arange(len(sub))}, index=sub.index)
     ranked = key.assign(_w=order.w, _pos=order.pos).sort_values(["_w", "_pos"])
     drop = ranked.duplicated(subset=list(_MEASUREMENT), keep="first")
