@@ -483,21 +483,21 @@ TERMS: dict[str, sp.Expr] = {
     "step": t_step,
 }
 
+def _sides(name: str, parts: tuple[sp.Expr, sp.Expr]) -> dict[str, sp.Expr]:
+    return {f"{name}.compute": parts[0], f"{name}.hbm": parts[1]}
+
+
 #: Roofline parts used to say which resource binds each operator.
 PARTS: dict[str, sp.Expr] = {
-    "attn_proj.compute": gemm_parts(F_attn_proj, M_attn_proj, P_a, b * s_q, "a")[0],
-    "attn_proj.hbm": gemm_parts(F_attn_proj, M_attn_proj, P_a, b * s_q, "a")[1],
+    **_sides("attn_proj", gemm_parts(F_attn_proj, M_attn_proj, P_a, b * s_q, "a")),
     "attn_core.compute": F_attn_core / (eta_c * P_c),
     "attn_core.hbm": (1 - phi_h) * M_kv_read / (eta_m * B_hbm),
     "attn_core.host": phi_h * M_kv_read / (eta_m * B_c2c),
     "experts.compute": F_experts / (eta_c * P_e),
     "experts.hbm": M_experts / (eta_m * B_hbm),
-    "shared_experts.compute": gemm_parts(F_shared, M_shared, P_d, b * s_q, "d")[0],
-    "shared_experts.hbm": gemm_parts(F_shared, M_shared, P_d, b * s_q, "d")[1],
-    "dense_ffn.compute": gemm_parts(F_dense_ffn, M_dense_ffn, P_d, b * s_q, "d")[0],
-    "dense_ffn.hbm": gemm_parts(F_dense_ffn, M_dense_ffn, P_d, b * s_q, "d")[1],
-    "lm_head.compute": gemm_parts(F_head, M_head, P_v, b * s_h, "v")[0],
-    "lm_head.hbm": gemm_parts(F_head, M_head, P_v, b * s_h, "v")[1],
+    **_sides("shared_experts", gemm_parts(F_shared, M_shared, P_d, b * s_q, "d")),
+    **_sides("dense_ffn", gemm_parts(F_dense_ffn, M_dense_ffn, P_d, b * s_q, "d")),
+    **_sides("lm_head", gemm_parts(F_head, M_head, P_v, b * s_h, "v")),
     "a2a.scale_up": a2a_volume(n_dest_su, b_disp + b_comb) * su_seconds_per_byte() / eta_a2a,
     "a2a.scale_out": link_time(a2a_volume(n_dest_so, b_disp + b_comb), B_so, eta_so, 0)
     * indicator(G > N_su),

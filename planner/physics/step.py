@@ -188,9 +188,6 @@ TILE_M = {"hopper": 64.0, "blackwell": 128.0}
 #: The GEMM law's dtype by compute dtype (a weight format multiplied in FP8, such as INT4 W4A8,
 #: takes the FP8 GEMMs' law; INT4 W4A16 the BF16 one).
 LAW_DTYPE = {"fp4": "nvfp4", "fp8": "fp8", "bf16": "bf16"}
-#: Bytes per activation element of the cast before a quantized GEMM: the BF16 read (2 B) and the
-#: input dtype written (its block scales neglected); 0 for BF16.
-CAST_BYTES = {"bf16": 0.0, "fp8": 3.0, "fp8_block": 3.0, "nvfp4": 2.5625}
 #: GEMM-law class -> the tensor class whose compute dtype it multiplies in.
 _LAW_CLASSES = {"a": "attention", "d": "dense_ffn", "v": "embeddings"}
 

@@ -131,12 +131,18 @@ def request_latency(hw: Hardware, mode: str) -> float:
     return 0.0 if mode == "bound" else float(hw.efficiency.ttft_request)
 
 
+def served_ttft(t_req: float, q_w: float, t_pass: Any, t_wave: Any) -> np.ndarray:
+    """TTFT as a benchmark serves it (``ttft_served``: per-request latency, the pass, the queued
+    share of the prompt wave), in s."""
+    return np.asarray(compiled.evaluate_named("ttft_served", t_req=t_req, t_pass=t_pass, q_w=q_w,
+                                              t_wave=t_wave), float)
+
+
 def served_ttft_one(hw: Hardware, mode: str, t_pass: Any) -> Any:
     """Time to first token of a request that arrives alone at a free prefill instance:
     ``ttft_served`` with no prompt wave queued ahead of it (``q_w t_wave = 0``; the arrival pattern
     that sets the wave is not part of a frontier), ``t_pass`` the prefill pass and KV hand-off."""
-    return compiled.evaluate_named("ttft_served", t_req=request_latency(hw, mode), t_pass=t_pass,
-                                   q_w=0.0, t_wave=0.0)
+    return served_ttft(request_latency(hw, mode), 0.0, t_pass, 0.0)
 
 
 def best_prefill(model: Model, hw: Hardware, space: SearchSpace, isl: float, mode: str,

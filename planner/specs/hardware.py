@@ -416,11 +416,11 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
         e.integer("runs")
         e.raw("covariance_log", required=False)  # of the fitted log-parameters (uncertainty bands)
         changes: dict[str, Any] = {}
-        gemm = _gemm_laws(f, e)
-        if gemm:
-            changes["gemm"] = gemm
-        for fld, prefix, keys in (("moe", "moe_", MOE_LAW_DTYPES), ("attn", "attn_", ATTN_LAW_KEYS)):
-            laws = _kernel_laws(f, e, prefix, keys)
+        for fld, prefix, keys, law, constants in (
+                ("gemm", "gemm_", GEMM_LAW_DTYPES, GemmLaw, _GEMM_CONSTANTS),
+                ("moe", "moe_", MOE_LAW_DTYPES, KernelLaw, _KERNEL_CONSTANTS),
+                ("attn", "attn_", ATTN_LAW_KEYS, KernelLaw, _KERNEL_CONSTANTS)):
+            laws = _law_lines(f, e, prefix, keys, law, constants)
             if laws:
                 changes[fld] = laws
         for key, fields_ in STACK_FIELDS.items():
@@ -446,50 +446,33 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
     return out, default
 
 
-def _gemm_laws(f: Fields, e: Fields) -> tuple[tuple[str, GemmLaw], ...]:
-    """A stack entry's ``gemm_<dtype>: {compute, hbm, floor, cast, note}`` lines (each constant
-    ``{value, se}``, ``se`` the relative standard error; ``cast`` only for quantized dtypes)."""
-    out = []
-    for dt in GEMM_LAW_DTYPES:
-        sub = e.sub(f"gemm_{dt}", required=False)
-        if sub is None:
-            continue
-        vals: dict[str, float] = {}
-        for name in ("compute", "hbm", "floor", "cast"):
-            c = sub.sub(name, required=name != "cast")
-            if c is None:
-                continue
-            vals[name] = (parse_quantity(c.raw("value"), "time", f.label, c.path("value")) if name == "floor"
-                          else c.number("value", lo=0.0, hi=1.0, lo_open=True))
-            c.number("se", required=False, lo=0.0)
-            c.text("kind", required=False, choices=("fitted", "bound"))
-            c.done()
-        sub.integer("kernels", required=False)
-        sub.text("note", required=False)
-        sub.done()
-        out.append((dt, GemmLaw(**vals)))
-    return tuple(out)
+#: The constants of a law line fitted to kernels: name -> (required, kind): ``fraction`` in (0, 1],
+#: ``time`` a quantity, ``ratio`` >= 1.
+_GEMM_CONSTANTS = {"compute": (True, "fraction"), "hbm": (True, "fraction"), "floor": (True, "time"),
+                   "cast": (False, "fraction")}
+_KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (True, "fraction"), "floor": (True, "time"),
+                     "imbalance": (False, "ratio"), "act": (False, "fraction")}
 
 
-def _kernel_laws(f: Fields, e: Fields, prefix: str,
-                 keys: tuple[str, ...]) -> tuple[tuple[str, KernelLaw], ...]:
-    """A stack entry's ``<prefix><key>: {compute, hbm, floor, imbalance, act, kernels, note}`` lines
-    (``moe_<dtype>``, ``attn_<kind>_<KV dtype>``; each constant ``{value, se, kind}``, ``se`` the
-    relative standard error; ``imbalance`` and ``act`` only for MoE, ``compute`` absent where not
-    fitted)."""
+def _law_lines(f: Fields, e: Fields, prefix: str, keys: tuple[str, ...], law: type,
+               constants: dict[str, tuple[bool, str]]) -> tuple[tuple[str, Any], ...]:
+    """A stack entry's ``<prefix><key>: {<constants>, kernels, note}`` lines fitted to kernels
+    (``gemm_<dtype>``: cast only for quantized dtypes; ``moe_<dtype>``: imbalance and act;
+    ``attn_<kind>_<KV dtype>``: compute absent where not fitted), each constant ``{value, se,
+    kind}`` with ``se`` the relative standard error, as ``(key, law(...))`` pairs."""
     out = []
     for key in keys:
         sub = e.sub(prefix + key, required=False)
         if sub is None:
             continue
         vals: dict[str, float] = {}
-        for name in ("compute", "hbm", "floor", "imbalance", "act"):
-            c = sub.sub(name, required=name in ("hbm", "floor"))
+        for name, (required, kind) in constants.items():
+            c = sub.sub(name, required=required)
             if c is None:
                 continue
-            if name == "floor":
+            if kind == "time":
                 vals[name] = parse_quantity(c.raw("value"), "time", f.label, c.path("value"))
-            elif name == "imbalance":
+            elif kind == "ratio":
                 vals[name] = c.number("value", lo=1.0, lo_open=False)
             else:
                 vals[name] = c.number("value", lo=0.0, hi=1.0, lo_open=True)
@@ -499,7 +482,7 @@ def _kernel_laws(f: Fields, e: Fields, prefix: str,
         sub.integer("kernels", required=False)
         sub.text("note", required=False)
         sub.done()
-        out.append((key, KernelLaw(**vals)))
+        out.append((key, law(**vals)))
     return tuple(out)
 
 

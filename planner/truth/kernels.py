@@ -30,11 +30,14 @@ import pandas as pd
 
 from planner.errors import SpecError
 from planner.physics.operators import compile_operator
-from planner.physics.step import CAST_BYTES as GEMM_CAST_BYTES
 from planner.physics.step import TILE_M
 from planner.specs.hardware import GemmLaw, KernelLaw
 from planner.specs.reading import yaml_number
 
+#: GEMM dtype -> bytes per activation element of the cast before a quantized GEMM: the BF16
+#: activation read (2 B) and the input dtype written (its block scales neglected); 0 for BF16
+#: (the GEMM law's cast pass; the step model leaves it out, the quantization being fused there)
+GEMM_CAST_BYTES = {"bf16": 0.0, "fp8": 3.0, "fp8_block": 3.0, "nvfp4": 2.5625}
 #: GEMM dtype -> (compute dtype of the peak, bytes per input activation, per weight, per output)
 GEMM_DTYPES = {"bf16": ("bf16", 2.0, 2.0, 2.0), "fp8": ("fp8", 1.0, 1.0, 2.0),
                "fp8_block": ("fp8", 1.0, 1.0, 2.0), "nvfp4": ("fp4", 0.5625, 0.5625, 2.0)}

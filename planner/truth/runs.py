@@ -74,7 +74,7 @@ import pandas as pd
 from planner.errors import SpecError
 from planner.physics import compiled
 from planner.physics.step import CATEGORIES, REASONS, default_slots, evaluate_configs, resolve_precisions
-from planner.serving.frontiers import chunked_prefill_rate
+from planner.serving.frontiers import chunked_prefill_rate, served_ttft
 
 #: Columns a runs CSV must have (the bundled file's, see measured_runs.md).
 REQUIRED = (
@@ -421,12 +421,6 @@ def ttft_wave(model: Any, hw: Any, prec: Any, pre: np.ndarray, isl: np.ndarray, 
     ``pre``), at the chunked prefill rate of that layout (:func:`chunked_prefill_rate`)."""
     x = chunked_prefill_rate(model, hw, prec, "realistic", **_layout_kw(model, pre), isl=isl)
     return prompts * isl / (x * pre[:, 0])
-
-
-def served_ttft(t_req: float, q_w: float, t_pass: np.ndarray, t_wave: np.ndarray) -> np.ndarray:
-    """TTFT as a benchmark serves it (``ttft_served``), in s."""
-    return np.asarray(compiled.evaluate_named("ttft_served", t_req=t_req, t_pass=t_pass, q_w=q_w,
-                                              t_wave=t_wave), float)
 
 
 def _layout_kw(model: Any, a: np.ndarray) -> dict[str, np.ndarray]:
