@@ -248,39 +248,55 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     from planner.outputs import table
     from planner.truth.kernels import (
         LAWS,
+        borrowed_a2a,
         fit_a2a,
         fit_allreduce,
         fit_attention,
         fit_gemm,
         fit_moe,
+        fit_nccl,
         write_allreduce,
     )
 
     if args.runs or args.out:
         raise SpecError("<input>", "--kernels", "not with --runs or --out")
-    fits = {"allreduce": fit_allreduce(), "a2a": fit_a2a()}
+    ar, a2a, nccl = fit_allreduce(), fit_a2a(), fit_nccl()
+    a2a += borrowed_a2a(a2a)
+    fits = {"allreduce": ar, "nccl": nccl, "a2a": a2a}
     gemm = fit_gemm()
     moe, attn = fit_moe(), fit_attention()
-    # only the all-reduce and GEMM laws go into the specs: with the measured all-to-all kernels
-    # (tens of microseconds per phase) in the step, the measured runs are predicted far slower
-    # (leave-one-system-out on GB300 84% against 23%): the runs' stacks do not pay them as measured
-    written = write_allreduce(fits["allreduce"] + gemm + moe + attn) if args.write else []
+    # the all-to-all law goes in whole, but the step model takes only its bandwidth fraction: with
+    # the kernels' floors (tens of microseconds per phase) in the step, the measured runs are
+    # predicted far slower (leave-one-system-out on GB300 84% against 23%), so the runs' stacks do
+    # not pay an isolated kernel's fixed cost inside their CUDA graphs
+    written = write_allreduce(ar + nccl + a2a + gemm + moe + attn) if args.write else []
     if args.json:
         print_json(_clean({**{k: [f.__dict__ for f in v] for k, v in
                               {**fits, "gemm": gemm, "moe": moe, "attention": attn}.items()},
                             "written": written}))
         return 0
-    print("# communication laws fitted to measured kernels per GPU and stack: latency per pass or phase "
-          "and NVLink bandwidth fraction; se = relative standard error")
-    for law, fs in fits.items():
-        lat, eff = LAWS[law]["params"]
-        a, e = LAWS[law]["symbols"]
-        print(f"\n# {law}" + (" (CUDA-graph custom all-reduce)" if law == "allreduce"
-                              else " (low-latency dispatch and combine)"))
-        print(table([[f.gpu, f.stack, f.n, f"{f.values[lat] * 1e6:.3g} us ±{f.rel_se[lat]:.0%}",
-                      f"{f.values[eff]:.3g} ±{f.rel_se[eff]:.0%}", _pct(f.median_abs_err),
-                      _pct(f.p90_abs_err)] for f in fs],
-                    ["gpu", "stack", "kernels", a, e, "median |err|", "p90"]))
+    print("# communication laws fitted to measured kernels per GPU and stack; se = relative standard error")
+    lat, eff = LAWS["allreduce"]["params"]
+    print("\n# allreduce (CUDA-graph custom all-reduce): latency per pass and NVLink bandwidth fraction")
+    print(table([[f.gpu, f.stack, f.n, f"{f.values[lat] * 1e6:.3g} us ±{f.rel_se[lat]:.0%}",
+                  f"{f.values[eff]:.3g} ±{f.rel_se[eff]:.0%}", _pct(f.median_abs_err),
+                  _pct(f.p90_abs_err)] for f in ar],
+                ["gpu", "stack", "kernels", "a_ar", "eta_ar", "median |err|", "p90"]))
+    print("\n# nccl all-reduce, per system (a library's, not a stack's: the kernel scorecard's NCCL rows): "
+          "t_n0 + 2 (n - 1) a_ar + 2 (n - 1)/n x / (eta_ar B_su) (moe-planner equations --term "
+          "op.allreduce_nccl): a ring, as measured (latency grows with the GPU count)")
+    print(table([[f.gpu, f.n]
+                 + [f"{f.values[p] * 1e6:.3g} us ±{f.rel_se[p]:.0%}" for p in ("floor", "latency")]
+                 + [f"{f.values['efficiency']:.3g} ±{f.rel_se['efficiency']:.0%}", _pct(f.median_abs_err),
+                    _pct(f.p90_abs_err)] for f in nccl],
+                ["gpu", "kernels", "t_n0", "a_ar", "eta_ar", "median |err|", "p90"]))
+    print("\n# a2a (low-latency dispatch and combine): t = floor[phase, dtype] + V / (eta_a2a B_su) "
+          "(moe-planner equations --term op.a2a, the floor as a_a2a); eta_a2a fitted once per stack "
+          "over the systems with the same links; the step model takes eta_a2a, not the floors")
+    print(table([[f.gpu, f.stack, f.n, f"{f.values['efficiency']:.3g} ±{f.rel_se['efficiency']:.0%}",
+                  ", ".join(f"{k} {v * 1e6:.0f} us" for k, v in f.values.items() if k != "efficiency") or "-",
+                  _pct(f.median_abs_err), _pct(f.p90_abs_err), f.source or "-"] for f in a2a],
+                ["gpu", "stack", "kernels", "eta_a2a", "floors", "median |err|", "p90", "note"]))
     print("\n# gemm law: max(F_pad / (eta_g P), M / (eta_gm B_hbm)) + m k b_q / (eta_q B_hbm) + t_g0 "
           "(moe-planner equations --term op.gemm_law), per dtype")
     print(table([[f.gpu, f.stack, f.dtype, f.n] + [
@@ -309,9 +325,10 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in attn],
                 ["law", "gpu", "stack", "KV", "kernels", "eta_a", "eta_am", "t_a0", "median |err|", "p90"]))
     if written:
-        print(f"# wrote the all-reduce, GEMM, grouped-MoE and attention laws into the stacks: entries of "
-              f"{len(written)} hardware specs: {', '.join(written)} (the all-to-all law is reported, not "
-              "used: see the README)")
+        print(f"# wrote the all-reduce (stacks' and NCCL's), all-to-all, GEMM, grouped-MoE and attention "
+              f"laws into the stacks: and collectives: entries of {len(written)} hardware specs: "
+              f"{', '.join(written)} (the step model takes the all-to-all law's bandwidth fraction, not "
+              "its floors: see the README)")
     else:
         print("# nothing written (--write puts the all-reduce, GEMM, grouped-MoE and attention laws into the "
               "bundled specs' stacks: entries)")

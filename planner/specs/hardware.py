@@ -51,6 +51,9 @@ class GemmLaw:
 MOE_LAW_DTYPES = ("bf16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "int4_wo")
 #: decode attention laws a ``stacks:`` entry may carry (``attn_<kind>_<KV dtype>`` keys)
 ATTN_LAW_KEYS = ("mla_bf16", "mla_fp8", "gqa_bf16", "gqa_fp8")
+#: all-to-all kernel floors a ``stacks:`` entry may carry (``a2a_<phase>_<dtype>`` keys)
+A2A_FLOOR_KEYS = tuple(f"{ph}_{dt}" for ph in ("dispatch", "combine")
+                       for dt in ("bf16", "fp8", "fp4", "nvfp4"))
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,16 @@ class KernelLaw:
     imbalance: float = 1.0  #: lambda of the source's power-law routing rows (MoE only)
     #: fraction of HBM bandwidth of the per-row activation traffic (eta_ea, MoE only; 1 where not fitted)
     act: float = 1.0
+
+
+@dataclass(frozen=True)
+class NcclLaw:
+    """NCCL's all-reduce as measured on one system (planner.physics.operators ``allreduce_nccl``),
+    fitted to its kernels (``moe-planner calibrate --kernels``); a library's, not a stack's."""
+
+    floor: float       #: t_n0, s per call
+    latency: float     #: a_ar of the ring, s per step
+    efficiency: float  #: eta_ar of the ring, fraction of the scale-up bandwidth
 
 
 @dataclass(frozen=True)
@@ -88,6 +101,11 @@ class Efficiency:
     #: the link's own latency and the scale_up fraction)
     a2a_latency: float | None = None            #: a_a2a, s per phase
     a2a_efficiency: float | None = None         #: eta_a2a
+    #: the measured all-to-all kernels' isolated cost per phase and dtype (``dispatch_fp8`` ...: s;
+    #: launch, barrier, polling, packing), fitted with ``a2a_efficiency``.  Kernel scoring only:
+    #: inside a serving stack's CUDA graph a phase does not pay it as measured, so the step model's
+    #: per-phase latency stays ``a2a_latency`` (the link's where unset)
+    a2a_floors: tuple[tuple[str, float], ...] = ()
     #: eta_o, share of the shorter of compute and communication hidden under two-micro-batch
     #: overlap (see OVERLAP_EFFICIENCY for where the default comes from)
     overlap: float = OVERLAP_EFFICIENCY
@@ -163,6 +181,9 @@ class Hardware:
     su_bridge_bandwidth: float = 0.0
     #: regions the system may be sold in (REGIONS); empty: not stated
     regions: tuple[str, ...] = ()
+    #: NCCL's all-reduce fitted to this system's measured NCCL kernels (None: not measured); the
+    #: kernel scorecard's, where no serving stack's own all-reduce applies
+    nccl_allreduce: NcclLaw | None = None
 
     def __post_init__(self) -> None:
         if not self.su_switch_gpus:
@@ -350,6 +371,11 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     eff = dataclasses.replace(eff, **{k: v for k, v in laws.items() if v is not None})
     e.done()
     f.raw("calibration", required=False)  # provenance of fitted efficiencies (free-form)
+    col = f.sub("collectives", required=False)
+    nccl = None
+    if col is not None:
+        nccl = dict(_law_lines(f, col, "nccl_", ("allreduce",), NcclLaw, _NCCL_CONSTANTS)).get("allreduce")
+        col.done()
     stacks, default = _stacks(f, eff, src)
     f.done()
 
@@ -370,6 +396,7 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
         efficiency=stacks[default] if default else eff, sources=src, path=str(label),
         stacks=stacks, stack=default, spec_efficiency=eff if default else None,
         su_link=su_link, su_switch_gpus=switch_gpus, su_bridge_bandwidth=bridge_bw, regions=regions,
+        nccl_allreduce=nccl,
     )
 
 
@@ -419,7 +446,8 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
         for fld, prefix, keys, law, constants in (
                 ("gemm", "gemm_", GEMM_LAW_DTYPES, GemmLaw, _GEMM_CONSTANTS),
                 ("moe", "moe_", MOE_LAW_DTYPES, KernelLaw, _KERNEL_CONSTANTS),
-                ("attn", "attn_", ATTN_LAW_KEYS, KernelLaw, _KERNEL_CONSTANTS)):
+                ("attn", "attn_", ATTN_LAW_KEYS, KernelLaw, _KERNEL_CONSTANTS),
+                ("a2a_floors", "a2a_", A2A_FLOOR_KEYS, _floor, {"floor": (True, "time")})):
             laws = _law_lines(f, e, prefix, keys, law, constants)
             if laws:
                 changes[fld] = laws
@@ -450,8 +478,13 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
 #: ``time`` a quantity, ``ratio`` >= 1.
 _GEMM_CONSTANTS = {"compute": (True, "fraction"), "hbm": (True, "fraction"), "floor": (True, "time"),
                    "cast": (False, "fraction")}
+_NCCL_CONSTANTS = {"floor": (True, "time"), "latency": (True, "time"), "efficiency": (True, "fraction")}
 _KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (True, "fraction"), "floor": (True, "time"),
                      "imbalance": (False, "ratio"), "act": (False, "fraction")}
+
+
+def _floor(floor: float) -> float:
+    return floor
 
 
 def _law_lines(f: Fields, e: Fields, prefix: str, keys: tuple[str, ...], law: type,

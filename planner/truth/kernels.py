@@ -143,7 +143,7 @@ def link_symbols(hw: Any) -> dict[str, float]:
             "B_hb": hw.su_bridge_bandwidth}
 
 
-def _a2a_seconds(d: pd.DataFrame, hw: Any, a_a2a: float, eta_a2a: float) -> np.ndarray:
+def _a2a_seconds(d: pd.DataFrame, hw: Any, a_a2a: Any, eta_a2a: float) -> np.ndarray:
     """The all-to-all law on phase rows ``d`` of system ``hw``."""
     return compile_operator("a2a")(
         tokens=d.tokens.to_numpy(float), b_phase=d.dtype.map(A2A_BYTES).to_numpy(float),
@@ -163,15 +163,44 @@ def _per_system(df: pd.DataFrame, mode: str, seconds: Any) -> np.ndarray:
     return out
 
 
+def nccl_seconds(d: pd.DataFrame, hw: Any, floor: float, latency: float, efficiency: float) -> np.ndarray:
+    """NCCL's all-reduce law (operator ``allreduce_nccl``) on rows ``d`` of system ``hw``."""
+    return compile_operator("allreduce_nccl")(
+        x=d.bytes.to_numpy(float), n_g=d.num_gpus.to_numpy(float), N_su=float(hw.domain_size),
+        B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_ar=efficiency, eta_so=hw.efficiency.scale_out,
+        a_ar=latency, a_so=hw.so_latency, t_n0=floor,
+        **{k: v for k, v in link_symbols(hw).items() if k != "x_nvls"})
+
+
 def predict_allreduce(df: pd.DataFrame, mode: str) -> np.ndarray:
-    """Predicted seconds of each all-reduce row (``bytes`` per GPU)."""
-    return _per_system(df, mode, lambda d, hw, e: _allreduce_seconds(d, hw, e["a_ar"], e["eta_ar"],
-                                                                     e["a_so"], e["eta_so"]))
+    """Predicted seconds of each all-reduce row (``bytes`` per GPU).  ``realistic``: a stack's
+    rows by its fitted all-reduce law; NCCL's by the system's fitted NCCL law where its spec
+    carries one."""
+    def seconds(d: pd.DataFrame, hw: Any, e: dict[str, float]) -> np.ndarray:
+        law = hw.nccl_allreduce
+        if mode == "realistic" and law is not None and (d.op == "allreduce_nccl").all():
+            return nccl_seconds(d, hw, law.floor, law.latency, law.efficiency)
+        return _allreduce_seconds(d, hw, e["a_ar"], e["eta_ar"], e["a_so"], e["eta_so"])
+
+    return _per_system(df, mode, seconds)
+
+
+def a2a_floor_seconds(d: pd.DataFrame, floors: dict[str, float], default: float) -> np.ndarray:
+    """Each phase row's isolated-kernel cost: the fitted floor of its phase and dtype
+    (``<phase>_<dtype>``), ``default`` where that pair was not fitted."""
+    key = d.phase.astype(str) + "_" + d.dtype.astype(str)
+    return key.map(floors).fillna(default).to_numpy(float)
 
 
 def predict_a2a(df: pd.DataFrame, mode: str) -> np.ndarray:
-    """Predicted seconds of each all-to-all phase row."""
-    return _per_system(df, mode, lambda d, hw, e: _a2a_seconds(d, hw, e["a_a2a"], e["eta_a2a"]))
+    """Predicted seconds of each all-to-all phase row.  ``realistic``: the stack's fitted law
+    where its spec carries it (the kernel's floor per phase and dtype, plus the volume at its
+    bandwidth fraction ``eta_a2a``), else the step model's per-phase latency and fraction."""
+    def seconds(d: pd.DataFrame, hw: Any, e: dict[str, float]) -> np.ndarray:
+        floors = dict(hw.efficiency.a2a_floors) if mode == "realistic" else {}
+        return _a2a_seconds(d, hw, a2a_floor_seconds(d, floors, e["a_a2a"]), e["eta_a2a"])
+
+    return _per_system(df, mode, seconds)
 
 
 def serving_kernels(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -339,9 +368,12 @@ def score_kernels() -> KernelScore:
 LAWS = {
     "allreduce": {"params": ("allreduce_latency", "allreduce_efficiency"), "symbols": ("a_ar", "eta_ar"),
                   "bounds": ((0.1e-6, 50e-6), (0.05, 1.0))},
-    "a2a": {"params": ("a2a_latency", "a2a_efficiency"), "symbols": ("a_a2a", "eta_a2a"),
-            "bounds": ((0.1e-6, 200e-6), (0.02, 1.0))},
 }
+#: bounds of the all-to-all law's constants: the bandwidth fraction, the floor of each phase
+A2A_BOUNDS = {"efficiency": (0.02, 1.0), "floor": (0.1e-6, 400e-6)}
+#: all-to-all kernels of one stack that another stack runs as they are: SGLang's low-latency
+#: DeepEP mode runs the same DeepEP kernels as vLLM's ``deepep_ll`` backend, the one measured
+A2A_BORROWED = {"sglang": "vllm"}
 
 
 @dataclass
@@ -357,6 +389,7 @@ class LawFit:
     median_abs_err: float
     p90_abs_err: float
     dtype: str = ""  #: the GEMM dtype of a ``gemm`` fit ("" for the communication laws)
+    source: str = ""  #: where a constant comes from when not this fit alone (said in the spec note)
 
 
 def _solve(res: Any, x0: list[float], bounds: tuple[tuple[float, float], ...]) -> tuple[np.ndarray, ...]:
@@ -404,10 +437,122 @@ def fit_allreduce() -> list[LawFit]:
     return _fit_law("allreduce", df, _allreduce_seconds)
 
 
-def fit_a2a() -> list[LawFit]:
-    """The same for one all-to-all phase (dispatch or combine) of the low-latency kernels:
-    latency per phase ``a_a2a`` and bandwidth fraction ``eta_a2a``."""
-    return _fit_law("a2a", load_table("a2a"), _a2a_seconds)
+#: bounds of the NCCL law's constants: fixed cost per call, latency per ring step, bandwidth fraction
+NCCL_BOUNDS = {"floor": (0.1e-6, 50e-6), "latency": (0.05e-6, 20e-6), "efficiency": (0.05, 1.0)}
+
+
+def fit_nccl(df: pd.DataFrame | None = None) -> list[LawFit]:
+    """NCCL's all-reduce law per system, fitted to its measured NCCL kernels (CUDA-graph ones, the
+    fastest algorithm per size): ``t_n0 + 2 (n - 1) a_ar + 2 (n - 1)/n x / (eta_ar B_su)``
+    (operator ``allreduce_nccl``), least squares on log(predicted / measured) in log space."""
+    from planner.specs.registry import load_hardware
+
+    df = serving_allreduces(load_table("allreduce")) if df is None else df
+    df = df[df.op == "allreduce_nccl"]
+    out = []
+    for gpu, d in df.groupby("gpu"):
+        hw = load_hardware(gpu).without_stack()
+        meas = d.latency_us.to_numpy(float)
+
+        def res(p: np.ndarray, d=d, meas=meas, hw=hw) -> np.ndarray:
+            return np.log(nccl_seconds(d, hw, *np.exp(p)) * 1e6 / meas)
+
+        x, se, e = _solve(res, [3e-6, 1e-6, 0.5], tuple(NCCL_BOUNDS.values()))
+        names = tuple(NCCL_BOUNDS)
+        out.append(LawFit("nccl_allreduce", str(gpu), "nccl", int(len(d)),
+                          dict(zip(names, map(float, x), strict=True)),
+                          dict(zip(names, map(float, se), strict=True)),
+                          float(np.median(e)), float(np.quantile(e, 0.9))))
+    return out
+
+
+def render_collectives(text: str, f: LawFit, date: str) -> str:
+    """Spec text with its ``collectives:`` block holding NCCL's fitted all-reduce law ``f`` (the
+    block replaced where present, else put before ``stacks:`` or at the end)."""
+    note = json.dumps(f"fitted to {f.n} measured NCCL all-reduce kernels of this system (aiconfigurator-core "
+                      f"0.12.0; planner/truth/data/kernels), {date}; median error {f.median_abs_err:.0%}, "
+                      f"p90 {f.p90_abs_err:.0%}")
+    parts = []
+    for name, v in f.values.items():
+        shown = f'"{v * 1e6:.4g} us"' if name in ("floor", "latency") else f"{v:.4g}"
+        parts.append(f"{name}: {{value: {shown}, {_se_tag(f.rel_se[name])}}}")
+    block = ["collectives:", f"  nccl_allreduce: {{{', '.join(parts)}, kernels: {f.n}, note: {note}}}"]
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == "collectives:"), None)
+    if start is not None:
+        top = (i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith((" ", "#")))
+        end = next(top, len(lines))
+        lines[start:end] = block
+    else:
+        at = next((i for i, ln in enumerate(lines) if ln.rstrip() == "stacks:"), len(lines))
+        lines[at:at] = block
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+
+
+def a2a_link_group(hw: Any) -> tuple[float, int, str]:
+    """Systems whose all-to-all moves over the same links: scale-up bandwidth, domain size and
+    link type (H100 and H200: NVLink 4 x 8; B200 and B300: NVLink 5 x 8; GB200 and GB300: NVLink
+    5 x 72)."""
+    return (float(hw.su_bandwidth), int(hw.domain_size), str(hw.su_link))
+
+
+def fit_a2a(df: pd.DataFrame | None = None) -> list[LawFit]:
+    """The low-latency all-to-all law per (GPU, stack): one phase costs the kernel's floor of
+    its phase and dtype (``<phase>_<dtype>``: launch, barrier, the receiver's polling, packing
+    and scaling) plus its volume at the bandwidth fraction ``a2a_efficiency`` of NVLink.  The
+    fraction is a property of the kernels and the links, so it is fitted once per stack across
+    the systems of one :func:`a2a_link_group` (at a few hundred tokens per rank the volume term is
+    a tenth of a GB300 phase and cannot be pinned on its own); the floors per GPU.  Least
+    squares on log(predicted / measured), in log space with bounds."""
+    from planner.specs.registry import load_hardware
+
+    df = load_table("a2a") if df is None else df
+    df = df.reset_index(drop=True)
+    hws = {g: load_hardware(g).without_stack() for g in df.gpu.unique()}
+    groups: dict[tuple[Any, str], list[str]] = {}
+    for g in sorted(hws):
+        for stack in sorted(set(df.loc[df.gpu == g, "stack"])):
+            groups.setdefault((a2a_link_group(hws[g]), stack), []).append(g)
+    out = []
+    for (_, stack), gpus in groups.items():
+        d = df[df.gpu.isin(gpus) & (df["stack"] == stack)]
+        keys = sorted({(g, f"{ph}_{dt}") for g, ph, dt in zip(d.gpu, d.phase, d.dtype, strict=True)})
+        rows = [d.index[(d.gpu == g) & (d.phase + "_" + d.dtype == k)] for g, k in keys]
+        meas = d.latency_us.to_numpy(float)
+        pos = [d.index.get_indexer(r) for r in rows]
+
+        def res(p: np.ndarray, d=d, rows=rows, pos=pos, keys=keys, meas=meas) -> np.ndarray:
+            x = np.exp(p)
+            t = np.empty(len(d))
+            for j, (g, _) in enumerate(keys):
+                t[pos[j]] = _a2a_seconds(d.loc[rows[j]], hws[g], x[1 + j], x[0])
+            return np.log(t * 1e6 / meas)
+
+        bounds = (A2A_BOUNDS["efficiency"],) + (A2A_BOUNDS["floor"],) * len(keys)
+        x, se, e = _solve(res, [0.5] + [30e-6] * len(keys), bounds)
+        gpu_of = d.gpu.to_numpy()
+        for g in gpus:
+            m = gpu_of == g
+            mine = [(j, k) for j, (gg, k) in enumerate(keys) if gg == g]
+            vals = {"efficiency": float(x[0])} | {k: float(x[1 + j]) for j, k in mine}
+            rel = {"efficiency": float(se[0])} | {k: float(se[1 + j]) for j, k in mine}
+            src = "" if len(gpus) == 1 else "efficiency fitted with " + ", ".join(o for o in gpus if o != g)
+            out.append(LawFit("a2a", g, stack, int(m.sum()), vals, rel, float(np.median(e[m])),
+                              float(np.quantile(e[m], 0.9)), source=src))
+    return out
+
+
+def borrowed_a2a(fits: list[LawFit]) -> list[LawFit]:
+    """The bandwidth fraction of each stack in :data:`A2A_BORROWED`, from the stack whose kernels
+    it runs (the floors stay with the measured stack: they are isolated-kernel costs)."""
+    out = []
+    for f in fits:
+        for stack, src in A2A_BORROWED.items():
+            if f.stack == src:
+                out.append(LawFit("a2a", f.gpu, stack, f.n, {"efficiency": f.values["efficiency"]},
+                                  {"efficiency": f.rel_se["efficiency"]}, f.median_abs_err, f.p90_abs_err,
+                                  source=f"borrowed from {src}'s fit: the same DeepEP low-latency kernels"))
+    return out
 
 
 #: the GEMM law's fitted constants (GemmLaw fields), their starting points and bounds: fractions
@@ -514,7 +659,7 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
 
 
 _LAW_LINE = re.compile(
-    r"^    ((allreduce|a2a)(?=_(?:latency|efficiency):)|(?:gemm|moe|attn)_[a-z0-9_]+(?=:))")
+    r"^    (allreduce(?=_(?:latency|efficiency):)|a2a(?=_[a-z0-9_]+:)|(?:gemm|moe|attn)_[a-z0-9_]+(?=:))")
 
 
 def _se_tag(se: float) -> str:
@@ -546,11 +691,30 @@ def _gemm_line(f: LawFit, date: str) -> str:
     return f"    {_law_key(f)}: {{{', '.join(parts)}, kernels: {f.n}, note: {note}}}"
 
 
+def _a2a_lines(f: LawFit, date: str) -> list[str]:
+    """The spec lines of a fitted all-to-all law: ``a2a_efficiency`` (the step model's
+    ``eta_a2a``) and, where this stack's kernels were measured, ``a2a_<phase>_<dtype>`` floors."""
+    borrowed = f.source.startswith("borrowed")
+    what = f"{f.n} measured low-latency all-to-all kernels of this GPU{'' if borrowed else ' and stack'}"
+    extra = f"; {f.source}" if f.source else ""
+    note = json.dumps(f"fitted to {what} (aiconfigurator-core 0.12.0; planner/truth/data/kernels), "
+                      f"{date}{extra}; median error {f.median_abs_err:.0%}, p90 {f.p90_abs_err:.0%}")
+    eta = f.values["efficiency"]
+    out = [f"    a2a_efficiency: {{value: {eta:.4g}, {_se_tag(f.rel_se['efficiency'])}, note: {note}}}"]
+    for key in sorted(k for k in f.values if k != "efficiency"):
+        out.append(f'    a2a_{key}: {{floor: {{value: "{f.values[key] * 1e6:.4g} us", '
+                   f"{_se_tag(f.rel_se[key])}}}, kernels: {f.n}}}")
+    return out
+
+
 def render_allreduce(text: str, fits: list[LawFit], date: str) -> str:
     """Spec text with each stack entry's fitted kernel-law lines (``allreduce_*``, ``a2a_*``,
     ``gemm_<dtype>``, ``moe_<dtype>``, ``attn_<kind>_<KV dtype>``) set from ``fits``; stacks and
     laws the fits do not cover are left as they are."""
-    by = {(f.stack, _law_key(f)): f for f in fits}
+    for f in fits:
+        if f.law == "nccl_allreduce":
+            text = render_collectives(text, f, date)
+    by = {(f.stack, _law_key(f)): f for f in fits if f.law != "nccl_allreduce"}
     lines = text.splitlines()
     out: list[str] = []
     in_stacks, stack = False, None
@@ -566,17 +730,17 @@ def render_allreduce(text: str, fits: list[LawFit], date: str) -> str:
             continue  # replaced below
         out.append(ln)
         if in_stacks and ln.startswith("    runs:"):
-            for law in LAWS:
-                f = by.get((stack, law))
-                if f is None:
-                    continue
-                what = "CUDA-graph all-reduce" if law == "allreduce" else "low-latency all-to-all"
-                note = json.dumps(f"fitted to {f.n} measured {what} kernels of this GPU and stack "
-                                  f"(aiconfigurator-core 0.12.0; planner/truth/data/kernels), {date}; "
+            f = by.get((stack, "allreduce"))
+            if f is not None:
+                note = json.dumps(f"fitted to {f.n} measured CUDA-graph all-reduce kernels of this GPU and "
+                                  f"stack (aiconfigurator-core 0.12.0; planner/truth/data/kernels), {date}; "
                                   f"median error {f.median_abs_err:.0%}")
-                lat, eff = LAWS[law]["params"]
+                lat, eff = LAWS["allreduce"]["params"]
                 for name, shown in ((lat, f'"{f.values[lat] * 1e6:.4g} us"'), (eff, f"{f.values[eff]:.4g}")):
                     out.append(f"    {name}: {{value: {shown}, {_se_tag(f.rel_se[name])}, note: {note}}}")
+            f = by.get((stack, "a2a"))
+            if f is not None:
+                out.extend(_a2a_lines(f, date))
             for law in _LAW_WHAT:
                 for key, f in sorted(by.items()):
                     if key[0] == stack and f.law == law:

@@ -290,10 +290,16 @@ def _solve(parts: list[_Part], free: tuple[RunParameter, ...], fixed_vals: dict[
     J = sol.jac
     dof = max(len(sol.fun) - len(free), 1)
     s2 = float(sol.fun @ sol.fun) / dof
+    # a parameter the runs do not touch at all (a zero Jacobian column: e.g. the network fraction
+    # where every all-to-all takes its bandwidth from the kernels' law) has an infinite error; the
+    # others' covariance comes from the columns that move the residuals
+    norms = np.linalg.norm(J, axis=0)
+    live = norms > 1e-9 * max(float(norms.max(initial=0.0)), 1e-300)
+    cov = np.full((len(free), len(free)), np.inf)
     try:
-        cov = s2 * np.linalg.inv(J.T @ J)
+        cov[np.ix_(live, live)] = s2 * np.linalg.inv(J[:, live].T @ J[:, live])
     except np.linalg.LinAlgError:
-        cov = np.full((len(free), len(free)), np.inf)
+        pass
     return np.exp(sol.x), cov, sol.fun
 
 

@@ -354,7 +354,9 @@ def test_cheapest_reported_is_what_the_target_reaches():
     m = re.search(r"cheapest \$([0-9.e-]+)/Mtok \(up to ([0-9.e+-]+) tokens/s/user\)", str(e.value))
     cheapest, x = float(m.group(1)), float(m.group(2))
     r = sizing.cost_target(MODEL, "hgx-h200", cheapest, demand_tps=2e5, **FAST).iloc[0]
-    assert r.usd_per_mtok_owned <= cheapest and float(f"{r.tps_per_user:.4g}") == x
+    # the level is found by bisection (6 halvings of one step of the 64-level grid: about 0.1%), and
+    # two searches at one price may stop at neighbouring levels of it
+    assert r.usd_per_mtok_owned <= cheapest and r.tps_per_user == pytest.approx(x, rel=2e-3)
     above = sizing.size(MODEL, "hgx-h200", demand_tps=2e5, min_tps_user=x * 1.05, **FAST).iloc[0]
     assert above.usd_per_mtok_owned > cheapest
 

@@ -233,9 +233,16 @@ def test_cli_calibrate_kernels_json(capsys, monkeypatch):
     assert {"compute", "hbm", "floor"} <= set(d["gemm"][0]["values"]) and d["gemm"][0]["dtype"]
     assert {f["dtype"] for f in d["moe"]} >= {"bf16", "fp8"}
     assert {f["law"] for f in d["attention"]} == {"attn_gqa"}  # vLLM has no MLA kernel table
-    # the all-to-all law is fitted and reported (tens of microseconds per phase), not written
+    # the all-to-all law: an isolated kernel's floor per phase and dtype (tens of microseconds),
+    # one bandwidth fraction per stack shared by the systems with the same links (H100, H200)
     a2a = {(f["gpu"], f["stack"]): f for f in d["a2a"]}
-    assert 5e-6 < a2a[("hgx-h200", "trtllm")]["values"]["a2a_latency"] < 200e-6
+    h200 = a2a[("hgx-h200", "trtllm")]["values"]
+    assert 5e-6 < h200["dispatch_fp8"] < 200e-6 and 5e-6 < h200["combine_bf16"] < 200e-6
+    assert 0 < h200["efficiency"] <= 1
+    assert a2a[("hgx-h100", "trtllm")]["values"]["efficiency"] == h200["efficiency"]
+    # SGLang, with no table of its own, takes vLLM's fraction (the same DeepEP kernels), no floors
+    vllm_eta = a2a[("hgx-h200", "vllm")]["values"]["efficiency"]
+    assert a2a[("hgx-h200", "sglang")]["values"] == {"efficiency": vllm_eta}
 
 
 def test_a2a_law_by_hand():
@@ -245,6 +252,43 @@ def test_a2a_law_by_hand():
     t = compile_operator("a2a")(tokens=8.0, b_phase=1.0, EP=8.0, k=8.0, d=7168.0, B_su=450e9,
                                 eta_a2a=1.0, a_a2a=10e-6, N_su=8.0, n_sw=8.0, B_hb=450e9)
     assert t == pytest.approx(10e-6 + 8 * 7 * (1 - (7 / 8) ** 8) * 7168 / 450e9, rel=1e-12)
+
+
+def test_a2a_law_spec_round_trip_and_what_the_step_takes(monkeypatch):
+    from planner.physics.step import _efficiencies
+    from planner.specs.hardware import parse_hardware
+    from planner.specs.reading import parse_yaml
+    from planner.specs.registry import bundled_hardware_path
+    from planner.truth.kernels import LawFit, predict_a2a, render_allreduce
+
+    text = bundled_hardware_path("hgx-h200").read_text("utf-8")
+    blank = "\n".join(ln for ln in text.splitlines() if not ln.startswith("    a2a_")) + "\n"
+    hw0 = parse_hardware(parse_yaml(blank, "h200"), "h200")
+    assert hw0.with_stack("vllm").efficiency.a2a_floors == ()
+    fit = LawFit("a2a", "hgx-h200", "vllm", 40, {"efficiency": 0.4, "dispatch_bf16": 50e-6,
+                                                  "combine_bf16": 30e-6},
+                 {"efficiency": 0.05, "dispatch_bf16": 0.02, "combine_bf16": 0.02}, 0.1, 0.2)
+    new = render_allreduce(blank, [fit], "2026-12-01")
+    assert new.count("    a2a_efficiency:") == 1 and new.count("    a2a_dispatch_bf16:") == 1
+    assert render_allreduce(new, [fit], "2026-12-01") == new
+    hw = parse_hardware(parse_yaml(new, "h200"), "h200").with_stack("vllm")
+    eff = hw.efficiency
+    assert eff.a2a_efficiency == pytest.approx(0.4)
+    assert dict(eff.a2a_floors) == pytest.approx({"dispatch_bf16": 50e-6, "combine_bf16": 30e-6})
+    # the step model takes the fraction, and keeps the link's latency per phase, not the floor
+    e = _efficiencies(hw, "realistic")
+    assert e["eta_a2a"] == pytest.approx(0.4) and e["a_a2a"] == hw.su_latency
+    # a measured kernel is priced with its floor: one dispatch phase of 8 tokens over EP 8, top-8,
+    # d 7168, BF16 (the hand count of test_a2a_law_by_hand at 2 B): 50 us + 526,958 B / (0.4 x 450 GB/s)
+    import pandas as pd
+
+    row = pd.DataFrame({"gpu": ["hgx-h200"], "stack": ["vllm"], "phase": ["dispatch"], "dtype": ["bf16"],
+                        "ep": [8], "hidden": [7168], "topk": [8], "experts": [256], "tokens": [8]})
+    from planner.truth import kernels as K
+
+    monkeypatch.setattr(K, "_system", lambda hw_, stack, mode: hw)
+    t = predict_a2a(row, "realistic")[0]
+    assert t == pytest.approx(50e-6 + 8 * 7 * (1 - (7 / 8) ** 8) * 7168 * 2 / (0.4 * 450e9), rel=1e-9)
 
 
 def test_moe_law_by_hand():
