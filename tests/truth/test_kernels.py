@@ -416,3 +416,42 @@ def test_bundled_specs_carry_physical_moe_and_attention_laws():
                 assert 0 < law.compute <= 1 and 0 < law.hbm <= 1 and law.floor > 0 and law.imbalance >= 1
                 assert 0 < law.act <= 1
             assert {k for k, _ in eff.attn} >= {"gqa_bf16", "gqa_fp8"}
+
+
+def test_nccl_law_by_hand():
+    # 1 MB over 8 GPUs of one NVLink domain as a ring: t_n0 5 us + 2 x 7 steps x 1 us + the ring
+    # volume 2 x 7/8 x 1e6 B = 1.75 MB at 0.5 x 450 GB/s = 7.778 us: 26.778 us
+    t = compile_operator("allreduce_nccl")(x=1e6, n_g=8.0, N_su=8.0, B_su=450e9, B_so=50e9, eta_ar=0.5,
+                                           eta_so=1.0, a_ar=1e-6, a_so=8e-6, t_n0=5e-6, n_sw=8.0, B_hb=450e9)
+    assert t == pytest.approx(5e-6 + 14e-6 + 1.75e6 / (0.5 * 450e9), rel=1e-12)
+
+
+def test_nccl_law_spec_round_trip():
+    from planner.specs.hardware import parse_hardware
+    from planner.specs.reading import parse_yaml
+    from planner.specs.registry import bundled_hardware_path
+    from planner.truth.kernels import LawFit, render_allreduce
+
+    text = bundled_hardware_path("hgx-h200").read_text("utf-8")
+    lines = text.splitlines()
+    i = lines.index("collectives:")
+    blank = "\n".join(lines[:i] + lines[i + 2:]) + "\n"
+    assert parse_hardware(parse_yaml(blank, "h200"), "h200").nccl_allreduce is None
+    fit = LawFit("nccl_allreduce", "hgx-h200", "nccl", 66,
+                 {"floor": 5e-6, "latency": 1e-6, "efficiency": 0.6},
+                 {"floor": 0.05, "latency": 0.05, "efficiency": 0.02}, 0.1, 0.25)
+    new = render_allreduce(blank, [fit], "2026-12-01")
+    assert new.index("collectives:") < new.index("stacks:")
+    law = parse_hardware(parse_yaml(new, "h200"), "h200").nccl_allreduce
+    assert (law.floor, law.latency, law.efficiency) == pytest.approx((5e-6, 1e-6, 0.6))
+    assert render_allreduce(new, [fit], "2026-12-01") == new
+
+
+def test_nccl_fit_sees_a_ring():
+    # the measured small-message NCCL latency grows with the GPU count (a ring's 2 (n - 1) steps),
+    # so the fitted step latency is pinned above zero on every system with 2-, 4- and 8-GPU rows
+    from planner.truth.kernels import fit_nccl
+
+    for f in fit_nccl():
+        if f.gpu.startswith("hgx"):
+            assert f.values["latency"] > 0.3e-6 and f.rel_se["latency"] < 0.2, f.gpu
