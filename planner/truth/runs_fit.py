@@ -55,8 +55,9 @@ class RunParameter:
 PARAMETERS: tuple[RunParameter, ...] = (
     RunParameter("compute", ("compute",), 0.02, 1.0),
     RunParameter("hbm", ("hbm",), 0.1, 1.0),
-    # a link moves at least a fifth of its peak in bulk transfers (the measured all-reduce kernels
-    # reach 0.38-0.50 of NVLink); a fit pushing the all-to-all below that says its fixed costs
+    # the scale-out fraction (and the all-to-all's, on a stack whose spec has no a2a_efficiency
+    # fitted to kernels); a link moves at least a fifth of its peak in bulk transfers (the measured
+    # all-reduce kernels reach 0.38-0.50 of NVLink); a fit pushing it below that says fixed costs
     # are missing from the equations: held at the bound, and said
     RunParameter("network", ("scale_up", "scale_out"), 0.2, 1.0),
     RunParameter("kernel_overhead", ("kernel_overhead",), 0.05e-6, 300e-6, "s"),
