@@ -201,7 +201,7 @@ OPERATORS: dict[str, sp.Expr] = {
     "attn_gqa_bound_l2": eq._max(F_gqa / eq.P_c, eq._max(M_gqa - C_l2, 0) / eq.B_hbm),
     "allreduce": eq.allreduce_time(x_bytes, n_ar),
     # NCCL as measured: ring (latency 2 (n - 1) a_ar, volume 2 (n - 1)/n x), no in-switch reduction
-    "allreduce_nccl": t_n0 + eq.at(eq.allreduce_time(x_bytes, n_ar), {eq.x_nvls: 0}),
+    "allreduce_nccl": t_n0 + eq.allreduce_time(x_bytes, n_ar).subs(eq.x_nvls, 0),
     # one phase inside a domain: every other EP rank a token's k experts reach, uniform routing
     # (the instance is the EP group, inside one domain: G = EP)
     "a2a": eq.a_a2a + eq.a2a_volume(eq.n_dest, b_ph, t_a2a)

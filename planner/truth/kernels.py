@@ -5,7 +5,8 @@ measured latencies of single kernels per GPU and serving stack: GEMMs by (m, n, 
 all-reduces by (GPUs, message size).  Each row is priced by :mod:`planner.physics.operators`
 (the step model's own roofline and all-reduce expressions) in ``bound`` mode (datasheet peaks,
 no latencies: no kernel may beat it) and ``realistic`` mode (the system's efficiencies for that
-stack, as :func:`planner.truth.runs.score_runs` uses them; NCCL rows take the default stack).
+stack, as :func:`planner.truth.runs.score_runs` uses them; NCCL rows the system's fitted NCCL law,
+``allreduce_nccl``, where its spec carries one; all-to-all phases the stack's fitted floors).
 A GEMM's realistic time is the fitted GEMM law (``gemm_law``: tile padding, an activation cast
 pass, a per-kernel floor) where the stack's entry carries it, else the roofline; its bound is
 ``gemm_bound``: the benchmark reruns each shape on the same buffers, so operands that fit in L2
