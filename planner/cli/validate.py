@@ -247,7 +247,7 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
 def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     from planner.outputs import table
     from planner.truth.kernels import (
-        LAWS,
+        ALLREDUCE_PARAMS,
         borrowed_a2a,
         fit_a2a,
         fit_allreduce,
@@ -276,7 +276,7 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
                             "written": written}))
         return 0
     print("# communication laws fitted to measured kernels per GPU and stack; se = relative standard error")
-    lat, eff = LAWS["allreduce"]["params"]
+    lat, eff = ALLREDUCE_PARAMS
     print("\n# allreduce (CUDA-graph custom all-reduce): latency per pass and NVLink bandwidth fraction")
     print(table([[f.gpu, f.stack, f.n, f"{f.values[lat] * 1e6:.3g} us ±{f.rel_se[lat]:.0%}",
                   f"{f.values[eff]:.3g} ±{f.rel_se[eff]:.0%}", _pct(f.median_abs_err),
@@ -330,8 +330,8 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
               f"{', '.join(written)} (the step model takes the all-to-all law's bandwidth fraction, not "
               "its floors: see the README)")
     else:
-        print("# nothing written (--write puts the all-reduce, GEMM, grouped-MoE and attention laws into the "
-              "bundled specs' stacks: entries)")
+        print("# nothing written (--write puts the all-reduce, all-to-all, GEMM, grouped-MoE and attention "
+              "laws into the bundled specs' stacks: entries, NCCL's into their collectives: block)")
     return 0
 
 

@@ -366,10 +366,12 @@ def score_kernels() -> KernelScore:
 # ---- communication laws fitted to the kernels ---------------------------------------------------
 #: fitted parameters of each law: (latency per pass or phase in s, fraction of NVLink bandwidth),
 #: their bounds, and the step model's symbols they set
-LAWS = {
-    "allreduce": {"params": ("allreduce_latency", "allreduce_efficiency"), "symbols": ("a_ar", "eta_ar"),
-                  "bounds": ((0.1e-6, 50e-6), (0.05, 1.0))},
-}
+#: constant -> (starting point, bounds) of the stacks' all-reduce law (latency per pass in s,
+#: fraction of NVLink bandwidth; the spec's line names) and of NCCL's (fixed cost per call and
+#: latency per ring step in s, bandwidth fraction), in the order their seconds functions take them
+ALLREDUCE_PARAMS = {"allreduce_latency": (3e-6, (0.1e-6, 50e-6)), "allreduce_efficiency": (0.5, (0.05, 1.0))}
+NCCL_PARAMS = {"floor": (3e-6, (0.1e-6, 50e-6)), "latency": (1e-6, (0.05e-6, 20e-6)),
+               "efficiency": (0.5, (0.05, 1.0))}
 #: bounds of the all-to-all law's constants: the bandwidth fraction, the floor of each phase
 A2A_BOUNDS = {"efficiency": (0.02, 1.0), "floor": (0.1e-6, 400e-6)}
 #: all-to-all kernels of one stack that another stack runs as they are: SGLang's low-latency
@@ -406,22 +408,25 @@ def _solve(res: Any, x0: list[float], bounds: tuple[tuple[float, float], ...]) -
     return np.exp(sol.x), np.sqrt(np.maximum(np.diag(cov), 0.0)), np.abs(np.exp(sol.fun) - 1)
 
 
-def _fit_law(law: str, df: pd.DataFrame, predict: Any) -> list[LawFit]:
+def _fit_law(law: str, df: pd.DataFrame, seconds: Any, params: dict[str, tuple[float, Any]]) -> list[LawFit]:
+    """``seconds(rows, hw, *constants)`` fitted to each (GPU, stack)'s rows of ``df`` (NCCL's rows
+    carry the stack ``nccl``): least squares on log(predicted / measured), ``params`` giving each
+    constant's starting point and bounds."""
     from planner.specs.registry import load_hardware
 
-    spec = LAWS[law]
+    names = tuple(params)
     out = []
     for (gpu, stack), d in df.groupby(["gpu", "stack"]):
         hw = load_hardware(gpu).without_stack()
         meas = d.latency_us.to_numpy(float)
 
         def res(p: np.ndarray, d=d, meas=meas, hw=hw) -> np.ndarray:
-            a, eta = np.exp(p)
-            return np.log(predict(d, hw, a, eta) * 1e6 / meas)
+            return np.log(seconds(d, hw, *np.exp(p)) * 1e6 / meas)
 
-        x, se, e = _solve(res, [3e-6, 0.5], spec["bounds"])
-        out.append(LawFit(law, gpu, stack, int(len(d)), dict(zip(spec["params"], map(float, x), strict=True)),
-                          dict(zip(spec["params"], map(float, se), strict=True)), float(np.median(e)),
+        x, se, e = _solve(res, [v[0] for v in params.values()], tuple(v[1] for v in params.values()))
+        out.append(LawFit(law, str(gpu), str(stack), int(len(d)),
+                          dict(zip(names, map(float, x), strict=True)),
+                          dict(zip(names, map(float, se), strict=True)), float(np.median(e)),
                           float(np.quantile(e, 0.9))))
     return out
 
@@ -435,36 +440,15 @@ def fit_allreduce() -> list[LawFit]:
     df = serving_allreduces(load_table("allreduce"))
     df = df[df.op == "allreduce_custom"]
     df = df[df.num_gpus <= df.gpu.map(lambda g: load_hardware(g).domain_size)]
-    return _fit_law("allreduce", df, _allreduce_seconds)
-
-
-#: bounds of the NCCL law's constants: fixed cost per call, latency per ring step, bandwidth fraction
-NCCL_BOUNDS = {"floor": (0.1e-6, 50e-6), "latency": (0.05e-6, 20e-6), "efficiency": (0.05, 1.0)}
+    return _fit_law("allreduce", df, _allreduce_seconds, ALLREDUCE_PARAMS)
 
 
 def fit_nccl(df: pd.DataFrame | None = None) -> list[LawFit]:
     """NCCL's all-reduce law per system, fitted to its measured NCCL kernels (CUDA-graph ones, the
     fastest algorithm per size): ``t_n0 + 2 (n - 1) a_ar + 2 (n - 1)/n x / (eta_ar B_su)``
     (operator ``allreduce_nccl``), least squares on log(predicted / measured) in log space."""
-    from planner.specs.registry import load_hardware
-
     df = serving_allreduces(load_table("allreduce")) if df is None else df
-    df = df[df.op == "allreduce_nccl"]
-    out = []
-    for gpu, d in df.groupby("gpu"):
-        hw = load_hardware(gpu).without_stack()
-        meas = d.latency_us.to_numpy(float)
-
-        def res(p: np.ndarray, d=d, meas=meas, hw=hw) -> np.ndarray:
-            return np.log(nccl_seconds(d, hw, *np.exp(p)) * 1e6 / meas)
-
-        x, se, e = _solve(res, [3e-6, 1e-6, 0.5], tuple(NCCL_BOUNDS.values()))
-        names = tuple(NCCL_BOUNDS)
-        out.append(LawFit("nccl_allreduce", str(gpu), "nccl", int(len(d)),
-                          dict(zip(names, map(float, x), strict=True)),
-                          dict(zip(names, map(float, se), strict=True)),
-                          float(np.median(e)), float(np.quantile(e, 0.9))))
-    return out
+    return _fit_law("nccl_allreduce", df[df.op == "allreduce_nccl"], nccl_seconds, NCCL_PARAMS)
 
 
 def render_collectives(text: str, f: LawFit, date: str) -> str:
@@ -473,10 +457,7 @@ def render_collectives(text: str, f: LawFit, date: str) -> str:
     note = json.dumps(f"fitted to {f.n} measured NCCL all-reduce kernels of this system (aiconfigurator-core "
                       f"0.12.0; planner/truth/data/kernels), {date}; median error {f.median_abs_err:.0%}, "
                       f"p90 {f.p90_abs_err:.0%}")
-    parts = []
-    for name, v in f.values.items():
-        shown = f'"{v * 1e6:.4g} us"' if name in ("floor", "latency") else f"{v:.4g}"
-        parts.append(f"{name}: {{value: {shown}, {_se_tag(f.rel_se[name])}}}")
+    parts = [f"{name}: {_constant(v, f.rel_se[name], name != 'efficiency')}" for name, v in f.values.items()]
     block = ["collectives:", f"  nccl_allreduce: {{{', '.join(parts)}, kernels: {f.n}, note: {note}}}"]
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.rstrip() == "collectives:"), None)
@@ -663,6 +644,12 @@ _LAW_LINE = re.compile(
     r"^    (allreduce(?=_(?:latency|efficiency):)|a2a(?=_[a-z0-9_]+:)|(?:gemm|moe|attn)_[a-z0-9_]+(?=:))")
 
 
+def _constant(v: float, se: float, time: bool) -> str:
+    """One fitted constant as a spec value, ``{value, se, kind}`` (a time in us)."""
+    shown = f'"{v * 1e6:.4g} us"' if time else f"{v:.4g}"
+    return f"{{value: {shown}, {_se_tag(se)}}}"
+
+
 def _se_tag(se: float) -> str:
     # a parameter at a bound of its range has no standard error: said as such
     return f"se: {yaml_number(se, 3)}, kind: fitted" if math.isfinite(se) and se > 1e-6 else "kind: bound"
@@ -685,10 +672,7 @@ def _gemm_line(f: LawFit, date: str) -> str:
     note = json.dumps(f"fitted to {f.n} measured {what} of this GPU and stack (aiconfigurator-core "
                       f"0.12.0; planner/truth/data/kernels), {date}; median error {f.median_abs_err:.0%}, "
                       f"p90 {f.p90_abs_err:.0%}")
-    parts = []
-    for name, v in f.values.items():
-        text = f'"{v * 1e6:.4g} us"' if name == "floor" else f"{v:.4g}"
-        parts.append(f"{name}: {{value: {text}, {_se_tag(f.rel_se[name])}}}")
+    parts = [f"{name}: {_constant(v, f.rel_se[name], name == 'floor')}" for name, v in f.values.items()]
     return f"    {_law_key(f)}: {{{', '.join(parts)}, kernels: {f.n}, note: {note}}}"
 
 
@@ -703,8 +687,8 @@ def _a2a_lines(f: LawFit, date: str) -> list[str]:
     eta = f.values["efficiency"]
     out = [f"    a2a_efficiency: {{value: {eta:.4g}, {_se_tag(f.rel_se['efficiency'])}, note: {note}}}"]
     for key in sorted(k for k in f.values if k != "efficiency"):
-        out.append(f'    a2a_{key}: {{floor: {{value: "{f.values[key] * 1e6:.4g} us", '
-                   f"{_se_tag(f.rel_se[key])}}}, kernels: {f.n}}}")
+        floor = _constant(f.values[key], f.rel_se[key], True)
+        out.append(f"    a2a_{key}: {{floor: {floor}, kernels: {f.n}}}")
     return out
 
 
@@ -736,7 +720,7 @@ def render_allreduce(text: str, fits: list[LawFit], date: str) -> str:
                 note = json.dumps(f"fitted to {f.n} measured CUDA-graph all-reduce kernels of this GPU and "
                                   f"stack (aiconfigurator-core 0.12.0; planner/truth/data/kernels), {date}; "
                                   f"median error {f.median_abs_err:.0%}")
-                lat, eff = LAWS["allreduce"]["params"]
+                lat, eff = ALLREDUCE_PARAMS
                 for name, shown in ((lat, f'"{f.values[lat] * 1e6:.4g} us"'), (eff, f"{f.values[eff]:.4g}")):
                     out.append(f"    {name}: {{value: {shown}, {_se_tag(f.rel_se[name])}, note: {note}}}")
             f = by.get((stack, "a2a"))
