@@ -74,6 +74,11 @@ TTFT_PARAMETERS: tuple[RunParameter, ...] = (
 HELD = ("step_overhead", "load_imbalance", "memory_reserve", "link latencies")
 #: A parameter whose relative standard error exceeds this is fixed at its spec value.
 REL_SE_MAX = 0.2
+#: A parameter the solver leaves at a bound is held there only if the runs push it: moving it back
+#: to its spec value raises the residual sum of squares by more than this many times the residual
+#: variance (3.84: the 95% point of chi-squared with one degree of freedom, a likelihood-ratio
+#: test).  Otherwise it sits in a flat direction, where it drifted, and keeps its spec value.
+PUSHED_CHI2 = 3.84
 #: Fewest runs a cell (or a leave-one-out training set) needs to be fitted.
 MIN_RUNS = 20
 METHOD = (
@@ -258,16 +263,31 @@ def fit_ttft(parts: list[_Part], values: dict[str, float]) -> TtftFit | None:
             held.update({p.name: float(xi) for p, xi in zip(free, x, strict=True)})
             rel = {p.name: float(se[i]) for i, p in enumerate(free)}
             break
-        i = max(bad, key=lambda j: (at_bound[j], se[j] if np.isfinite(se[j]) else np.inf))
+        i, pushed = _least_pinned(bad, at_bound, se, lambda j: True)
         p = free.pop(i)
-        if at_bound[i] and abs(math.log(x[i] / p.hi)) < 1e-3:
+        if pushed and abs(math.log(x[i] / p.hi)) < 1e-3:
             held[p.name] = float(x[i])
             fixed[p.name] = f"pushed to the bound {x[i]:.3g} of its range; held there"
         else:
-            fixed[p.name] = ("not pinned by these runs; left out (0)" if not at_bound[i] else
+            fixed[p.name] = ("not pinned by these runs; left out (0)" if not pushed else
                              "pushed to the lower bound of its range; left out (0)")
     after = _ttft_errors(t, w, m, held["ttft_request"], held["ttft_wave"])
     return TtftFit(after["n"], held, rel, [p.name for p in free], fixed, before, after)
+
+
+def _least_pinned(bad: list[int], at_bound: list[bool], se: np.ndarray,
+                  pushed: Any) -> tuple[int, bool]:
+    """Which of the ``bad`` parameters to hold next, and whether at the bound the runs push it to:
+    one at a bound that ``pushed(i)`` confirms goes first (the least pinned of those), else the
+    least pinned of the rest (relative SE above :data:`REL_SE_MAX`, none, or at a bound only by
+    drift), held at its spec value."""
+    def rel(i: int) -> float:
+        return float(se[i]) if np.isfinite(se[i]) else math.inf
+
+    edge = [i for i in bad if at_bound[i] and pushed(i)]
+    if edge:
+        return max(edge, key=rel), True
+    return max(bad, key=rel), False
 
 
 def _solve(parts: list[_Part], free: tuple[RunParameter, ...], fixed_vals: dict[str, float]
@@ -307,7 +327,7 @@ def _solve(parts: list[_Part], free: tuple[RunParameter, ...], fixed_vals: dict[
 def fit_cell(parts: list[_Part], family: str, stack: str) -> CellFit:
     """Fit one cell; fix, one at a time, the parameter its runs pin least until all are pinned."""
     hw0 = parts[0].inputs.hw
-    spec = {p.name: _spec_value(hw0, p) for p in PARAMETERS}
+    spec = spec0 = {p.name: _spec_value(hw0, p) for p in PARAMETERS}
     before = _errors(parts, PARAMETERS, np.array([spec[p.name] for p in PARAMETERS]))
     free = list(PARAMETERS)
     fixed: dict[str, str] = {}
@@ -317,7 +337,7 @@ def fit_cell(parts: list[_Part], family: str, stack: str) -> CellFit:
     while free:
         fixed_vals = {p.name: spec[p.name] for p in PARAMETERS if p not in free}
         values.update(fixed_vals)
-        x, cov, _ = _solve(parts, tuple(free), fixed_vals)
+        x, cov, res = _solve(parts, tuple(free), fixed_vals)
         se = np.sqrt(np.clip(np.diag(cov), 0, np.inf))
         at_bound = [(abs(math.log(xi / p.lo)) < 1e-3 or abs(math.log(xi / p.hi)) < 1e-3)
                     for p, xi in zip(free, x, strict=True)]
@@ -325,11 +345,20 @@ def fit_cell(parts: list[_Part], family: str, stack: str) -> CellFit:
         if not bad:
             values.update({p.name: float(xi) for p, xi in zip(free, x, strict=True)})
             break
-        worst = max(bad, key=lambda i: (at_bound[i], se[i] if np.isfinite(se[i]) else np.inf))
+        at_x = {**fixed_vals, **{q.name: float(xi) for q, xi in zip(free, x, strict=True)}}
+        ss = float(res @ res)
+        s2 = ss / max(len(res) - len(free), 1)
+
+        def pushed(i: int, at_x: dict[str, float] = at_x, ss: float = ss, s2: float = s2) -> bool:
+            back = {**at_x, free[i].name: spec0[free[i].name]}
+            r = _residuals(parts, PARAMETERS, np.array([back[q.name] for q in PARAMETERS]))
+            return float(r @ r) - ss > PUSHED_CHI2 * s2
+
+        worst, at_edge = _least_pinned(bad, at_bound, se, pushed)
         p = free.pop(worst)
-        if at_bound[worst]:
-            # the runs push it to the edge of its physical range: held there (missing physics,
-            # or a parameter these runs barely touch), and said
+        if at_edge:
+            # the runs push it to the edge of its physical range: held there (missing physics),
+            # and said
             spec[p.name] = values[p.name] = float(x[worst])
             fixed[p.name] = f"pushed to the bound {x[worst]:.3g} of its range; held there"
         else:
