@@ -219,7 +219,13 @@ class Hardware:
             eff = dataclasses.replace(self.efficiency, **eff)
         if eff is not None:
             changes["efficiency"] = eff
-        return dataclasses.replace(self, **changes)
+        out = dataclasses.replace(self, **changes)
+        if out.su_link == "nvlink":
+            # an NVSwitch domain is one switch: a changed domain or link keeps n_sw = N_su and
+            # B_hb = B_su (else a 72-GPU domain made of an 8-GPU one has 8-GPU "switches")
+            kept = {"su_switch_gpus": out.domain_size, "su_bridge_bandwidth": out.su_bandwidth}
+            out = dataclasses.replace(out, **{k: v for k, v in kept.items() if k not in changes})
+        return out
 
     def with_stack(self, stack: str) -> Hardware:
         """This system with the realistic-mode efficiencies fitted for serving stack ``stack``."""

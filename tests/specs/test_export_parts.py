@@ -92,6 +92,17 @@ def test_pcie_all_reduce_is_a_ring_without_in_switch_reduction():
     assert r_nv.terms["allreduce_attn"] == pytest.approx(m / (0.392 * 63e9) + 2 * 1.76e-6, rel=1e-9)
 
 
+def test_a_changed_nvswitch_domain_stays_one_switch():
+    # counterfactuals (compare --explain) that give an 8-GPU HGX a 72-GPU domain or a faster link:
+    # an NVSwitch domain is one switch, so no peer traffic crosses a host bridge (n_sw = N_su,
+    # B_hb = B_su); a PCIe server keeps its switches
+    h = load_hardware("hgx-h200").replace(domain_size=72, gpus_per_system=72, su_bandwidth=900e9)
+    assert (h.su_switch_gpus, h.su_bridge_bandwidth) == (72, 900e9)
+    pcie = load_hardware("rtx-pro-6000-server")
+    p = pcie.replace(su_bandwidth=2 * pcie.su_bandwidth)
+    assert (p.su_switch_gpus, p.su_bridge_bandwidth) == (pcie.su_switch_gpus, pcie.su_bridge_bandwidth)
+
+
 def _spec_text(name: str) -> str:
     return bundled_hardware_path(name).read_text("utf-8")
 
