@@ -35,8 +35,13 @@ What is kept (deterministic, no sampling):
   head dim at TP 1, 2, 4, 8) without a sliding window (gpt-oss's head dim 64 also with its
   128-token window), and the declared sample of the other configurations: batch 1 and 64, no
   window; GQA at contexts 2, 8, 32 ... 131072 (every other power of 2).  The context of a row is
-  ``isl + step`` (the source's prompt length and decode step).  Prefill (context) attention is left
-  out.
+  ``isl + step`` (the source's prompt length and decode step).
+- attention, prefill (ops ``attention_mla_prefill``, ``attention_gqa_prefill``): each stack's
+  newest MLA context table (TensorRT-LLM and SGLang) and GQA / MHA context table, BF16 compute
+  only (TensorRT-LLM's and SGLang's FP8 context kernels are left out), at prompts
+  ``PREFILL_ISL`` and batches ``PREFILL_BATCH``; GQA for the bundled models' per-GPU head
+  configurations only (as in decode, gpt-oss's 128-token window too).  A row's ``isl`` is its
+  prompt length, its ``step`` 0.
 
 The custom all-reduce tables' ``message_size`` counts BF16 elements (aiconfigurator sizes them
 as hidden size x tokens), so bytes = 2 x message_size.  The NCCL table's ``message_size`` is read
@@ -80,6 +85,9 @@ MOE_SAMPLE_TOKENS = (1, 16, 256, 4096)
 GQA_SAMPLE_BATCH = (1, 64)
 #: GQA context lengths kept (the tables step by powers of 2 from 2 to 131072): every other one
 GQA_CONTEXTS = tuple(2 ** (2 * i + 1) for i in range(9))
+#: prefill attention kept: these prompt lengths (the tables hold 1 ... 32768) and batch sizes
+PREFILL_ISL = (128, 512, 1024, 2048, 4096, 8192, 16384)
+PREFILL_BATCH = (1, 4, 16, 64)
 
 
 def _version_key(v: str) -> tuple:
@@ -234,12 +242,44 @@ def extract(wheel: str | Path) -> dict[str, pd.DataFrame]:
                 "isl": t.isl.astype(int), "step": t.step.astype(int), "heads": t.num_heads.astype(int),
                 "kv_heads": t.num_key_value_heads.astype(int), "head_dim": t.head_dim.astype(int),
                 "window": t.window_size.astype(int), "latency_us": (t.latency * 1e3).round(4)}))
+        attn += _prefill_attention(z, names, system, gpu, heads)
     out = {"gemm": pd.concat(gemm, ignore_index=True), "allreduce": pd.concat(ar, ignore_index=True),
            "a2a": pd.concat(a2a, ignore_index=True), "moe": pd.concat(moe, ignore_index=True),
            "attention": pd.concat(attn, ignore_index=True)}
     for k, df in out.items():
         keys = [c for c in df.columns if c != "latency_us"]
         out[k] = df.sort_values(keys, kind="mergesort").reset_index(drop=True)
+    return out
+
+
+def _prefill_attention(z: zipfile.ZipFile, names: list[str], system: str, gpu: str,
+                       heads: set[tuple[int, int, int]]) -> list[pd.DataFrame]:
+    """The prefill (context) attention rows of one system: MLA and GQA, BF16 compute, at
+    PREFILL_ISL x PREFILL_BATCH (GQA: the bundled head configurations)."""
+    out = []
+    for stack, path in sorted(_newest(names, system, "mla", "context_mla_perf.parquet").items()):
+        t = _read(z, path)
+        t = t[(t.mla_dtype == "bfloat16") & t.isl.isin(PREFILL_ISL) & t.batch_size.isin(PREFILL_BATCH)]
+        out.append(pd.DataFrame({
+            "gpu": gpu, "stack": stack, "version": t.version.astype(str), "op": "attention_mla_prefill",
+            "phase": "prefill", "variant": t.kernel_source.astype(str), "dtype": "bf16",
+            "kv_dtype": t.kv_cache_dtype.map(DTYPES), "batch": t.batch_size.astype(int),
+            "isl": t.isl.astype(int), "step": 0, "heads": t.num_heads.astype(int),
+            "kv_heads": 0, "head_dim": 0, "window": 0, "latency_us": (t.latency * 1e3).round(4)}))
+    for stack, path in sorted(_newest(names, system, "attention", "context_attention_perf.parquet").items()):
+        t = _read(z, path)
+        cfg = list(zip(t.num_heads, t.num_key_value_heads, t.head_dim, strict=True))
+        bundled = pd.Series([c in heads for c in cfg], index=t.index)
+        window_ok = (t.window_size == 0) | ((t.window_size == 128) & (t.head_dim == 64))
+        t = t[bundled & window_ok & (t.beam_width == 1) & (t.attn_dtype == "bfloat16")
+              & t.isl.isin(PREFILL_ISL) & t.batch_size.isin(PREFILL_BATCH)]
+        out.append(pd.DataFrame({
+            "gpu": gpu, "stack": stack, "version": t.version.astype(str), "op": "attention_gqa_prefill",
+            "phase": "prefill", "variant": t.kernel_source.astype(str), "dtype": "bf16",
+            "kv_dtype": t.kv_cache_dtype.map(DTYPES), "batch": t.batch_size.astype(int),
+            "isl": t.isl.astype(int), "step": 0, "heads": t.num_heads.astype(int),
+            "kv_heads": t.num_key_value_heads.astype(int), "head_dim": t.head_dim.astype(int),
+            "window": t.window_size.astype(int), "latency_us": (t.latency * 1e3).round(4)}))
     return out
 
 

@@ -41,7 +41,8 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
         return 0
     print(f"# measured kernels ({s['rows']} rows, planner/truth/data/kernels/PROVENANCE.md) against the step "
           "model's operator laws; error = |predicted / measured - 1| in realistic mode (each stack's fit; "
-          "GEMMs, grouped MoE, decode attention: the fitted laws where the spec carries them); bound viol. = "
+          "GEMMs, grouped MoE, decode and prefill attention: the fitted laws where the spec carries them); "
+          "bound viol. = "
           "kernels measured faster than bound mode (GEMMs: gemm_bound, operands in L2 need not come from "
           "HBM; MoE: moe_bound, the fewest experts any routing touches); L2 = kernels faster than the plain "
           "roofline at the peaks (MoE: under uniform routing)")
@@ -309,7 +310,8 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     def _v(f: Any, p: str) -> str:
         if p not in f.values:
             return "-"
-        v = f"{f.values[p] * 1e6:.3g} us" if p == "floor" else f"{f.values[p]:.3g}"
+        v = (f"{f.values[p] * 1e6:.3g} us" if p == "floor" else f"{f.values[p]:.0f} tokens" if p == "offset"
+             else f"{f.values[p]:.3g}")
         return v + (f" ±{f.rel_se[p]:.0%}" if f.rel_se[p] > 1e-6 else " (bound)")
 
     print("\n# grouped MoE law: max(2*3 d f_e max(T_e, n_touched t_m) / TP_e / (eta_e P_e), "
@@ -321,9 +323,17 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
                 ["gpu", "stack", "dtype", "kernels", "eta_e", "eta_em", "eta_ea", "t_e0", "lambda",
                  "median |err|", "p90"]))
     print("\n# decode attention laws: max(F / (eta_a P_c), M_kv / (eta_am B_hbm)) + t_a0, per KV dtype")
+    dec = [f for f in attn if not f.law.endswith("_prefill")]
     print(table([[f.law, f.gpu, f.stack, f.dtype, f.n] + [_v(f, p) for p in ("compute", "hbm", "floor")]
-                 + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in attn],
+                 + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in dec],
                 ["law", "gpu", "stack", "KV", "kernels", "eta_a", "eta_am", "t_a0", "median |err|", "p90"]))
+    print("\n# prefill attention laws (BF16 compute): (F + F_row) / (eta_fa P_c) + t_a0, F_row = S_a0 "
+          "context tokens' worth per query row (moe-planner equations --term op.attn_gqa_prefill_law); "
+          "the step model's prefill pass takes eta_fa and S_a0, per KV dtype")
+    pre = [f for f in attn if f.law.endswith("_prefill")]
+    print(table([[f.law, f.gpu, f.stack, f.dtype, f.n] + [_v(f, p) for p in ("compute", "offset", "floor")]
+                 + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in pre],
+                ["law", "gpu", "stack", "KV", "kernels", "eta_fa", "S_a0", "t_a0", "median |err|", "p90"]))
     if written:
         print(f"# wrote the all-reduce (stacks' and NCCL's), all-to-all, GEMM, grouped-MoE and attention "
               f"laws into the stacks: and collectives: entries of {len(written)} hardware specs: "

@@ -52,6 +52,15 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   ``*_bound_l2`` (``moe_bound_l2``, ``attn_*_bound_l2``): as ``gemm_bound``, the bytes the L2 cache
   (``C_L2``) can hold from the previous run of the same kernel on the same buffers need not come
   from HBM.
+- ``attn_mla_prefill`` / ``attn_gqa_prefill`` (and ``_law``, ``_bound``, ``_bound_l2``): one
+  prefill (context) attention kernel, ``b`` prompts of ``2 S`` tokens each attending causally: the
+  step model's prefill attention core at ``s_q = 2 S`` (mean causal context ``S``), so
+  ``F = 2 b h (2 S) S c_att`` with MLA un-absorbed (``c_att = d_n + d_r + d_v``).  The law,
+  fitted per GPU, stack and KV dtype, is compute-bound: ``(F + F_row) / (eta_fa P_c) + t_a0``, with
+  ``F_row = 2 b h (2 S) S_a0 c_att`` the step model's per-row work (each query row costs ``S_a0``
+  context tokens' worth beyond its context: loading it, the softmax epilogue, writing the output;
+  at a 1k-token prompt the measured kernels reach a third to a half of the fraction they reach at
+  16k).  Its ``eta_fa`` and ``S_a0`` are the step model's in a prefill pass.
 - ``allreduce``: ``x`` bytes over ``n_g`` GPUs (two-shot inside a domain, hierarchical across).
 - ``allreduce_nccl``: the same call through NCCL as its measured tables ran it: a ring or tree
   (no in-switch reduction: ``x_nvls`` = 0), so ``2 (n_g - 1)`` latencies ``a_ar`` and the ring
@@ -97,6 +106,8 @@ t_e0 = sp.Symbol("t_e0", nonnegative=True)  #: fitted floor of a grouped MoE ker
 eta_ea = sp.Symbol("eta_ea", positive=True)  #: fitted HBM fraction of a grouped MoE's activation traffic
 r_kv = sp.Symbol("r_kv", positive=True)     #: MLA latent KV rank
 d_r = sp.Symbol("d_r", positive=True)       #: MLA decoupled RoPE key dimension
+d_n = sp.Symbol("d_n", positive=True)       #: MLA query/key head dimension without RoPE
+d_v = sp.Symbol("d_v", positive=True)       #: MLA value head dimension
 h_kv = sp.Symbol("h_kv", positive=True)     #: KV heads on the GPU
 d_head = sp.Symbol("d_head", positive=True)  #: head dimension
 eta_a = sp.Symbol("eta_a", positive=True)   #: fitted fraction of the dense peak of decode attention
@@ -131,6 +142,8 @@ OPERATOR_SYMBOLS = {
     "t_n0": (t_n0, "fixed cost of one NCCL all-reduce call: launch, proxy, protocol setup (fitted)", "s"),
     "r_kv": (r_kv, "MLA latent KV rank (kv_lora_rank)", "1"),
     "d_r": (d_r, "MLA decoupled RoPE key dimension (qk_rope_head_dim)", "1"),
+    "d_n": (d_n, "MLA query/key head dimension without RoPE (qk_nope_head_dim)", "1"),
+    "d_v": (d_v, "MLA value head dimension (v_head_dim)", "1"),
     "h_kv": (h_kv, "KV heads on the GPU", "1"), "d_head": (d_head, "attention head dimension", "1"),
     "eta_a": (eta_a, "fraction of the dense peak a decode attention kernel reaches (fitted per GPU, stack, "
               "KV dtype)", "1"),
@@ -167,6 +180,15 @@ _MLA_AT = {eq.s_q: 1, eq.TP_a: 1, eq.s_kv: 1, eq.phi_w: 0, eq.S_w: eq.S, eq.c_at
 _GQA_AT = {eq.s_q: 1, eq.TP_a: 1, eq.s_kv: 1, eq.c_att: 2 * d_head, eq.e_kv: 2 * h_kv * d_head}
 F_mla, M_mla = eq.at(eq.F_attn_core, _MLA_AT), eq.at(eq.M_kv_read, _MLA_AT)
 F_gqa, M_gqa = eq.at(eq.F_attn_core, _GQA_AT), eq.at(eq.M_kv_read, _GQA_AT)
+#: one prefill attention kernel: ``b`` prompts of ``2 S`` tokens each attending causally (mean
+#: context S, as the step model's prefill pass), the heads on this GPU; MLA un-absorbed (each head
+#: a d_n + d_r key and a d_v value: c_att = d_n + d_r + d_v), GQA as in decode
+_MLA_PRE_AT = _MLA_AT | {eq.s_q: 2 * eq.S, eq.c_att: d_n + d_r + d_v}
+_GQA_PRE_AT = _GQA_AT | {eq.s_q: 2 * eq.S}
+F_mla_pre, M_mla_pre = eq.at(eq.F_attn_core, _MLA_PRE_AT), eq.at(eq.M_kv_read, _MLA_PRE_AT)
+F_gqa_pre, M_gqa_pre = eq.at(eq.F_attn_core, _GQA_PRE_AT), eq.at(eq.M_kv_read, _GQA_PRE_AT)
+#: ... and its per-row work (the step model's F_attn_row: S_a0 context tokens' worth per query row)
+R_mla_pre, R_gqa_pre = eq.at(eq.F_attn_row, _MLA_PRE_AT), eq.at(eq.F_attn_row, _GQA_PRE_AT)
 
 
 def _attn_law(F: sp.Expr, M: sp.Expr) -> sp.Expr:
@@ -199,6 +221,15 @@ OPERATORS: dict[str, sp.Expr] = {
     "attn_gqa_law": _attn_law(F_gqa, M_gqa),
     "attn_gqa_bound": eq._max(F_gqa / eq.P_c, M_gqa / eq.B_hbm),
     "attn_gqa_bound_l2": eq._max(F_gqa / eq.P_c, eq._max(M_gqa - C_l2, 0) / eq.B_hbm),
+    # prefill attention, MLA and GQA: its law (compute-bound at every measured shape: the FLOPs and
+    # the per-row work at eta_fa, a floor) and the bounds on the prefill shapes
+    **{f"attn_{kind}_prefill{suffix}": expr
+       for kind, (F, M, R) in (("mla", (F_mla_pre, M_mla_pre, R_mla_pre)),
+                               ("gqa", (F_gqa_pre, M_gqa_pre, R_gqa_pre)))
+       for suffix, expr in (("", eq.roofline(F, M, eq.P_c)),
+                            ("_law", (F + R) / (eq.eta_fa * eq.P_c) + t_a0),
+                            ("_bound", eq._max(F / eq.P_c, M / eq.B_hbm)),
+                            ("_bound_l2", eq._max(F / eq.P_c, eq._max(M - C_l2, 0) / eq.B_hbm)))},
     "allreduce": eq.allreduce_time(x_bytes, n_ar),
     # NCCL as measured: ring (latency 2 (n - 1) a_ar, volume 2 (n - 1)/n x), no in-switch reduction
     "allreduce_nccl": t_n0 + eq.allreduce_time(x_bytes, n_ar).subs(eq.x_nvls, 0),

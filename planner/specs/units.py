@@ -35,6 +35,7 @@ def _registry() -> Any:
     ureg.define("OPS = FLOPS")
     ureg.define("USD = [currency] = dollar = usd")
     ureg.define("GPU = [gpu]")
+    ureg.define("token = [token]")
     return ureg
 
 
@@ -51,6 +52,7 @@ DIMENSIONS: dict[str, tuple[str, str]] = {
     "bytes": ("databyte", "a size such as '141 GB' or '80 GiB'"),
     "flops": ("FLOP/s", "a rate such as '989 TFLOP/s' (dense)"),
     "time": ("s", "a time such as '5 us' or '2 ms'"),
+    "tokens": ("token", "a token count such as '600 tokens'"),
     "power": ("W", "a power such as '1200 W' or '120 kW'"),
     "usd": ("USD", "an amount such as '3000000 USD'"),
     "usd_per_hour": ("USD/h", "a price such as '5.41 USD/h'"),

@@ -60,6 +60,8 @@ KV_BYTES = {"bf16": 2.0, "fp8": 1.0}
 #: MLA latent rank r_kv and RoPE key dimension d_r of every MLA model the tables time (DeepSeek-V3
 #: and Kimi K2 alike: kv_lora_rank 512, qk_rope_head_dim 64)
 MLA_DIMS = {"r_kv": 512.0, "d_r": 64.0}
+#: ... and its un-absorbed prefill heads (qk_nope_head_dim, v_head_dim)
+MLA_PREFILL_DIMS = {"d_n": 128.0, "d_v": 128.0}
 #: the shape columns of one MoE and one attention kernel (the table's other columns: the kernel
 #: variant, its version, the latency)
 MOE_KEYS = ["gpu", "stack", "op", "dtype", "distribution", "tokens", "hidden", "inter", "topk", "experts",
@@ -253,23 +255,30 @@ def predict_moe(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.n
 
 
 def _attn_shape(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
-    # an FP8 cache may be attended with FP8 MMAs (TensorRT-LLM's MLA kernels on Blackwell beat the
-    # BF16 peak with one): the FP8 peak for FP8 caches, the BF16 peak for BF16 ones
+    # decode: an FP8 cache may be attended with FP8 MMAs (TensorRT-LLM's MLA kernels on Blackwell
+    # beat the BF16 peak with one): the FP8 peak for FP8 caches, the BF16 peak for BF16 ones.
+    # Prefill rows are BF16 compute (the table's own dtype), the mean causal context half the prompt.
     kv = d.kv_dtype.iloc[0]
-    shape = {"b": d.batch.to_numpy(float), "S": (d.isl + d.step).to_numpy(float),
+    prefill = kind.endswith("_prefill")
+    S = d.isl.to_numpy(float) / 2 if prefill else (d.isl + d.step).to_numpy(float)
+    shape = {"b": d.batch.to_numpy(float), "S": S,
              "h": d.heads.to_numpy(float), "b_kv": KV_BYTES[kv],
-             "P_c": hw.flops["fp8" if kv == "fp8" else "bf16"], "B_hbm": hw.hbm_bandwidth}
-    if kind == "mla":
-        return shape | MLA_DIMS
+             "P_c": hw.flops["fp8" if kv == "fp8" and not prefill else "bf16"], "B_hbm": hw.hbm_bandwidth}
+    if kind.startswith("mla"):
+        return shape | MLA_DIMS | (MLA_PREFILL_DIMS if prefill else {})
     w = d.window.to_numpy(float)
     return shape | {"h_kv": d.kv_heads.to_numpy(float), "d_head": d.head_dim.to_numpy(float),
                     "phi_w": (w > 0).astype(float), "S_w": np.where(w > 0, w, 1.0)}
 
 
 def attn_law_seconds(d: pd.DataFrame, hw: Any, kind: str, law: KernelLaw) -> np.ndarray:
-    """The fitted decode attention law (``attn_mla_law`` or ``attn_gqa_law``) on rows ``d``."""
-    return compile_operator(f"attn_{kind}_law")(**_attn_shape(d, hw, kind), eta_a=law.compute, eta_am=law.hbm,
-                                                t_a0=law.floor)
+    """The fitted attention law (``attn_<kind>_law``: decode ``mla``, ``gqa``; prefill ``mla_prefill``,
+    ``gqa_prefill``) on rows ``d``."""
+    shape = _attn_shape(d, hw, kind)
+    if kind.endswith("_prefill"):
+        return compile_operator(f"attn_{kind}_law")(**shape, eta_fa=law.compute, S_a0=law.offset,
+                                                    t_a0=law.floor)
+    return compile_operator(f"attn_{kind}_law")(**shape, eta_a=law.compute, eta_am=law.hbm, t_a0=law.floor)
 
 
 def predict_attention(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.ndarray:
@@ -579,7 +588,7 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
 #: bounds: fractions in (0, 1], the floor 0.1-2000 us, the power-law routing's lambda 1-16
 KERNEL_PARAMS = {"compute": (0.5, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)),
                  "floor": (10e-6, (0.1e-6, 2000e-6)), "imbalance": (1.5, (1.0, 16.0)),
-                 "act": (0.5, (0.01, 1.0))}
+                 "act": (0.5, (0.01, 1.0)), "offset": (500.0, (1.0, 20000.0))}
 
 
 def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[LawFit]:
@@ -625,18 +634,20 @@ def fit_moe(df: pd.DataFrame | None = None) -> list[LawFit]:
 
 
 def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
-    """The same for the decode attention laws (``attn_mla_law``, ``attn_gqa_law``) per (GPU,
-    stack, kind, KV dtype): ``compute`` eta_a (MLA only: GQA decode, at most h / h_kv = 16 FLOP per
-    KV byte, never reaches its compute side at the measured shapes, so eta_a is not identified and
-    held at 1), ``hbm`` eta_am, ``floor`` t_a0 (``LawFit.law`` is ``attn_mla`` or ``attn_gqa``,
-    ``dtype`` the KV dtype)."""
+    """The same for the decode and prefill attention laws (``attn_mla_law``, ``attn_gqa_law``,
+    ``attn_mla_prefill_law``, ``attn_gqa_prefill_law``) per (GPU, stack, kind, KV dtype):
+    ``compute`` eta_a (not for GQA decode: at most h / h_kv = 16 FLOP per KV byte, it never
+    reaches its compute side at the measured shapes, so eta_a is not identified and held at 1),
+    ``hbm`` eta_am, ``floor`` t_a0 (``LawFit.law`` is ``attn_<kind>``, ``dtype`` the KV dtype)."""
     df = serving_kernels(load_table("attention"), ATTN_KEYS) if df is None else df
     out = []
     for op, dop in df.groupby("op"):
         kind = op.removeprefix("attention_")
         groups = ((key, d) for key, d in dop.groupby(["gpu", "stack", "kv_dtype"]))
+        names = (["compute", "offset", "floor"] if kind.endswith("_prefill")
+                 else ["compute", "hbm", "floor"] if kind == "mla" else ["hbm", "floor"])
         out += _fit_kernel_law(f"attn_{kind}", groups, lambda d, hw, law, kind=kind: attn_law_seconds(
-            d, hw, kind, law), lambda d, kind=kind: (["compute"] if kind == "mla" else []) + ["hbm", "floor"])
+            d, hw, kind, law), lambda d, names=names: names)
     return out
 
 
@@ -644,9 +655,10 @@ _LAW_LINE = re.compile(
     r"^    (allreduce(?=_(?:latency|efficiency):)|a2a(?=_[a-z0-9_]+:)|(?:gemm|moe|attn)_[a-z0-9_]+(?=:))")
 
 
-def _constant(v: float, se: float, time: bool) -> str:
-    """One fitted constant as a spec value, ``{value, se, kind}`` (a time in us)."""
-    shown = f'"{v * 1e6:.4g} us"' if time else f"{v:.4g}"
+def _constant(v: float, se: float, time: bool, unit: str = "") -> str:
+    """One fitted constant as a spec value, ``{value, se, kind}`` (a time in us; ``unit``
+    another unit's name, written after the number)."""
+    shown = f'"{v * 1e6:.4g} us"' if time else f'"{v:.4g} {unit}"' if unit else f"{v:.4g}"
     return f"{{value: {shown}, {_se_tag(se)}}}"
 
 
@@ -658,7 +670,9 @@ def _se_tag(se: float) -> str:
 #: what each fitted kernel law's spec line says it was fitted to
 _LAW_WHAT = {"gemm": "{dt} GEMMs", "moe": "{dt} grouped-MoE kernels",
              "attn_mla": "MLA decode attention kernels ({dt} KV cache)",
-             "attn_gqa": "GQA decode attention kernels ({dt} KV cache)"}
+             "attn_gqa": "GQA decode attention kernels ({dt} KV cache)",
+             "attn_mla_prefill": "MLA prefill attention kernels (BF16 compute, {dt} KV cache)",
+             "attn_gqa_prefill": "GQA prefill attention kernels (BF16 compute, {dt} KV cache)"}
 
 
 def _law_key(f: LawFit) -> str:
@@ -672,7 +686,8 @@ def _gemm_line(f: LawFit, date: str) -> str:
     note = json.dumps(f"fitted to {f.n} measured {what} of this GPU and stack (aiconfigurator-core "
                       f"0.12.0; planner/truth/data/kernels), {date}; median error {f.median_abs_err:.0%}, "
                       f"p90 {f.p90_abs_err:.0%}")
-    parts = [f"{name}: {_constant(v, f.rel_se[name], name == 'floor')}" for name, v in f.values.items()]
+    parts = [f"{name}: {_constant(v, f.rel_se[name], name == 'floor', 'tokens' if name == 'offset' else '')}"
+             for name, v in f.values.items()]
     return f"    {_law_key(f)}: {{{', '.join(parts)}, kernels: {f.n}, note: {note}}}"
 
 

@@ -40,7 +40,9 @@ def test_tables_load_with_their_columns():
             "experts", "tp", "ep", "latency_us"} <= set(m.columns)
     assert {"op", "kv_dtype", "batch", "isl", "step", "heads", "kv_heads", "head_dim", "window",
             "latency_us"} <= set(t.columns)
-    assert set(t.op) == {"attention_mla", "attention_gqa"} and (m.latency_us > 0).all()
+    assert set(t.op) == {"attention_mla", "attention_gqa", "attention_mla_prefill", "attention_gqa_prefill"}
+    assert (m.latency_us > 0).all() and set(t.phase) == {"decode", "prefill"}
+    assert (t[t.phase == "prefill"].op.str.endswith("_prefill")).all()
     # the bundled models' shapes are there: DeepSeek-V3, Kimi K2, Qwen3-235B, gpt-oss-120b MoE
     shapes = set(zip(m.hidden, m.inter, m.topk, m.experts, strict=True))
     assert {(7168, 2048, 8, 256), (7168, 2048, 8, 384), (4096, 1536, 8, 128), (2880, 2880, 4, 128)} <= shapes
@@ -232,7 +234,8 @@ def test_cli_calibrate_kernels_json(capsys, monkeypatch):
     assert d["written"] == [] and {"gpu", "stack", "values", "rel_se"} <= set(d["allreduce"][0])
     assert {"compute", "hbm", "floor"} <= set(d["gemm"][0]["values"]) and d["gemm"][0]["dtype"]
     assert {f["dtype"] for f in d["moe"]} >= {"bf16", "fp8"}
-    assert {f["law"] for f in d["attention"]} == {"attn_gqa"}  # vLLM has no MLA kernel table
+    # vLLM has no MLA kernel table
+    assert {f["law"] for f in d["attention"]} == {"attn_gqa", "attn_gqa_prefill"}
     # the all-to-all law: an isolated kernel's floor per phase and dtype (tens of microseconds),
     # one bandwidth fraction per stack shared by the systems with the same links (H100, H200)
     a2a = {(f["gpu"], f["stack"]): f for f in d["a2a"]}
@@ -455,3 +458,68 @@ def test_nccl_fit_sees_a_ring():
     for f in fit_nccl():
         if f.gpu.startswith("hgx"):
             assert f.values["latency"] > 0.3e-6 and f.rel_se["latency"] < 0.2, f.gpu
+
+
+def test_prefill_attention_law_by_hand():
+    # GQA prefill: 2 prompts of 1024 tokens, 32 query heads of 128 on the GPU: causal FLOPs
+    # 2 b h (2S) S c_att with S = 512 (the mean causal context), c_att = 2 x 128:
+    # 2 x 2 x 32 x 1024 x 512 x 256 = 17.18 GFLOP; each query row also costs S_a0 = 600 tokens'
+    # worth: 2 x 2 x 32 x 1024 x 600 x 256 = 20.13 GFLOP; at 0.6 x 989 TFLOP/s plus a 12 us floor
+    t = compile_operator("attn_gqa_prefill_law")(b=2.0, S=512.0, h=32.0, d_head=128.0, P_c=989e12,
+                                                 eta_fa=0.6, S_a0=600.0, t_a0=12e-6, phi_w=0.0, S_w=1.0)
+    flops = 2 * 2 * 32 * 1024 * (512 + 600) * 256
+    assert t == pytest.approx(12e-6 + flops / (0.6 * 989e12), rel=1e-12)
+    # MLA prefill, un-absorbed heads: c_att = d_n + d_r + d_v = 128 + 64 + 128 = 320
+    t = compile_operator("attn_mla_prefill_law")(b=1.0, S=2048.0, h=128.0, d_n=128.0, d_r=64.0, d_v=128.0,
+                                                 P_c=989e12, eta_fa=0.5, S_a0=0.0, t_a0=20e-6)
+    assert t == pytest.approx(20e-6 + 2 * 128 * 4096 * 2048 * 320 / (0.5 * 989e12), rel=1e-12)
+    # the bound: the same FLOPs at the peak, no per-row work, no floor
+    b = compile_operator("attn_mla_prefill_bound")(b=1.0, S=2048.0, h=128.0, d_n=128.0, d_r=64.0, d_v=128.0,
+                                                   P_c=989e12, r_kv=512.0, b_kv=2.0, B_hbm=4.8e12)
+    assert b == pytest.approx(2 * 128 * 4096 * 2048 * 320 / 989e12, rel=1e-12)
+
+
+def test_prefill_attention_law_recovers_known_constants():
+    from planner.specs.hardware import KernelLaw
+    from planner.truth.kernels import ATTN_KEYS, attn_law_seconds, fit_attention, serving_kernels
+
+    hw = load_hardware("hgx-h200").without_stack()
+    a = serving_kernels(load_table("attention"), ATTN_KEYS)
+    a = a[(a.gpu == "hgx-h200") & (a["stack"] == "vllm") & (a.op == "attention_gqa_prefill")
+          & (a.kv_dtype == "bf16")].copy()
+    true = KernelLaw(compute=0.55, floor=14e-6, offset=700.0)
+    a["latency_us"] = attn_law_seconds(a, hw, "gqa_prefill", true) * 1e6
+    (f,) = fit_attention(a)
+    assert f.law == "attn_gqa_prefill" and f.dtype == "bf16"
+    assert set(f.values) == {"compute", "offset", "floor"}
+    for name in ("compute", "floor", "offset"):
+        assert f.values[name] == pytest.approx(getattr(true, name), rel=1e-3), name
+
+
+def test_no_prefill_attention_kernel_beats_its_bound(score):
+    for op in ("attention_mla_prefill", "attention_gqa_prefill"):
+        r = score.rows[score.rows.op == op]
+        assert len(r) > 2000 and r.bound_us.notna().all() and not r.bound_violation.any(), op
+        assert r.realistic_us.notna().all()
+
+
+def test_prefill_attention_law_spec_round_trip_and_bad_unit():
+    from planner.errors import SpecError
+    from planner.specs.hardware import parse_hardware
+    from planner.specs.reading import parse_yaml
+    from planner.specs.registry import bundled_hardware_path
+    from planner.truth.kernels import LawFit, render_allreduce
+
+    text = bundled_hardware_path("hgx-h200").read_text("utf-8")
+    blank = "\n".join(ln for ln in text.splitlines() if "_prefill_" not in ln) + "\n"
+    fit = LawFit("attn_gqa_prefill", "hgx-h200", "vllm", 80,
+                 {"compute": 0.62, "offset": 580.0, "floor": 13e-6},
+                 {"compute": 0.01, "offset": 0.03, "floor": 0.02}, 0.1, 0.2, "bf16")
+    new = render_allreduce(blank, [fit], "2026-12-01")
+    assert 'offset: {value: "580 tokens"' in new
+    eff = parse_hardware(parse_yaml(new, "h200"), "h200").with_stack("vllm").efficiency
+    law = eff.attn_law("gqa_prefill", "bf16")
+    assert (law.compute, law.offset, law.floor, law.hbm) == pytest.approx((0.62, 580.0, 13e-6, 1.0))
+    bad = new.replace('"580 tokens"', '"580 us"')
+    with pytest.raises(SpecError, match="token count"):
+        parse_hardware(parse_yaml(bad, "h200"), "h200")
