@@ -13,9 +13,13 @@ Every operator's time is a roofline, ``max(F / (eta_c P), M / (eta_m B_hbm)) + t
 over operators (a max per operator, then a sum; physics.md section 2).  In realistic mode the dense
 GEMMs (attention projections, dense FFN, shared experts, LM head, draft head) run instead at the
 throughput of the GEMM law fitted to measured GEMM kernels where the system's stack carries one
-(``x_g = 1``: :func:`gemm_operator`); the routed experts' grouped GEMMs and the attention core
-keep the roofline with the fractions fitted to the measured runs.  ``bound`` mode sets
-every eta to 1 and every latency to 0: the speed of light.
+(``x_g = 1``: :func:`gemm_operator`); the routed experts' grouped GEMMs keep the roofline, their
+FLOPs at ``eta_ce`` (the compute fraction of the stack's grouped-MoE law, fitted to measured
+grouped-MoE kernels; ``eta_c`` where it has none); the attention core keeps the roofline, its FLOPs
+at ``eta_fa`` with ``S_a0`` context tokens' worth of extra work per query row (in a prefill pass
+the stack's prefill attention law, fitted to measured prefill attention kernels; in a decode step
+``eta_c`` and 0).  ``bound`` mode sets every eta to 1 and every latency and ``S_a0`` to 0: the
+speed of light.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from planner.physics.symbols import (
     P_e,
     P_v,
     S,
+    S_a0,
     S_c,
     S_w,
     TP_a,
@@ -70,6 +75,8 @@ from planner.physics.symbols import (
     eta_a2a,
     eta_ar,
     eta_c,
+    eta_ce,
+    eta_fa,
     eta_m,
     eta_o,
     eta_so,
@@ -222,6 +229,10 @@ F_attn_core = 2 * b * s_q * (h / TP_a) * S_eff * c_att
 #: KV bytes read: b S e_kv b_kv / s_kv.  MLA latent KV is not split by attention TP (s_kv = 1);
 #: GQA KV splits by KV heads up to h_kv ranks.
 M_kv_read = b * S_eff * e_kv * b_kv / s_kv
+#: Attention-core work each query row does beyond its context, in the same FLOP units:
+#: 2 b s_q (h / TP_a) S_a0 c_att (a prefill kernel's per-row fixed work, measured as S_a0 context
+#: tokens' worth; 0 in decode and in bound mode).
+F_attn_row = 2 * b * s_q * (h / TP_a) * S_a0 * c_att
 
 # ---- memory capacity -------------------------------------------------------------------------
 #: Weight bytes held per GPU: attention, dense FFN and shared experts split by TP_a; routed
@@ -252,7 +263,7 @@ b_max = (_max(C_free, 0) + x_off * C_host) / (S_c_eff * e_kv * b_kv * n_L / s_kv
 #: Attention core time: compute, or the KV read from HBM and (in parallel) from the host tier
 #: (the spilled fraction phi_h of every sequence's cache is read over the host link).
 t_attn_core = _max(
-    F_attn_core / (eta_c * P_c),
+    (F_attn_core + F_attn_row) / (eta_fa * P_c),
     (1 - phi_h) * M_kv_read / (eta_m * B_hbm),
     phi_h * M_kv_read / (eta_m * B_c2c),
 ) + n_kc * tau_k
@@ -263,8 +274,8 @@ t_attn_core = _max(
 n_touched = (E_slots / EP) * (1 - (1 - k / E_slots) ** B_tok)
 F_experts = 2 * 3 * d * f_e * T_e / TP_e
 M_experts = n_touched * 3 * d * f_e * b_we / TP_e
-#: The grouped GEMMs of the routed experts keep the roofline (see ``GEMM_LAW`` in symbols).
-t_experts = roofline(F_experts, M_experts, P_e, n_ke)
+#: The grouped GEMMs of the routed experts: the roofline at the experts' own compute fraction.
+t_experts = _max(F_experts / (eta_ce * P_e), M_experts / (eta_m * B_hbm)) + n_ke * tau_k
 
 F_shared = 2 * E_s * 3 * d * f_e * b * s_q / TP_a
 M_shared = E_s * 3 * d * f_e * b_wd / TP_a
@@ -490,10 +501,10 @@ def _sides(name: str, parts: tuple[sp.Expr, sp.Expr]) -> dict[str, sp.Expr]:
 #: Roofline parts used to say which resource binds each operator.
 PARTS: dict[str, sp.Expr] = {
     **_sides("attn_proj", gemm_parts(F_attn_proj, M_attn_proj, P_a, b * s_q, "a")),
-    "attn_core.compute": F_attn_core / (eta_c * P_c),
+    "attn_core.compute": (F_attn_core + F_attn_row) / (eta_fa * P_c),
     "attn_core.hbm": (1 - phi_h) * M_kv_read / (eta_m * B_hbm),
     "attn_core.host": phi_h * M_kv_read / (eta_m * B_c2c),
-    "experts.compute": F_experts / (eta_c * P_e),
+    "experts.compute": F_experts / (eta_ce * P_e),
     "experts.hbm": M_experts / (eta_m * B_hbm),
     **_sides("shared_experts", gemm_parts(F_shared, M_shared, P_d, b * s_q, "d")),
     **_sides("dense_ffn", gemm_parts(F_dense_ffn, M_dense_ffn, P_d, b * s_q, "d")),

@@ -215,15 +215,35 @@ def gemm_law_values(hw: Hardware, prec: Precisions, mode: str) -> dict[str, floa
     return v
 
 
+#: The grouped-MoE law's weight dtype by routed-expert weight format and compute dtype (our FP8 is
+#: block-scaled; MXFP4 multiplied in BF16 is W4A16; INT4 W4A8 has no measured law)
+MOE_LAW_DTYPE = {("bf16", "bf16"): ("bf16",), ("fp16", "bf16"): ("bf16",),
+                 ("fp8", "fp8"): ("fp8_block", "fp8"), ("nvfp4", "fp4"): ("nvfp4",),
+                 ("mxfp4", "fp4"): ("nvfp4",), ("mxfp4", "bf16"): ("w4a16_mxfp4",),
+                 ("int4_g32", "bf16"): ("int4_wo",)}
+
+
+def moe_law(hw: Hardware, prec: Precisions) -> Any:
+    """The stack's fitted grouped-MoE law for the routed experts' weight format (None if none)."""
+    key = (prec.weights["routed_experts"], prec.compute["routed_experts"])
+    for dt in MOE_LAW_DTYPE.get(key, ()):
+        law = hw.efficiency.moe_law(dt)
+        if law is not None:
+            return law
+    return None
+
+
 def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
     if mode not in MODES:
         raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
     if mode == "bound":
-        return dict(eta_c=1.0, eta_m=1.0, eta_su=1.0, eta_so=1.0, eta_ar=1.0, eta_a2a=1.0, tau_k=0.0,
+        return dict(eta_c=1.0, eta_fa=1.0, eta_ce=1.0, S_a0=0.0, eta_m=1.0,
+                    eta_su=1.0, eta_so=1.0, eta_ar=1.0, eta_a2a=1.0, tau_k=0.0,
                     eta_o=1.0, t_fixed=0.0, a_su=0.0, a_so=0.0, a_ar=0.0, a_a2a=0.0, **{"lambda": 1.0},
                     r_mem=0.0)
     e = hw.efficiency
-    return dict(eta_c=e.compute, eta_m=e.hbm, eta_su=e.scale_up, eta_so=e.scale_out,
+    return dict(eta_c=e.compute, eta_fa=e.compute, eta_ce=e.compute, S_a0=0.0, eta_m=e.hbm,
+                eta_su=e.scale_up, eta_so=e.scale_out,
                 eta_ar=e.allreduce_efficiency if e.allreduce_efficiency is not None else e.scale_up,
                 tau_k=e.kernel_overhead, eta_o=e.overlap, t_fixed=e.step_overhead, a_su=hw.su_latency,
                 a_ar=e.allreduce_latency if e.allreduce_latency is not None else hw.su_latency,
@@ -312,6 +332,16 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
     )
     v.update(_efficiencies(hw, mode))
     v.update(gemm_law_values(hw, prec, mode))
+    if mode == "realistic":
+        law = moe_law(hw, prec)
+        if law is not None:
+            v["eta_ce"] = law.compute
+    if mode == "realistic" and phase == "prefill":
+        # the prefill attention kernels' own law where this stack carries one for the KV dtype
+        kv = "bf16" if prec.kv == "fp16" else prec.kv  # the same kernels
+        law = hw.efficiency.attn_law(f"{'mla' if mla else 'gqa'}_prefill", kv)
+        if law is not None:
+            v.update(eta_fa=law.compute, S_a0=law.offset)
     return v
 
 

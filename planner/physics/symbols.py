@@ -106,6 +106,16 @@ C_host = _s("C_host", "CPU-attached memory reachable per GPU", "B", "hardware", 
 B_c2c = _s("B_c2c", "bandwidth to CPU-attached memory per GPU per direction", "B/s", "hardware",
            "B_{c2c}")
 eta_c = _s("eta_c", "achieved fraction of compute peak", "1", "efficiency", r"\eta_{c}")
+eta_fa = _s("eta_fa", "achieved fraction of the BF16 peak in the attention core's FLOPs (the prefill "
+           "attention kernels' fitted fraction in a prefill pass; eta_c in a decode step)", "1", "efficiency",
+           r"\eta_{fa}")
+eta_ce = _s("eta_ce", "achieved fraction of the dense peak in the routed experts' grouped GEMMs (the stack's "
+           "grouped-MoE kernel law where it carries one for the weight format; eta_c otherwise)", "1",
+           "efficiency", r"\eta_{ce}")
+S_a0 = _s("S_a0", "context tokens' worth of attention-core work each query row costs beyond its "
+           "context (loading the query, the softmax epilogue, writing the output; fitted to prefill "
+           "attention kernels, 0 in a decode step and in bound mode)", "token", "efficiency", "S_{a0}",
+           nonneg=True)
 eta_m = _s("eta_m", "achieved fraction of memory bandwidth", "1", "efficiency", r"\eta_{m}")
 eta_su = _s("eta_su", "achieved fraction of scale-up bandwidth", "1", "efficiency", r"\eta_{su}")
 eta_ar = _s("eta_ar", "achieved fraction of scale-up bandwidth in an all-reduce", "1", "efficiency",

@@ -49,8 +49,10 @@ class GemmLaw:
 
 #: MoE weight dtypes a ``stacks:`` entry may carry a fitted grouped-MoE law for (``moe_<dtype>``)
 MOE_LAW_DTYPES = ("bf16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "int4_wo")
-#: decode attention laws a ``stacks:`` entry may carry (``attn_<kind>_<KV dtype>`` keys)
-ATTN_LAW_KEYS = ("mla_bf16", "mla_fp8", "gqa_bf16", "gqa_fp8")
+#: decode and prefill attention laws a ``stacks:`` entry may carry (``attn_<kind>_<KV dtype>`` keys;
+#: kinds ``mla``, ``gqa``, ``mla_prefill``, ``gqa_prefill``)
+ATTN_LAW_KEYS = tuple(f"{kind}_{kv}" for kind in ("mla", "gqa", "mla_prefill", "gqa_prefill")
+                      for kv in ("bf16", "fp8"))
 #: all-to-all kernel floors a ``stacks:`` entry may carry (``a2a_<phase>_<dtype>`` keys)
 A2A_FLOOR_KEYS = tuple(f"{ph}_{dt}" for ph in ("dispatch", "combine")
                        for dt in ("bf16", "fp8", "fp4", "nvfp4"))
@@ -61,14 +63,17 @@ class KernelLaw:
     """A fitted single-kernel law's constants (planner.physics.operators ``moe_law``,
     ``attn_mla_law``, ``attn_gqa_law``), per GPU, stack and dtype."""
 
-    hbm: float              #: fraction of HBM bandwidth (eta_em, eta_am)
     floor: float            #: s per kernel (t_e0, t_a0)
+    #: fraction of HBM bandwidth (eta_em, eta_am; 1 where not fitted: prefill attention)
+    hbm: float = 1.0
     #: fraction of the dense peak (eta_e, eta_a); 1 where not fitted (GQA decode: its compute side
     #: never binds at the measured shapes)
     compute: float = 1.0
     imbalance: float = 1.0  #: lambda of the source's power-law routing rows (MoE only)
     #: fraction of HBM bandwidth of the per-row activation traffic (eta_ea, MoE only; 1 where not fitted)
     act: float = 1.0
+    #: context tokens' worth of work per query row (S_a0, prefill attention only; 0 elsewhere)
+    offset: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -485,8 +490,8 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
 _GEMM_CONSTANTS = {"compute": (True, "fraction"), "hbm": (True, "fraction"), "floor": (True, "time"),
                    "cast": (False, "fraction")}
 _NCCL_CONSTANTS = {"floor": (True, "time"), "latency": (True, "time"), "efficiency": (True, "fraction")}
-_KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (True, "fraction"), "floor": (True, "time"),
-                     "imbalance": (False, "ratio"), "act": (False, "fraction")}
+_KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (False, "fraction"), "floor": (True, "time"),
+                     "imbalance": (False, "ratio"), "act": (False, "fraction"), "offset": (False, "tokens")}
 
 
 def _floor(floor: float) -> float:
@@ -509,8 +514,8 @@ def _law_lines(f: Fields, e: Fields, prefix: str, keys: tuple[str, ...], law: ty
             c = sub.sub(name, required=required)
             if c is None:
                 continue
-            if kind == "time":
-                vals[name] = parse_quantity(c.raw("value"), "time", f.label, c.path("value"))
+            if kind in ("time", "tokens"):
+                vals[name] = parse_quantity(c.raw("value"), kind, f.label, c.path("value"))
             elif kind == "ratio":
                 vals[name] = c.number("value", lo=1.0, lo_open=False)
             else:

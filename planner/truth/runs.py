@@ -538,8 +538,8 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
 
     Realistic mode uses, for each run, its system's efficiencies fitted for the run's serving
     stack where the spec has them (``stacks:`` block), unless ``stacks=False`` (the
-    ``efficiency:`` block as written, with only the stack's communication laws fitted to
-    kernels: what a fit to the runs starts from)."""
+    ``efficiency:`` block as written, with only the stack's kernel laws the step model takes
+    (communication, GEMM, prefill attention): what a fit to the runs starts from)."""
     from planner.specs.registry import load_hardware, load_model, model_names
 
     df = load_runs(path).copy()
@@ -610,14 +610,14 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
         if stacks and stack in system.stacks:
             system = system.with_stack(stack)
         elif not stacks:
-            # the efficiency: block as written, with the stack's laws fitted to kernels (all-reduce,
-            # all-to-all, GEMM)
+            # the efficiency: block as written, with the stack's laws fitted to kernels that the step
+            # model takes (all-reduce, all-to-all, GEMM, prefill attention)
             kernel = system.stacks.get(stack)
             system = system.without_stack()
             if kernel is not None:
                 system = system.replace(efficiency={
                     f: getattr(kernel, f) for f in ("allreduce_latency", "allreduce_efficiency",
-                                                    "a2a_latency", "a2a_efficiency", "gemm")})
+                                                    "a2a_latency", "a2a_efficiency", "gemm", "attn", "moe")})
         res, inp = _evaluate_group(models[model], system, m0.weights, m0.kv, df.loc[idx])
         inputs.append(inp)
         for c in [*cols, "batch_per_rank", "batch_basis", "decode_workers", "ttft_pass_ms", "ttft_wave_ms"]:

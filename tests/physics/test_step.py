@@ -340,3 +340,48 @@ def test_a_gpu_without_measured_gemms_borrows_its_familys():
     text = bundled_hardware_path("hgx-h20").read_text("utf-8")
     gemm = [ln for ln in text.splitlines() if ln.startswith("    gemm_")]
     assert gemm and all("borrowed from hgx-h100" in ln for ln in gemm)
+
+
+def _attn_core_compute(hw, m, phase, mode, S, b=1.0):
+    prec = resolve_precisions(m, hw)
+    r = evaluate_configs(m, hw, prec, mode, G=1.0, TP_a=1.0, EP=1.0, TP_e=1.0, E_slots=1.0, b=np.array([b]),
+                         S=np.array([S]), phase=phase)
+    return float(np.asarray(r["part.attn_core.compute"]).ravel()[0]), prec
+
+
+def test_prefill_attention_at_its_kernel_law_by_hand():
+    # Llama-3.1-8B on one H200 (vLLM fit), one 8192-token prompt: 32 heads of 128 per layer,
+    # causal FLOPs 2 x 8192 x 32 x 4096 x 256 (mean context 4096, c_att = 2 d_head) plus the
+    # law's per-row work, S_a0 context tokens' worth per query row, at the law's eta_fa of BF16.
+    hw = load_hardware("hgx-h200@vllm")
+    m = load_model("llama-3.1-8b")
+    t, prec = _attn_core_compute(hw, m, "prefill", "realistic", 8192.0)
+    law = hw.efficiency.attn_law("gqa_prefill", prec.kv)
+    assert law is not None and 0 < law.compute <= 1 and law.offset > 0
+    want = 2 * 8192 * 32 * (4096 + law.offset) * 256 / (law.compute * hw.flops["bf16"])
+    assert close(t, want, rel=1e-9)
+    # a decode step keeps eta_c and no per-row work; bound mode the peak
+    t, _ = _attn_core_compute(hw, m, "decode", "realistic", 4096.0, b=8.0)
+    assert close(t, 2 * 8 * 32 * 4096 * 256 / (hw.efficiency.compute * hw.flops["bf16"]), rel=1e-9)
+    t, _ = _attn_core_compute(hw, m, "prefill", "bound", 8192.0)
+    assert close(t, 2 * 8192 * 32 * 4096 * 256 / hw.flops["bf16"], rel=1e-9)
+
+
+def test_routed_experts_at_their_grouped_moe_law_fraction():
+    # Qwen3-235B-A22B FP8 on 8 x H200 (TensorRT-LLM fit), EP8, a 4096-token prefill: the experts'
+    # FLOPs 2 x 3 d f_e T_e run at the stack's fitted grouped-MoE compute fraction (our FP8 is
+    # block-scaled: the fp8_block law), not at eta_c; bound mode at the peak.
+    from planner.physics.step import moe_law
+
+    hw = load_hardware("hgx-h200@trtllm")
+    m = load_model("qwen3-235b-a22b")
+    prec = resolve_precisions(m, hw, "fp8")
+    law = moe_law(hw, prec)
+    assert law is not None and law == hw.efficiency.moe_law("fp8_block")
+    kw = dict(G=8.0, TP_a=8.0, EP=8.0, TP_e=1.0, E_slots=float(m.E), b=np.array([1.0]), S=np.array([4096.0]),
+              phase="prefill")
+    F = 2 * 3 * m.d * m.f_e * 4096 * m.k / 8   # x lambda, the busiest rank's share (1 in bound mode)
+    for mode, eta, lam in (("realistic", law.compute, hw.efficiency.load_imbalance), ("bound", 1.0, 1.0)):
+        r = evaluate_configs(m, hw, prec, mode, **kw)
+        got = float(np.asarray(r["part.experts.compute"]).ravel()[0])
+        assert close(got, lam * F / (eta * hw.flops["fp8"]), rel=1e-9), mode

@@ -50,7 +50,9 @@ def test_symbolic_partials_match_finite_differences_in_decode(el):
 @pytest.mark.parametrize("param", ["hbm_bandwidth", "su_bandwidth", "so_bandwidth", "flops", "hbm_capacity"])
 def test_more_of_a_resource_never_lowers_throughput(param):
     w = what_if("deepseek-r1", "hgx-h200", factor=2.0, param=param, at=50, **KW)
-    assert w["gain"] >= 1 - 1e-6, w
+    # the batch at the target rate is solved to brentq's xtol of 1e-4 sequences: where the change
+    # leaves the configuration as it was (HBM capacity here) the two solves differ by ~1e-6
+    assert w["gain"] >= 1 - 1e-5, w
 
 
 def test_what_if_rejects_unknown_resources():
