@@ -7,7 +7,9 @@ license and columns) holds 4,407 such runs; any CSV with the same columns can be
 
 For each run the decode step is evaluated at the run's own layout (worker GPUs = TP x attention
 DP, attention TP x DP, MoE TP x EP, the batch per attention-DP rank, context ISL + OSL/2, the
-precision of its quant-mode columns) in ``bound`` mode (datasheet peaks, no overheads, the
+precision of its quant-mode columns; the batch is the decoding share of the concurrency, Little's
+law on the closed loop from the row's own TTFT and TPOT, ``f`` below: the rest are waiting or in
+prefill) in ``bound`` mode (datasheet peaks, no overheads, the
 faster of overlap on and off: no run without speculative decoding may beat it) and
 ``realistic`` mode; in realistic mode aggregated runs stretch each step by the chunked prefill
 the same GPUs carry (:data:`planner.physics.serving_eq.t_step_aggregated`), while the bound is
@@ -483,10 +485,17 @@ def _evaluate_group(
     )
     dec = np.array(rows["_decode"].tolist(), dtype=float)
     pre = np.array(rows["_prefill"].tolist(), dtype=float)
-    b = rows["batch_per_rank"].to_numpy(dtype=float)
+    b_conc = rows["batch_per_rank"].to_numpy(dtype=float)
     isl, osl = rows.isl.to_numpy(float), rows.osl.to_numpy(float)
     ctx = isl + osl / 2.0
     agg = (rows["mode"] == "agg").to_numpy()
+    # The sequences decoding at a time are the decoding share of the concurrency (Little's law on
+    # the closed loop, from the row's own TTFT and TPOT: f = (OSL-1) TPOT / (TTFT + (OSL-1) TPOT));
+    # the others are waiting or in prefill and neither read their KV cache in a decode step nor
+    # bring prompts into it.
+    f = rows["running_fraction"].to_numpy(dtype=float)
+    f = np.where(np.isfinite(f) & (f > 0), np.minimum(f, 1.0), 1.0)
+    b = b_conc * f
 
     # The batch the stack ran.  Where the decode workers were not recorded: the fewest that hold
     # the KV cache of the concurrency.  And never more sequences per rank than the KV cache
@@ -502,6 +511,8 @@ def _evaluate_group(
     limited = (b > cap) & (cap >= 1)
     b = np.where(limited, np.floor(cap), b)
     basis = rows["batch_basis"].to_numpy(object).copy()
+    for i in np.flatnonzero(f < 1.0):
+        basis[i] += f"; running batch {b_conc[i]:g} x {f[i]:.3g} (the decoding share: Little's law)"
     for i in np.flatnonzero(unknown):
         basis[i] += f"; decode workers not recorded: {workers[i]:g}, the fewest that hold the KV cache"
     for i in np.flatnonzero(limited):
@@ -518,7 +529,7 @@ def _evaluate_group(
     conc, pw = col("concurrency"), col("prefill_num_workers")
     # prompts that arrive together at one prefill instance: aggregated, the sequences one instance
     # runs (its DP ranks' batches); disaggregated, the concurrency over the prefill workers
-    prompts = np.where(agg, b * dec[:, 0] / dec[:, 1], conc / np.where(pw > 0, pw, 1.0))
+    prompts = np.where(agg, b_conc * dec[:, 0] / dec[:, 1], conc / np.where(pw > 0, pw, 1.0))
     inputs = GroupInputs(model, hw, prec, rows.index, dec, b, isl, osl, agg, pre, prompts)
     for mode in ("bound", "realistic"):
         best_t, reason, bottleneck = decode_tpot(model, hw, prec, mode, dec, b, isl, osl, agg)

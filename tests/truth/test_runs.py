@@ -199,7 +199,8 @@ def test_unrecorded_decode_workers_are_the_fewest_that_hold_the_kv(tmp_path):
                                      "silicon_ttft_ms": 900.0}])
     r = score_runs(path).rows.iloc[0]
     assert r.decode_workers == 3
-    assert r.batch_per_rank == pytest.approx(c / 3)
+    f = 1023 * 60.0 / (900.0 + 1023 * 60.0)  # the decoding share of the concurrency (Little's law)
+    assert r.batch_per_rank == pytest.approx(c * f / 3)
     assert "fewest that hold the KV cache" in r.batch_basis
     assert r.scored
 
@@ -240,7 +241,7 @@ def test_attention_dp_left_blank_is_inferred_from_the_moe_layout(tmp_path):
                             "silicon_tpot_ms": 30.0}])
     r = score_runs(path).rows.iloc[0]
     assert r.status == "" and r.scored
-    assert r.batch_per_rank == 4
+    assert r.batch_per_rank == pytest.approx(4 * r.running_fraction)
     assert "DP not recorded" in r.batch_basis
 
 
@@ -300,3 +301,20 @@ def test_faster_than_the_bound_without_concurrency_means_a_smaller_batch(tmp_pat
     r = _by_id(s)
     assert r.loc["capped", "bound_violation"] and r.loc["capped", "rule"] == "concurrency_unknown"
     assert s.summary()["bound_violations_flagged"] == 1
+
+
+def test_the_running_batch_is_the_decoding_share_of_the_concurrency(tmp_path):
+    # a closed loop of 64 users, TTFT equal to the decoding time (OSL - 1) TPOT: by Little's law
+    # half of them are decoding at any time, so the step runs 32 sequences, not 64
+    osl, tpot = 1024, 20.0
+    path = _csv(tmp_path, [{"batch_size": 64, "concurrency": 64, "osl": osl, "silicon_tpot_ms": tpot,
+                            "silicon_ttft_ms": (osl - 1) * tpot}])
+    r = score_runs(path).rows.iloc[0]
+    assert r.running_fraction == pytest.approx(0.5)
+    assert r.batch_per_rank == pytest.approx(32.0)
+    assert "Little's law" in r.batch_basis
+    # the bound at 32 sequences is faster than at 64: the rule keeps the bound a bound
+    full = score_runs(_csv(tmp_path, [{"batch_size": 64, "concurrency": 64, "osl": osl,
+                                       "silicon_tpot_ms": tpot, "silicon_ttft_ms": 1.0}])).rows.iloc[0]
+    assert full.batch_per_rank == pytest.approx(64 * full.running_fraction)
+    assert r.tpot_bound_ms < full.tpot_bound_ms
