@@ -29,7 +29,7 @@ REGIONS = ("global", "china")
 #: DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs") with the
 #: H100 SGLang efficiencies fitted to the measured runs, which ran without overlap.  Reproduced
 #: by ``scripts/derive_overlap_efficiency.py``; one point, so its uncertainty is wide (0 to 1).
-OVERLAP_EFFICIENCY = 0.787
+OVERLAP_EFFICIENCY = 0.997
 
 
 #: GEMM dtypes a ``stacks:`` entry may carry a fitted GEMM law for (``gemm_<dtype>`` keys)
