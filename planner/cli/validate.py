@@ -322,11 +322,15 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in moe],
                 ["gpu", "stack", "dtype", "kernels", "eta_e", "eta_em", "eta_ea", "t_e0", "lambda",
                  "median |err|", "p90"]))
-    print("\n# decode attention laws: max(F / (eta_a P_c), M_kv / (eta_am B_hbm)) + t_a0, per KV dtype")
+    print("\n# decode attention laws: max((F + F_row) / (eta_a P_c), (M_kv + M_row) / (eta_am B_hbm)) "
+          "+ t_a0, each sequence's query rows S_a0 context tokens' worth (moe-planner equations --term "
+          "op.attn_mla_law), per KV dtype; scored against kernels only")
     dec = [f for f in attn if not f.law.endswith("_prefill")]
-    print(table([[f.law, f.gpu, f.stack, f.dtype, f.n] + [_v(f, p) for p in ("compute", "hbm", "floor")]
+    print(table([[f.law, f.gpu, f.stack, f.dtype, f.n]
+                 + [_v(f, p) for p in ("compute", "hbm", "offset", "floor")]
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in dec],
-                ["law", "gpu", "stack", "KV", "kernels", "eta_a", "eta_am", "t_a0", "median |err|", "p90"]))
+                ["law", "gpu", "stack", "KV", "kernels", "eta_a", "eta_am", "S_a0", "t_a0", "median |err|",
+                 "p90"]))
     print("\n# prefill attention laws (BF16 compute): (F + F_row) / (eta_fa P_c) + t_a0, F_row = S_a0 "
           "context tokens' worth per query row (moe-planner equations --term op.attn_gqa_prefill_law); "
           "the step model's prefill pass takes eta_fa and S_a0, per KV dtype")

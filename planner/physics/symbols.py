@@ -113,9 +113,9 @@ eta_ce = _s("eta_ce", "achieved fraction of the dense peak in the routed experts
            "grouped-MoE kernel law where it carries one for the weight format; eta_c otherwise)", "1",
            "efficiency", r"\eta_{ce}")
 S_a0 = _s("S_a0", "context tokens' worth of attention-core work each query row costs beyond its "
-           "context (loading the query, the softmax epilogue, writing the output; fitted to prefill "
-           "attention kernels, 0 in a decode step and in bound mode)", "token", "efficiency", "S_{a0}",
-           nonneg=True)
+           "context (loading the query, the softmax epilogue, writing the output; fitted to attention "
+           "kernels: a prefill pass takes the prefill laws' value, a decode step and bound mode 0)",
+           "token", "efficiency", "S_{a0}", nonneg=True)
 eta_m = _s("eta_m", "achieved fraction of memory bandwidth", "1", "efficiency", r"\eta_{m}")
 eta_su = _s("eta_su", "achieved fraction of scale-up bandwidth", "1", "efficiency", r"\eta_{su}")
 eta_ar = _s("eta_ar", "achieved fraction of scale-up bandwidth in an all-reduce", "1", "efficiency",

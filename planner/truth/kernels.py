@@ -278,7 +278,8 @@ def attn_law_seconds(d: pd.DataFrame, hw: Any, kind: str, law: KernelLaw) -> np.
     if kind.endswith("_prefill"):
         return compile_operator(f"attn_{kind}_law")(**shape, eta_fa=law.compute, S_a0=law.offset,
                                                     t_a0=law.floor)
-    return compile_operator(f"attn_{kind}_law")(**shape, eta_a=law.compute, eta_am=law.hbm, t_a0=law.floor)
+    return compile_operator(f"attn_{kind}_law")(**shape, eta_a=law.compute, eta_am=law.hbm, S_a0=law.offset,
+                                                t_a0=law.floor)
 
 
 def predict_attention(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.ndarray:
@@ -638,14 +639,15 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
     ``attn_mla_prefill_law``, ``attn_gqa_prefill_law``) per (GPU, stack, kind, KV dtype):
     ``compute`` eta_a (not for GQA decode: at most h / h_kv = 16 FLOP per KV byte, it never
     reaches its compute side at the measured shapes, so eta_a is not identified and held at 1),
-    ``hbm`` eta_am, ``floor`` t_a0 (``LawFit.law`` is ``attn_<kind>``, ``dtype`` the KV dtype)."""
+    ``hbm`` eta_am (decode only: prefill is compute-bound at every measured shape), ``offset``
+    S_a0, ``floor`` t_a0 (``LawFit.law`` is ``attn_<kind>``, ``dtype`` the KV dtype)."""
     df = serving_kernels(load_table("attention"), ATTN_KEYS) if df is None else df
     out = []
     for op, dop in df.groupby("op"):
         kind = op.removeprefix("attention_")
         groups = ((key, d) for key, d in dop.groupby(["gpu", "stack", "kv_dtype"]))
         names = (["compute", "offset", "floor"] if kind.endswith("_prefill")
-                 else ["compute", "hbm", "floor"] if kind == "mla" else ["hbm", "floor"])
+                 else ["compute", "hbm", "offset", "floor"] if kind == "mla" else ["hbm", "offset", "floor"])
         out += _fit_kernel_law(f"attn_{kind}", groups, lambda d, hw, law, kind=kind: attn_law_seconds(
             d, hw, kind, law), lambda d, names=names: names)
     return out

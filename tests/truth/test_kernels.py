@@ -330,16 +330,27 @@ def test_attention_laws_by_hand():
     # peak 989 TFLOP/s x 0.5 and 4.8 TB/s x 0.8, floor 10 us: 2 x 64 x 128 x 4096 x (2 x 512 + 64)
     # = 7.3014e10 FLOP -> 147.65 us; 64 x 4096 x 576 x 1 B = 151.0 MB -> 39.32 us: compute-bound
     t = compile_operator("attn_mla_law")(b=64.0, S=4096.0, h=128.0, b_kv=1.0, r_kv=512.0, d_r=64.0,
-                                         P_c=989e12, B_hbm=4.8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6)
+                                         P_c=989e12, B_hbm=4.8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6,
+                                         S_a0=0.0)
     assert t == pytest.approx(10e-6 + 2 * 64 * 128 * 4096 * 1088 / (0.5 * 989e12), rel=1e-12)
+    # each sequence's query rows cost S_a0 = 200 context tokens' worth more: 4296 in place of 4096
+    t = compile_operator("attn_mla_law")(b=64.0, S=4096.0, h=128.0, b_kv=1.0, r_kv=512.0, d_r=64.0,
+                                         P_c=989e12, B_hbm=4.8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6,
+                                         S_a0=200.0)
+    assert t == pytest.approx(10e-6 + 2 * 64 * 128 * 4296 * 1088 / (0.5 * 989e12), rel=1e-12)
     # GQA decode, 8 sequences, 8 query / 1 KV head of 128, BF16 cache, a 128-token window on a
     # 1000-token context: 2 x 8 x 128 x 1 x 128 x 2 B = 524 kB at 0.8 x 3.35 TB/s = 0.1957 us
     t = compile_operator("attn_gqa_law")(b=8.0, S=1000.0, h=8.0, h_kv=1.0, d_head=128.0, b_kv=2.0,
                                          phi_w=1.0, S_w=128.0, P_c=989e12, B_hbm=3.35e12, eta_a=1.0,
-                                         eta_am=0.8, t_a0=3e-6)
+                                         eta_am=0.8, t_a0=3e-6, S_a0=0.0)
     assert t == pytest.approx(3e-6 + 2 * 8 * 128 * 128 * 2 / (0.8 * 3.35e12), rel=1e-12)
+    # the per-row work is not windowed: 128 window tokens + S_a0 = 50 -> 178 tokens of KV bytes
+    t = compile_operator("attn_gqa_law")(b=8.0, S=1000.0, h=8.0, h_kv=1.0, d_head=128.0, b_kv=2.0,
+                                         phi_w=1.0, S_w=128.0, P_c=989e12, B_hbm=3.35e12, eta_a=1.0,
+                                         eta_am=0.8, t_a0=3e-6, S_a0=50.0)
+    assert t == pytest.approx(3e-6 + 2 * 8 * 178 * 128 * 2 / (0.8 * 3.35e12), rel=1e-12)
     assert set(arguments("attn_mla_law")) == {"b", "S", "h", "b_kv", "r_kv", "d_r", "P_c", "B_hbm", "eta_a",
-                                              "eta_am", "t_a0"}
+                                              "eta_am", "t_a0", "S_a0"}
 
 
 def test_moe_and_attention_laws_recover_known_constants():
@@ -366,11 +377,11 @@ def test_moe_and_attention_laws_recover_known_constants():
     a = serving_kernels(load_table("attention"), ATTN_KEYS)
     a = a[(a.gpu == "hgx-h200") & (a["stack"] == "trtllm") & (a.op == "attention_mla")
           & (a.kv_dtype == "bf16")].copy()
-    true = KernelLaw(compute=0.4, hbm=0.8, floor=15e-6)
+    true = KernelLaw(compute=0.4, hbm=0.8, floor=15e-6, offset=150.0)
     a["latency_us"] = attn_law_seconds(a, hw, "mla", true) * 1e6
     (f,) = fit_attention(a)
     assert f.law == "attn_mla" and f.dtype == "bf16"
-    for name in ("compute", "hbm", "floor"):
+    for name in ("compute", "hbm", "offset", "floor"):
         assert f.values[name] == pytest.approx(getattr(true, name), rel=1e-3), name
 
 
@@ -419,6 +430,8 @@ def test_bundled_specs_carry_physical_moe_and_attention_laws():
                 assert 0 < law.compute <= 1 and 0 < law.hbm <= 1 and law.floor > 0 and law.imbalance >= 1
                 assert 0 < law.act <= 1
             assert {k for k, _ in eff.attn} >= {"gqa_bf16", "gqa_fp8"}
+            # every attention law, decode and prefill, charges its query rows some work of their own
+            assert all(0 < law.offset < 5000 for _, law in eff.attn), (gpu, stack)
 
 
 def test_nccl_law_by_hand():
