@@ -198,8 +198,10 @@ R_mla_pre, R_gqa_pre = eq.at(eq.F_attn_row, _MLA_PRE_AT), eq.at(eq.F_attn_row, _
 #: worth of FLOPs and of KV bytes (reading the query, the softmax and split-KV combine, writing the
 #: output: at a 2-token context and 2048 sequences a measured kernel takes 80 us)
 R_mla, R_gqa = eq.at(eq.F_attn_row, _MLA_AT), eq.at(eq.F_attn_row, _GQA_AT)
-_ROW = {eq.S: eq.S_a0, eq.phi_w: 0}
-Q_mla, Q_gqa = eq.at(eq.at(eq.M_kv_read, _ROW), _MLA_AT), eq.at(eq.at(eq.M_kv_read, _ROW), _GQA_AT)
+#: its KV bytes' worth: S_a0 tokens of each sequence's cache, not windowed (a decode kernel's own
+#: term: the step model charges a decode step no per-row work)
+M_row = eq.b * eq.S_a0 * eq.e_kv * eq.b_kv / eq.s_kv
+Q_mla, Q_gqa = eq.at(M_row, _MLA_AT), eq.at(M_row, _GQA_AT)
 
 
 def _attn_law(F: sp.Expr, M: sp.Expr) -> sp.Expr:
