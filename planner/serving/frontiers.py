@@ -362,26 +362,53 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
     serving, mode = allp.attrs["serving"], allp.attrs["mode"]
     keycols = ["gpus", "tp_attn", "ep", "tp_moe", "expert_slots", "weights", "kv", "mtp", "overlap",
                "kv_offload"]
-    # sorted once: per target, the promising candidates are the first rows (best grid point at or
-    # above the target) of the first four distinct candidates in this order; the best of them
-    # stands as it is (the frontier's own value at x)
+    # Per target x, each candidate configuration (one curve over the batch) is bracketed by its own
+    # grid points: at x it serves at least its best point at or above x (a smaller batch) and at
+    # most its nearest point below x (a larger batch; along one curve the per-GPU rate rises as the
+    # per-user rate falls).  Candidates are solved exactly, highest upper bracket first, until no
+    # unsolved one can beat the best found, so more of a resource never lowers the answer through
+    # a candidate left unsolved.
     order = allp.sort_values("tps_per_gpu", ascending=False, kind="mergesort")
     ids = order.groupby(keycols, sort=False, dropna=False).ngroup().to_numpy()
     tpu = order.tps_per_user.to_numpy(float)
+    tpg = order.tps_per_gpu.to_numpy(float)
     tops: dict[float, dict[str, Any]] = {}
     for x in sorted(set(map(float, targets)), reverse=True):
-        idx = np.flatnonzero(tpu >= x)
+        above = tpu >= x
+        idx = np.flatnonzero(above)
         _, first = np.unique(ids[idx], return_index=True)
-        best = order.iloc[idx[np.sort(first)[:4]]]
-        solved = [best.iloc[0]] if len(best) else []
-        for _, r in best.iterrows():
-            if serving == "aggregated":
-                continue  # the prefill stretch is not re-solved: the grid values stand
-            B = solve_batch(model, hw, r.to_dict(), x, wl.decode_context, mode, whole=whole)
-            if B is not None:
-                solved.append(_point_at_batch(model, hw, r, B, wl, mode, allp))
+        firsts = idx[first]                       # each reaching candidate's best point at or above x
+        lower = dict(zip(ids[firsts], tpg[firsts], strict=True))
+        below = np.flatnonzero(~above & np.isin(ids, ids[firsts]))
+        nearest: dict[int, tuple[float, float]] = {}   # id -> (its per-user rate, per-GPU rate) below x
+        for i in below:
+            k = int(ids[i])
+            if k not in nearest or tpu[i] > nearest[k][0]:
+                nearest[k] = (float(tpu[i]), float(tpg[i]))
+        upper = {k: max(lower[k], nearest[k][1]) if k in nearest else lower[k] for k in lower}
+        solved = [order.iloc[firsts[np.argmax(tpg[firsts])]]] if len(firsts) else []
         if tops:  # the best found for a faster target (targets run fastest first)
             solved.append(pd.Series(tops[min(tops)]))
+        best = max((float(r["tps_per_gpu"]) for r in solved), default=-np.inf)
+        row_of = dict(zip(ids[firsts], firsts, strict=True))
+        # the four with the best points at or above x are solved whatever their brackets (a batch
+        # between the grid's largest and the memory cap lies beyond every grid point); then the
+        # others, highest upper bracket first, while one could still beat the best
+        top4 = [int(ids[i]) for i in np.sort(firsts)[:4]]
+        rest = sorted((k for k in upper if k not in top4), key=lambda k: -upper[k])
+        for k in top4 + rest:
+            if serving == "aggregated":
+                break  # the prefill stretch is not re-solved: the grid values stand
+            if k not in top4 and (upper[k] <= best * (1 + 1e-12) or k not in nearest):
+                if upper[k] <= best * (1 + 1e-12):
+                    break
+                continue
+            r = order.iloc[row_of[k]]
+            B = solve_batch(model, hw, r.to_dict(), x, wl.decode_context, mode, whole=whole)
+            if B is not None:
+                p = _point_at_batch(model, hw, r, B, wl, mode, allp)
+                solved.append(p)
+                best = max(best, float(p["tps_per_gpu"]))
         if solved:
             tops[x] = dict(max(solved, key=lambda s: s["tps_per_gpu"]))
     rows = [{"target_tps_per_user": x, **tops.get(float(x), {"tps_per_gpu": np.nan})} for x in targets]

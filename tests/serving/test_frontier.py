@@ -292,3 +292,16 @@ def test_table_columns_have_one_format():
     # ratio: 4 significant digits for 18.25 -> 2 decimals, widened to 3 so that 0.004 is not 0.00
     assert cols[0] == ("1.993", "2.100", "18.250", "0.004")
     assert cols[1] == ("19,340", "548", "-", "12")  # from 10,000 up: no decimals, in every row
+
+
+def test_frontier_at_never_falls_when_a_resource_improves():
+    # Kimi K2 Thinking disaggregated on HGX H200 (TensorRT-LLM fit) at 50 tokens/s per user: with
+    # the network fraction raised from 0.3 to 0.4 every configuration is at least as fast, so the
+    # best one is too.  A search that solved only the four best grid candidates exactly left out
+    # the 8-GPU INT4 layout (1,439 tokens/s per GPU) at 0.4 and returned a 72-GPU one at 1,399.
+    from planner.specs.registry import load_hardware
+
+    hw = load_hardware("hgx-h200@trtllm")
+    got = [float(frontier_at("kimi-k2-thinking", hw.replace(efficiency={"scale_out": f, "scale_up": f}),
+                             [50.0], serving="disaggregated").tps_per_gpu.iloc[0]) for f in (0.3, 0.4)]
+    assert got[1] >= got[0] * (1 - 1e-9), got
