@@ -380,12 +380,11 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
         firsts = idx[first]                       # each reaching candidate's best point at or above x
         lower = dict(zip(ids[firsts], tpg[firsts], strict=True))
         below = np.flatnonzero(~above & np.isin(ids, ids[firsts]))
-        nearest: dict[int, tuple[float, float]] = {}   # id -> (its per-user rate, per-GPU rate) below x
-        for i in below:
-            k = int(ids[i])
-            if k not in nearest or tpu[i] > nearest[k][0]:
-                nearest[k] = (float(tpu[i]), float(tpg[i]))
-        upper = {k: max(lower[k], nearest[k][1]) if k in nearest else lower[k] for k in lower}
+        # each reaching candidate's point nearest below x: the last of its rows by per-user rate
+        srt = below[np.lexsort((tpu[below], ids[below]))]
+        last = srt[np.r_[ids[srt][1:] != ids[srt][:-1], True]] if len(srt) else srt
+        nearest = dict(zip(ids[last].tolist(), tpg[last].tolist(), strict=True))   # id -> per-GPU rate
+        upper = {k: max(lower[k], nearest[k]) if k in nearest else lower[k] for k in lower}
         solved = [order.iloc[firsts[np.argmax(tpg[firsts])]]] if len(firsts) else []
         if tops:  # the best found for a faster target (targets run fastest first)
             solved.append(pd.Series(tops[min(tops)]))
