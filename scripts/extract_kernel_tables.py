@@ -58,6 +58,7 @@ import re
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -218,30 +219,16 @@ def extract(wheel: str | Path) -> dict[str, pd.DataFrame]:
             moe.append(_moe_rows(z, path, gpu, stack, shapes, nongated))
         for stack, path in sorted(_newest(names, system, "mla", "generation_mla_perf.parquet").items()):
             t = _read(z, path)
-            attn.append(pd.DataFrame({
-                "gpu": gpu, "stack": stack, "version": t.version.astype(str), "op": "attention_mla",
-                "phase": "decode", "variant": t.kernel_source.astype(str), "dtype": t.mla_dtype.map(DTYPES),
-                "kv_dtype": t.kv_cache_dtype.map(DTYPES), "batch": t.batch_size.astype(int),
-                "isl": t.isl.astype(int), "step": t.step.astype(int), "heads": t.num_heads.astype(int),
-                "kv_heads": 0, "head_dim": 0, "window": 0, "latency_us": (t.latency * 1e3).round(4)}))
+            attn.append(_attention_rows(t, gpu, stack, "attention_mla", "decode", t.mla_dtype.map(DTYPES)))
         gqa_tables = _newest(names, system, "attention", "generation_attention_perf.parquet")
         for stack, path in sorted(gqa_tables.items()):
             t = _read(z, path)
-            cfg = list(zip(t.num_heads, t.num_key_value_heads, t.head_dim, strict=True))
-            bundled = pd.Series([c in heads for c in cfg], index=t.index)
             # the bundled configurations without a sliding window, and gpt-oss's (head dim 64) with
             # its 128-token window too; the others at the sample's batch sizes, no window
-            window_ok = (t.window_size == 0) | ((t.window_size == 128) & (t.head_dim == 64))
             ctx = (t.isl + t.step).astype(int)
-            t = t[((bundled & window_ok) | (t.batch_size.isin(GQA_SAMPLE_BATCH) & (t.window_size == 0)))
+            t = t[(_bundled_gqa(t, heads) | (t.batch_size.isin(GQA_SAMPLE_BATCH) & (t.window_size == 0)))
                   & (t.beam_width == 1) & ctx.isin(GQA_CONTEXTS)]
-            attn.append(pd.DataFrame({
-                "gpu": gpu, "stack": stack, "version": t.version.astype(str), "op": "attention_gqa",
-                "phase": "decode", "variant": t.kernel_source.astype(str), "dtype": t.attn_dtype.map(DTYPES),
-                "kv_dtype": t.kv_cache_dtype.map(DTYPES), "batch": t.batch_size.astype(int),
-                "isl": t.isl.astype(int), "step": t.step.astype(int), "heads": t.num_heads.astype(int),
-                "kv_heads": t.num_key_value_heads.astype(int), "head_dim": t.head_dim.astype(int),
-                "window": t.window_size.astype(int), "latency_us": (t.latency * 1e3).round(4)}))
+            attn.append(_attention_rows(t, gpu, stack, "attention_gqa", "decode", t.attn_dtype.map(DTYPES)))
         attn += _prefill_attention(z, names, system, gpu, heads)
     out = {"gemm": pd.concat(gemm, ignore_index=True), "allreduce": pd.concat(ar, ignore_index=True),
            "a2a": pd.concat(a2a, ignore_index=True), "moe": pd.concat(moe, ignore_index=True),
@@ -252,6 +239,28 @@ def extract(wheel: str | Path) -> dict[str, pd.DataFrame]:
     return out
 
 
+def _bundled_gqa(t: pd.DataFrame, heads: set[tuple[int, int, int]]) -> pd.Series:
+    """Rows of a GQA table at a bundled model's per-GPU head configuration, without a sliding
+    window or (gpt-oss: head dim 64) with its 128-token one."""
+    cfg = list(zip(t.num_heads, t.num_key_value_heads, t.head_dim, strict=True))
+    bundled = pd.Series([c in heads for c in cfg], index=t.index)
+    return bundled & ((t.window_size == 0) | ((t.window_size == 128) & (t.head_dim == 64)))
+
+
+def _attention_rows(t: pd.DataFrame, gpu: str, stack: str, op: str, phase: str, dtype: Any) -> pd.DataFrame:
+    """One attention table's kept rows in the shipped columns (MLA tables: no KV heads, head dim
+    or window; prefill: step 0, the prompt as ``isl``)."""
+    gqa = "num_key_value_heads" in t
+    return pd.DataFrame({
+        "gpu": gpu, "stack": stack, "version": t.version.astype(str), "op": op, "phase": phase,
+        "variant": t.kernel_source.astype(str), "dtype": dtype, "kv_dtype": t.kv_cache_dtype.map(DTYPES),
+        "batch": t.batch_size.astype(int), "isl": t.isl.astype(int),
+        "step": t.step.astype(int) if phase == "decode" else 0, "heads": t.num_heads.astype(int),
+        "kv_heads": t.num_key_value_heads.astype(int) if gqa else 0,
+        "head_dim": t.head_dim.astype(int) if gqa else 0, "window": t.window_size.astype(int) if gqa else 0,
+        "latency_us": (t.latency * 1e3).round(4)})
+
+
 def _prefill_attention(z: zipfile.ZipFile, names: list[str], system: str, gpu: str,
                        heads: set[tuple[int, int, int]]) -> list[pd.DataFrame]:
     """The prefill (context) attention rows of one system: MLA and GQA, BF16 compute, at
@@ -260,26 +269,12 @@ def _prefill_attention(z: zipfile.ZipFile, names: list[str], system: str, gpu: s
     for stack, path in sorted(_newest(names, system, "mla", "context_mla_perf.parquet").items()):
         t = _read(z, path)
         t = t[(t.mla_dtype == "bfloat16") & t.isl.isin(PREFILL_ISL) & t.batch_size.isin(PREFILL_BATCH)]
-        out.append(pd.DataFrame({
-            "gpu": gpu, "stack": stack, "version": t.version.astype(str), "op": "attention_mla_prefill",
-            "phase": "prefill", "variant": t.kernel_source.astype(str), "dtype": "bf16",
-            "kv_dtype": t.kv_cache_dtype.map(DTYPES), "batch": t.batch_size.astype(int),
-            "isl": t.isl.astype(int), "step": 0, "heads": t.num_heads.astype(int),
-            "kv_heads": 0, "head_dim": 0, "window": 0, "latency_us": (t.latency * 1e3).round(4)}))
+        out.append(_attention_rows(t, gpu, stack, "attention_mla_prefill", "prefill", "bf16"))
     for stack, path in sorted(_newest(names, system, "attention", "context_attention_perf.parquet").items()):
         t = _read(z, path)
-        cfg = list(zip(t.num_heads, t.num_key_value_heads, t.head_dim, strict=True))
-        bundled = pd.Series([c in heads for c in cfg], index=t.index)
-        window_ok = (t.window_size == 0) | ((t.window_size == 128) & (t.head_dim == 64))
-        t = t[bundled & window_ok & (t.beam_width == 1) & (t.attn_dtype == "bfloat16")
+        t = t[_bundled_gqa(t, heads) & (t.beam_width == 1) & (t.attn_dtype == "bfloat16")
               & t.isl.isin(PREFILL_ISL) & t.batch_size.isin(PREFILL_BATCH)]
-        out.append(pd.DataFrame({
-            "gpu": gpu, "stack": stack, "version": t.version.astype(str), "op": "attention_gqa_prefill",
-            "phase": "prefill", "variant": t.kernel_source.astype(str), "dtype": "bf16",
-            "kv_dtype": t.kv_cache_dtype.map(DTYPES), "batch": t.batch_size.astype(int),
-            "isl": t.isl.astype(int), "step": 0, "heads": t.num_heads.astype(int),
-            "kv_heads": t.num_key_value_heads.astype(int), "head_dim": t.head_dim.astype(int),
-            "window": t.window_size.astype(int), "latency_us": (t.latency * 1e3).round(4)}))
+        out.append(_attention_rows(t, gpu, stack, "attention_gqa_prefill", "prefill", "bf16"))
     return out
 
 

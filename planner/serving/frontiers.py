@@ -395,13 +395,10 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
         # others, highest upper bracket first, while one could still beat the best
         top4 = [int(ids[i]) for i in np.sort(firsts)[:4]]
         rest = sorted((k for k in upper if k not in top4), key=lambda k: -upper[k])
-        for k in top4 + rest:
-            if serving == "aggregated":
-                break  # the prefill stretch is not re-solved: the grid values stand
-            if k not in top4 and (upper[k] <= best * (1 + 1e-12) or k not in nearest):
-                if upper[k] <= best * (1 + 1e-12):
-                    break
-                continue
+        # (aggregated: the prefill stretch is not re-solved, the grid values stand)
+        for k in (top4 + rest) if serving != "aggregated" else ():
+            if k not in top4 and upper[k] <= best * (1 + 1e-12):
+                break  # (a candidate with no grid point below x has upper = lower <= best)
             r = order.iloc[row_of[k]]
             B = solve_batch(model, hw, r.to_dict(), x, wl.decode_context, mode, whole=whole)
             if B is not None:

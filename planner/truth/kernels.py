@@ -274,11 +274,9 @@ def _attn_shape(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
 def attn_law_seconds(d: pd.DataFrame, hw: Any, kind: str, law: KernelLaw) -> np.ndarray:
     """The fitted attention law (``attn_<kind>_law``: decode ``mla``, ``gqa``; prefill ``mla_prefill``,
     ``gqa_prefill``) on rows ``d``."""
-    shape = _attn_shape(d, hw, kind)
-    if kind.endswith("_prefill"):
-        return compile_operator(f"attn_{kind}_law")(**shape, eta_fa=law.compute, S_a0=law.offset,
-                                                    t_a0=law.floor)
-    return compile_operator(f"attn_{kind}_law")(**shape, eta_a=law.compute, eta_am=law.hbm, S_a0=law.offset,
+    # a prefill law's compute fraction is the step model's eta_fa; each law takes the constants it has
+    return compile_operator(f"attn_{kind}_law")(**_attn_shape(d, hw, kind), eta_a=law.compute,
+                                                eta_fa=law.compute, eta_am=law.hbm, S_a0=law.offset,
                                                 t_a0=law.floor)
 
 
