@@ -22,7 +22,8 @@ Cleaning rules live here, each named and counted in the output, never a silent d
 ``duplicate``
     identical to an earlier row in every field but the id and the source text (the model labels
     DeepSeek-V3 and DeepSeek-R1 name one architecture, so a DeepSeek-V3-labelled copy of a
-    DeepSeek-R1 row is a duplicate): dropped.
+    DeepSeek-R1 row is a duplicate; measured times are compared at 12 significant digits, as the
+    file holds copies of one run exported twice whose times differ in the last bit): dropped.
 ``label_contradicts_id``
     a DeepSeek-V3 label on a ``dsr1`` id that duplicates nothing: scored with the DeepSeek-R1
     spec (the id names the model that ran; the two specs are one architecture).  Not dropped.
@@ -31,9 +32,9 @@ Cleaning rules live here, each named and counted in the output, never a silent d
     or as the worker's GPUs ``tp_size x attention_dp_size`` (e.g. ``tp8_ep8`` recorded as TP 1 x
     DP 64): dropped (the true attention TP x DP split cannot be recovered).
 ``same_measurement``
-    the same measured TTFT and TPOT, to every digit, on the same system, model, stack and ISL/OSL
-    as another row recorded under another layout, build or source: one run recorded more than
-    once (the file holds 515 such rows, in groups that mix the ``cfg``-numbered records with the
+    the same measured TTFT and TPOT (to 12 significant digits) on the same system, model, stack
+    and ISL/OSL as another row recorded under another layout, build or source: one run recorded
+    more than once (the file holds 515 such rows, in groups that mix the ``cfg``-numbered records with the
     dated ``2026_03_25`` / ``2026_04_06`` ones).  One copy is kept, by its record alone: the
     first whose decode-worker count is recorded, else the first in the file; the others are
     dropped.  (Kept as many rows, one run would weigh as several, each at its own batch.)
@@ -200,8 +201,25 @@ def load_runs(path: str | Path | None = None) -> pd.DataFrame:
 
 
 # ---- cleaning rules --------------------------------------------------------------------------------
+#: Significant digits at which two measured times are one number: the file holds copies of a run
+#: exported twice whose times differ in the last bit (12.277643327434149 and ...147 ms).
+MEASURED_DIGITS = 12
+
+
+def _measured(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with the measured TTFT and TPOT rounded to :data:`MEASURED_DIGITS` significant digits."""
+    out = df.copy()
+    for c in ("silicon_ttft_ms", "silicon_tpot_ms"):
+        v = pd.to_numeric(out[c], errors="coerce").to_numpy(float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mag = np.where(np.isfinite(v) & (v != 0), np.floor(np.log10(np.abs(v))), 0.0)
+        scale = 10.0 ** (MEASURED_DIGITS - 1 - mag)
+        out[c] = np.round(v * scale) / scale
+    return out
+
+
 def _duplicates(df: pd.DataFrame) -> pd.Series:
-    key = df.drop(columns=[c for c in ("id", "silicon_data_source") if c in df.columns]).copy()
+    key = _measured(df.drop(columns=[c for c in ("id", "silicon_data_source") if c in df.columns]))
     key["model_path"] = key["model_path"].replace(_ARCH_TWINS)
     return key.duplicated(keep="first")
 
@@ -233,7 +251,7 @@ def _same_measurement(df: pd.DataFrame, candidates: pd.Series) -> pd.Series:
     """Rows among ``candidates`` whose measurement another candidate row records as well, all but
     the one kept: the first with the decode-worker count recorded, else the first in the file."""
     sub = df[candidates]
-    key = sub[list(_MEASUREMENT)].copy()
+    key = _measured(sub[list(_MEASUREMENT)])
     key["model_path"] = key["model_path"].replace(_ARCH_TWINS)
     workers = pd.to_numeric(sub["decode_num_workers"], errors="coerce").notna()
     order = pd.DataFrame({"w": ~workers, "pos": np.arange(len(sub))}, index=sub.index)

@@ -56,6 +56,18 @@ def test_duplicate_rows_are_dropped_and_counted(tmp_path):
     assert s.summary()["rows_unmapped_by_reason"]["cleaning: duplicate"] == 2
 
 
+def test_a_copy_whose_times_differ_in_the_last_bit_is_a_duplicate(tmp_path):
+    # the bundled file's copies of one run exported twice: 12.277643327434149 and ...147 ms
+    path = _csv(tmp_path, [
+        {"silicon_tpot_ms": 12.277643327434149},
+        {"id": "copy_last_bit", "silicon_tpot_ms": 12.277643327434147},
+        {"id": "another_run", "silicon_tpot_ms": 12.27764332},  # differs in the 10th digit
+    ])
+    r = _by_id(score_runs(path))
+    assert r.loc["copy_last_bit", "rule"] == "duplicate"
+    assert r.loc["another_run", "rule"] != "duplicate"
+
+
 def test_queueing_from_the_rows_own_numbers(tmp_path):
     # OSL 128, TPOT 20 ms: 127 x 20 ms = 2.54 s decoding per request; with TTFT 10 s the share of
     # the concurrency decoding is 2.54 / 12.54 = 0.20 < 0.5: queueing.  TTFT 1 s: 2.54 / 3.54 = 0.72.
