@@ -25,21 +25,26 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   ``n_touched = (E_slots / EP)(1 - (1 - k / E_slots)^T_moe)`` (uniform routing), token-expert rows
   on the busiest rank ``T_e = lambda T_moe k / EP`` (lambda = 1 at EP 1), FLOPs
   ``F_experts = 2 * 3 d f_e T_e / TP_e`` and the touched experts' weight bytes
-  ``M_experts = n_touched 3 d f_e b_we / TP_e``.  The law runs every touched expert on at least
-  one whole MMA tile of ``t_m`` rows (grouped GEMM kernels tile each expert apart:
-  ``max(T_e, n_touched t_m)`` rows), runs at fitted fractions ``eta_e`` of the dense peak and
-  ``eta_em`` of HBM bandwidth, plus the rows' activation traffic as a second HBM pass
-  ``M_act / (eta_ea B_hbm)``, ``M_act = T_e (2 d + 4 f_e / TP_e) 2 B`` (each row's BF16 input
+  ``M_experts = n_touched 3 d f_e b_we / TP_e``.  The law takes the rank's rows ``T_er`` and
+  distinct experts ``n_er`` from the routing its table was measured under
+  (:mod:`planner.truth.routing`: the source's balanced and power-law routings, rebuilt), not from
+  uniform routing: the balanced routing touches ``min(E, N k)`` experts, far more than uniform
+  routing at 8-128 tokens, and the power-law one puts the busiest rank on the kernel.  It runs
+  every touched expert on at least one whole MMA tile of ``t_m`` rows (grouped GEMM kernels tile
+  each expert apart: ``max(T_er, n_er t_m)`` rows), at fitted fractions ``eta_e`` of the dense
+  peak and ``eta_em`` of HBM bandwidth for the ``n_er 3 d f_e b_we / TP_e`` weight bytes, plus
+  the rows' activation traffic as a second HBM pass ``M_act / (eta_ea B_hbm)``,
+  ``M_act = T_er (2 d + 4 f_e / TP_e) 2 B`` (each row's BF16 input
   gathered and output written, its gate/up product written and read back by the gated activation:
   the grouped GEMMs, activation, permute and combine are separate kernels, so these cross HBM; it
   binds at prefill sizes with narrow experts, where the weights are few per row), and a per-kernel
-  floor ``t_e0``; lambda is fitted to the source's power-law routing rows (1 for its balanced
-  ones).  ``moe_roofline``: peaks, lambda =
-  1, no padding, no floor.  ``moe_bound``: the same with the fewest experts any routing can
-  touch (``k / EP``: a token's experts are distinct) and, as ``gemm_bound``, the weights the L2
-  cache can hold from the previous run not read from HBM: the source's routing touches fewer
-  experts than uniform routing (its balanced DeepSeek-V3 layer at EP 1 levels off at ~60% of the
-  weight bytes from 32 tokens on), so some kernels beat ``moe_roofline``.
+  floor ``t_e0``.  ``moe_roofline``: peaks, uniform routing (lambda = 1), no padding, no floor.
+  ``moe_bound``: the same with the fewest experts any routing can touch (``k / EP``: a token's
+  experts are distinct) and, as ``gemm_bound``, the weights the L2 cache can hold from the
+  previous run not read from HBM: the source's routing can touch fewer experts than uniform
+  routing (the power-law draws leave experts empty; the DeepSeek-V3 layer's group-limited routing
+  at EP 1 levels off at ~60% of the weight bytes from 32 tokens on), so some kernels beat
+  ``moe_roofline``.
 - ``attn_mla`` / ``attn_mla_law`` / ``attn_mla_bound``: one MLA decode attention kernel (absorbed,
   FlashMLA-style): ``b`` sequences of ``S`` context tokens, ``h`` query heads on the GPU; the step
   model's ``F_attn_core = 2 b h S (2 r_kv + d_r)`` and ``M_kv_read = b S (r_kv + d_r) b_kv`` (latent
@@ -103,6 +108,8 @@ b_q = sp.Symbol("b_q", nonnegative=True)    #: bytes per element of that pass (0
 t_g0 = sp.Symbol("t_g0", nonnegative=True)  #: fitted per-kernel floor of a GEMM, s
 C_l2 = sp.Symbol("C_L2", positive=True)     #: L2 cache capacity, B
 T_moe = sp.Symbol("T_moe", positive=True)   #: tokens entering a MoE layer on one rank
+T_er = sp.Symbol("T_er", positive=True)     #: token-expert rows a measured MoE kernel's rank ran
+n_er = sp.Symbol("n_er", positive=True)     #: distinct experts that rank touched
 eta_e = sp.Symbol("eta_e", positive=True)   #: fitted fraction of the dense peak of a grouped MoE
 eta_em = sp.Symbol("eta_em", positive=True)  #: fitted HBM fraction of a grouped MoE's weight stream
 t_e0 = sp.Symbol("t_e0", nonnegative=True)  #: fitted floor of a grouped MoE kernel, s
@@ -136,6 +143,9 @@ OPERATOR_SYMBOLS = {
     "C_L2": (C_l2, "L2 cache capacity", "B"),
     "T_moe": (T_moe, "tokens entering a MoE layer on one rank (each rank runs its own experts on them)",
               "token"),
+    "T_er": (T_er, "token-expert rows the rank of a measured grouped-MoE kernel ran (its table's "
+             "routing, planner.truth.routing)", "token"),
+    "n_er": (n_er, "distinct experts that rank touched (its table's routing)", "1"),
     "eta_e": (eta_e, "fraction of the dense peak a grouped MoE kernel reaches (fitted per GPU, stack, dtype)",
               "1"),
     "eta_em": (eta_em, "fraction of HBM bandwidth a grouped MoE kernel streams its weights at (fitted)", "1"),
@@ -167,16 +177,20 @@ F_moe = eq.at(eq.F_experts, _MOE_AT)
 M_moe = eq.at(eq.M_experts, _MOE_AT)
 #: the fewest experts a rank can touch: k / EP (each token's k experts are distinct)
 M_moe_min = eq.k / eq.EP * 3 * eq.d * eq.f_e * eq.b_we / eq.TP_e
-#: FLOPs the tensor cores execute: every touched expert runs at least one whole t_m-row tile (the
-#: grouped GEMM tiles each expert's rows apart), max(T_e, n_touched t_m) rows in all -- the
-#: padding of experts with fewer rows than a tile, smooth in T_e (a ceiling per expert would give
-#: the fit no slope in lambda)
-F_moe_pad = 2 * 3 * eq.d * eq.f_e / eq.TP_e * eq._max(T_e_moe, n_touched_moe * eq.t_m)
+#: A measured kernel's rank under its table's routing (planner.truth.routing): T_er token-expert
+#: rows, n_er distinct experts.  FLOPs the tensor cores execute: every touched expert runs at least
+#: one whole t_m-row tile (the grouped GEMM tiles each expert's rows apart), max(T_er, n_er t_m)
+#: rows in all -- the padding of experts with fewer rows than a tile, smooth (whole tiles expert by
+#: expert, from the table's own per-expert counts, fit worse: median of the cells' errors 19%
+#: against 17%; the kernels tile a small expert with fewer rows)
+F_moe_pad = 2 * 3 * eq.d * eq.f_e / eq.TP_e * eq._max(T_er, n_er * eq.t_m)
 #: BF16 activation bytes each token-expert row moves through HBM between the layer's kernels (the
 #: grouped GEMMs, the gated activation, the permute and the combine): its input row gathered in
 #: (d) and its output row written (d), its gate/up product (2 f_e / TP_e) written by the first GEMM
-#: and read back by the gated activation -- (2 d + 4 f_e / TP_e) x 2 B per row, T_e rows
-M_moe_act = T_e_moe * 2 * (2 * eq.d + 4 * eq.f_e / eq.TP_e)
+#: and read back by the gated activation -- (2 d + 4 f_e / TP_e) x 2 B per row, T_er rows
+M_moe_act = T_er * 2 * (2 * eq.d + 4 * eq.f_e / eq.TP_e)
+#: ... and the weight bytes of the experts it touched
+M_moe_touched = n_er * 3 * eq.d * eq.f_e * eq.b_we / eq.TP_e
 #: one decode attention kernel: one query token, the heads on this GPU (TP_a = 1), KV not split
 _MLA_AT = {eq.s_q: 1, eq.TP_a: 1, eq.s_kv: 1, eq.phi_w: 0, eq.S_w: eq.S, eq.c_att: 2 * r_kv + d_r,
            eq.e_kv: r_kv + d_r}
@@ -216,7 +230,7 @@ OPERATORS: dict[str, sp.Expr] = {
                             {"eta_g": eta_g, "eta_gm": eta_gm, "eta_q": eta_q, "b_q": b_q, "t_g0": t_g0}),
     # grouped MoE: the step model's expert roofline (its efficiencies), the fitted law, the bound
     "moe": eq.roofline(F_moe, M_moe, eq.P_e),
-    "moe_law": eq._max(F_moe_pad / (eta_e * eq.P_e), M_moe / (eta_em * eq.B_hbm))
+    "moe_law": eq._max(F_moe_pad / (eta_e * eq.P_e), M_moe_touched / (eta_em * eq.B_hbm))
     + M_moe_act / (eta_ea * eq.B_hbm) + t_e0,
     # the roofline at the peaks under uniform routing (no padding, no floor); measured kernels beat
     # it where the source's routing touches fewer experts than uniform routing would

@@ -69,7 +69,6 @@ class KernelLaw:
     #: fraction of the dense peak (eta_e, eta_a); 1 where not fitted (GQA decode: its compute side
     #: never binds at the measured shapes)
     compute: float = 1.0
-    imbalance: float = 1.0  #: lambda of the source's power-law routing rows (MoE only)
     #: fraction of HBM bandwidth of the per-row activation traffic (eta_ea, MoE only; 1 where not fitted)
     act: float = 1.0
     #: context tokens' worth of work per query row (S_a0, prefill attention only; 0 elsewhere)
@@ -486,12 +485,12 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
 
 
 #: The constants of a law line fitted to kernels: name -> (required, kind): ``fraction`` in (0, 1],
-#: ``time`` a quantity, ``ratio`` >= 1.
+#: ``time`` a quantity in s, ``tokens`` one in tokens.
 _GEMM_CONSTANTS = {"compute": (True, "fraction"), "hbm": (True, "fraction"), "floor": (True, "time"),
                    "cast": (False, "fraction")}
 _NCCL_CONSTANTS = {"floor": (True, "time"), "latency": (True, "time"), "efficiency": (True, "fraction")}
 _KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (False, "fraction"), "floor": (True, "time"),
-                     "imbalance": (False, "ratio"), "act": (False, "fraction"), "offset": (False, "tokens")}
+                     "act": (False, "fraction"), "offset": (False, "tokens")}
 
 
 def _floor(floor: float) -> float:
@@ -501,7 +500,7 @@ def _floor(floor: float) -> float:
 def _law_lines(f: Fields, e: Fields, prefix: str, keys: tuple[str, ...], law: type,
                constants: dict[str, tuple[bool, str]]) -> tuple[tuple[str, Any], ...]:
     """A stack entry's ``<prefix><key>: {<constants>, kernels, note}`` lines fitted to kernels
-    (``gemm_<dtype>``: cast only for quantized dtypes; ``moe_<dtype>``: imbalance and act;
+    (``gemm_<dtype>``: cast only for quantized dtypes; ``moe_<dtype>``: act;
     ``attn_<kind>_<KV dtype>``: compute absent where not fitted), each constant ``{value, se,
     kind}`` with ``se`` the relative standard error, as ``(key, law(...))`` pairs."""
     out = []
@@ -516,8 +515,6 @@ def _law_lines(f: Fields, e: Fields, prefix: str, keys: tuple[str, ...], law: ty
                 continue
             if kind in ("time", "tokens"):
                 vals[name] = parse_quantity(c.raw("value"), kind, f.label, c.path("value"))
-            elif kind == "ratio":
-                vals[name] = c.number("value", lo=1.0, lo_open=False)
             else:
                 vals[name] = c.number("value", lo=0.0, hi=1.0, lo_open=True)
             c.number("se", required=False, lo=0.0)

@@ -34,6 +34,7 @@ from planner.physics.operators import compile_operator
 from planner.physics.step import TILE_M
 from planner.specs.hardware import GemmLaw, KernelLaw
 from planner.specs.reading import yaml_number
+from planner.truth.routing import measured_rank
 
 #: GEMM dtype -> bytes per activation element of the cast before a quantized GEMM: the BF16
 #: activation read (2 B) and the input dtype written (its block scales neglected); 0 for BF16
@@ -220,12 +221,16 @@ def _moe_shape(d: pd.DataFrame, hw: Any, dtype: str) -> dict[str, Any]:
 
 
 def moe_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: KernelLaw) -> np.ndarray:
-    """The fitted grouped-MoE law (operator ``moe_law``) on rows ``d`` of one weight dtype: lambda
-    1 on balanced-routing rows, the law's ``imbalance`` on power-law ones."""
-    lam = np.where(d.distribution.to_numpy() == "balanced", 1.0, law.imbalance)
-    return compile_operator("moe_law")(**_moe_shape(d, hw, dtype), t_m=TILE_M.get(hw.family, 1.0),
-                                       eta_e=law.compute, eta_em=law.hbm, eta_ea=law.act, t_e0=law.floor,
-                                       **{"lambda": lam})
+    """The fitted grouped-MoE law (operator ``moe_law``) on rows ``d`` of one weight dtype, each at
+    the rows and distinct experts its measured rank ran under the table's routing
+    (:func:`planner.truth.routing.measured_rank`)."""
+    tile = TILE_M.get(hw.family, 1.0)
+    if "rank_rows" in d:  # set once by fit_moe, which evaluates the law many times
+        rows, touched = d["rank_rows"].to_numpy(float), d["rank_experts"].to_numpy(float)
+    else:
+        rows, touched, _ = measured_rank(d, tile)
+    return compile_operator("moe_law")(**_moe_shape(d, hw, dtype), t_m=tile, T_er=rows, n_er=touched,
+                                       eta_e=law.compute, eta_em=law.hbm, eta_ea=law.act, t_e0=law.floor)
 
 
 def predict_moe(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.ndarray:
@@ -584,10 +589,10 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
 
 
 #: the grouped-MoE and attention laws' fitted constants (KernelLaw fields), starting points and
-#: bounds: fractions in (0, 1], the floor 0.1-2000 us, the power-law routing's lambda 1-16
+#: bounds: fractions in (0, 1], the floor 0.1-2000 us, the offset 1-20000 tokens
 KERNEL_PARAMS = {"compute": (0.5, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)),
-                 "floor": (10e-6, (0.1e-6, 2000e-6)), "imbalance": (1.5, (1.0, 16.0)),
-                 "act": (0.5, (0.01, 1.0)), "offset": (500.0, (1.0, 20000.0))}
+                 "floor": (10e-6, (0.1e-6, 2000e-6)), "act": (0.5, (0.01, 1.0)),
+                 "offset": (500.0, (1.0, 20000.0))}
 
 
 def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[LawFit]:
@@ -615,21 +620,21 @@ def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[
 def fit_moe(df: pd.DataFrame | None = None) -> list[LawFit]:
     """Least squares on log(predicted / measured) of the grouped-MoE law (operator ``moe_law``)
     per (GPU, stack, weight dtype) of the measured serving kernels (:func:`serving_kernels`):
-    ``compute`` eta_e, ``hbm`` eta_em, ``floor`` t_e0, ``act`` eta_ea (the rows' activation
-    traffic) and, where power-law routing rows with EP > 1 exist, ``imbalance`` (their lambda);
-    relative standard errors from s^2 (J^T J)^-1."""
+    ``compute`` eta_e, ``hbm`` eta_em, ``floor`` t_e0 and ``act`` eta_ea (the rows' activation
+    traffic), each row at its table's routing (:mod:`planner.truth.routing`); relative standard
+    errors from s^2 (J^T J)^-1."""
     from planner.specs.registry import load_hardware
 
     df = serving_kernels(load_table("moe"), MOE_KEYS) if df is None else df
     df = df[[MOE_DTYPES[dt][0] in load_hardware(g).flops for g, dt in zip(df.gpu, df.dtype, strict=True)]]
 
-    def names(d: pd.DataFrame) -> list[str]:
-        skewed = ((d.distribution != "balanced") & (d.ep > 1)).any()
-        return ["compute", "hbm", "floor"] + (["imbalance"] if skewed else []) + ["act"]
+    def routed(d: pd.DataFrame, gpu: str) -> pd.DataFrame:
+        rows, touched, _ = measured_rank(d, TILE_M.get(load_hardware(gpu).family, 1.0))
+        return d.assign(rank_rows=rows, rank_experts=touched)
 
-    groups = ((key, d) for key, d in df.groupby(["gpu", "stack", "dtype"]))
+    groups = ((key, routed(d, key[0])) for key, d in df.groupby(["gpu", "stack", "dtype"]))
     return _fit_kernel_law("moe", groups, lambda d, hw, law: moe_law_seconds(d, hw, d.dtype.iloc[0], law),
-                           names)
+                           lambda d: ["compute", "hbm", "floor", "act"])
 
 
 def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:

@@ -1,0 +1,134 @@
+"""The routing the grouped-MoE kernel tables were measured under, rebuilt from its description.
+
+The ``aiconfigurator-core`` 0.12.0 MoE tables (``planner/truth/data/kernels/moe.csv.gz``) time
+one rank's grouped-MoE layer on routing that its collector builds, not on a model's router:
+
+``balanced``
+    token ``t``'s slot ``i`` goes to expert ``(t + i s) mod E`` with the stride ``s = ceil(E / k)``
+    when ``N >= s`` tokens, else to ``floor((t s / N + i s) mod E)``: every expert as nearly equally
+    loaded as whole tokens allow, ``min(E, N k)`` of them touched.
+``power_law_<alpha>``
+    per-expert counts drawn from a power law with exponent ``alpha`` (inverse CDF between
+    ``x_min = 1`` and ``x_max = 0.8 N`` when ``N k > E``, else between 0.01 and 2), scaled to
+    ``N k`` and rounded, each at most ``N`` (a token picks an expert once); the excess, and the
+    rounding's difference from ``N k``, handed back one at a time round-robin over the EP ranks,
+    each rank's smallest expert below ``N`` first (its largest first when taking away); then the
+    busiest EP rank's block of experts is moved to rank 0, the rank the kernel runs.  The kernel
+    is timed over five such draws.
+
+The rank holds experts ``0 .. E/EP - 1`` and runs only the token-expert pairs routed to them.
+Source: the aiconfigurator collector's routing helpers (``collector/helper.py``: balanced and
+power-law logits, Apache-2.0, NVIDIA), as read; the facts only, re-expressed here.
+
+:func:`measured_rank` gives, per table row, the rank's token-expert rows ``T_er``, its distinct
+experts touched ``n_er`` and the rows padded to whole tiles expert by expert, which the
+grouped-MoE law (``moe_law`` in :mod:`planner.physics.operators`) takes in place of uniform
+routing.  Power-law rows are the mean of :data:`DRAWS` draws from a fixed seed (the collector's
+own draws are not seeded).
+
+Not rebuilt (left to the fitted constants): the DeepSeek-V3 shapes' group-limited routing in the
+SGLang and vLLM collectors and in TensorRT-LLM's min-latency mode, which keeps only some of the
+constructed experts when group scores tie, and SGLang's raw-Triton path at EP > 1, which sends
+the other ranks' slots to expert 0.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+#: power-law draws averaged per shape, and their seed
+DRAWS = 8
+SEED = 20260427
+
+
+def _balanced_counts(n: int, e: int, k: int, ep: int) -> np.ndarray:
+    """Token-expert pairs of each of rank 0's experts under the balanced routing."""
+    s = -(-e // k)
+    t = np.arange(n, dtype=float)[:, None]
+    i = np.arange(k, dtype=float)[None, :]
+    ids = (t + i * s) % e if n >= s else np.floor(np.mod(t * s / n + i * s, e))
+    ids = ids.astype(np.int64).ravel()
+    return np.bincount(ids[ids < e // ep], minlength=e // ep)
+
+
+def _fill(v: np.ndarray, amount: np.ndarray, cap: float) -> np.ndarray:
+    """Add ``amount[j]`` units to row ``j`` of ``v``, always to its smallest entry below ``cap``
+    (one unit at a time, so the smallest entries rise to a common level); rows as a multiset."""
+    s = np.sort(v, axis=1).astype(float)
+    n = s.shape[1]
+    csum = np.cumsum(s, axis=1)
+    m_idx = np.arange(1, n + 1, dtype=float)
+    need = m_idx * s - csum                          # units to lift the first m entries to s_m
+    a = amount[:, None].astype(float)
+    m = np.maximum((need <= a).sum(axis=1), 1)       # entries the level reaches
+    level = (amount + csum[np.arange(len(s)), m - 1]) / m
+    level = np.minimum(level, cap)
+    base = np.floor(level)
+    extra = np.round(np.minimum(amount + csum[np.arange(len(s)), m - 1] - base * m, m)).astype(int)
+    pos = np.arange(n)[None, :]
+    lifted = base[:, None] + (pos < extra[:, None])
+    return np.where(pos < m[:, None], np.maximum(lifted, s), s)
+
+
+def _spread(cc: np.ndarray, total: int, cap: float) -> np.ndarray:
+    """Hand ``total`` units round-robin over the rank rows of ``cc``, each to its smallest expert
+    below ``cap`` (ranks that are full pass their turn)."""
+    left = int(total)
+    while left > 0:
+        room = (cap - cc).clip(min=0).sum(axis=1)
+        live = np.flatnonzero(room > 0)
+        if live.size == 0:
+            break
+        q, r = divmod(left, live.size)
+        share = np.full(live.size, q) + (np.arange(live.size) < r)
+        share = np.minimum(share, room[live])
+        cc = cc.copy()
+        cc[live] = _fill(cc[live], share, cap)
+        left -= int(share.sum())
+    return cc
+
+
+def _power_law_counts(n: int, e: int, k: int, ep: int, alpha: float, rng: np.random.Generator) -> np.ndarray:
+    """Rank 0's per-expert pairs in one power-law draw (the busiest rank moved there)."""
+    lo, hi = (1.0, 0.8 * n) if n * k > e else (0.01, 2.0)
+    u = rng.random(e)
+    x = ((hi ** (1 - alpha) - lo ** (1 - alpha)) * u + lo ** (1 - alpha)) ** (1 / (1 - alpha))
+    c = np.round(x / x.sum() * n * k)
+    over = float(np.clip(c - n, 0, None).sum())
+    cc = np.minimum(c, n).reshape(ep, e // ep)
+    cc = _spread(cc, int(over), float(n))
+    delta = int(n * k - cc.sum())
+    if delta > 0:
+        cc = _spread(cc, delta, float(n))
+    elif delta < 0:  # take away from the largest: the same filling on the negated counts
+        cc = -_spread(-cc, -delta, 0.0)
+    return cc[int(np.argmax(cc.sum(axis=1)))]
+
+
+@lru_cache(maxsize=None)
+def _rank(n: int, e: int, k: int, ep: int, distribution: str) -> tuple[float, float, float, float]:
+    if distribution == "balanced":
+        draws = [_balanced_counts(n, e, k, ep)]
+    elif distribution.startswith("power_law_"):
+        alpha = float(distribution.removeprefix("power_law_"))
+        rng = np.random.default_rng(SEED)
+        draws = [_power_law_counts(n, e, k, ep, alpha, rng) for _ in range(DRAWS)]
+    else:
+        raise ValueError(f"routing distribution {distribution!r} not described")
+    c = np.asarray(draws, float)
+    pad = {t: float((np.ceil(c / t) * t).sum(axis=1).mean()) for t in (64.0, 128.0)}
+    return float(c.sum(axis=1).mean()), float((c > 0).sum(axis=1).mean()), pad[64.0], pad[128.0]
+
+
+def measured_rank(d: pd.DataFrame, tile: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of a MoE table (``tokens``, ``experts``, ``topk``, ``ep``, ``distribution``): the
+    measured rank's token-expert rows ``T_er``, distinct experts touched ``n_er`` and rows padded
+    to whole ``tile``-row tiles expert by expert (64 or 128)."""
+    col = 2 if tile == 64.0 else 3
+    keys = zip(d["tokens"].astype(int), d["experts"].astype(int), d["topk"].astype(int),
+               d["ep"].astype(int), d["distribution"].astype(str), strict=True)
+    v = np.array([_rank(*key) for key in keys], float).reshape(-1, 4)
+    return v[:, 0], v[:, 1], v[:, col]

@@ -1,0 +1,50 @@
+"""The MoE tables' routing, rebuilt (planner.truth.routing): the balanced routing by hand and the
+power-law draws' invariants."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from planner.truth.routing import measured_rank
+
+
+def _rows(tokens, experts, topk, ep, distribution, tile=64.0):
+    d = pd.DataFrame({"tokens": tokens, "experts": experts, "topk": topk, "ep": ep,
+                      "distribution": distribution})
+    return measured_rank(d, tile)
+
+
+def test_balanced_routing_by_hand():
+    # DeepSeek-V3: 256 experts, top 8, stride ceil(256 / 8) = 32.
+    # 8 tokens (< 32): token t's slot i goes to floor(t 32 / 8 + 32 i) = 4 t + 32 i, 64 distinct
+    # experts at EP 1 (uniform routing would touch 256 (1 - (31/32)^8) = 57.4); on rank 0 of 8
+    # (experts 0-31) slot 0 only: 8 rows on experts 0, 4, ..., 28.
+    rows, touched, pad = _rows([8, 8], [256, 256], [8, 8], [1, 8], ["balanced"] * 2)
+    assert list(rows) == [64, 8] and list(touched) == [64, 8]
+    assert list(pad) == [64 * 64, 8 * 64]  # each touched expert one 64-row tile
+    # 64 tokens (>= 32): expert (t + 32 i) mod 256; rank 0 gets t for t < 32 (slot 0) and t + 224
+    # - 256 for 32 <= t < 64 (slot 7): 64 rows on all 32 of its experts, two each
+    rows, touched, pad = _rows([64], [256], [8], [8], ["balanced"], tile=128.0)
+    assert (rows[0], touched[0], pad[0]) == (64, 32, 32 * 128)
+
+
+def test_power_law_draws_keep_the_tables_invariants():
+    n, e, k = 256, 128, 8
+    for ep in (1, 4, 8):
+        rows, touched, _ = _rows([n], [e], [k], [ep], ["power_law_1.01"])
+        # the busiest rank is measured: at least the mean rank's N k / EP rows, at most N per expert
+        assert n * k / ep <= rows[0] <= n * e / ep
+        assert 1 <= touched[0] <= e / ep
+        if ep == 1:
+            assert rows[0] == n * k
+    # a power law leaves experts empty that balanced routing would fill
+    assert _rows([16], [256], [8], [1], ["power_law_1.01"])[1][0] < 128
+    # the same seed: the same answer
+    a = _rows([1000], [256], [8], [8], ["power_law_1.01"])
+    assert a == _rows([1000], [256], [8], [8], ["power_law_1.01"])
+
+
+def test_an_undescribed_routing_is_an_error():
+    with pytest.raises(ValueError, match="uniform"):
+        _rows([8], [256], [8], [1], ["uniform"])
