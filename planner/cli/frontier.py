@@ -298,7 +298,9 @@ def _crossing_text(entry: dict[str, Any]) -> str:
     def span(v: Any) -> str:
         return "never" if v is None else f"{v[0]:.0f}-{v[1]:.0f} tokens/s/user"
 
-    out = span(entry["nominal"])
+    spans = entry.get("intervals") or ([entry["nominal"]] if entry["nominal"] is not None else [])
+    # every interval where the ratio dips below the threshold and comes back
+    out = (", ".join(f"{v[0]:.0f}-{v[1]:.0f}" for v in spans) + " tokens/s/user") if spans else "never"
     if "earliest" in entry:
         out += f" (band: upper edge {span(entry['earliest'])}, lower edge {span(entry['surely'])})"
     return out

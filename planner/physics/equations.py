@@ -15,7 +15,9 @@ GEMMs (attention projections, dense FFN, shared experts, LM head, draft head) ru
 throughput of the GEMM law fitted to measured GEMM kernels where the system's stack carries one
 (``x_g = 1``: :func:`gemm_operator`); the routed experts' grouped GEMMs keep the roofline, their
 FLOPs at ``eta_ce`` (the compute fraction of the stack's grouped-MoE law, fitted to measured
-grouped-MoE kernels; ``eta_c`` where it has none); the attention core keeps the roofline, its FLOPs
+grouped-MoE kernels; ``eta_c`` where it has none), plus that law's per-row activation pass
+(``x_xa = 1``, at its fraction ``eta_xa`` of HBM bandwidth; the law's compute fraction and this pass
+are fitted together, so one is not taken without the other); the attention core keeps the roofline, its FLOPs
 at ``eta_fa`` with ``S_a0`` context tokens' worth of extra work per query row (in a prefill pass
 the stack's prefill attention law, fitted to measured prefill attention kernels; in a decode step
 ``eta_c`` and 0).  ``bound`` mode sets every eta to 1 and every latency and ``S_a0`` to 0: the
@@ -80,6 +82,7 @@ from planner.physics.symbols import (
     eta_m,
     eta_o,
     eta_so,
+    eta_xa,
     f_d,
     f_dr,
     f_e,
@@ -114,6 +117,7 @@ from planner.physics.symbols import (
     x_mtp,
     x_nvls,
     x_off,
+    x_xa,
 )
 
 
@@ -274,8 +278,22 @@ t_attn_core = _max(
 n_touched = (E_slots / EP) * (1 - (1 - k / E_slots) ** B_tok)
 F_experts = 2 * 3 * d * f_e * T_e / TP_e
 M_experts = n_touched * 3 * d * f_e * b_we / TP_e
-#: The grouped GEMMs of the routed experts: the roofline at the experts' own compute fraction.
-t_experts = _max(F_experts / (eta_ce * P_e), M_experts / (eta_m * B_hbm)) + n_ke * tau_k
+
+
+def expert_activation_bytes(rows: sp.Expr) -> sp.Expr:
+    """BF16 bytes ``rows`` token-expert rows move through HBM between a grouped-MoE layer's kernels
+    (the grouped GEMMs, the gated activation, the permute and the combine): each row's input gathered
+    in (d) and its output written (d), its gate/up product (2 f_e / TP_e) written by the first GEMM and
+    read back by the activation: ``rows (2 d + 4 f_e / TP_e) 2`` B.  Fitted to measured grouped-MoE
+    kernels (``operators.moe_law``), where it is what a row costs beyond its FLOPs at prefill sizes."""
+    return rows * 2 * (2 * d + 4 * f_e / TP_e)
+
+
+M_act_e = expert_activation_bytes(T_e)
+#: The grouped GEMMs of the routed experts: the roofline at the experts' own compute fraction, plus
+#: (x_xa = 1) the rows' activation traffic at the grouped-MoE law's fraction of HBM bandwidth.
+t_experts = (_max(F_experts / (eta_ce * P_e), M_experts / (eta_m * B_hbm))
+             + x_xa * M_act_e / (eta_xa * B_hbm) + n_ke * tau_k)
 
 F_shared = 2 * E_s * 3 * d * f_e * b * s_q / TP_a
 M_shared = E_s * 3 * d * f_e * b_wd / TP_a
@@ -506,6 +524,7 @@ PARTS: dict[str, sp.Expr] = {
     "attn_core.host": phi_h * M_kv_read / (eta_m * B_c2c),
     "experts.compute": F_experts / (eta_ce * P_e),
     "experts.hbm": M_experts / (eta_m * B_hbm),
+    "experts.act": x_xa * M_act_e / (eta_xa * B_hbm),
     **_sides("shared_experts", gemm_parts(F_shared, M_shared, P_d, b * s_q, "d")),
     **_sides("dense_ffn", gemm_parts(F_dense_ffn, M_dense_ffn, P_d, b * s_q, "d")),
     **_sides("lm_head", gemm_parts(F_head, M_head, P_v, b * s_h, "v")),

@@ -188,7 +188,7 @@ F_moe_pad = 2 * 3 * eq.d * eq.f_e / eq.TP_e * eq._max(T_er, n_er * eq.t_m)
 #: grouped GEMMs, the gated activation, the permute and the combine): its input row gathered in
 #: (d) and its output row written (d), its gate/up product (2 f_e / TP_e) written by the first GEMM
 #: and read back by the gated activation -- (2 d + 4 f_e / TP_e) x 2 B per row, T_er rows
-M_moe_act = T_er * 2 * (2 * eq.d + 4 * eq.f_e / eq.TP_e)
+M_moe_act = eq.expert_activation_bytes(T_er)
 #: ... and the weight bytes of the experts it touched
 M_moe_touched = n_er * 3 * eq.d * eq.f_e * eq.b_we / eq.TP_e
 #: one decode attention kernel: one query token, the heads on this GPU (TP_a = 1), KV not split

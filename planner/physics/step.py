@@ -25,7 +25,8 @@ MODES = ("bound", "realistic")
 #: FP32 scale per 128 (DeepEP), NVFP4 (E2M1 + E4M3 per 16), BF16.  Combine is always BF16.
 DISPATCH_BYTES = {"fp4": 0.5625, "fp8": 1.0 + 4.0 / 128.0, "bf16": 2.0}
 COMBINE_BYTES = 2.0
-#: Bottleneck categories, in the order they are reported.
+#: Bottleneck categories, in the order they are reported (``hbm_weights``: the HBM streams of the
+#: weights and of the routed experts' activation passes; ``kv_read``: the KV cache's).
 CATEGORIES = ("compute", "hbm_weights", "kv_read", "scale_up", "scale_out", "latency")
 
 
@@ -237,12 +238,13 @@ def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
     if mode not in MODES:
         raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
     if mode == "bound":
-        return dict(eta_c=1.0, eta_fa=1.0, eta_ce=1.0, S_a0=0.0, eta_m=1.0,
+        return dict(eta_c=1.0, eta_fa=1.0, eta_ce=1.0, eta_xa=1.0, x_xa=0.0, S_a0=0.0, eta_m=1.0,
                     eta_su=1.0, eta_so=1.0, eta_ar=1.0, eta_a2a=1.0, tau_k=0.0,
                     eta_o=1.0, t_fixed=0.0, a_su=0.0, a_so=0.0, a_ar=0.0, a_a2a=0.0, **{"lambda": 1.0},
                     r_mem=0.0)
     e = hw.efficiency
-    return dict(eta_c=e.compute, eta_fa=e.compute, eta_ce=e.compute, S_a0=0.0, eta_m=e.hbm,
+    return dict(eta_c=e.compute, eta_fa=e.compute, eta_ce=e.compute, eta_xa=1.0, x_xa=0.0, S_a0=0.0,
+                eta_m=e.hbm,
                 eta_su=e.scale_up, eta_so=e.scale_out,
                 eta_ar=e.allreduce_efficiency if e.allreduce_efficiency is not None else e.scale_up,
                 tau_k=e.kernel_overhead, eta_o=e.overlap, t_fixed=e.step_overhead, a_su=hw.su_latency,
@@ -335,7 +337,7 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
     if mode == "realistic":
         law = moe_law(hw, prec)
         if law is not None:
-            v["eta_ce"] = law.compute
+            v.update(eta_ce=law.compute, eta_xa=law.act, x_xa=1.0)
     if mode == "realistic" and phase == "prefill":
         # the prefill attention kernels' own law where this stack carries one for the KV dtype
         kv = "bf16" if prec.kv == "fp16" else prec.kv  # the same kernels
@@ -475,6 +477,9 @@ def _categories(model: Model, out: dict[str, np.ndarray], vals: dict[str, Any]) 
         on_c = c >= m
         comp = comp + c_mult * (c * on_c)
         hbm = hbm + m_mult * (m * ~on_c)
+    # the routed experts' activation passes (realistic mode with a grouped-MoE law) stream HBM; their
+    # rows split between micro-batches, so they count once
+    hbm = hbm + n_moe * p["experts.act"]
     c, m = p["attn_core.compute"], np.maximum(p["attn_core.hbm"], p["attn_core.host"])
     on_c = c >= m
     comp = comp + n_l * (c * on_c)

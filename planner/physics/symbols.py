@@ -112,6 +112,12 @@ eta_fa = _s("eta_fa", "achieved fraction of the BF16 peak in the attention core'
 eta_ce = _s("eta_ce", "achieved fraction of the dense peak in the routed experts' grouped GEMMs (the stack's "
            "grouped-MoE kernel law where it carries one for the weight format; eta_c otherwise)", "1",
            "efficiency", r"\eta_{ce}")
+eta_xa = _s("eta_xa", "achieved fraction of HBM bandwidth of the routed experts' per-row activation traffic "
+            "(the stack's grouped-MoE kernel law: its input rows gathered, its gate/up product written and "
+            "read back, its output written)", "1", "efficiency", r"\eta_{xa}")
+x_xa = _s("x_xa", "the routed experts pay their per-row activation traffic (1: realistic mode where the "
+          "stack carries a grouped-MoE law; 0: bound mode, the roofline)", "1", "efficiency", "x_{xa}",
+          nonneg=True)
 S_a0 = _s("S_a0", "context tokens' worth of attention-core work each query row costs beyond its "
            "context (loading the query, the softmax epilogue, writing the output; fitted to attention "
            "kernels: a prefill pass takes the prefill laws' value, a decode step and bound mode 0)",

@@ -125,18 +125,12 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     return Comparison(fa, fb, ratio, table, settings)
 
 
-def crossing(x: np.ndarray, y: np.ndarray, threshold: float) -> list[float] | None:
-    """The first interval of rates ``x`` (ascending) where the ratio ``y`` is at least
-    ``threshold``: [from, to] in tokens/s per user, the edges interpolated linearly in log x
-    between grid points; None where it never is."""
+def crossing_intervals(x: np.ndarray, y: np.ndarray, threshold: float) -> list[list[float]]:
+    """Every interval of rates ``x`` (ascending) where the ratio ``y`` is at least ``threshold``:
+    [from, to] in tokens/s per user each, the edges interpolated linearly in log x between grid
+    points (a ratio that dips below the threshold and comes back gives two)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     above = np.isfinite(y) & (y >= threshold)
-    if not above.any():
-        return None
-    i = int(np.argmax(above))
-    j = i
-    while j + 1 < len(x) and above[j + 1]:
-        j += 1
 
     def edge(k0: int, k1: int) -> float:  # where y crosses threshold between grid points k0, k1
         y0, y1 = y[k0], y[k1]
@@ -145,15 +139,31 @@ def crossing(x: np.ndarray, y: np.ndarray, threshold: float) -> list[float] | No
         t = (threshold - y0) / (y1 - y0)
         return float(np.exp(np.log(x[k0]) + t * (np.log(x[k1]) - np.log(x[k0]))))
 
-    lo = edge(i - 1, i) if i > 0 else float(x[0])
-    hi = edge(j, j + 1) if j + 1 < len(x) else float(x[-1])
-    return [lo, hi]
+    out, i = [], 0
+    while i < len(x):
+        if not above[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(x) and above[j + 1]:
+            j += 1
+        lo = edge(i - 1, i) if i > 0 else float(x[0])
+        out.append([lo, edge(j, j + 1) if j + 1 < len(x) else float(x[-1])])
+        i = j + 1
+    return out
+
+
+def crossing(x: np.ndarray, y: np.ndarray, threshold: float) -> list[float] | None:
+    """The first of :func:`crossing_intervals`; None where the ratio never reaches ``threshold``."""
+    spans = crossing_intervals(x, y, threshold)
+    return spans[0] if spans else None
 
 
 def crossings(ratio: pd.DataFrame, threshold: float, band: pd.DataFrame | None = None,
               power_factor: float = 1.0) -> dict[str, Any]:
     """Where the per-GPU and per-MW ratios first reach ``threshold``, on the rates where both
-    systems are useful (see :class:`Comparison`): for each, the nominal interval and, with a
+    systems are useful (see :class:`Comparison`): for each, the nominal interval (the first),
+    every nominal interval (``intervals``, where the ratio dips below it and back) and, with a
     ratio ``band`` (:func:`planner.truth.uncertainty.ratio_band_curve`), the intervals where its
     upper edge (``earliest``: the ratio may reach it) and its lower edge (``surely``) do, over
     the same useful range.
@@ -161,7 +171,8 @@ def crossings(ratio: pd.DataFrame, threshold: float, band: pd.DataFrame | None =
     use = ratio[ratio.both_useful] if "both_useful" in ratio else ratio
     out: dict[str, Any] = {"threshold": float(threshold)}
     for key, col, f in (("per_gpu", "ratio", 1.0), ("per_mw", "ratio_per_mw", power_factor)):
-        entry: dict[str, Any] = {"nominal": crossing(use.tps_per_user, use[col], threshold)}
+        entry: dict[str, Any] = {"nominal": crossing(use.tps_per_user, use[col], threshold),
+                                 "intervals": crossing_intervals(use.tps_per_user, use[col], threshold)}
         if band is not None:
             # on the same useful range as the nominal curve (past it, a ratio of small numbers)
             x = band.tps_per_user

@@ -27,14 +27,15 @@ routing.  Power-law rows are the mean of :data:`DRAWS` draws from a fixed seed (
 own draws are not seeded).
 
 Not rebuilt (left to the fitted constants): the DeepSeek-V3 shapes' group-limited routing in the
-SGLang and vLLM collectors and in TensorRT-LLM's min-latency mode, which keeps only some of the
-constructed experts when group scores tie, and SGLang's raw-Triton path at EP > 1, which sends
-the other ranks' slots to expert 0.
+SGLang and vLLM collectors, which keeps only some of the constructed experts when group scores
+tie, and SGLang's raw-Triton path at EP > 1, which sends the other ranks' slots to expert 0.
+TensorRT-LLM's min-latency kernels, whose group-limited router runs on an uninitialised bias, are
+not scored at all (:data:`planner.truth.kernels.UNKNOWN_ROUTING_VARIANTS`).
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pandas as pd
@@ -108,7 +109,7 @@ def _power_law_counts(n: int, e: int, k: int, ep: int, alpha: float, rng: np.ran
     return cc[int(np.argmax(cc.sum(axis=1)))]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _rank(n: int, e: int, k: int, ep: int, distribution: str) -> tuple[float, float, float, float]:
     if distribution == "balanced":
         draws = [_balanced_counts(n, e, k, ep)]

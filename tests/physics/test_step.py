@@ -16,6 +16,7 @@ from planner.physics.step import (
     decode_step,
     default_slots,
     evaluate_configs,
+    kernel_counts,
     layout_problems,
     prefill,
     resolve_precisions,
@@ -152,9 +153,10 @@ def test_one_expert_top1_equals_dense(mode, layout):
     dense = base.replace(name="dense", E=1, k=1, E_s=0, f_e=f, n_Ld=base.n_L, f_d=f, precision=prec)
     kw = dict(batch=layout["gpus"] * 4.0, context=2048, mode=mode, **layout)
     # realistic mode with the roofline for every GEMM: the dense FFN's GEMMs follow the GEMM law
-    # fitted to measured dense GEMMs where the stack has one, the routed experts' do not
+    # fitted to measured dense GEMMs where the stack has one, the routed experts' the grouped-MoE
+    # law's fraction and activation pass
     hw = load_hardware("hgx-h200")
-    hw = hw.replace(efficiency={"gemm": ()})
+    hw = hw.replace(efficiency={"gemm": (), "moe": ()})
     a = decode_step(moe, hw, **kw)
     d = decode_step(dense, hw, **kw)
     # the same work, except that the MoE block launches its router, top-k, permute and unpermute
@@ -385,3 +387,27 @@ def test_routed_experts_at_their_grouped_moe_law_fraction():
         r = evaluate_configs(m, hw, prec, mode, **kw)
         got = float(np.asarray(r["part.experts.compute"]).ravel()[0])
         assert close(got, lam * F / (eta * hw.flops["fp8"]), rel=1e-9), mode
+
+
+def test_routed_experts_pay_their_grouped_moe_laws_activation_pass():
+    # The same prefill: each of the busiest rank's lambda x 4096 x 8 / 8 token-expert rows moves
+    # (2 d + 4 f_e) x 2 B of BF16 activations through HBM (gather, gate/up product written and read
+    # back, output) at the law's fraction eta_ea of HBM bandwidth, on top of the experts' roofline;
+    # bound mode has no such pass.
+    from planner.physics.step import moe_law
+
+    hw = load_hardware("hgx-h200@trtllm")
+    m = load_model("qwen3-235b-a22b")
+    prec = resolve_precisions(m, hw, "fp8")
+    law = moe_law(hw, prec)
+    kw = dict(G=8.0, TP_a=8.0, EP=8.0, TP_e=1.0, E_slots=float(m.E), b=np.array([1.0]), S=np.array([4096.0]),
+              phase="prefill")
+    rows = hw.efficiency.load_imbalance * 4096 * m.k / 8
+    act = rows * (2 * m.d + 4 * m.f_e) * 2 / (law.act * hw.hbm_bandwidth)
+    r = evaluate_configs(m, hw, prec, "realistic", **kw)
+    assert close(float(np.asarray(r["part.experts.act"]).ravel()[0]), act, rel=1e-9)
+    parts = max(float(np.asarray(r[f"part.experts.{s}"]).ravel()[0]) for s in ("compute", "hbm"))
+    kernels = float(np.asarray(r["experts"]).ravel()[0]) - parts - act
+    assert kernels == pytest.approx(kernel_counts(m)["n_ke"] * hw.efficiency.kernel_overhead, rel=1e-6)
+    b = evaluate_configs(m, hw, prec, "bound", **kw)
+    assert float(np.asarray(b["part.experts.act"]).ravel()[0]) == 0.0

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.serving.comparison import crossing, crossings
+from planner.serving.comparison import crossing, crossing_intervals, crossings
 from planner.specs.registry import load_model
 from planner.truth.uncertainty import acceptance_draws
 
@@ -40,3 +40,15 @@ def test_acceptance_draws_stay_in_the_declared_range_and_pair_by_seed():
     assert all(d.spec_tokens[n] <= n + 1 for d in draws for n in d.spec_tokens)
     assert [d.spec_tokens for d in acceptance_draws(m, 5, seed=7)] == [d.spec_tokens for d in draws[:5]]
     assert all(d is m for d in acceptance_draws(m, 3, given=True))
+
+
+def test_a_ratio_that_dips_below_the_threshold_and_back_gives_two_intervals():
+    # 10x at rate 10 and at 1000, 8x between: two intervals, the first one the nominal
+    x = np.array([10.0, 100.0, 1000.0])
+    y = np.array([10.0, 8.0, 10.0])
+    spans = crossing_intervals(x, y, 10.0)
+    assert np.allclose(spans, [[10.0, 10.0], [1000.0, 1000.0]], rtol=1e-12)
+    assert crossing(x, y, 10.0) == spans[0]
+    # crossing 10 halfway in log rate between 100 (8x) and 1000 (12x): 10^2.5
+    spans = crossing_intervals(x, np.array([12.0, 8.0, 12.0]), 10.0)
+    assert spans[0][1] == pytest.approx(10 ** 1.5) and spans[1][0] == pytest.approx(10 ** 2.5)

@@ -223,7 +223,7 @@ def test_cli_calibrate_kernels_json(capsys, monkeypatch):
 
     # the grouped-MoE and attention fits (two minutes on every table) on one GPU's kernels
     fit_moe, fit_attention = K.fit_moe, K.fit_attention
-    moe = K.serving_kernels(load_table("moe"), K.MOE_KEYS)
+    moe = K.moe_kernels()
     attn = K.serving_kernels(load_table("attention"), K.ATTN_KEYS)
     moe = moe[(moe.gpu == "hgx-h200") & (moe["stack"] == "vllm")]
     attn = attn[(attn.gpu == "hgx-h200") & (attn["stack"] == "vllm")]
@@ -532,3 +532,11 @@ def test_prefill_attention_law_spec_round_trip_and_bad_unit():
     bad = new.replace('"580 tokens"', '"580 us"')
     with pytest.raises(SpecError, match="token count"):
         parse_hardware(parse_yaml(bad, "h200"), "h200")
+
+
+def test_kernels_of_unknown_routing_are_not_scored(score):
+    from planner.truth.kernels import UNKNOWN_ROUTING_VARIANTS
+
+    table = load_table("moe")
+    assert table.variant.isin(UNKNOWN_ROUTING_VARIANTS).sum() > 1000   # the min-latency NVFP4 kernels
+    assert not score.rows.variant.isin(UNKNOWN_ROUTING_VARIANTS).any()
