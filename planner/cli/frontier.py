@@ -283,13 +283,13 @@ def speculation_line(sp: dict[str, Any]) -> str:
 def _print_assumptions(df: Any) -> None:
     t = df.attrs["threshold"]
 
-    def span(v: Any) -> str:
-        return "never" if v is None else f"{v[0]:.0f}-{v[1]:.0f}"
+    def span(v: Any) -> str:  # every interval where the ratio dips below the threshold and back
+        return ", ".join(f"{a:.0f}-{b:.0f}" for a, b in v) if v else "never"
 
     print(f"\n# assumptions that move the answer (one changed at a time; largest per-GPU ratio and the "
           f"tokens/s/user where the ratio is >= {t:g}x)")
     rows = [[r.assumption, r.setting, r.largest_ratio, r.at_tps_per_user, r.change,
-             span(r.crossing_per_gpu), span(r.crossing_per_mw)] for r in df.itertuples()]
+             span(r.intervals_per_gpu), span(r.intervals_per_mw)] for r in df.itertuples()]
     print(table(rows, ["assumption", "setting", "largest ratio", "at tok/s/user", "x base",
                        f"per GPU >= {t:g}x", f"per MW >= {t:g}x"]))
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import SpecError
-from planner.serving.comparison import Comparison, compare, crossing
+from planner.serving.comparison import Comparison, compare, crossing, crossing_intervals
 from planner.specs.hardware import Hardware
 from planner.specs.registry import load_hardware, load_model
 
@@ -26,7 +26,7 @@ def _summary(c: Comparison, threshold: float) -> dict[str, Any]:
     use = c.ratio[c.ratio.both_useful] if "both_useful" in c.ratio else c.ratio
     if use.empty or not np.isfinite(use.ratio).any():
         return {"largest_ratio": math.nan, "at_tps_per_user": math.nan, "crossing_per_gpu": None,
-                "crossing_per_mw": None}
+                "crossing_per_mw": None, "intervals_per_gpu": [], "intervals_per_mw": []}
     i = int(np.nanargmax(use.ratio.to_numpy()))
     x, y = float(use.tps_per_user.iloc[i]), float(use.ratio.iloc[i])
     if "largest" in c.table and c.table.largest.any():  # the table's own row at that rate (solved exactly)
@@ -34,7 +34,9 @@ def _summary(c: Comparison, threshold: float) -> dict[str, Any]:
         x, y = float(row.tps_per_user), float(row.ratio)
     return {"largest_ratio": y, "at_tps_per_user": x,
             "crossing_per_gpu": crossing(use.tps_per_user, use.ratio, threshold),
-            "crossing_per_mw": crossing(use.tps_per_user, use.ratio_per_mw, threshold)}
+            "crossing_per_mw": crossing(use.tps_per_user, use.ratio_per_mw, threshold),
+            "intervals_per_gpu": crossing_intervals(use.tps_per_user, use.ratio, threshold),
+            "intervals_per_mw": crossing_intervals(use.tps_per_user, use.ratio_per_mw, threshold)}
 
 
 def _variants(model: Any, ha: Hardware, hb: Hardware, kw: dict[str, Any]
@@ -69,8 +71,9 @@ def assumptions(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "g
     Returns one row per variant (the first is the comparison as given): ``assumption``,
     ``setting``, ``largest_ratio``, ``at_tps_per_user``, ``crossing_per_gpu`` and
     ``crossing_per_mw`` ([from, to] tokens/s per user where the ratio first reaches
-    ``threshold``, or None) and ``change`` (largest ratio over the base's).  ``base``: the
-    comparison as given, if already computed with the same arguments.
+    ``threshold``, or None), ``intervals_per_gpu`` and ``intervals_per_mw`` (every such interval,
+    where the ratio dips below the threshold and back) and ``change`` (largest ratio over the
+    base's).  ``base``: the comparison as given, if already computed with the same arguments.
     """
     if not (isinstance(threshold, int | float) and math.isfinite(threshold) and threshold > 0):
         raise SpecError("<input>", "threshold", f"a positive ratio, got {threshold!r}")
@@ -89,7 +92,7 @@ def assumptions(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "g
             s = _summary(c, threshold)
         except SpecError as exc:
             s = {"largest_ratio": math.nan, "at_tps_per_user": math.nan, "crossing_per_gpu": None,
-                 "crossing_per_mw": None, "note": str(exc)}
+                 "crossing_per_mw": None, "intervals_per_gpu": [], "intervals_per_mw": [], "note": str(exc)}
         rows.append({"assumption": what, "setting": setting, **s})
     df = pd.DataFrame(rows)
     df["change"] = df.largest_ratio / df.largest_ratio.iloc[0]
