@@ -296,7 +296,8 @@ def test_tp_across_two_hgx_nodes_is_priced_over_the_nic():
 def test_overlap_hides_only_its_share_of_the_shorter_side():
     """Two-micro-batch overlap: a MoE layer costs 2 [max(c, m) + (1 - eta_o) min(c, m)] with c and m
     a half batch's compute and communication; eta_o = 1 is the ideal 2 max(c, m) (bound mode), and
-    realistic mode with the default eta_o sits between that and nothing hidden."""
+    realistic mode's default eta_o lies between nothing hidden and that (derived from one published
+    decode, it is clamped at the ideal: the fit is slower than that decode even then)."""
     from planner.specs.registry import load_hardware
 
     hw = load_hardware("hgx-h100")
@@ -307,7 +308,7 @@ def test_overlap_hides_only_its_share_of_the_shorter_side():
     for eta in (0.0, 0.4, 1.0):
         r = decode_step("deepseek-v3", hw.replace(efficiency={"overlap": eta}), **kw)
         assert r.terms["layer_moe"] == pytest.approx(2 * (max(c, m) + (1 - eta) * min(c, m)), rel=1e-9)
-    assert 0.0 < hw.efficiency.overlap < 1.0
+    assert 0.0 < hw.efficiency.overlap <= 1.0
 
 
 # ---- the dense GEMMs at the GEMM law's throughput (realistic mode) -----------------------------------
