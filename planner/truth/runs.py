@@ -34,8 +34,8 @@ Cleaning rules live here, each named and counted in the output, never a silent d
 ``same_measurement``
     the same measured TTFT and TPOT (to 12 significant digits) on the same system, model, stack
     and ISL/OSL as another row recorded under another layout, build or source: one run recorded
-    more than once (the file holds 515 such rows, in groups that mix the ``cfg``-numbered records with the
-    dated ``2026_03_25`` / ``2026_04_06`` ones).  One copy is kept, by its record alone: the
+    more than once (the file holds 388 rows in such groups, which mix the ``cfg``-numbered records
+    with the dated ``2026_03_25`` / ``2026_04_06`` ones).  One copy is kept, by its record alone: the
     first whose decode-worker count is recorded, else the first in the file; the others are
     dropped.  (Kept as many rows, one run would weigh as several, each at its own batch.)
 ``queueing``
