@@ -26,9 +26,13 @@ grouped-MoE law (``moe_law`` in :mod:`planner.physics.operators`) takes in place
 routing.  Power-law rows are the mean of :data:`DRAWS` draws from a fixed seed (the collector's
 own draws are not seeded).
 
-Not rebuilt (left to the fitted constants): the DeepSeek-V3 shapes' group-limited routing in the
-SGLang and vLLM collectors, which keeps only some of the constructed experts when group scores
-tie, and SGLang's raw-Triton path at EP > 1, which sends the other ranks' slots to expert 0.
+The SGLang and vLLM collectors pass DeepSeek-V3's layer through its group-limited router
+(:data:`GROUP_LIMITED`); on the balanced logits every group scores the same, so it keeps the
+lowest-index groups and, beside the constructed experts there, the lowest-index others: rebuilt
+for the balanced rows (the measured kernels follow it: at EP 1 they stream half the experts, at
+EP 256 rank 0's one expert gets every token).  Not rebuilt (left to the fitted constants): that
+router on the power-law logits, and SGLang's raw-Triton path at EP > 1, which sends the other
+ranks' slots to expert 0.
 TensorRT-LLM's min-latency kernels, whose group-limited router runs on an uninitialised bias, are
 not scored at all (:data:`planner.truth.kernels.UNKNOWN_ROUTING_VARIANTS`).
 """
@@ -40,19 +44,52 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
+#: (stack, hidden, expert intermediate, experts, top-k) -> (groups, groups kept) of the
+#: group-limited router the stack's collector applies to that layer's logits: DeepSeek-V3/R1's
+#: (8 groups of 32, 4 kept) in the SGLang and vLLM collectors
+GROUP_LIMITED = {(stack, 7168, 2048, 256, 8): (8, 4) for stack in ("sglang", "vllm")}
 #: power-law draws averaged per shape, and their seed
 DRAWS = 8
 SEED = 20260427
 
 
-def _balanced_counts(n: int, e: int, k: int, ep: int) -> np.ndarray:
-    """Token-expert pairs of each of rank 0's experts under the balanced routing."""
+def _balanced_counts(n: int, e: int, k: int, ep: int, groups: tuple[int, int] | None = None) -> np.ndarray:
+    """Token-expert pairs of each of rank 0's experts under the balanced routing (through a
+    group-limited router of ``groups`` = (groups, groups kept) where the table's stack applies one)."""
+    ids = _balanced_ids(n, e, k)
+    if groups is not None:
+        ids = _group_limited(ids, e, k, *groups)
+    ids = ids.ravel()
+    return np.bincount(ids[ids < e // ep], minlength=e // ep)
+
+
+def _balanced_ids(n: int, e: int, k: int) -> np.ndarray:
+    """The experts the balanced routing gives each of ``n`` tokens (``n`` x ``k``)."""
     s = -(-e // k)
     t = np.arange(n, dtype=float)[:, None]
     i = np.arange(k, dtype=float)[None, :]
     ids = (t + i * s) % e if n >= s else np.floor(np.mod(t * s / n + i * s, e))
-    ids = ids.astype(np.int64).ravel()
-    return np.bincount(ids[ids < e // ep], minlength=e // ep)
+    return ids.astype(np.int64)
+
+
+def _group_limited(ids: np.ndarray, e: int, k: int, n_group: int, topk_group: int) -> np.ndarray:
+    """The experts a group-limited router keeps when given logits that mark ``ids`` (each token's
+    ``k`` constructed experts) high and every other expert equally low: the ``topk_group`` groups of
+    ``e / n_group`` experts with the highest score (the sum of a group's two best: two marked, one,
+    or none), then the marked experts of those groups and, for the rest of the ``k``, the lowest
+    unmarked ones; ties go to the lowest index (n x k)."""
+    n = len(ids)
+    size = e // n_group
+    hot = np.zeros((n, e), bool)
+    hot[np.arange(n)[:, None], ids] = True
+    per_group = hot.reshape(n, n_group, size).sum(axis=2)
+    score = np.minimum(per_group, 2)                               # the two best: 2, 1 or 0 marked
+    groups = np.sort(np.argsort(-score, axis=1, kind="stable")[:, :topk_group], axis=1)
+    cand = (groups[:, :, None] * size + np.arange(size)[None, None, :]).reshape(n, -1)  # ascending
+    marked = np.take_along_axis(hot, cand, axis=1)
+    # marked experts first, then the unmarked in index order: stable sort on "unmarked"
+    order = np.argsort(~marked, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(cand, order, axis=1)
 
 
 def _fill(v: np.ndarray, amount: np.ndarray, cap: float) -> np.ndarray:
@@ -110,9 +147,10 @@ def _power_law_counts(n: int, e: int, k: int, ep: int, alpha: float, rng: np.ran
 
 
 @cache
-def _rank(n: int, e: int, k: int, ep: int, distribution: str) -> tuple[float, float, float, float]:
+def _rank(n: int, e: int, k: int, ep: int, distribution: str, groups: tuple[int, int] | None = None
+          ) -> tuple[float, float, float, float]:
     if distribution == "balanced":
-        draws = [_balanced_counts(n, e, k, ep)]
+        draws = [_balanced_counts(n, e, k, ep, groups)]
     elif distribution.startswith("power_law_"):
         alpha = float(distribution.removeprefix("power_law_"))
         rng = np.random.default_rng(SEED)
@@ -129,7 +167,11 @@ def measured_rank(d: pd.DataFrame, tile: float) -> tuple[np.ndarray, np.ndarray,
     measured rank's token-expert rows ``T_er``, distinct experts touched ``n_er`` and rows padded
     to whole ``tile``-row tiles expert by expert (64 or 128)."""
     col = 2 if tile == 64.0 else 3
+    stacks = d["stack"].astype(str) if "stack" in d else pd.Series("", index=d.index)
     keys = zip(d["tokens"].astype(int), d["experts"].astype(int), d["topk"].astype(int),
-               d["ep"].astype(int), d["distribution"].astype(str), strict=True)
-    v = np.array([_rank(*key) for key in keys], float).reshape(-1, 4)
+               d["ep"].astype(int), d["distribution"].astype(str), stacks, d.get("hidden", 0 * d["tokens"]),
+               d.get("inter", 0 * d["tokens"]), strict=True)
+    v = np.array([_rank(n, e, k, ep, dist, GROUP_LIMITED.get((stack, int(h), int(f), e, k))
+                        if dist == "balanced" else None)
+                  for n, e, k, ep, dist, stack, h, f in keys], float).reshape(-1, 4)
     return v[:, 0], v[:, 1], v[:, col]

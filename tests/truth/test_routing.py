@@ -9,9 +9,9 @@ import pytest
 from planner.truth.routing import measured_rank
 
 
-def _rows(tokens, experts, topk, ep, distribution, tile=64.0):
+def _rows(tokens, experts, topk, ep, distribution, tile=64.0, **cols):
     d = pd.DataFrame({"tokens": tokens, "experts": experts, "topk": topk, "ep": ep,
-                      "distribution": distribution})
+                      "distribution": distribution, **cols})
     return measured_rank(d, tile)
 
 
@@ -27,6 +27,23 @@ def test_balanced_routing_by_hand():
     # - 256 for 32 <= t < 64 (slot 7): 64 rows on all 32 of its experts, two each
     rows, touched, pad = _rows([64], [256], [8], [8], ["balanced"], tile=128.0)
     assert (rows[0], touched[0], pad[0]) == (64, 32, 32 * 128)
+
+
+def test_group_limited_router_on_the_balanced_routing_by_hand():
+    # DeepSeek-V3's layer in the SGLang and vLLM tables: the balanced logits mark one expert in each
+    # of the 8 groups of 32 (token t: t + 32 i), so every group scores the same and the router keeps
+    # groups 0-3 (ties to the lowest index): the marked t, 32 + t, 64 + t, 96 + t, then the lowest
+    # unmarked experts 0, 1, 2, 3 (skipping t).  1024 tokens: at EP 1, 8192 rows on the 128 experts
+    # of groups 0-3; at EP 8 (rank 0: group 0) each token's t mod 32 and four of 0-4, 5 rows each;
+    # at EP 256 (rank 0: expert 0 alone) every token, 1024 rows.  TensorRT-LLM's table keeps the
+    # constructed experts: 1024 x 8 / 8 rows at EP 8.
+    deepseek = dict(hidden=[7168] * 3, inter=[2048] * 3)
+    rows, touched, _ = _rows([1024] * 3, [256] * 3, [8] * 3, [1, 8, 256], ["balanced"] * 3,
+                             stack=["vllm"] * 3, **deepseek)
+    assert list(rows) == [8192, 5 * 1024, 1024] and list(touched) == [128, 32, 1]
+    rows, touched, _ = _rows([1024] * 3, [256] * 3, [8] * 3, [1, 8, 256], ["balanced"] * 3,
+                             stack=["trtllm"] * 3, **deepseek)
+    assert list(rows) == [8192, 1024, 32] and list(touched) == [256, 32, 1]
 
 
 def test_power_law_draws_keep_the_tables_invariants():
