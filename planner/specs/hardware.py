@@ -29,8 +29,8 @@ REGIONS = ("global", "china")
 #: DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs") with the
 #: H100 SGLang efficiencies fitted to the measured runs, which ran without overlap.  Reproduced
 #: by ``scripts/derive_overlap_efficiency.py``; one point, so its uncertainty is wide (0 to 1).
-#: With the routed experts' activation pass the fit puts that decode at 104 ms even with the whole
-#: shorter side hidden, 170 ms without overlap: the derivation is clamped at its physical limit 1.
+#: With the routed experts' activation pass the fit puts that decode at 96 ms even with the whole
+#: shorter side hidden, 163 ms without overlap: the derivation is clamped at its physical limit 1.
 OVERLAP_EFFICIENCY = 1.0
 
 
