@@ -171,8 +171,6 @@ M_in = m_g * k_g * b_in + k_g * n_g * b_w
 #: one grouped-MoE layer on one rank, from the step model's expert terms: the layer's tokens stand
 #: for the step's global tokens (B_tok = b s_q G / TP_a with b = T_moe, s_q = G = TP_a = 1)
 _MOE_AT = {eq.b: T_moe, eq.s_q: 1, eq.G: 1, eq.TP_a: 1}
-n_touched_moe = eq.at(eq.n_touched, _MOE_AT)
-T_e_moe = eq.at(eq.T_e, _MOE_AT)
 F_moe = eq.at(eq.F_experts, _MOE_AT)
 M_moe = eq.at(eq.M_experts, _MOE_AT)
 #: the fewest experts a rank can touch: k / EP (each token's k experts are distinct)

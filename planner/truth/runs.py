@@ -568,7 +568,7 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
     Realistic mode uses, for each run, its system's efficiencies fitted for the run's serving
     stack where the spec has them (``stacks:`` block), unless ``stacks=False`` (the
     ``efficiency:`` block as written, with only the stack's kernel laws the step model takes
-    (communication, GEMM, prefill attention): what a fit to the runs starts from)."""
+    (communication, GEMM, grouped MoE, prefill attention): what a fit to the runs starts from)."""
     from planner.specs.registry import load_hardware, load_model, model_names
 
     df = load_runs(path).copy()
@@ -640,7 +640,7 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
             system = system.with_stack(stack)
         elif not stacks:
             # the efficiency: block as written, with the stack's laws fitted to kernels that the step
-            # model takes (all-reduce, all-to-all, GEMM, prefill attention)
+            # model takes (all-reduce, all-to-all, GEMM, grouped MoE, prefill attention)
             kernel = system.stacks.get(stack)
             system = system.without_stack()
             if kernel is not None:
