@@ -13,8 +13,9 @@ one rank's grouped-MoE layer on routing that its collector builds, not on a mode
     ``N k`` and rounded, each at most ``N`` (a token picks an expert once); the excess, and the
     rounding's difference from ``N k``, handed back one at a time round-robin over the EP ranks,
     each rank's smallest expert below ``N`` first (its largest first when taking away); then the
-    busiest EP rank's block of experts is moved to rank 0, the rank the kernel runs.  The kernel
-    is timed over five such draws.
+    busiest EP rank's block of experts is moved to rank 0, the rank the kernel runs.  Tokens get
+    their experts from the counts largest first, slot by slot (:func:`_power_law_ids`).  The
+    kernel is timed over five such draws.
 
 The rank holds experts ``0 .. E/EP - 1`` and runs only the token-expert pairs routed to them.
 Source: the aiconfigurator collector's routing helpers (``collector/helper.py``: balanced and
@@ -26,13 +27,21 @@ grouped-MoE law (``moe_law`` in :mod:`planner.physics.operators`) takes in place
 routing.  Power-law rows are the mean of :data:`DRAWS` draws from a fixed seed (the collector's
 own draws are not seeded).
 
-The SGLang and vLLM collectors pass DeepSeek-V3's layer through its group-limited router
-(:data:`GROUP_LIMITED`); on the balanced logits every group scores the same, so it keeps the
-lowest-index groups and, beside the constructed experts there, the lowest-index others: rebuilt
-for the balanced rows (the measured kernels follow it: at EP 1 they stream half the experts, at
-EP 256 rank 0's one expert gets every token).  Not rebuilt (left to the fitted constants): that
-router on the power-law logits, and SGLang's raw-Triton path at EP > 1, which sends the other
-ranks' slots to expert 0.
+Both routings' logits mark each token's constructed experts high and every other expert equally
+low.  The SGLang and vLLM collectors pass DeepSeek-V3's layer through its group-limited router
+(:data:`GROUP_LIMITED`), which keeps the groups with the most marked experts (ties to the lowest
+index) and, beside the marked experts there, the lowest-index others; rebuilt for both routings.
+On the balanced logits every group ties: at EP 1 the kernels stream half the experts, at EP 256
+rank 0's one expert gets every token, and the measured kernels follow it.  On the power-law rows
+it moves the DeepSeek layer's SGLang and vLLM kernels' median predicted / measured from 0.77-0.82
+to 0.88-1.0 at EP 32-256, in line with their balanced rows.
+
+Not rebuilt: SGLang's raw Triton path at EP > 1 feeds the rank the tokens with a slot on it and
+clamps their remote slots to expert 0 (weight zero).  Priced as computed rows, that clamp puts
+those kernels 3-7x slow at EP 8 (the Qwen3-30B layer on H200 at 4096 tokens: 32768 clamped rows,
+more than EP 1's whole compute, where 311 us is measured against 660 us at EP 1), so the kernels
+do not compute them at full cost; left to the fitted constants, which put the layer's large
+batches at high EP up to 5x fast.
 TensorRT-LLM's min-latency kernels, whose group-limited router runs on an uninitialised bias, are
 not scored at all (:data:`planner.truth.kernels.UNKNOWN_ROUTING_VARIANTS`).
 """
@@ -51,16 +60,6 @@ GROUP_LIMITED = {(stack, 7168, 2048, 256, 8): (8, 4) for stack in ("sglang", "vl
 #: power-law draws averaged per shape, and their seed
 DRAWS = 8
 SEED = 20260427
-
-
-def _balanced_counts(n: int, e: int, k: int, ep: int, groups: tuple[int, int] | None = None) -> np.ndarray:
-    """Token-expert pairs of each of rank 0's experts under the balanced routing (through a
-    group-limited router of ``groups`` = (groups, groups kept) where the table's stack applies one)."""
-    ids = _balanced_ids(n, e, k)
-    if groups is not None:
-        ids = _group_limited(ids, e, k, *groups)
-    ids = ids.ravel()
-    return np.bincount(ids[ids < e // ep], minlength=e // ep)
 
 
 def _balanced_ids(n: int, e: int, k: int) -> np.ndarray:
@@ -130,7 +129,8 @@ def _spread(cc: np.ndarray, total: int, cap: float) -> np.ndarray:
 
 
 def _power_law_counts(n: int, e: int, k: int, ep: int, alpha: float, rng: np.random.Generator) -> np.ndarray:
-    """Rank 0's per-expert pairs in one power-law draw (the busiest rank moved there)."""
+    """Every expert's token-expert pairs in one power-law draw, the busiest EP rank's block of
+    experts moved to rank 0 (``E``)."""
     lo, hi = (1.0, 0.8 * n) if n * k > e else (0.01, 2.0)
     u = rng.random(e)
     x = ((hi ** (1 - alpha) - lo ** (1 - alpha)) * u + lo ** (1 - alpha)) ** (1 / (1 - alpha))
@@ -143,20 +143,47 @@ def _power_law_counts(n: int, e: int, k: int, ep: int, alpha: float, rng: np.ran
         cc = _spread(cc, delta, float(n))
     elif delta < 0:  # take away from the largest: the same filling on the negated counts
         cc = -_spread(-cc, -delta, 0.0)
-    return cc[int(np.argmax(cc.sum(axis=1)))]
+    busiest = int(np.argmax(cc.sum(axis=1)))
+    cc[[0, busiest]] = cc[[busiest, 0]]
+    return cc.ravel()
+
+
+def _power_law_ids(counts: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The experts each token gets from per-expert ``counts`` (each at most ``n``, summing to
+    ``n k``), as the collector assigns them: the experts sorted by count, largest first (ties to
+    the lowest index), each repeated by its count, the run read slot by slot (slot ``i`` of token
+    ``t`` is entry ``i n + t``), so no token gets an expert twice (``n`` x ``k``)."""
+    order = np.argsort(-counts, kind="stable")
+    return np.repeat(order, np.rint(counts[order]).astype(np.int64)).reshape(k, n).T
+
+
+def _on_rank0(ids: np.ndarray, local: int) -> np.ndarray:
+    """Rank 0's per-expert rows from every token's experts ``ids`` (rank 0 holds experts
+    ``0 .. local - 1``)."""
+    return np.bincount(ids[ids < local], minlength=local).astype(float)
 
 
 @cache
 def _rank(n: int, e: int, k: int, ep: int, distribution: str, groups: tuple[int, int] | None = None
           ) -> tuple[float, float, float, float]:
+    local = e // ep
     if distribution == "balanced":
-        draws = [_balanced_counts(n, e, k, ep, groups)]
+        ids = [_balanced_ids(n, e, k)]
     elif distribution.startswith("power_law_"):
         alpha = float(distribution.removeprefix("power_law_"))
         rng = np.random.default_rng(SEED)
-        draws = [_power_law_counts(n, e, k, ep, alpha, rng) for _ in range(DRAWS)]
+        counts = [_power_law_counts(n, e, k, ep, alpha, rng) for _ in range(DRAWS)]
+        if groups is None:  # rank 0's own counts: no need to assign tokens
+            ids = None
+            draws = [c[:local] for c in counts]
+        else:
+            ids = [_power_law_ids(c, n, k) for c in counts]
     else:
         raise ValueError(f"routing distribution {distribution!r} not described")
+    if ids is not None:
+        if groups is not None:
+            ids = [_group_limited(x, e, k, *groups) for x in ids]
+        draws = [_on_rank0(x, local) for x in ids]
     c = np.asarray(draws, float)
     pad = {t: float((np.ceil(c / t) * t).sum(axis=1).mean()) for t in (64.0, 128.0)}
     return float(c.sum(axis=1).mean()), float((c > 0).sum(axis=1).mean()), pad[64.0], pad[128.0]
@@ -167,11 +194,14 @@ def measured_rank(d: pd.DataFrame, tile: float) -> tuple[np.ndarray, np.ndarray,
     measured rank's token-expert rows ``T_er``, distinct experts touched ``n_er`` and rows padded
     to whole ``tile``-row tiles expert by expert (64 or 128)."""
     col = 2 if tile == 64.0 else 3
-    stacks = d["stack"].astype(str) if "stack" in d else pd.Series("", index=d.index)
+    blank = pd.Series("", index=d.index)
+    zero = pd.Series(0, index=d.index)
     keys = zip(d["tokens"].astype(int), d["experts"].astype(int), d["topk"].astype(int),
-               d["ep"].astype(int), d["distribution"].astype(str), stacks, d.get("hidden", 0 * d["tokens"]),
-               d.get("inter", 0 * d["tokens"]), strict=True)
-    v = np.array([_rank(n, e, k, ep, dist, GROUP_LIMITED.get((stack, int(h), int(f), e, k))
-                        if dist == "balanced" else None)
-                  for n, e, k, ep, dist, stack, h, f in keys], float).reshape(-1, 4)
+               d["ep"].astype(int), d["distribution"].astype(str), d.get("stack", blank).astype(str),
+               d.get("hidden", zero).astype(int),
+               d.get("inter", zero).astype(int), strict=True)
+    out = []
+    for n, e, k, ep, dist, stack, h, f in keys:
+        out.append(_rank(n, e, k, ep, dist, GROUP_LIMITED.get((stack, h, f, e, k))))
+    v = np.array(out, float).reshape(-1, 4)
     return v[:, 0], v[:, 1], v[:, col]

@@ -3,10 +3,11 @@ power-law draws' invariants."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from planner.truth.routing import measured_rank
+from planner.truth.routing import _power_law_ids, measured_rank
 
 
 def _rows(tokens, experts, topk, ep, distribution, tile=64.0, **cols):
@@ -65,3 +66,26 @@ def test_power_law_draws_keep_the_tables_invariants():
 def test_an_undescribed_routing_is_an_error():
     with pytest.raises(ValueError, match="uniform"):
         _rows([8], [256], [8], [1], ["uniform"])
+
+
+def test_power_law_tokens_get_their_experts_largest_count_first():
+    # the collector's own example: counts [4, 1, 3, 2] over 5 tokens, top 2: the experts sorted by
+    # count (0, 2, 3, 1) repeated by count, read slot by slot: token 0 gets (0, 2) ... token 4 (2, 1)
+    ids = _power_law_ids(np.array([4.0, 1.0, 3.0, 2.0]), 5, 2)
+    assert ids.tolist() == [[0, 2], [0, 2], [0, 3], [0, 3], [2, 1]]
+
+
+def test_group_limited_router_on_the_power_law_rows():
+    # DeepSeek-V3's layer, 1024 tokens.  Each token keeps 8 experts, so at EP 1 the rows stay N k
+    # with or without the router.  At EP 32 rank 0 holds experts 0-7 of group 0, the group the
+    # router's ties go to and where tokens whose marked experts fall short take experts 0-3: it runs
+    # more rows than without the router (TensorRT-LLM's table keeps the constructed experts)
+    n = 4
+    deepseek = dict(hidden=[7168] * n, inter=[2048] * n, experts=[256] * n, topk=[8] * n,
+                    distribution=["power_law_1.01"] * n)
+    eps = [1, 2, 8, 32]
+    grouped, _, _ = _rows([1024] * n, ep=eps, stack=["sglang"] * n, **deepseek)
+    plain, _, _ = _rows([1024] * n, ep=eps, stack=["trtllm"] * n, **deepseek)
+    assert grouped[0] == plain[0] == 1024 * 8
+    assert grouped[3] > plain[3]
+    assert (grouped <= 1024 * 256 / np.array(eps)).all()  # at most N on each of the E / EP experts
