@@ -148,6 +148,7 @@ SYSTEMS = {
 QUANT = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "nvfp4", "bf16": "bf16", "bfloat16": "bf16",
          "fp16": "bf16", "float16": "bf16", "int4_wo": "int4_g32", "w4afp8": "int4_a8"}
 QUEUEING_FRACTION = 0.5
+LAYOUT_INCONSISTENT = "layout inconsistent: MoE TP x EP differs from the worker's GPUs"
 TWIN_SPEEDUP = 1.3
 BOUND_SLACK = 0.01
 #: The rules that remove a row from the TPOT statistics (in the order they are applied).
@@ -316,7 +317,7 @@ def _layout(
         dp = inferred = mtp * mep / tp
     G = tp * dp
     if mtp * mep != G:
-        return None, "layout inconsistent: MoE TP x EP differs from the worker's GPUs", None
+        return None, LAYOUT_INCONSISTENT, None
     return (G, tp, mep, mtp), "", inferred
 
 
@@ -354,11 +355,15 @@ def _map(row: pd.Series, models: dict[str, Any]) -> _Mapped:
         pre = dec
         b = _num(row.batch_size)
         basis = "batch_size"
-        if dp_inf and _num(row.concurrency):
-            b = _num(row.concurrency) / dp_inf
+        c = _num(row.concurrency)
+        if dp_inf and b is not None and c is not None and not math.isclose(c, b * dp_inf):
+            # the worker's concurrency is batch_size x attention DP (the file's convention): a
+            # concurrency of batch_size x DP' records DP', and the MoE's GPUs do not match it
+            return _Mapped(False, LAYOUT_INCONSISTENT + " (attention DP from concurrency / batch_size)")
+        if dp_inf and b is None and c is not None:
+            b = c / dp_inf
             basis = f"concurrency / attention DP (DP not recorded: MoE TP x EP / TP = {dp_inf:g})"
         elif b is None:
-            c = _num(row.concurrency)
             if c is None:
                 return _Mapped(False, "batch not recorded")
             b, basis = c / (_num(row.attention_dp_size) or 1.0), "concurrency / attention DP"

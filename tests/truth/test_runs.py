@@ -243,18 +243,23 @@ def test_running_batch_is_what_the_kv_cache_holds(tmp_path):
     assert "all the KV cache holds" in r.batch_basis
 
 
-def test_attention_dp_left_blank_is_inferred_from_the_moe_layout(tmp_path):
-    # vLLM, TP1 with MoE TP2 and no attention DP recorded: the worker has MoE TP x EP = 2 GPUs,
-    # so 2 attention-DP ranks of TP1, each with half the concurrency
-    path = _csv(tmp_path, [{"id": "qwen235_h200_vllm_tp1", "backend": "vllm",
-                            "model_path": "Qwen/Qwen3-235B-A22B-FP8", "gemm_quant_mode": "fp8",
-                            "moe_quant_mode": "fp8", "tp_size": 1, "attention_dp_size": None,
-                            "moe_tp_size": 2, "moe_ep_size": 1, "batch_size": 8, "concurrency": 8,
-                            "silicon_tpot_ms": 30.0}])
-    r = score_runs(path).rows.iloc[0]
-    assert r.status == "" and r.scored
-    assert r.batch_per_rank == pytest.approx(4 * r.running_fraction)
-    assert "DP not recorded" in r.batch_basis
+def test_attention_dp_left_blank_is_inferred_from_the_moe_layout_where_the_batch_agrees(tmp_path):
+    # vLLM, TP1 with MoE TP2 and no attention DP recorded: the worker has MoE TP x EP = 2 GPUs, so 2
+    # attention-DP ranks of TP1.  The file's convention, concurrency = batch_size x attention DP,
+    # must agree: batch 4 at concurrency 8 does (scored at 4 per rank); batch 8 at concurrency 8
+    # records DP 1, one GPU, where the MoE spans two (Qwen3-235B in FP8, 235 GB, does not fit one
+    # 141 GB H200): not scored, counted as an inconsistent layout
+    row = {"backend": "vllm", "model_path": "Qwen/Qwen3-235B-A22B-FP8", "gemm_quant_mode": "fp8",
+           "moe_quant_mode": "fp8", "tp_size": 1, "attention_dp_size": None, "moe_tp_size": 2,
+           "moe_ep_size": 1, "concurrency": 8, "silicon_tpot_ms": 30.0}
+    path = _csv(tmp_path, [row | {"id": "dp2", "batch_size": 4}, row | {"id": "dp1", "batch_size": 8},
+                           row | {"id": "no_batch", "batch_size": None, "silicon_tpot_ms": 31.0}])
+    r = _by_id(score_runs(path))
+    assert r.loc["dp2", "status"] == "" and r.loc["dp2", "scored"]
+    assert r.loc["dp2", "batch_per_rank"] == pytest.approx(4 * r.loc["dp2", "running_fraction"])
+    assert r.loc["dp1", "status"].startswith("layout inconsistent") and not r.loc["dp1", "scored"]
+    assert r.loc["no_batch", "batch_per_rank"] == pytest.approx(4 * r.loc["no_batch", "running_fraction"])
+    assert "DP not recorded" in r.loc["no_batch", "batch_basis"]
 
 
 def test_attention_tp_that_does_not_divide_the_heads_is_a_data_defect(tmp_path):
