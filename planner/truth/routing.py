@@ -33,8 +33,8 @@ low.  The SGLang and vLLM collectors pass DeepSeek-V3's layer through its group-
 index) and, beside the marked experts there, the lowest-index others; rebuilt for both routings.
 On the balanced logits every group ties: at EP 1 the kernels stream half the experts, at EP 256
 rank 0's one expert gets every token, and the measured kernels follow it.  On the power-law rows
-it moves the DeepSeek layer's SGLang and vLLM kernels' median predicted / measured from 0.77-0.82
-to 0.88-1.0 at EP 32-256, in line with their balanced rows.
+it moves the DeepSeek layer's SGLang and vLLM kernels' median predicted / measured at EP 32-256
+from 0.76-0.85 to 0.83-1.07 (laws refitted), in line with their balanced rows (0.85-1.25).
 
 Not rebuilt: SGLang's raw Triton path at EP > 1 feeds the rank the tokens with a slot on it and
 clamps their remote slots to expert 0 (weight zero).  Priced as computed rows, that clamp puts
