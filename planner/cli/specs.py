@@ -212,6 +212,8 @@ def _hardware_table(h: Hardware, full: bool) -> list[str]:
     system = [
         ("GPUs", f"{h.gpus_per_system}", src("system.gpus_per_system")),
         ("purchase unit", f"{h.unit} of {h.gpus_per_unit} GPUs", src("system.gpus_per_unit")),
+        ("GPUs per host", f"{h.gpus_per_host}",
+         src("system.gpus_per_host") if h.gpus_per_host != h.gpus_per_system else "the whole system"),
         ("power per GPU, all-in", format_si(h.power_per_gpu, "W"), src("system.power_per_gpu")),
         ("price per unit", f"{h.price_per_unit:,.0f} USD", src("system.price_per_unit")),
         ("price per GPU-hour", f"{h.price_per_gpu_hour:.3g} USD/h", src("system.price_per_gpu_hour")),

@@ -278,19 +278,21 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
         return 0
     print("# communication laws fitted to measured kernels per GPU and stack; se = relative standard error")
     lat, eff = ALLREDUCE_PARAMS
-    print("\n# allreduce (CUDA-graph custom all-reduce): latency per pass and NVLink bandwidth fraction")
+    print("\n# allreduce (CUDA-graph custom all-reduce): latency per pass and NVLink bandwidth fraction; "
+          "groups larger than the stack's kernel spans (N_ar: SGLang one host, vLLM 8 GPUs) priced by "
+          "NCCL's law below")
     print(table([[f.gpu, f.stack, f.n, f"{f.values[lat] * 1e6:.3g} us ±{f.rel_se[lat]:.0%}",
                   f"{f.values[eff]:.3g} ±{f.rel_se[eff]:.0%}", _pct(f.median_abs_err),
                   _pct(f.p90_abs_err)] for f in ar],
                 ["gpu", "stack", "kernels", "a_ar", "eta_ar", "median |err|", "p90"]))
     print("\n# nccl all-reduce, per system (a library's, not a stack's: the kernel scorecard's NCCL rows): "
-          "t_n0 + 2 (n - 1) a_ar + 2 (n - 1)/n x / (eta_ar B_su) (moe-planner equations --term "
+          "t_n0 + 2 (n - 1) a_nc + 2 (n - 1)/n x / (eta_nc B_su) (moe-planner equations --term "
           "op.allreduce_nccl): a ring, as measured (latency grows with the GPU count)")
     print(table([[f.gpu, f.n]
                  + [f"{f.values[p] * 1e6:.3g} us ±{f.rel_se[p]:.0%}" for p in ("floor", "latency")]
                  + [f"{f.values['efficiency']:.3g} ±{f.rel_se['efficiency']:.0%}", _pct(f.median_abs_err),
                     _pct(f.p90_abs_err)] for f in nccl],
-                ["gpu", "kernels", "t_n0", "a_ar", "eta_ar", "median |err|", "p90"]))
+                ["gpu", "kernels", "t_n0", "a_nc", "eta_nc", "median |err|", "p90"]))
     print("\n# a2a (low-latency dispatch and combine): t = floor[phase, dtype] + V / (eta_a2a B_su) "
           "(moe-planner equations --term op.a2a, the floor as a_a2a); eta_a2a fitted once per stack "
           "over the systems with the same links; the step model takes eta_a2a, not the floors")

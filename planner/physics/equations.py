@@ -43,6 +43,7 @@ from planner.physics.symbols import (
     E_slots,
     G,
     M_nl,
+    N_ar,
     N_su,
     P_a,
     P_c,
@@ -61,6 +62,7 @@ from planner.physics.symbols import (
     W_rep,
     a_a2a,
     a_ar,
+    a_nc,
     a_so,
     b,
     b_a,
@@ -80,6 +82,7 @@ from planner.physics.symbols import (
     eta_ce,
     eta_fa,
     eta_m,
+    eta_nc,
     eta_o,
     eta_so,
     eta_xa,
@@ -112,6 +115,7 @@ from planner.physics.symbols import (
     s_q,
     t_fixed,
     t_m,
+    t_n0,
     tau_k,
     x_g,
     x_mtp,
@@ -406,8 +410,8 @@ def allreduce_bandwidth(m: sp.Expr, n: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     return t_su, t_so
 
 
-def allreduce_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
-    """All-reduce of m bytes over n GPUs  [s]; 0 when n = 1.
+def allreduce_kernel_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
+    """All-reduce of m bytes over n GPUs by the serving stack's own kernel  [s]; 0 when n = 1.
 
     Bandwidth: :func:`allreduce_bandwidth`.  Latency: inside a domain the two-shot kernel of
     NVLink systems (one reduce-scatter pass, one all-gather pass, each GPU writing to all peers
@@ -420,6 +424,26 @@ def allreduce_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
     t_su, t_so = allreduce_bandwidth(m, n)
     passes = x_nvls + (1 - x_nvls) * (n_in - 1)
     return t_su + t_so + (2 * passes * a_ar + 2 * (n_out - 1) * a_so) * indicator(n > 1)
+
+
+def allreduce_nccl_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
+    """The same all-reduce through NCCL, as its measured kernels run it  [s]: a ring or tree, no
+    in-switch reduction (``x_nvls`` = 0), so ``2 (n - 1)`` latencies ``a_nc`` and the ring volume
+    ``2 (n - 1)/n m`` at ``eta_nc``, plus a fixed cost per call ``t_n0`` (the measured
+    small-message latency grows with the GPU count: H200 6, 9 and 16 us for 2, 4 and 8 GPUs, as a
+    ring's does and a two-shot kernel's does not)."""
+    return t_n0 + allreduce_kernel_time(m, n).subs({x_nvls: 0, a_ar: a_nc, eta_ar: eta_nc})
+
+
+def allreduce_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
+    """All-reduce of m bytes over n GPUs as a serving stack runs it  [s]: its own kernel
+    (:func:`allreduce_kernel_time`) for a group of at most ``N_ar`` GPUs, else NCCL
+    (:func:`allreduce_nccl_time`).  A custom all-reduce that shares its buffers by CUDA IPC
+    reaches one host's GPUs only (SGLang: on GB300 NVL72, 4 GPUs per host, a 256-byte message
+    takes 3.4-3.8 us over 2 and 4 GPUs and 27 and 48 us over 8 and 16, NCCL's ring latency at
+    those counts)."""
+    x = indicator(n > N_ar)
+    return (1 - x) * allreduce_kernel_time(m, n) + x * allreduce_nccl_time(m, n)
 
 
 #: Attention-output all-reduce over TP_a: b s_q tokens x d x b_a bytes.

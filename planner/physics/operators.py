@@ -69,10 +69,11 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   context tokens' worth beyond its context: loading it, the softmax epilogue, writing the output;
   at a 1k-token prompt the measured kernels reach a third to a half of the fraction they reach at
   16k).  Its ``eta_fa`` and ``S_a0`` are the step model's in a prefill pass.
-- ``allreduce``: ``x`` bytes over ``n_g`` GPUs (two-shot inside a domain, hierarchical across).
+- ``allreduce``: ``x`` bytes over ``n_g`` GPUs (two-shot inside a domain, hierarchical across),
+  by the stack's own kernel up to ``N_ar`` GPUs and through NCCL beyond.
 - ``allreduce_nccl``: the same call through NCCL as its measured tables ran it: a ring or tree
-  (no in-switch reduction: ``x_nvls`` = 0), so ``2 (n_g - 1)`` latencies ``a_ar`` and the ring
-  volume ``2 (n_g - 1)/n_g x`` at ``eta_ar``, plus a fixed cost per call ``t_n0``.  The measured
+  (no in-switch reduction: ``x_nvls`` = 0), so ``2 (n_g - 1)`` latencies ``a_nc`` and the ring
+  volume ``2 (n_g - 1)/n_g x`` at ``eta_nc``, plus a fixed cost per call ``t_n0``.  The measured
   small-message latency grows with the GPU count (H200: 6, 9 and 16 us for 2, 4 and 8 GPUs), as a
   ring's does and a two-shot kernel's does not.
 - ``a2a``: one dispatch or combine phase of ``tokens`` per GPU inside one domain, to the
@@ -123,7 +124,6 @@ d_head = sp.Symbol("d_head", positive=True)  #: head dimension
 eta_a = sp.Symbol("eta_a", positive=True)   #: fitted fraction of the dense peak of decode attention
 eta_am = sp.Symbol("eta_am", positive=True)  #: fitted HBM fraction of decode attention's KV read
 t_a0 = sp.Symbol("t_a0", nonnegative=True)  #: fitted floor of a decode attention kernel, s
-t_n0 = sp.Symbol("t_n0", nonnegative=True)  #: fitted fixed cost of one NCCL all-reduce call, s
 
 OPERATOR_SYMBOLS = {
     "m": (m_g, "GEMM rows (tokens)", "1"), "n": (n_g, "GEMM output columns", "1"),
@@ -152,7 +152,6 @@ OPERATOR_SYMBOLS = {
     "t_e0": (t_e0, "per-kernel floor of a grouped MoE layer: launch, routing, prologue (fitted)", "s"),
     "eta_ea": (eta_ea, "fraction of HBM bandwidth of a grouped MoE layer's per-row activation traffic "
                "(gather, gate/up product, output; fitted)", "1"),
-    "t_n0": (t_n0, "fixed cost of one NCCL all-reduce call: launch, proxy, protocol setup (fitted)", "s"),
     "r_kv": (r_kv, "MLA latent KV rank (kv_lora_rank)", "1"),
     "d_r": (d_r, "MLA decoupled RoPE key dimension (qk_rope_head_dim)", "1"),
     "d_n": (d_n, "MLA query/key head dimension without RoPE (qk_nope_head_dim)", "1"),
@@ -256,8 +255,8 @@ OPERATORS: dict[str, sp.Expr] = {
                             ("_bound", eq._max(F / eq.P_c, M / eq.B_hbm)),
                             ("_bound_l2", eq._max(F / eq.P_c, eq._max(M - C_l2, 0) / eq.B_hbm)))},
     "allreduce": eq.allreduce_time(x_bytes, n_ar),
-    # NCCL as measured: ring (latency 2 (n - 1) a_ar, volume 2 (n - 1)/n x), no in-switch reduction
-    "allreduce_nccl": t_n0 + eq.allreduce_time(x_bytes, n_ar).subs(eq.x_nvls, 0),
+    # NCCL as measured: ring (latency 2 (n - 1) a_nc, volume 2 (n - 1)/n x), no in-switch reduction
+    "allreduce_nccl": eq.allreduce_nccl_time(x_bytes, n_ar),
     # one phase inside a domain: every other EP rank a token's k experts reach, uniform routing
     # (the instance is the EP group, inside one domain: G = EP)
     "a2a": eq.a_a2a + eq.a2a_volume(eq.n_dest, b_ph, t_a2a)

@@ -234,6 +234,35 @@ def moe_law(hw: Hardware, prec: Precisions) -> Any:
     return None
 
 
+#: GPUs a serving stack's own all-reduce kernel spans, beyond which it calls NCCL (the scale-up
+#: domain where a stack is not listed: TensorRT-LLM's MNNVL one-shot and two-shot kernels span an
+#: NVL72, 4.3 and 5.2 us for a 256-byte message over 8 and 16 GB300 GPUs).
+#: - SGLang: one host ("host": ``gpus_per_host``).  Its custom all-reduce shares buffers by CUDA
+#:   IPC within one operating system.  Measured on GB300 NVL72 (4 GPUs per host): 3.4-3.8 us over 2
+#:   and 4 GPUs; 27 and 48 us over 8 and 16, which is the system's fitted NCCL ring latency at
+#:   those counts (26 and 49 us).
+#: - vLLM: 8 GPUs.  Its custom and symmetric-memory all-reduces take groups of at most 8.  Measured
+#:   on GB300 NVL72: 13 us over 8 GPUs, 46 us over 16.
+ALLREDUCE_REACH: dict[str, int | str] = {"sglang": "host", "vllm": 8}
+
+
+def allreduce_values(hw: Hardware, mode: str, stack: str | None = None) -> dict[str, float]:
+    """``N_ar`` (the GPUs the all-reduce kernel of ``stack``, default the one in use, spans) and
+    NCCL's ring constants ``t_n0``, ``a_nc``, ``eta_nc`` (the system's fitted NCCL law; where it
+    has none, a ring at the stack's own constants).  Bound mode: no group falls to NCCL."""
+    if mode == "bound":
+        return dict(N_ar=1e12, t_n0=0.0, a_nc=0.0, eta_nc=1.0)
+    e = hw.efficiency
+    reach = ALLREDUCE_REACH.get(hw.stack if stack is None else stack, hw.domain_size)
+    n_ar = min(hw.gpus_per_host if reach == "host" else int(reach), hw.domain_size)
+    law = hw.nccl_allreduce
+    if law is not None:
+        return dict(N_ar=float(n_ar), t_n0=law.floor, a_nc=law.latency, eta_nc=law.efficiency)
+    return dict(N_ar=float(n_ar), t_n0=0.0,
+                a_nc=e.allreduce_latency if e.allreduce_latency is not None else hw.su_latency,
+                eta_nc=e.allreduce_efficiency if e.allreduce_efficiency is not None else e.scale_up)
+
+
 def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
     if mode not in MODES:
         raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
@@ -241,7 +270,7 @@ def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
         return dict(eta_c=1.0, eta_fa=1.0, eta_ce=1.0, eta_xa=1.0, x_xa=0.0, S_a0=0.0, eta_m=1.0,
                     eta_su=1.0, eta_so=1.0, eta_ar=1.0, eta_a2a=1.0, tau_k=0.0,
                     eta_o=1.0, t_fixed=0.0, a_su=0.0, a_so=0.0, a_ar=0.0, a_a2a=0.0, **{"lambda": 1.0},
-                    r_mem=0.0)
+                    r_mem=0.0, **allreduce_values(hw, mode))
     e = hw.efficiency
     return dict(eta_c=e.compute, eta_fa=e.compute, eta_ce=e.compute, eta_xa=1.0, x_xa=0.0, S_a0=0.0,
                 eta_m=e.hbm,
@@ -251,7 +280,8 @@ def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
                 a_ar=e.allreduce_latency if e.allreduce_latency is not None else hw.su_latency,
                 eta_a2a=e.a2a_efficiency if e.a2a_efficiency is not None else e.scale_up,
                 a_a2a=e.a2a_latency if e.a2a_latency is not None else hw.su_latency,
-                a_so=hw.so_latency, **{"lambda": e.load_imbalance}, r_mem=e.memory_reserve)
+                a_so=hw.so_latency, **{"lambda": e.load_imbalance}, r_mem=e.memory_reserve,
+                **allreduce_values(hw, mode))
 
 
 #: Kernels a serving stack launches per layer of a decode step under CUDA graphs, a fused kernel

@@ -128,6 +128,16 @@ eta_ar = _s("eta_ar", "achieved fraction of scale-up bandwidth in an all-reduce"
             r"\eta_{ar}")
 a_ar = _s("a_ar", "latency per pass of an all-reduce inside a scale-up domain", "s", "efficiency",
           r"\alpha_{ar}", nonneg=True)
+N_ar = _s("N_ar", "GPUs the serving stack's own all-reduce kernel spans; a larger group goes through NCCL "
+         "(SGLang: one host; vLLM: 8 GPUs; TensorRT-LLM: the scale-up domain; bound mode: every group, "
+         "the in-switch reduction everywhere)", "1",
+         "efficiency", "N_{ar}")
+t_n0 = _s("t_n0", "fixed cost of one NCCL all-reduce call: launch, proxy, protocol setup (fitted to the "
+          "system's NCCL kernels)", "s", "efficiency", "t_{n0}", nonneg=True)
+a_nc = _s("a_nc", "latency per ring step of an NCCL all-reduce (fitted to the system's NCCL kernels)", "s",
+          "efficiency", r"\alpha_{nc}", nonneg=True)
+eta_nc = _s("eta_nc", "achieved fraction of scale-up bandwidth in an NCCL all-reduce's ring (fitted to the "
+            "system's NCCL kernels)", "1", "efficiency", r"\eta_{nc}")
 eta_a2a = _s("eta_a2a", "achieved fraction of scale-up bandwidth in an expert all-to-all", "1", "efficiency",
              r"\eta_{a2a}")
 a_a2a = _s("a_a2a", "latency per phase (dispatch or combine) of an expert all-to-all in a scale-up domain",

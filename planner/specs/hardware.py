@@ -188,10 +188,14 @@ class Hardware:
     #: regions the system may be sold in (REGIONS); empty: not stated
     regions: tuple[str, ...] = ()
     #: NCCL's all-reduce fitted to this system's measured NCCL kernels (None: not measured); the
-    #: kernel scorecard's, where no serving stack's own all-reduce applies
+    #: kernel scorecard's, and the step model's where a group outgrows the stack's own kernel
     nccl_allreduce: NcclLaw | None = None
+    #: GPUs under one host (one operating system: the reach of CUDA IPC); 0: the whole system
+    gpus_per_host: int = 0
 
     def __post_init__(self) -> None:
+        if not self.gpus_per_host:
+            object.__setattr__(self, "gpus_per_host", self.gpus_per_system)
         if not self.su_switch_gpus:
             object.__setattr__(self, "su_switch_gpus", self.domain_size)
         if not self.su_bridge_bandwidth:
@@ -356,6 +360,7 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     s = f.sub("system")
     gpus_per_system = _fact(s, "gpus_per_system", None, src, integer=True)
     gpus_per_unit = _fact(s, "gpus_per_unit", None, src, integer=True)
+    gpus_per_host = _fact(s, "gpus_per_host", None, src, required=False, integer=True) or 0
     unit = s.text("unit", choices=("rack", "node", "gpu"))
     power = _fact(s, "power_per_gpu", "power", src)
     power_typical = _fact(s, "power_per_gpu_typical", "power", src, required=False) or 0.0
@@ -397,6 +402,9 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
                         f"got {domain_size}")
     if gpus_per_unit % min(domain_size, gpus_per_unit):
         raise SpecError(label, "system.gpus_per_unit", "a whole number of scale-up domains")
+    if gpus_per_host and gpus_per_system % gpus_per_host:
+        raise SpecError(label, "system.gpus_per_host",
+                        f"a divisor of system.gpus_per_system ({gpus_per_system}), got {gpus_per_host}")
     return Hardware(
         name=name, description=description, family=family, gpu_model=gpu_model, flops=flops,
         hbm_capacity=hbm_capacity, hbm_bandwidth=hbm_bandwidth, tdp=tdp,
@@ -408,7 +416,7 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
         efficiency=stacks[default] if default else eff, sources=src, path=str(label),
         stacks=stacks, stack=default, spec_efficiency=eff if default else None,
         su_link=su_link, su_switch_gpus=switch_gpus, su_bridge_bandwidth=bridge_bw, regions=regions,
-        nccl_allreduce=nccl,
+        nccl_allreduce=nccl, gpus_per_host=gpus_per_host,
     )
 
 

@@ -133,12 +133,15 @@ def predict_gemm(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.
 
 
 def _allreduce_seconds(d: pd.DataFrame, hw: Any, a_ar: float, eta_ar: float, a_so: float = 0.0,
-                       eta_so: float = 1.0) -> np.ndarray:
-    """The all-reduce law on rows ``d`` (``bytes`` per GPU over ``num_gpus``) of system ``hw``."""
+                       eta_so: float = 1.0, mode: str = "realistic") -> np.ndarray:
+    """The all-reduce law on rows ``d`` (``bytes`` per GPU over ``num_gpus``, one ``stack``) of
+    system ``hw``: the stack's kernel up to the GPUs it spans, NCCL's fitted law beyond."""
+    from planner.physics.step import allreduce_values
+
     return compile_operator("allreduce")(
         x=d.bytes.to_numpy(float), n_g=d.num_gpus.to_numpy(float), N_su=float(hw.domain_size),
         B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_ar=eta_ar, eta_so=eta_so, a_ar=a_ar, a_so=a_so,
-        **link_symbols(hw))
+        **allreduce_values(hw, mode, str(d["stack"].iloc[0])), **link_symbols(hw))
 
 
 def link_symbols(hw: Any) -> dict[str, float]:
@@ -171,8 +174,8 @@ def nccl_seconds(d: pd.DataFrame, hw: Any, floor: float, latency: float, efficie
     """NCCL's all-reduce law (operator ``allreduce_nccl``) on rows ``d`` of system ``hw``."""
     return compile_operator("allreduce_nccl")(
         x=d.bytes.to_numpy(float), n_g=d.num_gpus.to_numpy(float), N_su=float(hw.domain_size),
-        B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_ar=efficiency, eta_so=hw.efficiency.scale_out,
-        a_ar=latency, a_so=hw.so_latency, t_n0=floor,
+        B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_nc=efficiency, eta_so=hw.efficiency.scale_out,
+        a_nc=latency, a_so=hw.so_latency, t_n0=floor,
         **{k: v for k, v in link_symbols(hw).items() if k != "x_nvls"})
 
 
@@ -184,7 +187,7 @@ def predict_allreduce(df: pd.DataFrame, mode: str) -> np.ndarray:
         law = hw.nccl_allreduce
         if mode == "realistic" and law is not None and (d.op == "allreduce_nccl").all():
             return nccl_seconds(d, hw, law.floor, law.latency, law.efficiency)
-        return _allreduce_seconds(d, hw, e["a_ar"], e["eta_ar"], e["a_so"], e["eta_so"])
+        return _allreduce_seconds(d, hw, e["a_ar"], e["eta_ar"], e["a_so"], e["eta_so"], mode)
 
     return _per_system(df, mode, seconds)
 
@@ -464,7 +467,8 @@ def _fit_law(law: str, df: pd.DataFrame, seconds: Any, params: dict[str, tuple[f
 def fit_allreduce() -> list[LawFit]:
     """Least squares on log(predicted / measured) of each (GPU, stack)'s CUDA-graph custom
     all-reduce rows inside one scale-up domain: latency per pass ``a_ar`` and bandwidth fraction
-    ``eta_ar`` of :func:`planner.physics.equations.allreduce_time`, in log space with bounds."""
+    ``eta_ar`` of :func:`planner.physics.equations.allreduce_time`, in log space with bounds (rows
+    over more GPUs than the stack's kernel spans are NCCL's, at the system's fitted NCCL law)."""
     from planner.specs.registry import load_hardware
 
     df = serving_allreduces(load_table("allreduce"))
@@ -475,7 +479,7 @@ def fit_allreduce() -> list[LawFit]:
 
 def fit_nccl(df: pd.DataFrame | None = None) -> list[LawFit]:
     """NCCL's all-reduce law per system, fitted to its measured NCCL kernels (CUDA-graph ones, the
-    fastest algorithm per size): ``t_n0 + 2 (n - 1) a_ar + 2 (n - 1)/n x / (eta_ar B_su)``
+    fastest algorithm per size): ``t_n0 + 2 (n - 1) a_nc + 2 (n - 1)/n x / (eta_nc B_su)``
     (operator ``allreduce_nccl``), least squares on log(predicted / measured) in log space."""
     df = serving_allreduces(load_table("allreduce")) if df is None else df
     return _fit_law("nccl_allreduce", df[df.op == "allreduce_nccl"], nccl_seconds, NCCL_PARAMS)

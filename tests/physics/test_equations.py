@@ -119,6 +119,7 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         eta_ce=u(0.3, 1), eta_xa=u(0.03, 1), x_xa=float(rng.integers(0, 2)), S_a0=u(0, 2000),
         eta_m=u(0.3, 1),
         eta_su=u(0.3, 1), eta_so=u(0.3, 1), eta_ar=u(0.3, 1), a_ar=u(0, 1e-5), tau_k=u(0, 1e-5),
+        N_ar=float(rng.choice([2, 4, 8, 72])), t_n0=u(0, 1e-5), a_nc=u(0, 1e-5), eta_nc=u(0.3, 1),
         eta_a2a=u(0.3, 1), a_a2a=u(0, 1e-4), eta_o=u(0, 1),
         t_fixed=u(0, 1e-3), r_mem=u(0, 0.2),
         **{"lambda": u(1, 2)}, G=EP * TP_e, TP_a=i(1, 8), EP=EP, TP_e=TP_e, E_slots=E + i(0, 8),
@@ -257,7 +258,7 @@ def test_tp_allreduce_time():
     m, n = sp.symbols("m n", positive=True)
     R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_ar", "a_ar", "N_su", "B_so", "eta_so", "a_so")}
     base = {m: 1e6, R["B_su"]: 450e9, R["eta_ar"]: 1.0, R["a_ar"]: 1e-6, R["N_su"]: 8,
-            R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6, **NVSWITCH}
+            R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6, REGISTRY["N_ar"].symbol: 8, **NVSWITCH}
     t = eq.allreduce_time(m, n).xreplace({**base, n: 8})
     assert close(t, 1e6 / 450e9 + 2e-6)
     assert close(t, 4.222222222222222e-6)
@@ -275,11 +276,27 @@ def test_allreduce_across_two_domains_is_hierarchical():
     m, n = sp.symbols("m n", positive=True)
     R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_ar", "a_ar", "N_su", "B_so", "eta_so", "a_so")}
     base = {m: 1e6, R["B_su"]: 450e9, R["eta_ar"]: 1.0, R["a_ar"]: 1e-6, R["N_su"]: 8,
-            R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6, **NVSWITCH, n: 16}
+            R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6, REGISTRY["N_ar"].symbol: 1e12, **NVSWITCH,
+            n: 16}
     t = eq.allreduce_time(m, n).xreplace(base)
     assert close(t, 1e6 / 450e9 + 2.5e-6 + 2e-6 + 10e-6)
     su, so = (x.xreplace(base) for x in eq.allreduce_bandwidth(m, n))
     assert close(su, 1e6 / 450e9) and close(so, 2.5e-6)
+
+
+def test_allreduce_beyond_the_stacks_kernel_goes_through_nccl():
+    # a 72-GPU NVLink domain whose stack's kernel spans one 4-GPU host (N_ar = 4): 256 B over 4
+    # GPUs is the two-shot kernel, 2 x 1.7 us + 256 / 900e9; over 8 GPUs NCCL's ring: t_n0 6.5 us
+    # + 2 x 7 x 1.4 us + 2 x 7/8 x 256 B / (0.5 x 900e9) = 26.1 us + 1.0 ns (measured for SGLang
+    # on GB300 NVL72: 3.8 and 27 us)
+    m, n = sp.symbols("m n", positive=True)
+    r = {k: REGISTRY[k].symbol for k in ("B_su", "eta_ar", "a_ar", "N_su", "B_so", "eta_so", "a_so", "N_ar",
+                                         "t_n0", "a_nc", "eta_nc")}
+    base = {m: 256.0, r["B_su"]: 900e9, r["eta_ar"]: 1.0, r["a_ar"]: 1.7e-6, r["N_su"]: 72, r["B_so"]: 100e9,
+            r["eta_so"]: 1.0, r["a_so"]: 5e-6, r["N_ar"]: 4, r["t_n0"]: 6.5e-6, r["a_nc"]: 1.4e-6,
+            r["eta_nc"]: 0.5, **NVSWITCH, REGISTRY["n_sw"].symbol: 72}
+    assert close(eq.allreduce_time(m, n).xreplace({**base, n: 4}), 3.4e-6 + 256 / 900e9)
+    assert close(eq.allreduce_time(m, n).xreplace({**base, n: 8}), 6.5e-6 + 19.6e-6 + 2 * 7 / 8 * 256 / 450e9)
 
 
 def test_moe_tp_allreduce_reduces_each_token_once():

@@ -433,9 +433,32 @@ def test_bundled_specs_carry_physical_moe_and_attention_laws():
 def test_nccl_law_by_hand():
     # 1 MB over 8 GPUs of one NVLink domain as a ring: t_n0 5 us + 2 x 7 steps x 1 us + the ring
     # volume 2 x 7/8 x 1e6 B = 1.75 MB at 0.5 x 450 GB/s = 7.778 us: 26.778 us
-    t = compile_operator("allreduce_nccl")(x=1e6, n_g=8.0, N_su=8.0, B_su=450e9, B_so=50e9, eta_ar=0.5,
-                                           eta_so=1.0, a_ar=1e-6, a_so=8e-6, t_n0=5e-6, n_sw=8.0, B_hb=450e9)
+    t = compile_operator("allreduce_nccl")(x=1e6, n_g=8.0, N_su=8.0, B_su=450e9, B_so=50e9, eta_nc=0.5,
+                                           eta_so=1.0, a_nc=1e-6, a_so=8e-6, t_n0=5e-6, n_sw=8.0, B_hb=450e9)
     assert t == pytest.approx(5e-6 + 14e-6 + 1.75e6 / (0.5 * 450e9), rel=1e-12)
+
+
+def test_sglang_allreduce_beyond_one_host_is_priced_as_nccl():
+    # GB300 NVL72 holds 4 GPUs per host: SGLang's 8- and 16-GPU all-reduces are NCCL's, at the
+    # system's fitted NCCL law (the rows' own stack law for 2 and 4 GPUs); TensorRT-LLM's MNNVL
+    # kernels span the rack, so its 8-GPU rows stay on its own law
+    import pandas as pd
+
+    from planner.truth.kernels import nccl_seconds, predict_allreduce
+
+    hw = load_hardware("gb300-nvl72")
+    rows = pd.DataFrame({"gpu": "gb300-nvl72", "stack": ["sglang"] * 3 + ["trtllm"], "op": "allreduce_custom",
+                         "num_gpus": [4, 8, 16, 8], "bytes": 256.0})
+    got = predict_allreduce(rows, "realistic")
+    law = hw.nccl_allreduce
+    nccl = nccl_seconds(rows, hw, law.floor, law.latency, law.efficiency)
+    assert got[1:3] == pytest.approx(nccl[1:3], rel=1e-12)
+    assert got[0] < 0.5 * nccl[0] and got[3] < 0.5 * nccl[3]
+    # the measured SGLang rows: 27 and 48 us at 8 and 16 GPUs, within 10% of NCCL's law
+    meas = load_table("allreduce").query("gpu == 'gb300-nvl72' and stack == 'sglang' and bytes == 256 "
+                                         "and variant.str.contains('graph')")
+    for n, t in zip(rows.num_gpus[1:3], got[1:3], strict=True):
+        assert t == pytest.approx(meas[meas.num_gpus == n].latency_us.iloc[0] * 1e-6, rel=0.10)
 
 
 def test_nccl_law_spec_round_trip():
