@@ -433,6 +433,8 @@ BAD = [
      "scale_up.domain_size.value: an integer >= 1"),
     ("domain-not-divisor", _hw(_set("scale_up.domain_size.value", 7)), "hw",
      "scale_up.domain_size: a size that divides system.gpus_per_system (72)"),  # 72 % 7 = 2
+    ("host-not-divisor", _hw(_set("system.gpus_per_host.value", 5)), "hw",
+     "system.gpus_per_host: a divisor of system.gpus_per_system (72), got 5"),
     ("negative-efficiency", _hw(_set("efficiency.compute.value", -0.6)), "hw",
      "efficiency.compute.value: a finite number > 0 and <= 1"),
     ("no-direction", _hw(_del("scale_up.bandwidth.direction")), "hw",
