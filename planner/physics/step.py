@@ -241,8 +241,9 @@ def moe_law(hw: Hardware, prec: Precisions) -> Any:
 #:   IPC within one operating system.  Measured on GB300 NVL72 (4 GPUs per host): 3.4-3.8 us over 2
 #:   and 4 GPUs; 27 and 48 us over 8 and 16, which is the system's fitted NCCL ring latency at
 #:   those counts (26 and 49 us).
-#: - vLLM: 8 GPUs.  Its custom and symmetric-memory all-reduces take groups of at most 8.  Measured
-#:   on GB300 NVL72: 13 us over 8 GPUs, 46 us over 16.
+#: - vLLM: 8 GPUs.  Its custom all-reduce takes world sizes 2, 4, 6 and 8 (``CustomAllreduce.
+#:   _SUPPORTED_WORLD_SIZES`` in vLLM's ``distributed/device_communicators/custom_all_reduce.py``).
+#:   Measured on GB300 NVL72: 13 us over 8 GPUs, 46 us over 16 (NCCL's fitted ring: 49 us).
 ALLREDUCE_REACH: dict[str, int | str] = {"sglang": "host", "vllm": 8}
 
 
