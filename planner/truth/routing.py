@@ -37,11 +37,13 @@ it moves the DeepSeek layer's SGLang and vLLM kernels' median predicted / measur
 from 0.76-0.85 to 0.83-1.07 (laws refitted), in line with their balanced rows (0.85-1.25).
 
 Not rebuilt: SGLang's raw Triton path at EP > 1 feeds the rank the tokens with a slot on it and
-clamps their remote slots to expert 0 (weight zero).  Priced as computed rows, that clamp puts
-those kernels 3-7x slow at EP 8 (the Qwen3-30B layer on H200 at 4096 tokens: 32768 clamped rows,
-more than EP 1's whole compute, where 311 us is measured against 660 us at EP 1), so the kernels
-do not compute them at full cost; left to the fitted constants, which put the layer's large
-batches at high EP up to 5x fast.
+clamps their remote slots to expert 0 (weight zero).  Priced as computed rows at the law's one
+fitted compute fraction, that clamp puts those kernels 3-7x slow at EP 8.  The Qwen3-30B layer on
+H200 at 4096 tokens and EP 8 runs 32768 rows, 28672 of them on expert 0: 309 GFLOP, 313 us at the
+BF16 peak, and 311 us is measured (660 us at EP 1, where the same rows spread over 128 experts).
+So the clamped rows either run as one large GEMM at the peak or are partly skipped; a law with one
+compute fraction, fitted to many small per-expert GEMMs, cannot tell which.  Left to the fitted
+constants, which put that layer's large batches at high EP up to 5x fast.
 TensorRT-LLM's min-latency kernels, whose group-limited router runs on an uninitialised bias, are
 not scored at all (:data:`planner.truth.kernels.UNKNOWN_ROUTING_VARIANTS`).
 """
