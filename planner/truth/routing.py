@@ -36,14 +36,15 @@ rank 0's one expert gets every token, and the measured kernels follow it.  On th
 it moves the DeepSeek layer's SGLang and vLLM kernels' median predicted / measured at EP 32-256
 from 0.76-0.85 to 0.83-1.07 (laws refitted), in line with their balanced rows (0.85-1.25).
 
-Not rebuilt: SGLang's raw Triton path at EP > 1 feeds the rank the tokens with a slot on it and
-clamps their remote slots to expert 0 (weight zero).  Priced as computed rows at the law's one
-fitted compute fraction, that clamp puts those kernels 3-7x slow at EP 8.  The Qwen3-30B layer on
-H200 at 4096 tokens and EP 8 runs 32768 rows, 28672 of them on expert 0: 309 GFLOP, 313 us at the
-BF16 peak, and 311 us is measured (660 us at EP 1, where the same rows spread over 128 experts).
-So the clamped rows either run as one large GEMM at the peak or are partly skipped; a law with one
-compute fraction, fitted to many small per-expert GEMMs, cannot tell which.  Left to the fitted
-constants, which put that layer's large batches at high EP up to 5x fast.
+SGLang's raw Triton path at EP > 1 (:data:`CLAMPED_VARIANTS`) feeds the rank the tokens with a
+slot on it and clamps their remote slots to expert 0 (weight zero): the rank runs every slot of
+those tokens, the remote ones on expert 0.  Rebuilt: the Qwen3-30B layer on H200 at 4096 tokens and
+EP 8 runs 32768 rows, 28672 of them on expert 0, 309 GFLOP, in 311 us (313 us at the BF16 peak;
+660 us at EP 1, the same rows over 128 experts).  The law prices those rows like any others, at
+its one compute fraction; refitted, SGLang's cells with such kernels fall from 22-39% to 16-30%
+median error on Blackwell (fp8_block and bf16) and their p90 from 55-73% to 45-60%.  A separate
+fraction for the clamped rows fits better still (Blackwell BF16 27%) but lands at 0.12-0.27 on
+Blackwell and at its ceiling 1 on Hopper: not one physical rate, so not taken.
 TensorRT-LLM's min-latency kernels, whose group-limited router runs on an uninitialised bias, are
 not scored at all (:data:`planner.truth.kernels.UNKNOWN_ROUTING_VARIANTS`).
 """
@@ -59,6 +60,11 @@ import pandas as pd
 #: group-limited router the stack's collector applies to that layer's logits: DeepSeek-V3/R1's
 #: (8 groups of 32, 4 kept) in the SGLang and vLLM collectors
 GROUP_LIMITED = {(stack, 7168, 2048, 256, 8): (8, 4) for stack in ("sglang", "vllm")}
+#: kernels timed on SGLang's raw Triton path, which at EP > 1 runs every slot of the tokens with a
+#: slot on the rank, the remote ones clamped to expert 0 with weight zero (the collector's SGLang
+#: MoE benchmark: "clamp -1 to 0; the zero weight still ensures no contribution"); the layers with
+#: a group-limited router (:data:`GROUP_LIMITED`) go through SGLang's MoE layer instead
+CLAMPED_VARIANTS = ("sglang_fused_moe_triton",)
 #: power-law draws averaged per shape, and their seed
 DRAWS = 8
 SEED = 20260427
@@ -159,15 +165,20 @@ def _power_law_ids(counts: np.ndarray, n: int, k: int) -> np.ndarray:
     return np.repeat(order, np.rint(counts[order]).astype(np.int64)).reshape(k, n).T
 
 
-def _on_rank0(ids: np.ndarray, local: int) -> np.ndarray:
+def _on_rank0(ids: np.ndarray, local: int, clamp: bool = False) -> np.ndarray:
     """Rank 0's per-expert rows from every token's experts ``ids`` (rank 0 holds experts
-    ``0 .. local - 1``)."""
-    return np.bincount(ids[ids < local], minlength=local).astype(float)
+    ``0 .. local - 1``).  ``clamp``: SGLang's raw Triton path at EP > 1, which also runs the remote
+    slots of each token with a slot on rank 0, on expert 0."""
+    mine = ids < local
+    c = np.bincount(ids[mine], minlength=local).astype(float)
+    if clamp:
+        c[0] += float((~mine[mine.any(axis=1)]).sum())
+    return c
 
 
 @cache
-def _rank(n: int, e: int, k: int, ep: int, distribution: str, groups: tuple[int, int] | None = None
-          ) -> tuple[float, float, float, float]:
+def _rank(n: int, e: int, k: int, ep: int, distribution: str, groups: tuple[int, int] | None = None,
+          clamp: bool = False) -> tuple[float, float, float, float]:
     local = e // ep
     if distribution == "balanced":
         ids = [_balanced_ids(n, e, k)]
@@ -175,7 +186,7 @@ def _rank(n: int, e: int, k: int, ep: int, distribution: str, groups: tuple[int,
         alpha = float(distribution.removeprefix("power_law_"))
         rng = np.random.default_rng(SEED)
         counts = [_power_law_counts(n, e, k, ep, alpha, rng) for _ in range(DRAWS)]
-        if groups is None:  # rank 0's own counts: no need to assign tokens
+        if groups is None and not clamp:  # rank 0's own counts: no need to assign tokens
             ids = None
             draws = [c[:local] for c in counts]
         else:
@@ -185,7 +196,7 @@ def _rank(n: int, e: int, k: int, ep: int, distribution: str, groups: tuple[int,
     if ids is not None:
         if groups is not None:
             ids = [_group_limited(x, e, k, *groups) for x in ids]
-        draws = [_on_rank0(x, local) for x in ids]
+        draws = [_on_rank0(x, local, clamp) for x in ids]
     c = np.asarray(draws, float)
     pad = {t: float((np.ceil(c / t) * t).sum(axis=1).mean()) for t in (64.0, 128.0)}
     return float(c.sum(axis=1).mean()), float((c > 0).sum(axis=1).mean()), pad[64.0], pad[128.0]
@@ -200,10 +211,12 @@ def measured_rank(d: pd.DataFrame, tile: float) -> tuple[np.ndarray, np.ndarray,
     zero = pd.Series(0, index=d.index)
     keys = zip(d["tokens"].astype(int), d["experts"].astype(int), d["topk"].astype(int),
                d["ep"].astype(int), d["distribution"].astype(str), d.get("stack", blank).astype(str),
-               d.get("hidden", zero).astype(int),
+               d.get("variant", blank).astype(str), d.get("hidden", zero).astype(int),
                d.get("inter", zero).astype(int), strict=True)
     out = []
-    for n, e, k, ep, dist, stack, h, f in keys:
-        out.append(_rank(n, e, k, ep, dist, GROUP_LIMITED.get((stack, h, f, e, k))))
+    for n, e, k, ep, dist, stack, variant, h, f in keys:
+        groups = GROUP_LIMITED.get((stack, h, f, e, k))
+        clamp = variant in CLAMPED_VARIANTS and ep > 1 and groups is None
+        out.append(_rank(n, e, k, ep, dist, groups, clamp))
     v = np.array(out, float).reshape(-1, 4)
     return v[:, 0], v[:, 1], v[:, col]

@@ -89,3 +89,20 @@ def test_group_limited_router_on_the_power_law_rows():
     assert grouped[0] == plain[0] == 1024 * 8
     assert grouped[3] > plain[3]
     assert (grouped <= 1024 * 256 / np.array(eps)).all()  # at most N on each of the E / EP experts
+
+
+def test_sglang_raw_triton_path_runs_the_clamped_slots_on_expert_0():
+    # 128 experts, top 8, 32 tokens, balanced (stride 16): at EP 8 rank 0 holds experts 0-15 and every
+    # token has exactly one slot there (token t < 16 on expert t, token 16 + j on expert j), 32 rows.
+    # SGLang's raw Triton path runs all 8 slots of those 32 tokens, the 7 remote ones each on expert
+    # 0: 32 x 8 = 256 rows, 16 experts; its FlashInfer kernels and TensorRT-LLM's run the 32
+    kw = dict(experts=[128] * 3, topk=[8] * 3, ep=[8] * 3, distribution=["balanced"] * 3,
+              hidden=[2048] * 3, inter=[768] * 3)
+    rows, touched, pad = _rows([32] * 3, stack=["sglang", "sglang", "trtllm"],
+                               variant=["sglang_fused_moe_triton", "sglang_flashinfer_trtllm_moe",
+                                        "moe_torch_flow_cutlass"], **kw)
+    assert list(rows) == [256, 32, 32] and list(touched) == [16, 16, 16]
+    assert pad[0] == 15 * 64 + 4 * 64  # expert 0's 2 + 224 rows in four 64-row tiles, one tile each else
+    # at EP 1 nothing is remote
+    assert _rows([32], stack=["sglang"], variant=["sglang_fused_moe_triton"], **{
+        k: v[:1] for k, v in kw.items() if k != "ep"}, ep=[1])[0][0] == 256
