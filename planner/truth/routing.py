@@ -41,8 +41,9 @@ slot on it and clamps their remote slots to expert 0 (weight zero): the rank run
 those tokens, the remote ones on expert 0.  Rebuilt: the Qwen3-30B layer on H200 at 4096 tokens and
 EP 8 runs 32768 rows, 28672 of them on expert 0, 309 GFLOP, in 311 us (313 us at the BF16 peak;
 660 us at EP 1, the same rows over 128 experts).  The law prices those rows like any others, at
-its one compute fraction; refitted, SGLang's cells with such kernels fall from 22-39% to 16-30%
-median error on Blackwell (fp8_block and bf16) and their p90 from 55-73% to 45-60%.  A separate
+its one compute fraction; refitted, SGLang's dtype cells with such kernels fall on Blackwell from
+21-39% to 16-30% median error (fp8_block and BF16; p90 52-73% to 46-59%), on Hopper fp8_block
+and W4A16 from 13-28% to 11-22%, while Hopper BF16 rises a point (22-27% to 23-28%).  A separate
 fraction for the clamped rows fits better still (Blackwell BF16 27%) but lands at 0.12-0.27 on
 Blackwell and at its ceiling 1 on Hopper: not one physical rate, so not taken.
 TensorRT-LLM's min-latency kernels, whose group-limited router runs on an uninitialised bias, are
