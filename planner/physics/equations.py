@@ -242,6 +242,17 @@ M_kv_read = b * S_eff * e_kv * b_kv / s_kv
 #: tokens' worth; 0 in decode and in bound mode).
 F_attn_row = 2 * b * s_q * (h / TP_a) * S_a0 * c_att
 
+def expert_flops(rows: sp.Expr) -> sp.Expr:
+    """FLOPs of ``rows`` token-expert rows through a routed expert's three d x f_e / TP_e
+    matrices (gate, up, down): ``2 * 3 d f_e rows / TP_e``."""
+    return 2 * 3 * d * f_e * rows / TP_e
+
+
+def expert_weight_bytes(experts: sp.Expr) -> sp.Expr:
+    """Weight bytes of ``experts`` routed experts on one GPU: ``experts 3 d f_e b_we / TP_e``."""
+    return experts * 3 * d * f_e * b_we / TP_e
+
+
 # ---- memory capacity -------------------------------------------------------------------------
 #: Weight bytes held per GPU: attention, dense FFN and shared experts split by TP_a; routed
 #: expert slots split E_slots / EP per GPU and by TP_e; embeddings and LM head split by TP_a;
@@ -250,9 +261,9 @@ M_weights = (
     n_L * W_attn_rank * b_wa
     + n_Ld * 3 * d * f_d * b_wd / TP_a
     + (n_L - n_Ld) * E_s * 3 * d * f_e * b_wd / TP_a
-    + (n_L - n_Ld) * (E_slots / EP) * 3 * d * f_e * b_we / TP_e
+    + (n_L - n_Ld) * expert_weight_bytes(E_slots / EP)
     + n_emb * V * d * b_wv / TP_a
-    + n_mtp * (W_attn_rank * b_wa + (E_slots / EP) * 3 * d * f_e * b_we / TP_e
+    + n_mtp * (W_attn_rank * b_wa + expert_weight_bytes(E_slots / EP)
                + E_s * 3 * d * f_e * b_wd / TP_a + 2 * d * d * b_wa / TP_a)
     # a draft head: its decoder layers (the verifier's attention shape, a dense FFN of f_dr), the
     # projection fusing n_fuse hidden states, and its own LM head if it has one
@@ -280,8 +291,10 @@ t_attn_core = _max(
 #: Expected distinct expert slots touched on one GPU holding E_slots / EP of them, uniform
 #: routing: (E_slots / EP) (1 - (1 - k / E_slots)^B_tok).  Small batches are weight-read bound.
 n_touched = (E_slots / EP) * (1 - (1 - k / E_slots) ** B_tok)
-F_experts = 2 * 3 * d * f_e * T_e / TP_e
-M_experts = n_touched * 3 * d * f_e * b_we / TP_e
+
+
+F_experts = expert_flops(T_e)
+M_experts = expert_weight_bytes(n_touched)
 
 
 def expert_activation_bytes(rows: sp.Expr) -> sp.Expr:

@@ -173,21 +173,21 @@ _MOE_AT = {eq.b: T_moe, eq.s_q: 1, eq.G: 1, eq.TP_a: 1}
 F_moe = eq.at(eq.F_experts, _MOE_AT)
 M_moe = eq.at(eq.M_experts, _MOE_AT)
 #: the fewest experts a rank can touch: k / EP (each token's k experts are distinct)
-M_moe_min = eq.k / eq.EP * 3 * eq.d * eq.f_e * eq.b_we / eq.TP_e
+M_moe_min = eq.expert_weight_bytes(eq.k / eq.EP)
 #: A measured kernel's rank under its table's routing (planner.truth.routing): T_er token-expert
 #: rows, n_er distinct experts.  FLOPs the tensor cores execute: every touched expert runs at least
 #: one whole t_m-row tile (the grouped GEMM tiles each expert's rows apart), max(T_er, n_er t_m)
 #: rows in all -- the padding of experts with fewer rows than a tile, smooth (whole tiles expert by
 #: expert, from the table's own per-expert counts, fit worse: median of the cells' errors 19%
 #: against 17%; the kernels tile a small expert with fewer rows)
-F_moe_pad = 2 * 3 * eq.d * eq.f_e / eq.TP_e * eq._max(T_er, n_er * eq.t_m)
+F_moe_pad = eq.expert_flops(eq._max(T_er, n_er * eq.t_m))
 #: BF16 activation bytes each token-expert row moves through HBM between the layer's kernels (the
 #: grouped GEMMs, the gated activation, the permute and the combine): its input row gathered in
 #: (d) and its output row written (d), its gate/up product (2 f_e / TP_e) written by the first GEMM
 #: and read back by the gated activation -- (2 d + 4 f_e / TP_e) x 2 B per row, T_er rows
 M_moe_act = eq.expert_activation_bytes(T_er)
 #: ... and the weight bytes of the experts it touched
-M_moe_touched = n_er * 3 * eq.d * eq.f_e * eq.b_we / eq.TP_e
+M_moe_touched = eq.expert_weight_bytes(n_er)
 #: one decode attention kernel: one query token, the heads on this GPU (TP_a = 1), KV not split
 _MLA_AT = {eq.s_q: 1, eq.TP_a: 1, eq.s_kv: 1, eq.phi_w: 0, eq.S_w: eq.S, eq.c_att: 2 * r_kv + d_r,
            eq.e_kv: r_kv + d_r}

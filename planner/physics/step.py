@@ -247,21 +247,27 @@ def moe_law(hw: Hardware, prec: Precisions) -> Any:
 ALLREDUCE_REACH: dict[str, int | str] = {"sglang": "host", "vllm": 8}
 
 
+def _stack_allreduce(hw: Hardware) -> tuple[float, float]:
+    """(a_ar, eta_ar) of the system's all-reduce: the stack's fitted law, else the link's latency
+    and the scale-up fraction."""
+    e = hw.efficiency
+    return (e.allreduce_latency if e.allreduce_latency is not None else hw.su_latency,
+            e.allreduce_efficiency if e.allreduce_efficiency is not None else e.scale_up)
+
+
 def allreduce_values(hw: Hardware, mode: str, stack: str | None = None) -> dict[str, float]:
     """``N_ar`` (the GPUs the all-reduce kernel of ``stack``, default the one in use, spans) and
     NCCL's ring constants ``t_n0``, ``a_nc``, ``eta_nc`` (the system's fitted NCCL law; where it
     has none, a ring at the stack's own constants).  Bound mode: no group falls to NCCL."""
     if mode == "bound":
         return dict(N_ar=1e12, t_n0=0.0, a_nc=0.0, eta_nc=1.0)
-    e = hw.efficiency
     reach = ALLREDUCE_REACH.get(hw.stack if stack is None else stack, hw.domain_size)
     n_ar = min(hw.gpus_per_host if reach == "host" else int(reach), hw.domain_size)
     law = hw.nccl_allreduce
     if law is not None:
         return dict(N_ar=float(n_ar), t_n0=law.floor, a_nc=law.latency, eta_nc=law.efficiency)
-    return dict(N_ar=float(n_ar), t_n0=0.0,
-                a_nc=e.allreduce_latency if e.allreduce_latency is not None else hw.su_latency,
-                eta_nc=e.allreduce_efficiency if e.allreduce_efficiency is not None else e.scale_up)
+    a_ar, eta_ar = _stack_allreduce(hw)
+    return dict(N_ar=float(n_ar), t_n0=0.0, a_nc=a_ar, eta_nc=eta_ar)
 
 
 def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
@@ -273,12 +279,12 @@ def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
                     eta_o=1.0, t_fixed=0.0, a_su=0.0, a_so=0.0, a_ar=0.0, a_a2a=0.0, **{"lambda": 1.0},
                     r_mem=0.0, **allreduce_values(hw, mode))
     e = hw.efficiency
+    a_ar, eta_ar = _stack_allreduce(hw)
     return dict(eta_c=e.compute, eta_fa=e.compute, eta_ce=e.compute, eta_xa=1.0, x_xa=0.0, S_a0=0.0,
                 eta_m=e.hbm,
-                eta_su=e.scale_up, eta_so=e.scale_out,
-                eta_ar=e.allreduce_efficiency if e.allreduce_efficiency is not None else e.scale_up,
+                eta_su=e.scale_up, eta_so=e.scale_out, eta_ar=eta_ar,
                 tau_k=e.kernel_overhead, eta_o=e.overlap, t_fixed=e.step_overhead, a_su=hw.su_latency,
-                a_ar=e.allreduce_latency if e.allreduce_latency is not None else hw.su_latency,
+                a_ar=a_ar,
                 eta_a2a=e.a2a_efficiency if e.a2a_efficiency is not None else e.scale_up,
                 a_a2a=e.a2a_latency if e.a2a_latency is not None else hw.su_latency,
                 a_so=hw.so_latency, **{"lambda": e.load_imbalance}, r_mem=e.memory_reserve,

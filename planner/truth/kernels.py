@@ -31,7 +31,7 @@ import pandas as pd
 
 from planner.errors import SpecError
 from planner.physics.operators import compile_operator
-from planner.physics.step import TILE_M
+from planner.physics.step import TILE_M, allreduce_values
 from planner.specs.hardware import GemmLaw, KernelLaw
 from planner.specs.reading import yaml_number
 from planner.truth.routing import measured_rank
@@ -136,8 +136,6 @@ def _allreduce_seconds(d: pd.DataFrame, hw: Any, a_ar: float, eta_ar: float, a_s
                        eta_so: float = 1.0, mode: str = "realistic") -> np.ndarray:
     """The all-reduce law on rows ``d`` (``bytes`` per GPU over ``num_gpus``, one ``stack``) of
     system ``hw``: the stack's kernel up to the GPUs it spans, NCCL's fitted law beyond."""
-    from planner.physics.step import allreduce_values
-
     return compile_operator("allreduce")(
         x=d.bytes.to_numpy(float), n_g=d.num_gpus.to_numpy(float), N_su=float(hw.domain_size),
         B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_ar=eta_ar, eta_so=eta_so, a_ar=a_ar, a_so=a_so,
