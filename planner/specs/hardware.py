@@ -29,8 +29,10 @@ REGIONS = ("global", "china")
 #: DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs") with the
 #: H100 SGLang efficiencies fitted to the measured runs, which ran without overlap.  Reproduced
 #: by ``scripts/derive_overlap_efficiency.py``; one point, so its uncertainty is wide (0 to 1).
-#: With the routed experts' activation pass the fit puts that decode at 96 ms even with the whole
-#: shorter side hidden, 163 ms without overlap: the derivation is clamped at its physical limit 1.
+#: With the routed experts' activation pass the fit put that decode at 96 ms even with the whole
+#: shorter side hidden (163 ms without overlap), so the derivation was clamped at its physical limit
+#: 1.  Not re-derived since: after the grouped-MoE laws took SGLang's clamped Triton rows, the
+#: refitted H100 SGLang efficiencies give 82 ms hidden, 152 ms at eta_o = 0, and the script 0.857.
 OVERLAP_EFFICIENCY = 1.0
 
 
