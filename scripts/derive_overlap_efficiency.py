@@ -25,9 +25,14 @@ def step(eta_o: float, overlap: bool = True) -> float:
     return r.step_time
 
 
-def main() -> None:
+def derive() -> tuple[float, float, float, float]:
+    """eta_o (clamped to [0, 1]) and the step times at eta_o = 0, 1 and without overlap (s)."""
     t0, t1, t_off = step(0.0), step(1.0), step(0.0, overlap=False)
-    eta = min(max((t0 - TPOT_MEASURED) / (t0 - t1), 0.0), 1.0)
+    return min(max((t0 - TPOT_MEASURED) / (t0 - t1), 0.0), 1.0), t0, t1, t_off
+
+
+def main() -> None:
+    eta, t0, t1, t_off = derive()
     print(f"measured TPOT {TPOT_MEASURED * 1e3:.1f} ms; model without overlap {t_off * 1e3:.1f} ms, "
           f"overlap with eta_o = 0 {t0 * 1e3:.1f} ms, with eta_o = 1 {t1 * 1e3:.1f} ms")
     print(f"eta_o = {eta:.3f}")

@@ -235,6 +235,7 @@ def _hardware_table(h: Hardware, full: bool) -> list[str]:
     ]
     for key, label in (("allreduce_latency", "all-reduce latency per pass"),
                        ("allreduce_efficiency", "all-reduce bandwidth fraction"),
+                       ("allreduce_large_efficiency", "large all-reduce in-switch fraction"),
                        ("a2a_latency", "all-to-all latency per phase"),
                        ("a2a_efficiency", "all-to-all bandwidth fraction")):
         v = getattr(e, key)

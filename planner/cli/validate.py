@@ -245,6 +245,11 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _large(f: Any, key: str) -> str:
+    """The in-switch fraction of an all-reduce fit, or where no row pins it, that it is eta_ar."""
+    return f"{f.values[key]:.3g} ±{f.rel_se[key]:.0%}" if key in f.values else "= eta_ar"
+
+
 def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     from planner.outputs import table
     from planner.truth.kernels import (
@@ -277,14 +282,15 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
                             "written": written}))
         return 0
     print("# communication laws fitted to measured kernels per GPU and stack; se = relative standard error")
-    lat, eff = ALLREDUCE_PARAMS
-    print("\n# allreduce (CUDA-graph custom all-reduce): latency per pass and NVLink bandwidth fraction; "
-          "groups larger than the stack's kernel spans (N_ar: SGLang one host, vLLM 8 GPUs) priced by "
-          "NCCL's law below")
+    lat, eff, large = ALLREDUCE_PARAMS
+    print("\n# allreduce (CUDA-graph custom all-reduce; moe-planner equations --term op.allreduce): "
+          "latency per pass a_ar and NVLink fraction eta_ar of the one-shot and two-shot kernel, "
+          "in-switch fraction eta_nv beyond its 8 MiB; groups larger than the stack's kernel spans "
+          "(N_ar: SGLang one host, vLLM 8 GPUs) priced by NCCL's law below")
     print(table([[f.gpu, f.stack, f.n, f"{f.values[lat] * 1e6:.3g} us ±{f.rel_se[lat]:.0%}",
-                  f"{f.values[eff]:.3g} ±{f.rel_se[eff]:.0%}", _pct(f.median_abs_err),
-                  _pct(f.p90_abs_err)] for f in ar],
-                ["gpu", "stack", "kernels", "a_ar", "eta_ar", "median |err|", "p90"]))
+                  f"{f.values[eff]:.3g} ±{f.rel_se[eff]:.0%}", _large(f, large),
+                  _pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in ar],
+                ["gpu", "stack", "kernels", "a_ar", "eta_ar", "eta_nv", "median |err|", "p90"]))
     print("\n# nccl all-reduce, per system (a library's, not a stack's: the kernel scorecard's NCCL rows): "
           "t_n0 + 2 (n - 1) a_nc + 2 (n - 1)/n x / (eta_nc B_su) (moe-planner equations --term "
           "op.allreduce_nccl): a ring, as measured (latency grows with the GPU count)")

@@ -13,8 +13,9 @@ The steps for one call signature (which symbols are arrays, which switches are f
    hoisted constants (stage 2).
 
 Printing: ``Piecewise`` as ``numpy.where`` (an indicator as ``1.0 * condition``, several times
-faster on mixed masks); ``Max``/``Min`` as nested ``numpy.maximum``/``minimum``; ``x**-1`` as a
-division; integer powers by a per-call constant through ``_ipow`` (repeated squaring).
+faster on mixed masks); ``Max``/``Min`` as nested ``numpy.maximum``/``minimum``, ``And``/``Or``
+as nested ``logical_and``/``logical_or``; ``x**-1`` as a division; integer powers by a per-call
+constant through ``_ipow`` (repeated squaring).
 """
 
 from __future__ import annotations
@@ -69,6 +70,13 @@ class _Printer(NumPyPrinter):
 
     def _print_Min(self, expr: sp.Min) -> str:
         return self._nested("numpy.minimum", expr.args)
+
+    def _print_And(self, expr: sp.And) -> str:
+        # pairwise: ``logical_and.reduce`` of a scalar and an array cannot stack them
+        return self._nested("numpy.logical_and", expr.args)
+
+    def _print_Or(self, expr: sp.Or) -> str:
+        return self._nested("numpy.logical_or", expr.args)
 
 
 def hoist_constants(exprs: list[sp.Expr], constants: set[sp.Symbol]

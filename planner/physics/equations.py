@@ -83,6 +83,7 @@ from planner.physics.symbols import (
     eta_fa,
     eta_m,
     eta_nc,
+    eta_nv,
     eta_o,
     eta_so,
     eta_xa,
@@ -92,6 +93,9 @@ from planner.physics.symbols import (
     h,
     k,
     lam,
+    m_cu,
+    m_o4,
+    m_o8,
     n_d,
     n_emb,
     n_fuse,
@@ -423,29 +427,79 @@ def allreduce_bandwidth(m: sp.Expr, n: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     return t_su, t_so
 
 
-def allreduce_kernel_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
-    """All-reduce of m bytes over n GPUs by the serving stack's own kernel  [s]; 0 when n = 1.
-
-    Bandwidth: :func:`allreduce_bandwidth`.  Latency: inside a domain the two-shot kernel of
-    NVLink systems (one reduce-scatter pass, one all-gather pass, each GPU writing to all peers
-    at once: ``2 a_ar``; TensorRT-LLM's custom all-reduce TWOSHOT strategy, and NCCL's NVLS
-    algorithm on NVSwitch), not the ``2 (n - 1) a_ar`` of a ring; between domains a ring of
-    ``2 (n_out - 1) a_so``.  Over PCIe (``x_nvls`` = 0) no switch multicasts, and the GPUs pass
-    the message round a ring: ``2 (n_in - 1) a_ar`` (measured 8-GPU latencies on PCIe grow with
-    the GPU count: about 5, 12.6 and 24 us for 2, 4 and 8 RTX PRO 6000)."""
+def allreduce_ring_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
+    """All-reduce of m bytes over n GPUs by GPUs that reduce themselves, ring or tree (no in-switch
+    reduction)  [s]; 0 when n = 1: the ring volume of :func:`allreduce_bandwidth` at ``x_nvls`` = 0
+    and ``2 (n_in - 1) a_ar`` (each of a ring's steps waits on the one before; measured 8-GPU
+    latencies on PCIe grow with the GPU count: about 5, 12.6 and 24 us for 2, 4 and 8 RTX PRO 6000),
+    plus ``2 (n_out - 1) a_so`` between domains."""
     n_in, n_out = _ar_split(n)
     t_su, t_so = allreduce_bandwidth(m, n)
-    passes = x_nvls + (1 - x_nvls) * (n_in - 1)
-    return t_su + t_so + (2 * passes * a_ar + 2 * (n_out - 1) * a_so) * indicator(n > 1)
+    ring = at(t_su + t_so, {x_nvls: 0})
+    return (ring + 2 * (n_in - 1) * a_ar + 2 * (n_out - 1) * a_so) * indicator(n > 1)
 
 
 def allreduce_nccl_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
-    """The same all-reduce through NCCL, as its measured kernels run it  [s]: a ring or tree, no
-    in-switch reduction (``x_nvls`` = 0), so ``2 (n - 1)`` latencies ``a_nc`` and the ring volume
-    ``2 (n - 1)/n m`` at ``eta_nc``, plus a fixed cost per call ``t_n0`` (the measured
-    small-message latency grows with the GPU count: H200 6, 9 and 16 us for 2, 4 and 8 GPUs, as a
-    ring's does and a two-shot kernel's does not)."""
-    return t_n0 + allreduce_kernel_time(m, n).subs({x_nvls: 0, a_ar: a_nc, eta_ar: eta_nc})
+    """The same all-reduce through NCCL, as its measured kernels run it  [s]: a ring or tree
+    (:func:`allreduce_ring_time`) at NCCL's own latency per step ``a_nc`` and bandwidth fraction
+    ``eta_nc``, plus a fixed cost per call ``t_n0`` (the measured small-message latency grows with
+    the GPU count: H200 6, 9 and 16 us for 2, 4 and 8 GPUs, as a ring's does and a two-shot
+    kernel's does not; at 512 MiB over 8 H200 it moves the ring's volume at 78% of NVLink's peak,
+    and no in-switch reduction's)."""
+    return t_n0 + at(allreduce_ring_time(m, n), {a_ar: a_nc, eta_ar: eta_nc})
+
+
+def allreduce_kernel_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
+    """All-reduce of m bytes over n GPUs by the serving stack's own kernel  [s]; 0 when n = 1.
+
+    On NVLink (``x_nvls`` = 1) the custom kernels of vLLM, SGLang and TensorRT-LLM run in one
+    domain as follows (vLLM csrc/custom_all_reduce.cuh, whose kernel SGLang carries):
+
+    - *one-shot* below ``m_o4`` (3-4 GPUs) or ``m_o8`` (5-8 GPUs), and always over 2: every GPU
+      reads all n_in - 1 peers' m bytes and reduces, one pass: ``a_ar + (n_in - 1) m / (eta_ar
+      B_su)``;
+    - *two-shot* above: a reduce-scatter pass and an all-gather pass, ``2 a_ar + 2 (n_in - 1) /
+      n_in m / (eta_ar B_su)``;
+    - beyond ``m_cu`` the kernel's buffers end and the large-message path takes the faster of
+      NCCL's ring (:func:`allreduce_nccl_time`) and the switch's in-network reduction (NVLink
+      SHARP, each GPU moving its m bytes once, ``2 a_ar + m / (eta_nv B_su)``).  Measured: at
+      512 MiB over 2 and 4 H200 the stacks' all-reduces take NCCL's time to within 2%; over 8 they
+      are 24% faster than NCCL's ring, faster than two-shot's volume allows at NVLink's peak.
+
+    TensorRT-LLM's table-driven choice runs one-shot up to its limit at every GPU count (its
+    measured latency grows with (n - 1) m up to 8 MiB), so its ``m_o4`` = ``m_o8`` = ``m_cu``.
+    Between domains the shards cross scale-out as in :func:`allreduce_bandwidth`, at
+    ``2 (n_out - 1) a_so``.  Over PCIe (``x_nvls`` = 0) no switch reduces and the GPUs ring
+    (:func:`allreduce_ring_time`).
+
+    A message never costs more than a larger one would: where a limit switches to a faster path,
+    the smaller message's time is capped by that path's time at the limit (as if padded to it), so
+    that the step's time never falls as its batch grows.
+
+    Bound mode sets ``m_o4`` = ``m_o8`` = ``m_cu`` = 0 and the efficiencies to 1: the least volume
+    any of these moves (in-switch ``m``, or the ring's where that is less) at the links' peaks."""
+    n_in, n_out = _ar_split(n)
+
+    def paths(m: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+        t_su, t_so = allreduce_bandwidth(m, n)
+        t_so = t_so + 2 * (n_out - 1) * a_so
+        bw = eta_ar * B_su
+        one = a_ar + (n_in - 1) * m / bw + t_so
+        two = 2 * a_ar + 2 * (n_in - 1) / n_in * m / bw + t_so
+        in_switch = 2 * a_ar + at(t_su, {x_nvls: 1, eta_ar: eta_nv}) + t_so
+        return one, two, _min(allreduce_nccl_time(m, n), in_switch)
+
+    m_o = indicator(n_in <= 4) * m_o4 + indicator(n_in > 4) * m_o8
+    oneshot = indicator(n_in <= 2) + indicator(n_in > 2) * indicator(m < m_o)
+    custom = indicator(m < m_cu)
+    one, two, large = paths(m)
+    raw = custom * (oneshot * one + (1 - oneshot) * two) + (1 - custom) * large
+    # a message never costs more than a larger one would: below a limit, the time is capped by the
+    # next path's at that limit (so that a step never shortens as its batch grows)
+    two_at_limit = paths(_max(m, m_o))[1]
+    large_at_limit = paths(_max(m, m_cu))[2]
+    nvlink = _min(raw, custom * two_at_limit + (1 - custom) * raw, large_at_limit)
+    return x_nvls * nvlink * indicator(n > 1) + (1 - x_nvls) * allreduce_ring_time(m, n)
 
 
 def allreduce_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:

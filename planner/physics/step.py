@@ -247,27 +247,47 @@ def moe_law(hw: Hardware, prec: Precisions) -> Any:
 ALLREDUCE_REACH: dict[str, int | str] = {"sglang": "host", "vllm": 8}
 
 
-def _stack_allreduce(hw: Hardware) -> tuple[float, float]:
-    """(a_ar, eta_ar) of the system's all-reduce: the stack's fitted law, else the link's latency
-    and the scale-up fraction."""
+#: The stacks' custom all-reduce kernels on NVLink: the largest message each sends one-shot over 3-4
+#: and over 5-8 GPUs (``m_o4``, ``m_o8``), and the largest it takes at all (``m_cu``), in bytes per
+#: GPU.  vLLM and SGLang: vLLM's ``csrc/custom_all_reduce.cuh`` (one-shot below 512 KiB up to 4 GPUs
+#: and below 256 KiB up to 8, always over 2) with its default buffer of 8 MiB
+#: (``CustomAllreduce(max_size=8192 * 1024)``); SGLang's ``sgl-kernel`` carries the same kernel.
+#: TensorRT-LLM: one-shot up to 8 MiB at every GPU count, as its measured 1.3 all-reduces run (their
+#: latency grows with (n - 1) m up to the large path's time on H100, H200, B200, B300 and GB200).
+#: A system without a stack takes vLLM's rule.
+ALLREDUCE_CUSTOM_LIMIT = 8 * 1024 * 1024
+ALLREDUCE_ONESHOT: dict[str, tuple[float, float]] = {
+    "sglang": (512 * 1024, 256 * 1024), "vllm": (512 * 1024, 256 * 1024),
+    "trtllm": (ALLREDUCE_CUSTOM_LIMIT, ALLREDUCE_CUSTOM_LIMIT)}
+
+
+def _stack_allreduce(hw: Hardware) -> tuple[float, float, float]:
+    """(a_ar, eta_ar, eta_nv) of the system's all-reduce: the stack's fitted law, else the link's
+    latency and the scale-up fraction (the in-switch fraction too)."""
     e = hw.efficiency
-    return (e.allreduce_latency if e.allreduce_latency is not None else hw.su_latency,
-            e.allreduce_efficiency if e.allreduce_efficiency is not None else e.scale_up)
+    eta_ar = e.allreduce_efficiency if e.allreduce_efficiency is not None else e.scale_up
+    return (e.allreduce_latency if e.allreduce_latency is not None else hw.su_latency, eta_ar,
+            e.allreduce_large_efficiency if e.allreduce_large_efficiency is not None else eta_ar)
 
 
 def allreduce_values(hw: Hardware, mode: str, stack: str | None = None) -> dict[str, float]:
-    """``N_ar`` (the GPUs the all-reduce kernel of ``stack``, default the one in use, spans) and
-    NCCL's ring constants ``t_n0``, ``a_nc``, ``eta_nc`` (the system's fitted NCCL law; where it
-    has none, a ring at the stack's own constants).  Bound mode: no group falls to NCCL."""
+    """``N_ar`` (the GPUs the all-reduce kernel of ``stack``, default the one in use, spans), its
+    message limits ``m_o4``, ``m_o8``, ``m_cu`` (:data:`ALLREDUCE_ONESHOT`) and NCCL's ring
+    constants ``t_n0``, ``a_nc``, ``eta_nc`` (the system's fitted NCCL law; where it has none, a
+    ring at the stack's own constants).  Bound mode: no group falls to NCCL, and every message
+    takes the least volume at the links' peaks."""
     if mode == "bound":
-        return dict(N_ar=1e12, t_n0=0.0, a_nc=0.0, eta_nc=1.0)
-    reach = ALLREDUCE_REACH.get(hw.stack if stack is None else stack, hw.domain_size)
+        return dict(N_ar=1e12, t_n0=0.0, a_nc=0.0, eta_nc=1.0, m_o4=0.0, m_o8=0.0, m_cu=0.0)
+    name = hw.stack if stack is None else stack
+    reach = ALLREDUCE_REACH.get(name, hw.domain_size)
     n_ar = min(hw.gpus_per_host if reach == "host" else int(reach), hw.domain_size)
+    o4, o8 = ALLREDUCE_ONESHOT.get(name, ALLREDUCE_ONESHOT["vllm"])
+    out = dict(N_ar=float(n_ar), m_o4=float(o4), m_o8=float(o8), m_cu=float(ALLREDUCE_CUSTOM_LIMIT))
     law = hw.nccl_allreduce
     if law is not None:
-        return dict(N_ar=float(n_ar), t_n0=law.floor, a_nc=law.latency, eta_nc=law.efficiency)
-    a_ar, eta_ar = _stack_allreduce(hw)
-    return dict(N_ar=float(n_ar), t_n0=0.0, a_nc=a_ar, eta_nc=eta_ar)
+        return dict(out, t_n0=law.floor, a_nc=law.latency, eta_nc=law.efficiency)
+    a_ar, eta_ar, _ = _stack_allreduce(hw)
+    return dict(out, t_n0=0.0, a_nc=a_ar, eta_nc=eta_ar)
 
 
 def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
@@ -275,14 +295,14 @@ def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
         raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
     if mode == "bound":
         return dict(eta_c=1.0, eta_fa=1.0, eta_ce=1.0, eta_xa=1.0, x_xa=0.0, S_a0=0.0, eta_m=1.0,
-                    eta_su=1.0, eta_so=1.0, eta_ar=1.0, eta_a2a=1.0, tau_k=0.0,
+                    eta_su=1.0, eta_so=1.0, eta_ar=1.0, eta_nv=1.0, eta_a2a=1.0, tau_k=0.0,
                     eta_o=1.0, t_fixed=0.0, a_su=0.0, a_so=0.0, a_ar=0.0, a_a2a=0.0, **{"lambda": 1.0},
                     r_mem=0.0, **allreduce_values(hw, mode))
     e = hw.efficiency
-    a_ar, eta_ar = _stack_allreduce(hw)
+    a_ar, eta_ar, eta_nv = _stack_allreduce(hw)
     return dict(eta_c=e.compute, eta_fa=e.compute, eta_ce=e.compute, eta_xa=1.0, x_xa=0.0, S_a0=0.0,
                 eta_m=e.hbm,
-                eta_su=e.scale_up, eta_so=e.scale_out, eta_ar=eta_ar,
+                eta_su=e.scale_up, eta_so=e.scale_out, eta_ar=eta_ar, eta_nv=eta_nv,
                 tau_k=e.kernel_overhead, eta_o=e.overlap, t_fixed=e.step_overhead, a_su=hw.su_latency,
                 a_ar=a_ar,
                 eta_a2a=e.a2a_efficiency if e.a2a_efficiency is not None else e.scale_up,

@@ -132,6 +132,16 @@ N_ar = _s("N_ar", "GPUs the serving stack's own all-reduce kernel spans; a large
          "(SGLang: one host; vLLM: 8 GPUs; TensorRT-LLM: the scale-up domain; bound mode: every group, "
          "the in-switch reduction everywhere)", "1",
          "efficiency", "N_{ar}")
+m_o4 = _s("m_o4", "largest message (bytes per GPU) the stack's custom all-reduce sends one-shot over 3 or 4 "
+         "GPUs; larger, two-shot (vLLM's and SGLang's kernel: 512 KiB; TensorRT-LLM: its custom-kernel "
+         "limit m_cu; bound mode: 0)", "B", "efficiency", "m_{o4}", nonneg=True)
+m_o8 = _s("m_o8", "largest message the stack's custom all-reduce sends one-shot over 5 to 8 GPUs (vLLM, "
+         "SGLang: 256 KiB; TensorRT-LLM: m_cu; bound mode: 0)", "B", "efficiency", "m_{o8}", nonneg=True)
+m_cu = _s("m_cu", "largest message the stack's custom all-reduce kernel takes; a larger one goes the "
+         "large-message path (NCCL's ring, or the switch's in-network reduction; 8 MiB; bound mode: 0)",
+         "B", "efficiency", "m_{cu}", nonneg=True)
+eta_nv = _s("eta_nv", "achieved fraction of scale-up bandwidth of a large all-reduce reduced in the switch "
+           "(NVLink SHARP; fitted to the stack's all-reduce kernels)", "1", "efficiency", r"\eta_{nv}")
 t_n0 = _s("t_n0", "fixed cost of one NCCL all-reduce call: launch, proxy, protocol setup (fitted to the "
           "system's NCCL kernels)", "s", "efficiency", "t_{n0}", nonneg=True)
 a_nc = _s("a_nc", "latency per ring step of an NCCL all-reduce (fitted to the system's NCCL kernels)", "s",

@@ -28,12 +28,10 @@ REGIONS = ("global", "china")
 #: 2000: 22,282 output tokens/s per node, so TPOT 92 ms; LMSYS blog 2025-05-05, "Deploying
 #: DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs") with the
 #: H100 SGLang efficiencies fitted to the measured runs, which ran without overlap.  Reproduced
-#: by ``scripts/derive_overlap_efficiency.py``; one point, so its uncertainty is wide (0 to 1).
-#: With the routed experts' activation pass the fit put that decode at 96 ms even with the whole
-#: shorter side hidden (163 ms without overlap), so the derivation was clamped at its physical limit
-#: 1.  Not re-derived since: after the grouped-MoE laws took SGLang's clamped Triton rows, the
-#: refitted H100 SGLang efficiencies give 82 ms hidden, 152 ms at eta_o = 0, and the script 0.857.
-OVERLAP_EFFICIENCY = 1.0
+#: by ``scripts/derive_overlap_efficiency.py`` (tests/physics/test_step.py checks that the two
+#: agree): 82 ms with the whole shorter side hidden, 151 ms at eta_o = 0, so 0.855.  One point, so
+#: its uncertainty is wide (0 to 1).
+OVERLAP_EFFICIENCY = 0.855
 
 
 #: GEMM dtypes a ``stacks:`` entry may carry a fitted GEMM law for (``gemm_<dtype>`` keys)
@@ -105,6 +103,7 @@ class Efficiency:
     #: link's own latency and the scale_up fraction)
     allreduce_latency: float | None = None      #: a_ar, s per pass
     allreduce_efficiency: float | None = None   #: eta_ar
+    allreduce_large_efficiency: float | None = None  #: eta_nv, in-switch beyond the custom kernel
     #: expert all-to-all inside a scale-up domain, fitted to measured kernels per stack (None:
     #: the link's own latency and the scale_up fraction)
     a2a_latency: float | None = None            #: a_a2a, s per phase
@@ -386,7 +385,8 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     eff = dataclasses.replace(eff, overlap=OVERLAP_EFFICIENCY if ov is None else ov)
     # the communication laws where they were measured on this system but no stack is fitted
     laws = {k: _fact(e, k, "time" if k.endswith("latency") else None, src, required=False, hi=1.0)
-            for k in ("allreduce_latency", "allreduce_efficiency", "a2a_latency", "a2a_efficiency")}
+            for k in ("allreduce_latency", "allreduce_efficiency", "allreduce_large_efficiency",
+                      "a2a_latency", "a2a_efficiency")}
     eff = dataclasses.replace(eff, **{k: v for k, v in laws.items() if v is not None})
     e.done()
     f.raw("calibration", required=False)  # provenance of fitted efficiencies (free-form)
@@ -442,6 +442,7 @@ STACK_FIELDS = {"compute": ("compute",), "hbm": ("hbm",), "network": ("scale_up"
                 "kernel_overhead": ("kernel_overhead",), "step_overhead": ("step_overhead",),
                 "allreduce_latency": ("allreduce_latency",),
                 "allreduce_efficiency": ("allreduce_efficiency",),
+                "allreduce_large_efficiency": ("allreduce_large_efficiency",),
                 "a2a_latency": ("a2a_latency",), "a2a_efficiency": ("a2a_efficiency",),
                 "ttft_request": ("ttft_request",), "ttft_wave": ("ttft_wave",)}
 

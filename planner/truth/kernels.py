@@ -132,14 +132,14 @@ def predict_gemm(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.
     return out
 
 
-def _allreduce_seconds(d: pd.DataFrame, hw: Any, a_ar: float, eta_ar: float, a_so: float = 0.0,
-                       eta_so: float = 1.0, mode: str = "realistic") -> np.ndarray:
+def _allreduce_seconds(d: pd.DataFrame, hw: Any, a_ar: float, eta_ar: float, eta_nv: float,
+                       a_so: float = 0.0, eta_so: float = 1.0, mode: str = "realistic") -> np.ndarray:
     """The all-reduce law on rows ``d`` (``bytes`` per GPU over ``num_gpus``, one ``stack``) of
     system ``hw``: the stack's kernel up to the GPUs it spans, NCCL's fitted law beyond."""
     return compile_operator("allreduce")(
         x=d.bytes.to_numpy(float), n_g=d.num_gpus.to_numpy(float), N_su=float(hw.domain_size),
-        B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_ar=eta_ar, eta_so=eta_so, a_ar=a_ar, a_so=a_so,
-        **allreduce_values(hw, mode, str(d["stack"].iloc[0])), **link_symbols(hw))
+        B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_ar=eta_ar, eta_nv=eta_nv, eta_so=eta_so,
+        a_ar=a_ar, a_so=a_so, **allreduce_values(hw, mode, str(d["stack"].iloc[0])), **link_symbols(hw))
 
 
 def link_symbols(hw: Any) -> dict[str, float]:
@@ -185,7 +185,7 @@ def predict_allreduce(df: pd.DataFrame, mode: str) -> np.ndarray:
         law = hw.nccl_allreduce
         if mode == "realistic" and law is not None and (d.op == "allreduce_nccl").all():
             return nccl_seconds(d, hw, law.floor, law.latency, law.efficiency)
-        return _allreduce_seconds(d, hw, e["a_ar"], e["eta_ar"], e["a_so"], e["eta_so"], mode)
+        return _allreduce_seconds(d, hw, e["a_ar"], e["eta_ar"], e["eta_nv"], e["a_so"], e["eta_so"], mode)
 
     return _per_system(df, mode, seconds)
 
@@ -400,7 +400,9 @@ def score_kernels() -> KernelScore:
 #: constant -> (starting point, bounds) of the stacks' all-reduce law (latency per pass in s,
 #: fraction of NVLink bandwidth; the spec's line names) and of NCCL's (fixed cost per call and
 #: latency per ring step in s, bandwidth fraction), in the order their seconds functions take them
-ALLREDUCE_PARAMS = {"allreduce_latency": (3e-6, (0.1e-6, 50e-6)), "allreduce_efficiency": (0.5, (0.05, 1.0))}
+ALLREDUCE_PARAMS = {"allreduce_latency": (3e-6, (0.1e-6, 50e-6)), "allreduce_efficiency": (0.5, (0.05, 1.0)),
+                    "allreduce_large_efficiency": (0.5, (0.05, 1.0))}
+LARGE_EFFICIENCY = "allreduce_large_efficiency"  #: eta_nv's name, fitted only where a row pins it
 NCCL_PARAMS = {"floor": (3e-6, (0.1e-6, 50e-6)), "latency": (1e-6, (0.05e-6, 20e-6)),
                "efficiency": (0.5, (0.05, 1.0))}
 #: bounds of the all-to-all law's constants: the bandwidth fraction, the floor of each phase
@@ -464,15 +466,26 @@ def _fit_law(law: str, df: pd.DataFrame, seconds: Any, params: dict[str, tuple[f
 
 def fit_allreduce() -> list[LawFit]:
     """Least squares on log(predicted / measured) of each (GPU, stack)'s CUDA-graph custom
-    all-reduce rows inside one scale-up domain: latency per pass ``a_ar`` and bandwidth fraction
-    ``eta_ar`` of :func:`planner.physics.equations.allreduce_time`, in log space with bounds (rows
+    all-reduce rows inside one scale-up domain: latency per pass ``a_ar``, bandwidth fraction
+    ``eta_ar`` and in-switch fraction beyond the custom kernel ``eta_nv`` of
+    :func:`planner.physics.equations.allreduce_time`, in log space with bounds (rows
     over more GPUs than the stack's kernel spans are NCCL's, at the system's fitted NCCL law)."""
     from planner.specs.registry import load_hardware
 
     df = serving_allreduces(load_table("allreduce"))
     df = df[df.op == "allreduce_custom"]
     df = df[df.num_gpus <= df.gpu.map(lambda g: load_hardware(g).domain_size)]
-    return _fit_law("allreduce", df, _allreduce_seconds, ALLREDUCE_PARAMS)
+    fits = _fit_law("allreduce", df, _allreduce_seconds, ALLREDUCE_PARAMS)
+    # where no row takes the in-switch branch (PCIe has none; or NCCL's ring is faster on every
+    # large row) its fraction is not pinned: refitted without it, eta_nv = eta_ar
+    two = {k: v for k, v in ALLREDUCE_PARAMS.items() if k != LARGE_EFFICIENCY}
+
+    def shared(d: pd.DataFrame, hw: Any, a_ar: float, eta_ar: float) -> np.ndarray:
+        return _allreduce_seconds(d, hw, a_ar, eta_ar, eta_ar)
+
+    return [f if f.rel_se[LARGE_EFFICIENCY] > 1e-9 else
+            _fit_law("allreduce", df[(df.gpu == f.gpu) & (df["stack"] == f.stack)], shared, two)[0]
+            for f in fits]
 
 
 def fit_nccl(df: pd.DataFrame | None = None) -> list[LawFit]:
@@ -676,7 +689,8 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
 
 
 _LAW_LINE = re.compile(
-    r"^    (allreduce(?=_(?:latency|efficiency):)|a2a(?=_[a-z0-9_]+:)|(?:gemm|moe|attn)_[a-z0-9_]+(?=:))")
+    r"^    (allreduce(?=_(?:latency|efficiency|large_efficiency):)|a2a(?=_[a-z0-9_]+:)"
+    r"|(?:gemm|moe|attn)_[a-z0-9_]+(?=:))")
 
 
 def _constant(v: float, se: float, time: bool, unit: str = "") -> str:
@@ -759,8 +773,11 @@ def render_allreduce(text: str, fits: list[LawFit], date: str) -> str:
                 note = json.dumps(f"fitted to {f.n} measured CUDA-graph all-reduce kernels of this GPU and "
                                   f"stack (aiconfigurator-core 0.12.0; planner/truth/data/kernels), {date}; "
                                   f"median error {f.median_abs_err:.0%}")
-                lat, eff = ALLREDUCE_PARAMS
-                for name, shown in ((lat, f'"{f.values[lat] * 1e6:.4g} us"'), (eff, f"{f.values[eff]:.4g}")):
+                lat, eff, large = ALLREDUCE_PARAMS
+                for name, shown in ((lat, f'"{f.values[lat] * 1e6:.4g} us"'), (eff, f"{f.values[eff]:.4g}"),
+                                    (large, f"{f.values.get(large, 0):.4g}")):
+                    if name not in f.values:
+                        continue
                     out.append(f"    {name}: {{value: {shown}, {_se_tag(f.rel_se[name])}, note: {note}}}")
             f = by.get((stack, "a2a"))
             if f is not None:

@@ -651,6 +651,7 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
             if kernel is not None:
                 system = system.replace(efficiency={
                     f: getattr(kernel, f) for f in ("allreduce_latency", "allreduce_efficiency",
+                                                    "allreduce_large_efficiency",
                                                     "a2a_latency", "a2a_efficiency", "gemm", "attn", "moe")})
         res, inp = _evaluate_group(models[model], system, m0.weights, m0.kv, df.loc[idx])
         inputs.append(inp)

@@ -120,6 +120,7 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         eta_m=u(0.3, 1),
         eta_su=u(0.3, 1), eta_so=u(0.3, 1), eta_ar=u(0.3, 1), a_ar=u(0, 1e-5), tau_k=u(0, 1e-5),
         N_ar=float(rng.choice([2, 4, 8, 72])), t_n0=u(0, 1e-5), a_nc=u(0, 1e-5), eta_nc=u(0.3, 1),
+        eta_nv=u(0.3, 1), m_o4=u(0, 1e6), m_o8=u(0, 1e6), m_cu=u(0, 1e8),
         eta_a2a=u(0.3, 1), a_a2a=u(0, 1e-4), eta_o=u(0, 1),
         t_fixed=u(0, 1e-3), r_mem=u(0, 0.2),
         **{"lambda": u(1, 2)}, G=EP * TP_e, TP_a=i(1, 8), EP=EP, TP_e=TP_e, E_slots=E + i(0, 8),
@@ -250,23 +251,38 @@ def test_ridge_points():
 NVSWITCH = {REGISTRY["x_nvls"].symbol: 1, REGISTRY["n_sw"].symbol: 8, REGISTRY["B_hb"].symbol: 450e9}
 
 
+#: a stack's custom-kernel limits as vLLM's kernel has them: one-shot below 512 KiB over 3-4 GPUs
+#: and below 256 KiB over 5-8 (always over 2), the kernel up to 8 MiB
+VLLM_LIMITS = {REGISTRY["m_o4"].symbol: 512 * 1024, REGISTRY["m_o8"].symbol: 256 * 1024,
+               REGISTRY["m_cu"].symbol: 8 * 1024 * 1024}
+
+
 def test_tp_allreduce_time():
-    # all-reduce of 1 MB over 8 GPUs of one NVSwitch domain at 450 GB/s, 1 us per pass: the
-    # switch reduces, so each GPU moves its 1e6 B once (not a ring's 2 x 7/8 x 1e6):
-    # 1e6 / 450e9 = 2.2222 us, + two-shot latency 2 x 1 us -> 4.2222 us (a ring would pay
-    # 2 x 7 x 1 us = 14 us of latency)
+    # 8 GPUs of one NVSwitch domain at 450 GB/s, 1 us per pass, vLLM's limits:
+    # - 1e6 B over 8 is at least 256 KiB: two-shot, 2 x 1 us + 2 x 7/8 x 1e6 / 450e9 = 5.8889 us
+    # - 1e5 B over 8: one-shot, 1 us + 7 x 1e5 / 450e9 = 2.5556 us
+    # - 1e6 B over 2: one-shot always, 1 us + 1e6 / 450e9 = 3.2222 us
+    # - 16e6 B over 8 is beyond the kernel's 8 MiB: the faster of NCCL's ring (10 us + 2 x 7 x 1 us
+    #   + 2 x 7/8 x 16e6 / 450e9 = 86.222 us) and the switch's reduction at eta_nv = 0.5
+    #   (2 x 1 us + 16e6 / (0.5 x 450e9) = 73.111 us)
+    # - bound mode (limits 0, peaks, no latency): the switch's m / B_su = 2.2222 us for 1e6 B
     m, n = sp.symbols("m n", positive=True)
-    R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_ar", "a_ar", "N_su", "B_so", "eta_so", "a_so")}
-    base = {m: 1e6, R["B_su"]: 450e9, R["eta_ar"]: 1.0, R["a_ar"]: 1e-6, R["N_su"]: 8,
-            R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6, REGISTRY["N_ar"].symbol: 8, **NVSWITCH}
-    t = eq.allreduce_time(m, n).xreplace({**base, n: 8})
-    assert close(t, 1e6 / 450e9 + 2e-6)
-    assert close(t, 4.222222222222222e-6)
-    # two GPUs: the ring's 2 x 1/2 = 1, the same
-    t2 = eq.allreduce_time(m, n).xreplace({**base, n: 2})
-    assert close(t2, 1e6 / 450e9 + 2e-6)
+    R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_ar", "a_ar", "N_su", "B_so", "eta_so", "a_so",
+                                         "eta_nv", "t_n0", "a_nc", "eta_nc", "N_ar")}
+    base = {R["B_su"]: 450e9, R["eta_ar"]: 1.0, R["a_ar"]: 1e-6, R["N_su"]: 8, R["B_so"]: 50e9,
+            R["eta_so"]: 1.0, R["a_so"]: 5e-6, R["N_ar"]: 8, R["eta_nv"]: 0.5, R["t_n0"]: 10e-6,
+            R["a_nc"]: 1e-6, R["eta_nc"]: 1.0, **NVSWITCH, **VLLM_LIMITS}
+    t = eq.allreduce_time(m, n)
+    assert close(t.xreplace({**base, m: 1e6, n: 8}), 5.888888888888889e-6)
+    assert close(t.xreplace({**base, m: 1e5, n: 8}), 2.5555555555555556e-6)
+    assert close(t.xreplace({**base, m: 1e6, n: 2}), 3.2222222222222222e-6)
+    assert close(t.xreplace({**base, m: 16e6, n: 8}), 73.11111111111111e-6)
+    assert close(t.xreplace({**base, R["eta_nv"]: 0.3, m: 16e6, n: 8}), 86.22222222222222e-6)
+    bound = {**base, R["eta_ar"]: 1.0, R["eta_nv"]: 1.0, R["a_ar"]: 0, R["t_n0"]: 0, R["a_nc"]: 0,
+             **{REGISTRY[k].symbol: 0 for k in ("m_o4", "m_o8", "m_cu")}}
+    assert close(t.xreplace({**bound, m: 1e6, n: 8}), 1e6 / 450e9)
     # one GPU: no communication
-    assert eq.allreduce_time(m, 1).xreplace(base) == 0
+    assert eq.allreduce_time(m, 1).xreplace({**base, m: 1e6}) == 0
 
 
 def test_allreduce_across_two_domains_is_hierarchical():
@@ -277,7 +293,8 @@ def test_allreduce_across_two_domains_is_hierarchical():
     R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_ar", "a_ar", "N_su", "B_so", "eta_so", "a_so")}
     base = {m: 1e6, R["B_su"]: 450e9, R["eta_ar"]: 1.0, R["a_ar"]: 1e-6, R["N_su"]: 8,
             R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6, REGISTRY["N_ar"].symbol: 1e12, **NVSWITCH,
-            n: 16}
+            n: 16, REGISTRY["eta_nv"].symbol: 1.0, REGISTRY["t_n0"].symbol: 1.0,  # NCCL never faster
+            **{REGISTRY[k].symbol: 0 for k in ("m_o4", "m_o8", "m_cu")}}
     t = eq.allreduce_time(m, n).xreplace(base)
     assert close(t, 1e6 / 450e9 + 2.5e-6 + 2e-6 + 10e-6)
     su, so = (x.xreplace(base) for x in eq.allreduce_bandwidth(m, n))
@@ -286,16 +303,17 @@ def test_allreduce_across_two_domains_is_hierarchical():
 
 def test_allreduce_beyond_the_stacks_kernel_goes_through_nccl():
     # a 72-GPU NVLink domain whose stack's kernel spans one 4-GPU host (N_ar = 4): 256 B over 4
-    # GPUs is the two-shot kernel, 2 x 1.7 us + 256 / 900e9; over 8 GPUs NCCL's ring: t_n0 6.5 us
+    # GPUs is the one-shot kernel, 3.7 us + 3 x 256 / 900e9; over 8 GPUs NCCL's ring: t_n0 6.5 us
     # + 2 x 7 x 1.4 us + 2 x 7/8 x 256 B / (0.5 x 900e9) = 26.1 us + 1.0 ns (measured for SGLang
     # on GB300 NVL72: 3.8 and 27 us)
     m, n = sp.symbols("m n", positive=True)
     r = {k: REGISTRY[k].symbol for k in ("B_su", "eta_ar", "a_ar", "N_su", "B_so", "eta_so", "a_so", "N_ar",
                                          "t_n0", "a_nc", "eta_nc")}
-    base = {m: 256.0, r["B_su"]: 900e9, r["eta_ar"]: 1.0, r["a_ar"]: 1.7e-6, r["N_su"]: 72, r["B_so"]: 100e9,
+    base = {m: 256.0, r["B_su"]: 900e9, r["eta_ar"]: 1.0, r["a_ar"]: 3.7e-6, r["N_su"]: 72, r["B_so"]: 100e9,
             r["eta_so"]: 1.0, r["a_so"]: 5e-6, r["N_ar"]: 4, r["t_n0"]: 6.5e-6, r["a_nc"]: 1.4e-6,
-            r["eta_nc"]: 0.5, **NVSWITCH, REGISTRY["n_sw"].symbol: 72}
-    assert close(eq.allreduce_time(m, n).xreplace({**base, n: 4}), 3.4e-6 + 256 / 900e9)
+            r["eta_nc"]: 0.5, **NVSWITCH, REGISTRY["n_sw"].symbol: 72, REGISTRY["eta_nv"].symbol: 0.5,
+            **VLLM_LIMITS}
+    assert close(eq.allreduce_time(m, n).xreplace({**base, n: 4}), 3.7e-6 + 3 * 256 / 900e9)
     assert close(eq.allreduce_time(m, n).xreplace({**base, n: 8}), 6.5e-6 + 19.6e-6 + 2 * 7 / 8 * 256 / 450e9)
 
 

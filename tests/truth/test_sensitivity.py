@@ -41,9 +41,19 @@ def test_a_resource_that_binds_has_positive_elasticity(el):
 
 def test_symbolic_partials_match_finite_differences_in_decode(el):
     # decode serving, configuration fixed by the search: sympy d/dp of t_step at the chosen
-    # configuration (batch re-solved) equals the central difference of the frontier
+    # configuration (batch re-solved) equals the frontier's difference on the side where the same
+    # terms bind.  Where a max() of two terms is tied within the step the two one-sided differences
+    # part (here MLA decode attention at TP 4: its FLOPs and its KV read within 0.1% of each other,
+    # so less compute slows it and more does not), and sympy differentiates the branch that binds
+    import math
+
+    step = el.attrs["step"]
     for p in ("hbm_bandwidth", "flops", "su_bandwidth"):
-        assert el.loc[p, "symbolic"] == pytest.approx(el.loc[p, "elasticity"], rel=0.1, abs=0.02), p
+        y0, lo, hi = (el.loc[p, c] for c in ("tps_per_gpu", "tps_per_gpu_minus", "tps_per_gpu_plus"))
+        sides = (math.log(y0 / lo) / -math.log(1 - step), math.log(hi / y0) / math.log(1 + step))
+        assert any(el.loc[p, "symbolic"] == pytest.approx(e, rel=0.1, abs=0.02) for e in sides), (p, sides)
+        if abs(sides[0] - sides[1]) < 0.01:  # no kink within the step: the central difference too
+            assert el.loc[p, "symbolic"] == pytest.approx(el.loc[p, "elasticity"], rel=0.1, abs=0.02), p
         assert el.loc[p, "step_elasticity"] <= 1e-9  # more of a resource never slows a step
 
 
