@@ -463,8 +463,8 @@ def allreduce_kernel_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
     - beyond ``m_cu`` the kernel's buffers end and the large-message path takes the faster of
       NCCL's ring (:func:`allreduce_nccl_time`) and the switch's in-network reduction (NVLink
       SHARP, each GPU moving its m bytes once, ``2 a_ar + m / (eta_nv B_su)``).  Measured: at
-      512 MiB over 2 and 4 H200 the stacks' all-reduces take NCCL's time to within 2%; over 8 they
-      are 24% faster than NCCL's ring, faster than two-shot's volume allows at NVLink's peak.
+      512 MiB over 2 and 4 H200 the stacks' all-reduces take NCCL's time to within 4%; over 8 they
+      are 23-24% faster than NCCL's ring, faster than two-shot's volume allows at NVLink's peak.
 
     TensorRT-LLM's table-driven choice runs one-shot up to its limit at every GPU count (its
     measured latency grows with (n - 1) m up to 8 MiB), so its ``m_o4`` = ``m_o8`` = ``m_cu``.
