@@ -224,4 +224,4 @@ def named_source(name: str) -> str:
     :func:`manifest`'s ``named[name]``)."""
     expr = serving_eq.EQUATIONS[name]
     syms = sorted(expr.free_symbols, key=lambda s: s.name)
-    return inspect.getsource(sp.lambdify(syms, expr, modules="numpy"))
+    return inspect.getsource(sp.lambdify(syms, expr, modules="numpy", printer=_Printer))

@@ -359,3 +359,18 @@ def test_load_imbalance_needs_expert_parallelism():
 def test_acceptance_length():
     # (1 - 0.8^3) / (1 - 0.8) = 0.488 / 0.2 = 2.44 tokens per step with 2 drafts
     assert close(float(eq.acceptance_length(0.8, 2)), 2.44)
+
+
+def test_a_named_equation_with_a_max_compiles_for_arrays(monkeypatch):
+    # a serving equation may hold max/min and indicators: its numpy source is printed as the step's
+    # is (pairwise numpy.maximum), so a scalar and an array mix
+    import numpy as np
+
+    from planner.physics import codegen, serving_eq
+
+    x_d, x_p = serving_eq.X_d, serving_eq.X_p
+    monkeypatch.setitem(serving_eq.EQUATIONS, "_max_check", sp.Max(x_d, 2 * x_p) + eq.indicator(x_d > x_p))
+    ns: dict = {"numpy": np}
+    exec(codegen.named_source("_max_check"), ns)  # noqa: S102 (the generated source under test)
+    out = ns["_lambdifygenerated"](np.array([1.0, 5.0]), 2.0)
+    assert out.tolist() == [4.0, 6.0]
