@@ -71,6 +71,12 @@ class _Printer(NumPyPrinter):
     def _print_Min(self, expr: sp.Min) -> str:
         return self._nested("numpy.minimum", expr.args)
 
+    def _print_Heaviside(self, expr: sp.Heaviside) -> str:
+        # Heaviside(x, 0), the step equations.below builds: 1 where x > 0
+        if len(expr.args) == 2 and expr.args[1] == 0:
+            return f"(1.0*{self._module_format('numpy.greater')}({self._print(expr.args[0])}, 0))"
+        return super()._print_Heaviside(expr)
+
     def _print_And(self, expr: sp.And) -> str:
         # pairwise: ``logical_and.reduce`` of a scalar and an array cannot stack them
         return self._nested("numpy.logical_and", expr.args)

@@ -206,6 +206,13 @@ def indicator(condition: sp.Basic) -> sp.Expr:
     return sp.Piecewise((1, condition), (0, True))
 
 
+def below(x: sp.Expr, limit: sp.Expr) -> sp.Expr:
+    """1 where ``x < limit``, else 0, as ``Heaviside(limit - x, 0)``: unlike :func:`indicator`, a
+    ``x`` that holds a Piecewise (a message size with an expert-parallel branch) is not folded
+    into the condition, which would copy ``x`` into each branch."""
+    return sp.Heaviside(limit - x, 0)
+
+
 def link_time(V_bytes: sp.Expr, B: sp.Expr, eta: sp.Expr, alpha: sp.Expr) -> sp.Expr:
     """Alpha-beta time of one message phase: ``alpha + V / (eta B)``  [s] (Hockney 1994)."""
     return alpha + V_bytes / (eta * B)
@@ -408,8 +415,9 @@ def allreduce_bandwidth(m: sp.Expr, n: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     ``2 (n_in - 1)/n_in m`` bytes per GPU (Thakur, Rabenseifner and Gropp 2005), or ``m`` when
     the NVSwitch reduces in the switch (NVLink SHARP: NCCL's NVLS algorithm on H100 and later,
     each GPU sending and receiving its m bytes once), whichever is less: ``min(2 (n_in - 1)/n_in,
-    1) m``.  (Measured NCCL all-reduces of 4 and 8 GPUs on H100, H200, B200, B300 and GB200
-    run faster than the ring volume allows.)  Between the n_out domains each GPU all-reduces
+    1) m``.  (Measured: the stacks' 1 GiB all-reduces over 8 H100 or H200 move the ring's volume
+    at 104% of NVLink's peak, which only the switch's reduction allows; NCCL's own tables stay at
+    55-78% of peak at the ring's volume on every system.)  Between the n_out domains each GPU all-reduces
     its ``m / n_in`` shard over scale-out: ``2 (n_out - 1)/n_out (m / n_in)`` bytes (the
     hierarchical all-reduce NCCL runs across nodes).  Inside one domain the second part is 0.
 
@@ -419,12 +427,27 @@ def allreduce_bandwidth(m: sp.Expr, n: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     over n_in GPUs in switches of n_sw has one hop per switch leave it, which the n_sw GPUs
     under that switch share, so the share ``1 / n_sw`` of a GPU's bandwidth rides the bridge
     (none when the ring stays in one switch)."""
-    n_in, n_out = _ar_split(n)
+    t_so = _allreduce_so_seconds(m, n)
+    return x_nvls * _allreduce_switch_seconds(m, n) + (1 - x_nvls) * _allreduce_ring_seconds(m, n), t_so
+
+
+def _allreduce_ring_seconds(m: sp.Expr, n: sp.Expr, eta: sp.Expr = eta_ar) -> sp.Expr:
+    """Scale-up part of a ring all-reduce (:func:`allreduce_bandwidth` at ``x_nvls`` = 0)."""
+    n_in = _ar_split(n)[0]
     ring = 2 * (n_in - 1) / n_in
-    crossing = indicator(n_in > n_sw) / n_sw
-    t_su = (x_nvls * _min(ring, 1) / B_su + (1 - x_nvls) * ring * su_seconds_per_byte(crossing)) * m / eta_ar
-    t_so = 2 * (n_out - 1) / n_out * (m / n_in) / (eta_so * B_so)
-    return t_su, t_so
+    return ring * su_seconds_per_byte(indicator(n_in > n_sw) / n_sw) * m / eta
+
+
+def _allreduce_switch_seconds(m: sp.Expr, n: sp.Expr, eta: sp.Expr = eta_ar) -> sp.Expr:
+    """Scale-up part of an in-switch all-reduce (:func:`allreduce_bandwidth` at ``x_nvls`` = 1)."""
+    n_in = _ar_split(n)[0]
+    return _min(2 * (n_in - 1) / n_in, 1) * m / (eta * B_su)
+
+
+def _allreduce_so_seconds(m: sp.Expr, n: sp.Expr) -> sp.Expr:
+    """Scale-out part of an all-reduce (:func:`allreduce_bandwidth`; 0 inside one domain)."""
+    n_in, n_out = _ar_split(n)
+    return 2 * (n_out - 1) / n_out * (m / n_in) / (eta_so * B_so)
 
 
 def allreduce_ring_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
@@ -434,8 +457,7 @@ def allreduce_ring_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
     latencies on PCIe grow with the GPU count: about 5, 12.6 and 24 us for 2, 4 and 8 RTX PRO 6000),
     plus ``2 (n_out - 1) a_so`` between domains."""
     n_in, n_out = _ar_split(n)
-    t_su, t_so = allreduce_bandwidth(m, n)
-    ring = at(t_su + t_so, {x_nvls: 0})
+    ring = _allreduce_ring_seconds(m, n) + _allreduce_so_seconds(m, n)
     return (ring + 2 * (n_in - 1) * a_ar + 2 * (n_out - 1) * a_so) * indicator(n > 1)
 
 
@@ -468,9 +490,10 @@ def allreduce_kernel_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
 
     TensorRT-LLM's table-driven choice runs one-shot up to its limit at every GPU count (its
     measured latency grows with (n - 1) m up to 8 MiB), so its ``m_o4`` = ``m_o8`` = ``m_cu``.
-    Between domains the shards cross scale-out as in :func:`allreduce_bandwidth`, at
-    ``2 (n_out - 1) a_so``.  Over PCIe (``x_nvls`` = 0) no switch reduces and the GPUs ring
-    (:func:`allreduce_ring_time`).
+    The kernel spans one domain at most (``N_ar`` <= ``N_su``); a group across domains (bound
+    mode's, or NCCL's) takes the large path, whose shards cross scale-out as in
+    :func:`allreduce_bandwidth`, at ``2 (n_out - 1) a_so``.  Over PCIe (``x_nvls`` = 0) no switch
+    reduces and the GPUs ring (:func:`allreduce_ring_time`).
 
     A message never costs more than a larger one would: where a limit switches to a faster path,
     the smaller message's time is capped by that path's time at the limit (as if padded to it), so
@@ -479,26 +502,26 @@ def allreduce_kernel_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
     Bound mode sets ``m_o4`` = ``m_o8`` = ``m_cu`` = 0 and the efficiencies to 1: the least volume
     any of these moves (in-switch ``m``, or the ring's where that is less) at the links' peaks."""
     n_in, n_out = _ar_split(n)
+    bw = eta_ar * B_su
 
-    def paths(m: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
-        t_su, t_so = allreduce_bandwidth(m, n)
-        t_so = t_so + 2 * (n_out - 1) * a_so
-        bw = eta_ar * B_su
-        one = a_ar + (n_in - 1) * m / bw + t_so
-        two = 2 * a_ar + 2 * (n_in - 1) / n_in * m / bw + t_so
-        in_switch = 2 * a_ar + at(t_su, {x_nvls: 1, eta_ar: eta_nv}) + t_so
-        return one, two, _min(allreduce_nccl_time(m, n), in_switch)
+    def two(m: sp.Expr) -> sp.Expr:
+        return 2 * a_ar + 2 * (n_in - 1) / n_in * m / bw
 
-    m_o = indicator(n_in <= 4) * m_o4 + indicator(n_in > 4) * m_o8
-    oneshot = indicator(n_in <= 2) + indicator(n_in > 2) * indicator(m < m_o)
-    custom = indicator(m < m_cu)
-    one, two, large = paths(m)
-    raw = custom * (oneshot * one + (1 - oneshot) * two) + (1 - custom) * large
-    # a message never costs more than a larger one would: below a limit, the time is capped by the
-    # next path's at that limit (so that a step never shortens as its batch grows)
-    two_at_limit = paths(_max(m, m_o))[1]
-    large_at_limit = paths(_max(m, m_cu))[2]
-    nvlink = _min(raw, custom * two_at_limit + (1 - custom) * raw, large_at_limit)
+    def large(m: sp.Expr) -> sp.Expr:
+        in_switch = (2 * a_ar + _allreduce_switch_seconds(m, n, eta_nv) + _allreduce_so_seconds(m, n)
+                     + 2 * (n_out - 1) * a_so)
+        return _min(allreduce_nccl_time(m, n), in_switch)
+
+    m_o = sp.Piecewise((m_o4, n_in <= 4), (m_o8, True))
+    oneshot = indicator(n_in <= 2) + indicator(n_in > 2) * below(m, m_o)
+    # below m_o one-shot, capped by two-shot's time at m_o (a message never costs more than a
+    # larger one would); above it two-shot
+    small = oneshot * _min(a_ar + (n_in - 1) * m / bw, two(_max(m, m_o))) + (1 - oneshot) * two(m)
+    # the stack's kernel spans one domain at most (N_ar <= N_su), so its one- and two-shot paths
+    # have no scale-out part; below m_cu capped by the large path's time at m_cu, so a step never
+    # shortens as its batch grows
+    custom = below(m, m_cu)
+    nvlink = custom * _min(small, large(m_cu)) + (1 - custom) * large(m)
     return x_nvls * nvlink * indicator(n > 1) + (1 - x_nvls) * allreduce_ring_time(m, n)
 
 
