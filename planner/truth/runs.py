@@ -653,6 +653,9 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
                     f: getattr(kernel, f) for f in ("allreduce_latency", "allreduce_efficiency",
                                                     "allreduce_large_efficiency",
                                                     "a2a_latency", "a2a_efficiency", "gemm", "attn", "moe")})
+            # the stack's name stays, so that its kernels run as that stack dispatches them (the
+            # all-reduce's reach and one-shot limits) while the efficiency: block is fitted
+            system = system.replace(stack=str(stack))
         res, inp = _evaluate_group(models[model], system, m0.weights, m0.kv, df.loc[idx])
         inputs.append(inp)
         for c in [*cols, "batch_per_rank", "batch_basis", "decode_workers", "ttft_pass_ms", "ttft_wave_ms"]:

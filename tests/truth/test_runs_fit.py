@@ -20,15 +20,34 @@ from planner.truth.runs import score_runs
 
 
 @pytest.fixture(scope="module")
-def h200_trtllm_parts():
+def fit_cells():
+    """The scored runs of the bundled file as the fit sees them, by (family, stack)."""
+    return rf.cells(score_runs(stacks=False))
+
+
+@pytest.fixture(scope="module")
+def h200_trtllm_parts(fit_cells):
     """The scored H200 TensorRT-LLM runs of the bundled file, as fit parts."""
-    parts = rf.cells(score_runs(stacks=False))[("hopper", "trtllm")]
+    parts = fit_cells[("hopper", "trtllm")]
     keep = []
     for p in parts:
         m = p.systems == "hgx-h200"
         if m.any():
             keep.append(rf._Part(rf._take(p.inputs, m), p.measured_s[m], p.systems[m], p.models[m]))
     return keep
+
+
+def test_the_fit_prices_each_run_as_its_stack_dispatches(fit_cells):
+    # the runs are fitted on the efficiency: block, but each stack's kernels keep their own
+    # dispatch: SGLang's all-reduce spans one host (4 GPUs on GB300 NVL72), vLLM's one-shot limits
+    # are not TensorRT-LLM's
+    from planner.physics.step import allreduce_values
+
+    for (_, stack), parts in fit_cells.items():
+        for p in parts:
+            assert p.inputs.hw.stack == stack
+            assert allreduce_values(p.inputs.hw, "realistic") == allreduce_values(
+                p.inputs.hw, "realistic", stack)
 
 
 def test_fit_recovers_known_parameters(h200_trtllm_parts):
