@@ -69,8 +69,9 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   context tokens' worth beyond its context: loading it, the softmax epilogue, writing the output;
   at a 1k-token prompt the measured kernels reach a third to a half of the fraction they reach at
   16k).  Its ``eta_fa`` and ``S_a0`` are the step model's in a prefill pass.
-- ``allreduce``: ``x`` bytes over ``n_g`` GPUs (two-shot inside a domain, hierarchical across),
-  by the stack's own kernel up to ``N_ar`` GPUs and through NCCL beyond.
+- ``allreduce``: ``x`` bytes over ``n_g`` GPUs by the stack's own kernel up to ``N_ar`` GPUs (as
+  it dispatches: one-shot, two-shot, and beyond ``m_cu`` the faster of NCCL's ring and the switch's
+  reduction; a ring over PCIe; hierarchical across domains) and through NCCL beyond.
 - ``allreduce_nccl``: the same call through NCCL as its measured tables ran it: a ring or tree
   (no in-switch reduction: ``x_nvls`` = 0), so ``2 (n_g - 1)`` latencies ``a_nc`` and the ring
   volume ``2 (n_g - 1)/n_g x`` at ``eta_nc``, plus a fixed cost per call ``t_n0``.  The measured
