@@ -398,7 +398,8 @@ def score_kernels() -> KernelScore:
 #: fitted parameters of each law: (latency per pass or phase in s, fraction of NVLink bandwidth),
 #: their bounds, and the step model's symbols they set
 #: constant -> (starting point, bounds) of the stacks' all-reduce law (latency per pass in s,
-#: fraction of NVLink bandwidth; the spec's line names) and of NCCL's (fixed cost per call and
+#: fraction of NVLink bandwidth of the one- and two-shot kernel, and of the switch's reduction
+#: beyond its 8 MiB; the spec's line names) and of NCCL's (fixed cost per call and
 #: latency per ring step in s, bandwidth fraction), in the order their seconds functions take them
 ALLREDUCE_PARAMS = {"allreduce_latency": (3e-6, (0.1e-6, 50e-6)), "allreduce_efficiency": (0.5, (0.05, 1.0)),
                     "allreduce_large_efficiency": (0.5, (0.05, 1.0))}
