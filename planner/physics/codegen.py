@@ -13,8 +13,8 @@ The steps for one call signature (which symbols are arrays, which switches are f
    hoisted constants (stage 2).
 
 Printing: ``Piecewise`` as ``numpy.where`` (an indicator as ``1.0 * condition``, several times
-faster on mixed masks); ``Max``/``Min`` as nested ``numpy.maximum``/``minimum``, ``And``/``Or``
-as nested ``logical_and``/``logical_or``; ``x**-1`` as a division; integer powers by a per-call
+faster on mixed masks); ``Max``/``Min`` as nested ``numpy.maximum``/``minimum``; a step
+``Heaviside(x, 0)`` as ``1.0 * (x > 0)``; ``x**-1`` as a division; integer powers by a per-call
 constant through ``_ipow`` (repeated squaring).
 """
 
@@ -77,12 +77,6 @@ class _Printer(NumPyPrinter):
             return f"(1.0*{self._module_format('numpy.greater')}({self._print(expr.args[0])}, 0))"
         return super()._print_Heaviside(expr)
 
-    def _print_And(self, expr: sp.And) -> str:
-        # pairwise: ``logical_and.reduce`` of a scalar and an array cannot stack them
-        return self._nested("numpy.logical_and", expr.args)
-
-    def _print_Or(self, expr: sp.Or) -> str:
-        return self._nested("numpy.logical_or", expr.args)
 
 
 def hoist_constants(exprs: list[sp.Expr], constants: set[sp.Symbol]

@@ -502,10 +502,9 @@ def allreduce_kernel_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
     Bound mode sets ``m_o4`` = ``m_o8`` = ``m_cu`` = 0 and the efficiencies to 1: the least volume
     any of these moves (in-switch ``m``, or the ring's where that is less) at the links' peaks."""
     n_in, n_out = _ar_split(n)
-    bw = eta_ar * B_su
 
-    def two(m: sp.Expr) -> sp.Expr:
-        return 2 * a_ar + 2 * (n_in - 1) / n_in * m / bw
+    def two(m: sp.Expr) -> sp.Expr:  # a reduce-scatter and an all-gather: the ring's volume
+        return 2 * a_ar + _allreduce_ring_seconds(m, n)
 
     def large(m: sp.Expr) -> sp.Expr:
         in_switch = (2 * a_ar + _allreduce_switch_seconds(m, n, eta_nv) + _allreduce_so_seconds(m, n)
@@ -516,7 +515,8 @@ def allreduce_kernel_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
     oneshot = indicator(n_in <= 2) + indicator(n_in > 2) * below(m, m_o)
     # below m_o one-shot, capped by two-shot's time at m_o (a message never costs more than a
     # larger one would); above it two-shot
-    small = oneshot * _min(a_ar + (n_in - 1) * m / bw, two(_max(m, m_o))) + (1 - oneshot) * two(m)
+    one = a_ar + (n_in - 1) * m / (eta_ar * B_su)  # every GPU reads its n_in - 1 peers' m bytes
+    small = oneshot * _min(one, two(_max(m, m_o))) + (1 - oneshot) * two(m)
     # the stack's kernel spans one domain at most (N_ar <= N_su), so its one- and two-shot paths
     # have no scale-out part; below m_cu capped by the large path's time at m_cu, so a step never
     # shortens as its batch grows
