@@ -21,10 +21,12 @@ constant through ``_ipow`` (repeated squaring).
 from __future__ import annotations
 
 import inspect
+from functools import lru_cache
 from typing import Any
 
 import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
+from sympy.printing.pycode import PythonCodePrinter
 
 from planner.physics import equations as eq
 from planner.physics import serving_eq
@@ -71,6 +73,9 @@ class _Printer(NumPyPrinter):
     def _print_Min(self, expr: sp.Min) -> str:
         return self._nested("numpy.minimum", expr.args)
 
+    _print_Maximum = _print_Max
+    _print_Minimum = _print_Min
+
     def _print_Heaviside(self, expr: sp.Heaviside) -> str:
         # Heaviside(x, 0), the step equations.below builds: 1 where x > 0
         if len(expr.args) == 2 and expr.args[1] == 0:
@@ -92,10 +97,16 @@ def hoist_constants(exprs: list[sp.Expr], constants: set[sp.Symbol]
     memo: dict[sp.Basic, sp.Basic] = {}
     free: dict[sp.Basic, bool] = {}
 
-    def is_const(e: sp.Basic) -> bool:
+    def is_const(e: sp.Basic) -> bool:  # free_symbols <= constants, memoised over the tree
         r = free.get(e)
         if r is None:
-            r = free[e] = e.free_symbols <= constants
+            if e.is_Symbol:
+                r = e in constants
+            elif e.is_Atom:
+                r = True
+            else:
+                r = all(is_const(a) for a in e.args)
+            free[e] = r
         return r
 
     def const(e: sp.Expr) -> sp.Expr:
@@ -147,18 +158,58 @@ def hoist_constants(exprs: list[sp.Expr], constants: set[sp.Symbol]
     return out, {s: e for e, s in hoisted.items()}
 
 
-def _safe(exprs: list[sp.Expr], names: tuple[str, ...]) -> tuple[list[sp.Expr], list[sp.Symbol]]:
-    """The registry's symbols carry LaTeX names (``\\eta_{c}``), which lambdify would replace
-    by dummies with a slow, re-simplifying substitution (as it would for any Dummy argument);
-    swap them here for plain identifiers, without evaluation."""
-    swap = {REGISTRY[n].symbol: sp.Symbol(f"v_{n}") for n in names}
+class Maximum(sp.Function):
+    """``Max`` without evaluation: the same maximum, printed the same way, but a tree rebuilt
+    around it (by hoisting or by cse) never calls ``Max``'s simplifier, which compares every
+    pair of arguments symbolically and took most of a signature's compile time."""
+
+
+class Minimum(sp.Function):
+    """``Min`` without evaluation (see :class:`Maximum`)."""
+
+
+class _MathPrinter(PythonCodePrinter):
+    """Python printer for stage 1 (Python floats): the inert maximum and minimum as ``max`` and
+    ``min``, as the stock printer writes ``Max`` and ``Min``."""
+
+    def _print_Maximum(self, expr: Maximum) -> str:
+        return f"max({', '.join(self._print(a) for a in expr.args)})"
+
+    def _print_Minimum(self, expr: Minimum) -> str:
+        return f"min({', '.join(self._print(a) for a in expr.args)})"
+
+
+@lru_cache(maxsize=1)
+def _plain() -> tuple[tuple[sp.Expr, ...], dict[str, sp.Symbol]]:
+    """Every output expression of :data:`equations.ALL` rewritten once for code generation: the
+    registry's symbols, which carry LaTeX names (``\\eta_{c}``) that lambdify would replace by
+    dummies with a slow, re-simplifying substitution, become plain identifiers ``v_<name>``, and
+    ``Max``/``Min`` their inert twins.  Returns (expressions, {name: plain symbol})."""
+    plain = {n: sp.Symbol(f"v_{n}") for n in REGISTRY}
+    swap: dict[sp.Basic, sp.Basic] = {REGISTRY[n].symbol: s for n, s in plain.items()}
+
+    def walk(e: sp.Basic) -> sp.Basic:
+        r = swap.get(e)
+        if r is None:
+            if e.is_Atom:
+                return e
+            args = [walk(a) for a in e.args]
+            if isinstance(e, sp.Max):
+                r = Maximum(*args)
+            elif isinstance(e, sp.Min):
+                r = Minimum(*args)
+            else:
+                r = e.func(*args)
+            swap[e] = r
+        return r
+
     with sp.evaluate(False):
-        return [e.xreplace(swap) for e in exprs], list(swap.values())
+        return tuple(walk(eq.ALL[n]) for n in eq.ALL), plain
 
 
 def _substitute(e: sp.Basic, fix: dict[sp.Symbol, sp.Expr], memo: dict[sp.Basic, sp.Basic]) -> sp.Basic:
-    """``e`` with ``fix`` substituted: sums and products re-evaluate (so ``0 * X`` vanishes),
-    ``Max``/``Min`` are rebuilt unevaluated (their simplifier is slow and changes nothing here)."""
+    """``e`` with ``fix`` substituted: sums, products and Piecewise re-evaluate (so ``0 * X``
+    vanishes and a decided branch is dropped); the inert maximum and minimum stay as they are."""
     if e in fix:
         return fix[e]
     if e.is_Atom:
@@ -166,12 +217,7 @@ def _substitute(e: sp.Basic, fix: dict[sp.Symbol, sp.Expr], memo: dict[sp.Basic,
     r = memo.get(e)
     if r is None:
         args = [_substitute(a, fix, memo) for a in e.args]
-        if all(a is b for a, b in zip(args, e.args, strict=True)):
-            r = e
-        elif isinstance(e, sp.Max | sp.Min):
-            r = e.func(*args, evaluate=False)
-        else:
-            r = e.func(*args)
+        r = e if all(a is b for a, b in zip(args, e.args, strict=True)) else e.func(*args)
         memo[e] = r
     return r
 
@@ -190,19 +236,30 @@ def signature_sources(arrays: frozenset[str] | None, fixed: tuple[tuple[str, flo
         arrays = frozenset(grid_default)
     const_names = tuple(n for n in arg_names if n not in arrays and n not in fixed_names)
     grid_names = tuple(n for n in arg_names if n in arrays and n not in fixed_names)
-    exprs = [eq.ALL[n] for n in eq.ALL]
+    exprs, plain = _plain()
     if fixed:
-        fix = {REGISTRY[n].symbol: sp.Float(v) if v % 1 else sp.Integer(int(v)) for n, v in fixed}
+        fix = {plain[n]: sp.Float(v) if v % 1 else sp.Integer(int(v)) for n, v in fixed}
         memo: dict[sp.Basic, sp.Basic] = {}
-        exprs = [_substitute(e, fix, memo) for e in exprs]
-    consts = {REGISTRY[n].symbol for n in const_names}
-    exprs, hoisted = hoist_constants(exprs, consts)
+        exprs = tuple(_substitute(e, fix, memo) for e in exprs)
+    exprs, hoisted = hoist_constants(list(exprs), {plain[n] for n in const_names})
     fresh = list(hoisted)
-    k_exprs, k_args = _safe([hoisted[s] for s in fresh], const_names)
-    g_exprs, g_args = _safe(exprs, grid_names)
-    stage1 = sp.lambdify(k_args, k_exprs, modules="math", cse=True)
-    stage1_np = sp.lambdify(k_args, k_exprs, modules=["numpy"], printer=_Printer, cse=True)
-    stage2 = sp.lambdify(g_args + fresh, g_exprs, modules=["numpy"], printer=_Printer, cse=True)
+    k_exprs = [hoisted[s] for s in fresh]
+    k_args = [plain[n] for n in const_names]
+    g_args = [plain[n] for n in grid_names]
+    # the same common sub-expressions serve both versions of stage 1
+    k_cse = sp.cse(k_exprs, list=False)
+
+    def shared(_exprs: Any) -> Any:
+        return k_cse
+
+    opts = {"cse": True, "use_imps": False, "docstring_limit": 0}
+    math_printer = _MathPrinter({"fully_qualified_modules": False, "inline": True,
+                                 "allow_unknown_functions": True})  # as lambdify sets its own
+    stage1 = sp.lambdify(k_args, k_exprs, modules="math", printer=math_printer,
+                         **(opts | {"cse": shared}))
+    stage1_np = sp.lambdify(k_args, k_exprs, modules=["numpy"], printer=_Printer,
+                            **(opts | {"cse": shared}))
+    stage2 = sp.lambdify(g_args + fresh, exprs, modules=["numpy"], printer=_Printer, **opts)
     return {"stage1": inspect.getsource(stage1), "stage1_np": inspect.getsource(stage1_np),
             "stage2": inspect.getsource(stage2), "const_names": const_names, "grid_names": grid_names}
 

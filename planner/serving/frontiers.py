@@ -265,7 +265,8 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
              kv: str | None = None, mtp: Any = "auto", overlap: Any = "auto",
              kv_offload: bool = False, mode: str = "realistic", metric: str = "output",
              max_ttft: float | None = None, all_points: bool = False,
-             acceptance: float | None = None, batch_per_octave: int = BATCH_PER_OCTAVE) -> pd.DataFrame:
+             acceptance: float | None = None, batch_per_octave: int = BATCH_PER_OCTAVE,
+             _sorted: bool = True) -> pd.DataFrame:
     """The Pareto frontier of tokens/s per user vs tokens/s per GPU (``prefill``: prompt tokens/s
     per GPU vs time to first token).
 
@@ -337,7 +338,9 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
         X_p = np.inf
     dec = dec.assign(**_serving_columns(hw, wl, serving, metric, dec.decode_tps_per_gpu.to_numpy(float), X_p))
     df = dec if all_points else pareto(dec, "tps_per_user", "tps_per_gpu")
-    df = df.sort_values("tps_per_user").reset_index(drop=True)
+    # (frontier_at reads every point by position and needs no order: _sorted=False saves
+    # reordering a table of hundreds of thousands of rows)
+    df = (df.sort_values("tps_per_user") if _sorted else df).reset_index(drop=True)
     df.insert(0, "serving", serving)
     df.insert(0, "hardware", hw.name)
     df.insert(0, "model", model.name)
@@ -357,7 +360,7 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
     ``whole=False`` solves the batch as a continuous quantity (for derivatives).
     A row with NaN throughput means the target is out of reach."""
     model, hw = load_model(model), load_hardware(hardware)
-    allp = points if points is not None else frontier(model, hw, all_points=True, **kw)
+    allp = points if points is not None else frontier(model, hw, all_points=True, _sorted=False, **kw)
     wl = Workload(allp.attrs["isl"], allp.attrs["osl"], allp.attrs["context"])
     serving, mode = allp.attrs["serving"], allp.attrs["mode"]
     keycols = ["gpus", "tp_attn", "ep", "tp_moe", "expert_slots", "weights", "kv", "mtp", "overlap",
@@ -368,10 +371,18 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
     # per-user rate falls).  Candidates are solved exactly, highest upper bracket first, until no
     # unsolved one can beat the best found, so more of a resource never lowers the answer through
     # a candidate left unsolved.
-    order = allp.sort_values("tps_per_gpu", ascending=False, kind="mergesort")
-    ids = order.groupby(keycols, sort=False, dropna=False).ngroup().to_numpy()
-    tpu = order.tps_per_user.to_numpy(float)
-    tpg = order.tps_per_gpu.to_numpy(float)
+    # rows by per-GPU rate, highest first (ties: the slower per user first), as positions into
+    # allp: the table itself (hundreds of thousands of rows, text columns among them) is never
+    # reordered, and the order does not depend on the table's
+    tpg, tpu = allp.tps_per_gpu.to_numpy(float), allp.tps_per_user.to_numpy(float)
+    perm = np.lexsort((tpu, -tpg))
+    tpg, tpu = tpg[perm], tpu[perm]
+    # candidate ids numbered by first appearance in that order
+    _, first_at, inverse = np.unique(allp.groupby(keycols, sort=False, dropna=False).ngroup()
+                                     .to_numpy()[perm], return_index=True, return_inverse=True)
+    rank = np.empty(len(first_at), dtype=np.int64)
+    rank[np.argsort(first_at, kind="stable")] = np.arange(len(first_at))
+    ids = rank[inverse.reshape(-1)]
     tops: dict[float, dict[str, Any]] = {}
     for x in sorted(set(map(float, targets)), reverse=True):
         above = tpu >= x
@@ -385,7 +396,7 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
         last = srt[np.r_[ids[srt][1:] != ids[srt][:-1], True]] if len(srt) else srt
         nearest = dict(zip(ids[last].tolist(), tpg[last].tolist(), strict=True))   # id -> per-GPU rate
         upper = {k: max(lower[k], nearest[k]) if k in nearest else lower[k] for k in lower}
-        solved = [order.iloc[firsts[np.argmax(tpg[firsts])]]] if len(firsts) else []
+        solved = [allp.iloc[perm[firsts[np.argmax(tpg[firsts])]]]] if len(firsts) else []
         if tops:  # the best found for a faster target (targets run fastest first)
             solved.append(pd.Series(tops[min(tops)]))
         best = max((float(r["tps_per_gpu"]) for r in solved), default=-np.inf)
@@ -399,7 +410,7 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
         for k in (top4 + rest) if serving != "aggregated" else ():
             if k not in top4 and upper[k] <= best * (1 + 1e-12):
                 break  # (a candidate with no grid point below x has upper = lower <= best)
-            r = order.iloc[row_of[k]]
+            r = allp.iloc[perm[row_of[k]]]
             B = solve_batch(model, hw, r.to_dict(), x, wl.decode_context, mode, whole=whole)
             if B is not None:
                 p = _point_at_batch(model, hw, r, B, wl, mode, allp)
