@@ -83,6 +83,12 @@ SWITCHES: dict[str, tuple[float, ...]] = {"o": (0.0, 1.0), "x_off": (0.0, 1.0), 
                                            "x_g": (0.0, 1.0)}
 
 
+@lru_cache(maxsize=1)
+def _grid_default() -> tuple[str, ...]:
+    m = manifest()
+    return tuple(n for n in m["args"] if m["groups"][n] not in CONSTANT_GROUPS)
+
+
 def _load(source: str, numpy_ns: bool) -> Any:
     ns: dict[str, Any] = {"_ipow": _ipow, "numpy": np} if numpy_ns else {}
     ns.update(np.__dict__ if numpy_ns else math.__dict__)
@@ -105,9 +111,7 @@ def _compiled(arrays: frozenset[str] | None = None, fixed: tuple[tuple[str, floa
         pass
     from planner.physics import codegen
 
-    m = manifest()
-    grid_default = tuple(n for n in m["args"] if m["groups"][n] not in CONSTANT_GROUPS)
-    doc = codegen.signature_sources(arrays, fixed, tuple(m["args"]), grid_default)
+    doc = codegen.signature_sources(arrays, fixed, tuple(manifest()["args"]), _grid_default())
     cache.write(path, doc)
     return (_load(doc["stage1"], False), _load(doc["stage1_np"], True), _load(doc["stage2"], True),
             tuple(doc["const_names"]), tuple(doc["grid_names"]))
@@ -131,6 +135,13 @@ def _signature(values: dict[str, Any]) -> tuple[frozenset[str], tuple[tuple[str,
             f = float(np.asarray(values[n]).reshape(()))
             if f in allowed:
                 fixed.append((n, f))
+    # a call with any array among the layout and workload symbols compiles all of them as
+    # arrays (numpy broadcasts the scalars among them), so the signatures are few: per set of
+    # fixed switches and swept constants, one for grids and one for single points (where
+    # everything is hoisted into stage 1, on Python floats)
+    if arrays:
+        fixed_names = {n for n, _ in fixed}
+        arrays.extend(n for n in _grid_default() if n not in fixed_names and n not in arrays)
     return frozenset(arrays), tuple(fixed), np.broadcast_shapes(*shapes)
 
 
