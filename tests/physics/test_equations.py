@@ -172,6 +172,24 @@ def test_grid_equals_pointwise():
             assert math.isclose(float(out[name][j]), float(one[name]), rel_tol=1e-12, abs_tol=1e-300), name
 
 
+def test_grids_share_one_compiled_version_whatever_their_scalars():
+    """A grid call compiles every layout and workload symbol as an array, whichever of them it
+    gives as one value, so grids differing only in which of those are scalars share a compiled
+    version; a single point keeps its own (hoisted on Python floats), and so does a fixed switch."""
+    vals = random_values(np.random.default_rng(3))
+    vals.update(o=1.0, x_off=0.0, n_d=0.0, x_g=0.0)
+    b = np.linspace(1.0, 64.0, 5)
+    by_batch = compiled._signature({**vals, "b": b})
+    by_batch_and_context = compiled._signature({**vals, "b": b, "S": np.full(5, vals["S"])})
+    assert by_batch[0] == by_batch_and_context[0]
+    assert by_batch[1] == by_batch_and_context[1] == (("o", 1.0), ("x_off", 0.0), ("n_d", 0.0),
+                                                      ("x_g", 0.0))
+    assert {"G", "TP_a", "EP", "S", "b"} <= by_batch[0]
+    assert "o" not in by_batch[0]  # the fixed switch is substituted, not an array
+    assert compiled._signature(vals)[0] == frozenset()
+    assert compiled._signature({**vals, "o": np.array([0.0, 1.0])})[0] != by_batch[0]
+
+
 def test_missing_symbol_is_named():
     vals = random_values(np.random.default_rng(0))
     del vals["B_hbm"]

@@ -112,6 +112,21 @@ def test_frontier_at_solves_exact_rate(dec):
         assert r.tps_per_gpu >= best_grid * (1 - 1e-9)
 
 
+def test_frontier_at_does_not_depend_on_the_points_tables_order():
+    """frontier_at reads the all-points table by position: the same table with its rows shuffled
+    (and a fresh index) gives the same answer, and the unsorted table it builds for itself too."""
+    kw = dict(serving="decode", context=2048, gpus=8)
+    pts = frontier(MODEL, HW, all_points=True, **kw)
+    levels = [15.0, 40.0, 90.0]
+    t = frontier_at(MODEL, HW, levels, points=pts, **kw)
+    shuffled = pts.sample(frac=1.0, random_state=5).reset_index(drop=True)
+    shuffled.attrs.update(pts.attrs)
+    for other in (frontier_at(MODEL, HW, levels, points=shuffled, **kw),
+                  frontier_at(MODEL, HW, levels, **kw)):
+        for col in ("tps_per_gpu", "tps_per_user", "batch"):
+            assert np.allclose(other[col].to_numpy(float), t[col].to_numpy(float), rtol=1e-12), col
+
+
 #: KV spilled to CPU memory: past the HBM limit a larger batch lowers tokens/s per GPU, so the
 #: largest batch meeting a rate is not the best one
 OFFLOAD = dict(serving="decode", context=16384, gpus=8, kv_offload=True)
