@@ -204,6 +204,20 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
     for c in fit.cells:
         for name, why in c.fixed.items():
             print(f"# {c.family}/{c.stack}: {name} {why}")
+    if fit.families:
+        print("\n# each family's stacks fitted together (one set of parameters for all its runs): "
+              "where a cell's own runs do not pin a parameter, the cell holds this value")
+        frows = []
+        for c in fit.families:
+            cells = []
+            for p in PARAMETERS:
+                v = _fmt_param(p.unit, c.values[p.name])
+                cells.append(f"{v} ±{c.rel_se[p.name]:.0%}" if p.name in c.fitted else f"{v} (held)")
+            frows.append([c.family, c.n, *cells, _pct(c.after["tpot_median_abs_err"])])
+        print(table(frows, ["family", "runs", *[p.name for p in PARAMETERS], "median"]))
+        for c in fit.families:
+            for name, why in c.fixed.items():
+                print(f"# {c.family}, all stacks: {name} {why}")
     print("\n# TTFT: t_req + prefill pass + q_w x wave (the prompts that arrive together at one prefill "
           "instance), fitted after TPOT to log(predicted / measured) TTFT; before = the pass alone")
     trows = []

@@ -11,9 +11,12 @@ independent, so these errors are a lower bound on the true uncertainty; the leav
 and leave-one-model-out errors are the honest measure of what the fit knows.
 
 The per-step overhead is not fitted (see :data:`HELD`).  A parameter the cell's runs cannot
-pin (relative standard error above :data:`REL_SE_MAX`, or a singular Jacobian) is fixed at its
-spec value, one pushed to a bound of its physical range is held there, and the cell refitted;
-every held parameter is named, with why.  ``moe-planner calibrate --runs --write`` puts the
+pin (relative standard error above :data:`REL_SE_MAX`, or a singular Jacobian) is merged: held
+at the value that every stack of the family pins together (:func:`fit_family`, one set of
+parameters for all the family's runs), or at its spec value where that fit cannot pin it
+either.  One pushed to a bound of its physical range is held there, and the cell refitted;
+every held parameter is named, with why.  The leave-one-out refits redo the family fit on
+their own training runs.  ``moe-planner calibrate --runs --write`` puts the
 values into each hardware spec's ``stacks:`` block, which realistic mode then uses.
 
 Nothing here reads the withheld rows: the fit sees only the file it is given (the bundled
@@ -85,7 +88,8 @@ METHOD = (
     "scipy.optimize.least_squares (trust-region reflective) on log(predicted / measured) decode "
     "TPOT of the scored measured runs of each (GPU family, serving stack) cell, realistic mode at "
     "each run's own layout and batch; parameters in log space with bounds; covariance "
-    "s^2 (J^T J)^-1; parameters with relative standard error above 0.2 fixed at their spec value"
+    "s^2 (J^T J)^-1; a parameter with relative standard error above 0.2 is held at the value the "
+    "family's runs of every stack pin together (one fit of all of them), else at its spec value"
 )
 
 
@@ -324,15 +328,26 @@ def _solve(parts: list[_Part], free: tuple[RunParameter, ...], fixed_vals: dict[
     return np.exp(sol.x), cov, sol.fun
 
 
-def fit_cell(parts: list[_Part], family: str, stack: str) -> CellFit:
-    """Fit one cell; fix, one at a time, the parameter its runs pin least until all are pinned."""
+def fit_cell(parts: list[_Part], family: str, stack: str,
+             pooled: CellFit | None = None) -> CellFit:
+    """Fit one cell; fix, one at a time, the parameter its runs pin least until all are pinned.
+
+    A parameter these runs do not pin is held at ``pooled``'s value where that fit (every stack of
+    the family together, :func:`fit_family`) pinned it, else at the spec value."""
     hw0 = parts[0].inputs.hw
-    spec = spec0 = {p.name: _spec_value(hw0, p) for p in PARAMETERS}
+    spec = {p.name: _spec_value(hw0, p) for p in PARAMETERS}
     before = _errors(parts, PARAMETERS, np.array([spec[p.name] for p in PARAMETERS]))
+    held_by = {p.name: "the spec value" for p in PARAMETERS}
+    if pooled is not None:
+        for name in pooled.fitted:
+            spec[name] = pooled.values[name]
+            held_by[name] = (f"the value all {family} stacks' {pooled.n} runs pin together "
+                             f"(relative SE {pooled.rel_se[name]:.2g})")
+    spec0 = dict(spec)  # where an unpinned parameter is held
     free = list(PARAMETERS)
     fixed: dict[str, str] = {}
     values = dict(spec)
-    spec = dict(spec)  # values held fixed (the spec's, or a bound a parameter was pushed to)
+    spec = dict(spec)  # values held fixed (spec0's, or a bound a parameter was pushed to)
     cov = np.zeros((0, 0))
     while free:
         fixed_vals = {p.name: spec[p.name] for p in PARAMETERS if p not in free}
@@ -362,7 +377,8 @@ def fit_cell(parts: list[_Part], family: str, stack: str) -> CellFit:
             spec[p.name] = values[p.name] = float(x[worst])
             fixed[p.name] = f"pushed to the bound {x[worst]:.3g} of its range; held there"
         else:
-            fixed[p.name] = f"not pinned by these runs (relative SE {se[worst]:.2g}); held at the spec value"
+            fixed[p.name] = (f"not pinned by these runs (relative SE {se[worst]:.2g}); "
+                             f"held at {held_by[p.name]}")
     rel = {p.name: float(math.sqrt(max(cov[i, i], 0))) for i, p in enumerate(free)}
     d = np.sqrt(np.clip(np.diag(cov), 1e-300, np.inf)) if len(free) else np.ones(0)
     corr = (cov / np.outer(d, d)).round(3).tolist() if len(free) else []
@@ -371,6 +387,15 @@ def fit_cell(parts: list[_Part], family: str, stack: str) -> CellFit:
     models = sorted({m for part in parts for m in part.models})
     return CellFit(family, stack, after["n"], values, rel, corr, [p.name for p in free], fixed,
                    before, after, systems, models, fit_ttft(parts, values))
+
+
+def fit_family(by_cell: dict[tuple[str, str], list[_Part]], family: str) -> CellFit | None:
+    """One fit of every stack of ``family`` together (one set of parameters for all its runs):
+    what a cell's parameter falls back to where the cell's own runs do not pin it."""
+    parts = [p for (fam, _), ps in sorted(by_cell.items()) if fam == family for p in ps]
+    if sum(len(p.measured_s) for p in parts) < MIN_RUNS:
+        return None
+    return fit_cell(parts, family, "all stacks")
 
 
 def _subset(parts: list[_Part], key: str, keep: Any) -> list[_Part]:
@@ -384,21 +409,28 @@ def _subset(parts: list[_Part], key: str, keep: Any) -> list[_Part]:
     return out
 
 
+def _families(by_cell: dict[tuple[str, str], list[_Part]]) -> dict[str, CellFit]:
+    """:func:`fit_family` of every family with enough runs."""
+    fits = {fam: fit_family(by_cell, fam) for fam in sorted({f for f, _ in by_cell})}
+    return {fam: f for fam, f in fits.items() if f is not None}
+
+
 def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str) -> dict[str, dict[str, Any]]:
-    """For each system (or model): refit every cell without it, predict its runs."""
+    """For each system (or model): refit every cell without it (the family fallback too, on the
+    same training runs), predict its runs."""
     names = sorted({x for parts in by_cell.values() for p in parts
                     for x in (p.systems if key == "system" else p.models)})
     out = {}
     for name in names:
         ratios, ttft = [], []
+        train_cells = {k: _subset(parts, key, lambda c, n=name: c != n) for k, parts in by_cell.items()}
+        train_cells = {k: t for k, t in train_cells.items() if sum(len(p.measured_s) for p in t) >= MIN_RUNS}
+        pooled = _families(train_cells)
         for (fam, stack), parts in by_cell.items():
             held = _subset(parts, key, lambda c, n=name: c == n)
-            if not held:
+            if not held or (fam, stack) not in train_cells:
                 continue
-            train = _subset(parts, key, lambda c, n=name: c != n)
-            if sum(len(p.measured_s) for p in train) < MIN_RUNS:
-                continue
-            f = fit_cell(train, fam, stack)
+            f = fit_cell(train_cells[(fam, stack)], fam, stack, pooled.get(fam))
             v = np.array([f.values[p.name] for p in PARAMETERS])
             ratios.append(np.exp(_residuals(held, PARAMETERS, v)))
             if f.ttft is not None:
@@ -427,10 +459,14 @@ class RunsFit:
     loso: dict[str, dict[str, Any]]
     lomo: dict[str, dict[str, Any]]
     method: str = METHOD
+    #: each family's stacks fitted together (:func:`fit_family`): where a cell's runs do not pin
+    #: a parameter, the cell holds this fit's value
+    families: list[CellFit] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "source": self.source, "sha256": self.sha256, "date": self.date,
-                "cells": [c.to_dict() for c in self.cells], "leave_one_system_out": self.loso,
+                "cells": [c.to_dict() for c in self.cells],
+                "families": [c.to_dict() for c in self.families], "leave_one_system_out": self.loso,
                 "leave_one_model_out": self.lomo}
 
     def cell(self, family: str, stack: str) -> CellFit | None:
@@ -453,10 +489,12 @@ def fit_runs(path: str | Path | None = None, leave_out: bool = True) -> RunsFit:
     by_cell = {k: v for k, v in cells(score).items() if sum(len(p.measured_s) for p in v) >= MIN_RUNS}
     if not by_cell:
         raise SpecError(score.source, "rows", f"at least {MIN_RUNS} scored runs of one family and stack")
-    fits = [fit_cell(parts, fam, stack) for (fam, stack), parts in sorted(by_cell.items())]
+    pooled = _families(by_cell)
+    fits = [fit_cell(parts, fam, stack, pooled.get(fam)) for (fam, stack), parts in sorted(by_cell.items())]
     loso = _leave_one_out(by_cell, "system") if leave_out else {}
     lomo = _leave_one_out(by_cell, "model") if leave_out else {}
-    return RunsFit(fits, score.source, _sha256(path), datetime.date.today().isoformat(), loso, lomo)
+    return RunsFit(fits, score.source, _sha256(path), datetime.date.today().isoformat(), loso, lomo,
+                   families=list(pooled.values()))
 
 
 def summary_frame(fit: RunsFit) -> pd.DataFrame:

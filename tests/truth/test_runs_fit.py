@@ -77,6 +77,23 @@ def test_a_parameter_the_runs_do_not_touch_is_held_and_said(h200_trtllm_parts):
     assert len(f.corr) == len(f.fitted)
 
 
+def test_a_parameter_a_cell_cannot_pin_takes_the_familys_value(fit_cells):
+    # Blackwell TensorRT-LLM's runs do not pin the compute fraction; the family's runs of every
+    # stack together do: the cell holds that value (merged), not the spec's (a fit to 7 points)
+    family = rf.fit_family(fit_cells, "blackwell")
+    assert family is not None and "compute" in family.fitted
+    assert family.rel_se["compute"] < rf.REL_SE_MAX
+    assert family.n == sum(len(p.measured_s) for (fam, _), ps in fit_cells.items()
+                           if fam == "blackwell" for p in ps)
+    alone = rf.fit_cell(fit_cells[("blackwell", "trtllm")], "blackwell", "trtllm")
+    merged = rf.fit_cell(fit_cells[("blackwell", "trtllm")], "blackwell", "trtllm", family)
+    assert "compute" not in merged.fitted and "compute" not in alone.fitted
+    spec = rf._spec_value(fit_cells[("blackwell", "trtllm")][0].inputs.hw, rf.PARAMETERS[0])
+    assert alone.values["compute"] == spec
+    assert merged.values["compute"] == family.values["compute"] != spec
+    assert "blackwell stacks" in merged.fixed["compute"] and "spec value" in alone.fixed["compute"]
+
+
 def test_stacks_block_round_trips_through_the_spec_parser(h200_trtllm_parts):
     f = rf.fit_cell(h200_trtllm_parts, "hopper", "trtllm")
     fit = rf.RunsFit([f], "test.csv", "0" * 64, "2026-12-01", {}, {})
