@@ -329,11 +329,12 @@ def _solve(parts: list[_Part], free: tuple[RunParameter, ...], fixed_vals: dict[
 
 
 def fit_cell(parts: list[_Part], family: str, stack: str,
-             pooled: CellFit | None = None) -> CellFit:
+             pooled: CellFit | None = None, ttft: bool = True) -> CellFit:
     """Fit one cell; fix, one at a time, the parameter its runs pin least until all are pinned.
 
     A parameter these runs do not pin is held at ``pooled``'s value where that fit (every stack of
-    the family together, :func:`fit_family`) pinned it, else at the spec value."""
+    the family together, :func:`fit_family`) pinned it, else at the spec value.  ``ttft``: also
+    fit the TTFT parameters (:func:`fit_ttft`) at the fitted TPOT parameters."""
     hw0 = parts[0].inputs.hw
     spec = {p.name: _spec_value(hw0, p) for p in PARAMETERS}
     before = _errors(parts, PARAMETERS, np.array([spec[p.name] for p in PARAMETERS]))
@@ -386,7 +387,7 @@ def fit_cell(parts: list[_Part], family: str, stack: str,
     systems = sorted({s for part in parts for s in part.systems})
     models = sorted({m for part in parts for m in part.models})
     return CellFit(family, stack, after["n"], values, rel, corr, [p.name for p in free], fixed,
-                   before, after, systems, models, fit_ttft(parts, values))
+                   before, after, systems, models, fit_ttft(parts, values) if ttft else None)
 
 
 def fit_family(by_cell: dict[tuple[str, str], list[_Part]], family: str) -> CellFit | None:
@@ -395,7 +396,7 @@ def fit_family(by_cell: dict[tuple[str, str], list[_Part]], family: str) -> Cell
     parts = [p for (fam, _), ps in sorted(by_cell.items()) if fam == family for p in ps]
     if sum(len(p.measured_s) for p in parts) < MIN_RUNS:
         return None
-    return fit_cell(parts, family, "all stacks")
+    return fit_cell(parts, family, "all stacks", ttft=False)  # TTFT is fitted per stack only
 
 
 def _subset(parts: list[_Part], key: str, keep: Any) -> list[_Part]:

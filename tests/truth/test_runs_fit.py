@@ -78,20 +78,20 @@ def test_a_parameter_the_runs_do_not_touch_is_held_and_said(h200_trtllm_parts):
 
 
 def test_a_parameter_a_cell_cannot_pin_takes_the_familys_value(fit_cells):
-    # Blackwell TensorRT-LLM's runs do not pin the compute fraction; the family's runs of every
-    # stack together do: the cell holds that value (merged), not the spec's (a fit to 7 points)
-    family = rf.fit_family(fit_cells, "blackwell")
-    assert family is not None and "compute" in family.fitted
-    assert family.rel_se["compute"] < rf.REL_SE_MAX
-    assert family.n == sum(len(p.measured_s) for (fam, _), ps in fit_cells.items()
-                           if fam == "blackwell" for p in ps)
-    alone = rf.fit_cell(fit_cells[("blackwell", "trtllm")], "blackwell", "trtllm")
-    merged = rf.fit_cell(fit_cells[("blackwell", "trtllm")], "blackwell", "trtllm", family)
-    assert "compute" not in merged.fitted and "compute" not in alone.fitted
-    spec = rf._spec_value(fit_cells[("blackwell", "trtllm")][0].inputs.hw, rf.PARAMETERS[0])
-    assert alone.values["compute"] == spec
-    assert merged.values["compute"] == family.values["compute"] != spec
-    assert "blackwell stacks" in merged.fixed["compute"] and "spec value" in alone.fixed["compute"]
+    # Blackwell TensorRT-LLM's runs do not pin the compute fraction: alone the cell keeps the
+    # spec's value (a fit to 7 published points); given its family's fit (every stack together,
+    # here one that pinned compute at 0.4321), it holds that value instead, and says so
+    parts = fit_cells[("blackwell", "trtllm")]
+    alone = rf.fit_cell(parts, "blackwell", "trtllm", ttft=False)
+    assert "compute" not in alone.fitted and "spec value" in alone.fixed["compute"]
+    assert alone.values["compute"] == rf._spec_value(parts[0].inputs.hw, rf.PARAMETERS[0])
+    family = dataclasses.replace(alone, stack="all stacks", n=1246, fitted=[*alone.fitted, "compute"],
+                                 values={**alone.values, "compute": 0.4321},
+                                 rel_se={**alone.rel_se, "compute": 0.15})
+    merged = rf.fit_cell(parts, "blackwell", "trtllm", family, ttft=False)
+    assert "compute" not in merged.fitted and merged.values["compute"] == 0.4321
+    assert "all blackwell stacks' 1246 runs" in merged.fixed["compute"]
+    assert merged.ttft is None
 
 
 def test_stacks_block_round_trips_through_the_spec_parser(h200_trtllm_parts):
@@ -152,6 +152,15 @@ def test_cli_calibrate_runs_json(capsys):
     assert cells >= {("hopper", "trtllm"), ("blackwell", "trtllm")}
     for c in doc["cells"]:
         assert all(se < rf.REL_SE_MAX for se in c["rel_se"].values())
+    # one family fit per family, on every run of its cells; what a cell holds from it is its value
+    fams = {f["family"]: f for f in doc["families"]}
+    assert set(fams) == {fam for fam, _ in cells}
+    for fam, f in fams.items():
+        assert f["n"] == sum(c["n"] for c in doc["cells"] if c["family"] == fam)
+        for c in doc["cells"]:
+            for name, why in c["fixed"].items() if c["family"] == fam else ():
+                if "stacks' " in why:
+                    assert name in f["fitted"] and c["values"][name] == f["values"][name]
 
 
 def test_cli_write_refuses_a_users_file(tmp_path, capsys):
