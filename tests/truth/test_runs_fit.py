@@ -144,12 +144,23 @@ def test_runs_are_scored_with_their_own_stacks_fit():
     assert own != pytest.approx(other, rel=1e-3)
 
 
-def test_cli_calibrate_runs_json(capsys):
-    rc = main(["calibrate", "--runs", "--no-loo", "--json"])
+def test_cli_calibrate_runs_json(capsys, tmp_path):
+    # the bundled runs of two Hopper stacks (a user's own file, in the bundled columns): two cells
+    # and their family fit, in a fraction of the time of the whole file
+    from importlib import resources
+
+    import pandas as pd
+
+    with resources.files("planner.truth.data").joinpath("measured_runs.csv").open("rb") as fh:
+        raw = pd.read_csv(fh)
+    keep = raw["system"].isin(["h100_sxm", "h200_sxm"]) & raw["backend"].isin(["trtllm", "vllm"])
+    path = tmp_path / "hopper_runs.csv"
+    raw[keep].to_csv(path, index=False)
+    rc = main(["calibrate", "--runs", str(path), "--no-loo", "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert rc == 0 and doc["written"] == []
     cells = {(c["family"], c["stack"]) for c in doc["cells"]}
-    assert cells >= {("hopper", "trtllm"), ("blackwell", "trtllm")}
+    assert cells == {("hopper", "trtllm"), ("hopper", "vllm")}
     for c in doc["cells"]:
         assert all(se < rf.REL_SE_MAX for se in c["rel_se"].values())
     # one family fit per family, on every run of its cells; what a cell holds from it is its value
@@ -161,6 +172,9 @@ def test_cli_calibrate_runs_json(capsys):
             for name, why in c["fixed"].items() if c["family"] == fam else ():
                 if "stacks' " in why:
                     assert name in f["fitted"] and c["values"][name] == f["values"][name]
+    # the vLLM runs alone do not pin the compute fraction; both stacks' runs together do
+    vllm = next(c for c in doc["cells"] if c["stack"] == "vllm")
+    assert "hopper stacks' " in vllm["fixed"]["compute"]
 
 
 def test_cli_write_refuses_a_users_file(tmp_path, capsys):
