@@ -167,28 +167,39 @@ def symbolic_elasticities(model: Model, hw: Hardware, row: pd.Series, kw: dict[s
                          s_h=1 + spec.drafts, n_d=spec.drafts, overlap=int(bool(row["overlap"])),
                          kv_offload=int(bool(row.get("kv_offload", False))), spec_kind=spec.kind)
     num = {n: float(np.asarray(vals[n])) for n in REGISTRY}
-    s = sp.Symbol("s", positive=True)
+    # one scale symbol per resource and one for the batch: every other symbol becomes its number
+    # in a single substitution (the costly step), and each derivative is then taken on the much
+    # smaller expression left, all scales at 1
+    groups = {p: _resource(p)[2] for p in params} | {"_b": ("b",)}
+    scale = {g: sp.Symbol(f"s_{i}", positive=True) for i, g in enumerate(groups)}
+    of = {n: scale[g] for g, names in groups.items() for n in names}
+    ones = {v: 1 for v in scale.values()}
 
-    def log_deriv(expr: sp.Expr, names: tuple[str, ...]) -> float:
-        rep = {REGISTRY[n].symbol: (sp.Float(num[n]) * s if n in names else sp.Float(num[n]))
+    def reduced(expr: sp.Expr) -> sp.Expr:
+        rep = {REGISTRY[n].symbol: (sp.Float(num[n]) * of[n] if n in of else sp.Float(num[n]))
                for n in REGISTRY}
         e = expr.xreplace(rep)
         # a tile count ceil(x) is a step function: its value at s = 1, its derivative 0 (a.e.)
-        e = e.replace(lambda x: isinstance(x, sp.ceiling),
-                      lambda x: sp.Float(math.ceil(float(x.args[0].subs(s, 1)))))
-        v = float(e.subs(s, 1))
-        d = float(sp.diff(e, s).subs(s, 1))
+        return e.replace(lambda x: isinstance(x, sp.ceiling),
+                         lambda x: sp.Float(math.ceil(float(x.args[0].subs(ones)))))
+
+    def log_deriv(e: sp.Expr, v: float, group: str) -> float:
+        d = float(sp.diff(e, scale[group]).subs(ones))
         return d / v if v else math.nan
 
-    eps_b = log_deriv(eq.t_step, ("b",))
+    t = reduced(eq.t_step)
+    t0 = float(t.subs(ones))
+    eps_b = log_deriv(t, t0, "_b")
     b_max = float(eq.b_max.xreplace({REGISTRY[n].symbol: sp.Float(num[n]) for n in REGISTRY}))
     capped = math.isclose(b, b_max, rel_tol=1e-6)
     out: dict[str, Any] = {"_capped": capped}
+    if capped:
+        bm = reduced(eq.b_max)
+        bm0 = float(bm.subs(ones))
     for p in params:
-        names = _resource(p)[2]
-        eps_t = log_deriv(eq.t_step, names)
+        eps_t = log_deriv(t, t0, p)
         if capped:
-            eps_bmax = log_deriv(eq.b_max, names)
+            eps_bmax = log_deriv(bm, bm0, p)
             e = eps_bmax * (1.0 - eps_b) - eps_t
         else:
             e = -eps_t / eps_b if eps_b else math.nan
