@@ -190,13 +190,13 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
     print("# residual: log(predicted / measured) decode TPOT at each run's own layout and batch; "
           "se = relative standard error (s^2 (J^T J)^-1 in log space; runs of one configuration are "
           "not independent, so a lower bound)")
+    def params(c: Any) -> list[str]:  # each parameter with its relative SE, or held
+        return [f"{_fmt_param(p.unit, c.values[p.name])} ±{c.rel_se[p.name]:.0%}" if p.name in c.fitted
+                else f"{_fmt_param(p.unit, c.values[p.name])} (held)" for p in PARAMETERS]
+
     rows = []
     for c in fit.cells:
-        cells = []
-        for p in PARAMETERS:
-            v = _fmt_param(p.unit, c.values[p.name])
-            cells.append(f"{v} ±{c.rel_se[p.name]:.0%}" if p.name in c.fitted else f"{v} (held)")
-        rows.append([c.family, c.stack, c.n, *cells, _pct(c.before["tpot_median_abs_err"]),
+        rows.append([c.family, c.stack, c.n, *params(c), _pct(c.before["tpot_median_abs_err"]),
                      _pct(c.after["tpot_median_abs_err"]), _pct(c.after["tpot_p90_abs_err"]),
                      f"{c.after['tpot_bias']:.2f}"])
     print(table(rows, ["family", "stack", "runs", *[p.name for p in PARAMETERS], "median before",
@@ -207,13 +207,7 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
     if fit.families:
         print("\n# each family's stacks fitted together (one set of parameters for all its runs): "
               "where a cell's own runs do not pin a parameter, the cell holds this value")
-        frows = []
-        for c in fit.families:
-            cells = []
-            for p in PARAMETERS:
-                v = _fmt_param(p.unit, c.values[p.name])
-                cells.append(f"{v} ±{c.rel_se[p.name]:.0%}" if p.name in c.fitted else f"{v} (held)")
-            frows.append([c.family, c.n, *cells, _pct(c.after["tpot_median_abs_err"])])
+        frows = [[c.family, c.n, *params(c), _pct(c.after["tpot_median_abs_err"])] for c in fit.families]
         print(table(frows, ["family", "runs", *[p.name for p in PARAMETERS], "median"]))
         for c in fit.families:
             for name, why in c.fixed.items():
