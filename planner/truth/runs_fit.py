@@ -75,12 +75,14 @@ TTFT_PARAMETERS: tuple[RunParameter, ...] = (
 #: per-operator overhead at the batch sizes of the runs (fitted free it is pinned in one cell of
 #: six, where the per-operator overhead then falls to zero), so it keeps its spec value.
 HELD = ("step_overhead", "load_imbalance", "memory_reserve", "link latencies")
-#: A parameter whose relative standard error exceeds this is fixed at its spec value.
+#: A parameter whose relative standard error exceeds this is held (at its family's value, or
+#: its spec value).
 REL_SE_MAX = 0.2
 #: A parameter the solver leaves at a bound is held there only if the runs push it: moving it back
-#: to its spec value raises the residual sum of squares by more than this many times the residual
-#: variance (3.84: the 95% point of chi-squared with one degree of freedom, a likelihood-ratio
-#: test).  Otherwise it sits in a flat direction, where it drifted, and keeps its spec value.
+#: to the value it would be held at raises the residual sum of squares by more than this many
+#: times the residual variance (3.84: the 95% point of chi-squared with one degree of freedom, a
+#: likelihood-ratio test).  Otherwise it sits in a flat direction, where it drifted, and is held
+#: (at its family's value, or its spec value).
 PUSHED_CHI2 = 3.84
 #: Fewest runs a cell (or a leave-one-out training set) needs to be fitted.
 MIN_RUNS = 20
@@ -180,7 +182,7 @@ class CellFit:
     rel_se: dict[str, float]           #: fitted parameters only
     corr: list[list[float]]            #: correlation of the fitted log-parameters
     fitted: list[str]
-    fixed: dict[str, str]              #: parameter -> why it is held at its spec value
+    fixed: dict[str, str]              #: parameter -> why it is held (and at what)
     before: dict[str, float]
     after: dict[str, float]
     systems: list[str] = field(default_factory=list)
@@ -284,7 +286,7 @@ def _least_pinned(bad: list[int], at_bound: list[bool], se: np.ndarray,
     """Which of the ``bad`` parameters to hold next, and whether at the bound the runs push it to:
     one at a bound that ``pushed(i)`` confirms goes first (the least pinned of those), else the
     least pinned of the rest (relative SE above :data:`REL_SE_MAX`, none, or at a bound only by
-    drift), held at its spec value."""
+    drift), held (at its family's value, or its spec value)."""
     def rel(i: int) -> float:
         return float(se[i]) if np.isfinite(se[i]) else math.inf
 
