@@ -175,13 +175,44 @@ def symbolic_elasticities(model: Model, hw: Hardware, row: pd.Series, kw: dict[s
     of = {n: scale[g] for g, names in groups.items() for n in names}
     ones = {v: 1 for v in scale.values()}
 
+    memo: dict[sp.Basic, tuple[Any, Any]] = {}
+    steps = (sp.ceiling, sp.floor, sp.Heaviside)
+
+    def walk(e: sp.Basic) -> tuple[Any, Any]:
+        """(``e`` with every symbol outside the groups replaced by its number and the groups' by
+        number x scale, its value at the configuration).  A maximum or minimum becomes the
+        argument that binds there, a Piecewise the branch that holds, and a step function
+        (ceiling, floor, Heaviside) its value: what their derivatives are almost everywhere, so
+        the expression left is smooth and sympy's simplifier of Max is never called."""
+        r = memo.get(e)
+        if r is not None:
+            return r
+        if isinstance(e, sp.logic.boolalg.BooleanAtom):
+            r = (e, bool(e))
+        elif e in symbol_of:
+            n = symbol_of[e]
+            r = (sp.Float(num[n]) * of[n] if n in of else sp.Float(num[n]), num[n])
+        elif e.is_Atom:
+            r = (e, float(e))
+        elif isinstance(e, sp.Max | sp.Min):
+            kids = [walk(a) for a in e.args]
+            best = (max if isinstance(e, sp.Max) else min)(v for _, v in kids)
+            tied = [k for k in kids if k[1] == best]
+            r = tied[0] if len(tied) == 1 else (e.func(*(k[0] for k in tied)), best)
+        elif isinstance(e, sp.Piecewise):
+            r = next(walk(pair.expr) for pair in e.args if walk(pair.cond)[1])
+        else:
+            kids = [walk(a) for a in e.args]
+            v = e.func(*(sp.Float(k[1]) if isinstance(k[1], float) else k[1] for k in kids))
+            v = bool(v) if isinstance(v, sp.logic.boolalg.Boolean) else float(v)
+            r = (sp.Float(v), v) if isinstance(e, steps) else (e.func(*(k[0] for k in kids)), v)
+        memo[e] = r
+        return r
+
+    symbol_of = {REGISTRY[n].symbol: n for n in REGISTRY}
+
     def reduced(expr: sp.Expr) -> sp.Expr:
-        rep = {REGISTRY[n].symbol: (sp.Float(num[n]) * of[n] if n in of else sp.Float(num[n]))
-               for n in REGISTRY}
-        e = expr.xreplace(rep)
-        # a tile count ceil(x) is a step function: its value at s = 1, its derivative 0 (a.e.)
-        return e.replace(lambda x: isinstance(x, sp.ceiling),
-                         lambda x: sp.Float(math.ceil(float(x.args[0].subs(ones)))))
+        return walk(expr)[0]
 
     def log_deriv(e: sp.Expr, v: float, group: str) -> float:
         d = float(sp.diff(e, scale[group]).subs(ones))
