@@ -34,6 +34,12 @@ REGIONS = ("global", "china")
 OVERLAP_EFFICIENCY = 0.886
 
 
+#: The communication laws' fields of :class:`Efficiency` fitted to a system's measured kernels
+#: (all-reduce and all-to-all latency and bandwidth fractions)
+COMM_LAW_FIELDS = ("allreduce_latency", "allreduce_efficiency", "allreduce_large_efficiency",
+                   "a2a_latency", "a2a_efficiency")
+
+
 #: GEMM dtypes a ``stacks:`` entry may carry a fitted GEMM law for (``gemm_<dtype>`` keys)
 GEMM_LAW_DTYPES = ("bf16", "fp8", "fp8_block", "nvfp4")
 
@@ -385,8 +391,7 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     eff = dataclasses.replace(eff, overlap=OVERLAP_EFFICIENCY if ov is None else ov)
     # the communication laws where they were measured on this system but no stack is fitted
     laws = {k: _fact(e, k, "time" if k.endswith("latency") else None, src, required=False, hi=1.0)
-            for k in ("allreduce_latency", "allreduce_efficiency", "allreduce_large_efficiency",
-                      "a2a_latency", "a2a_efficiency")}
+            for k in COMM_LAW_FIELDS}
     eff = dataclasses.replace(eff, **{k: v for k, v in laws.items() if v is not None})
     e.done()
     f.raw("calibration", required=False)  # provenance of fitted efficiencies (free-form)

@@ -78,6 +78,7 @@ from planner.errors import SpecError
 from planner.physics import compiled
 from planner.physics.step import CATEGORIES, REASONS, default_slots, evaluate_configs, resolve_precisions
 from planner.serving.frontiers import chunked_prefill_rate, served_ttft
+from planner.specs.hardware import COMM_LAW_FIELDS
 
 #: Columns a runs CSV must have (the bundled file's, see measured_runs.md).
 REQUIRED = (
@@ -650,9 +651,7 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
             system = system.without_stack()
             if kernel is not None:
                 system = system.replace(efficiency={
-                    f: getattr(kernel, f) for f in ("allreduce_latency", "allreduce_efficiency",
-                                                    "allreduce_large_efficiency",
-                                                    "a2a_latency", "a2a_efficiency", "gemm", "attn", "moe")})
+                    f: getattr(kernel, f) for f in (*COMM_LAW_FIELDS, "gemm", "attn", "moe")})
             # the stack's name stays, so that its kernels run as that stack dispatches them (the
             # all-reduce's reach and one-shot limits) while the efficiency: block is fitted
             system = system.replace(stack=str(stack))

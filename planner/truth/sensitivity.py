@@ -177,6 +177,7 @@ def symbolic_elasticities(model: Model, hw: Hardware, row: pd.Series, kw: dict[s
 
     memo: dict[sp.Basic, tuple[Any, Any]] = {}
     steps = (sp.ceiling, sp.floor, sp.Heaviside)
+    symbol_of = {REGISTRY[n].symbol: n for n in REGISTRY}
 
     def walk(e: sp.Basic) -> tuple[Any, Any]:
         """(``e`` with every symbol outside the groups replaced by its number and the groups' by
@@ -209,28 +210,19 @@ def symbolic_elasticities(model: Model, hw: Hardware, row: pd.Series, kw: dict[s
         memo[e] = r
         return r
 
-    symbol_of = {REGISTRY[n].symbol: n for n in REGISTRY}
-
-    def reduced(expr: sp.Expr) -> sp.Expr:
-        return walk(expr)[0]
-
     def log_deriv(e: sp.Expr, v: float, group: str) -> float:
         d = float(sp.diff(e, scale[group]).subs(ones))
         return d / v if v else math.nan
 
-    t = reduced(eq.t_step)
-    t0 = float(t.subs(ones))
+    t, t0 = walk(eq.t_step)
     eps_b = log_deriv(t, t0, "_b")
-    b_max = float(eq.b_max.xreplace({REGISTRY[n].symbol: sp.Float(num[n]) for n in REGISTRY}))
+    bm, b_max = walk(eq.b_max)
     capped = math.isclose(b, b_max, rel_tol=1e-6)
     out: dict[str, Any] = {"_capped": capped}
-    if capped:
-        bm = reduced(eq.b_max)
-        bm0 = float(bm.subs(ones))
     for p in params:
         eps_t = log_deriv(t, t0, p)
         if capped:
-            eps_bmax = log_deriv(bm, bm0, p)
+            eps_bmax = log_deriv(bm, b_max, p)
             e = eps_bmax * (1.0 - eps_b) - eps_t
         else:
             e = -eps_t / eps_b if eps_b else math.nan
