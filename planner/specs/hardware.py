@@ -58,8 +58,9 @@ class GemmLaw:
 #: MoE weight dtypes a ``stacks:`` entry may carry a fitted grouped-MoE law for (``moe_<dtype>``)
 MOE_LAW_DTYPES = ("bf16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "int4_wo")
 #: decode and prefill attention laws a ``stacks:`` entry may carry (``attn_<kind>_<KV dtype>`` keys;
-#: kinds ``mla``, ``gqa``, ``mla_prefill``, ``gqa_prefill``)
-ATTN_LAW_KEYS = tuple(f"{kind}_{kv}" for kind in ("mla", "gqa", "mla_prefill", "gqa_prefill")
+#: kinds ``mla``, ``gqa``, ``gqa_mmha`` (TensorRT-LLM's MMHA fallback: planner.truth.kernels.attention_kind),
+#: ``mla_prefill``, ``gqa_prefill``)
+ATTN_LAW_KEYS = tuple(f"{kind}_{kv}" for kind in ("mla", "gqa", "gqa_mmha", "mla_prefill", "gqa_prefill")
                       for kv in ("bf16", "fp8"))
 #: all-to-all kernel floors a ``stacks:`` entry may carry (``a2a_<phase>_<dtype>`` keys)
 A2A_FLOOR_KEYS = tuple(f"{ph}_{dt}" for ph in ("dispatch", "combine")

@@ -292,13 +292,60 @@ def _attn_shape(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
                     "phi_w": (w > 0).astype(float), "S_w": np.where(w > 0, w, 1.0)}
 
 
+#: TensorRT-LLM's decode attention dispatch on Hopper (``decoderXQAImplJIT.cpp`` ``shouldUse`` /
+#: ``mayHavePerfGain``, ``decoderXQAImplJIT/kernelUtils.cpp`` ``supportConfigHMMA`` /
+#: ``supportConfigQGMMA``, ``decoderXQAConstants.h``; NVIDIA/TensorRT-LLM, Apache-2.0, as read): the
+#: XQA kernel (tensor cores, a KV head's query group loaded once) runs a GQA decode only where
+#: the group ``h / h_kv`` is at most :data:`XQA_MAX_GROUP`, the heads are not plain MHA
+#: (``h = h_kv``: "do not use XQA kernel for vanilla MHA case for performance reasons") and the
+#: grid fills the GPU, ``4 h_kv b max(1, floor(S / 128)) >= SMs``; every other shape falls back
+#: to the masked multi-head attention kernel (MMHA), priced by its own fitted law
+#: (``attn_gqa_mmha_<KV dtype>``, the same expression, other constants).  On Blackwell
+#: (trtllm-gen kernels, whose dispatcher we have not read) the tables show the group limit alone:
+#: under one law the shapes with groups over 32 ran 4-5x slower than predicted (median
+#: predicted / measured 0.22), the plain-MHA and low-occupancy shapes within 5% of the rest.
+XQA_MAX_GROUP = 32
+XQA_TOKENS_PER_BLOCK = 128   #: kMinHistoryTokensPerBlock: context tokens per multi-block CTA
+XQA_BLOCK_FACTOR = 4.0       #: kEnableMinBlockFactor
+#: SMs of the GPU the occupancy test counts: 132 on H100 SXM5 (NVIDIA H100 Tensor Core GPU
+#: Architecture whitepaper); the H200 is the same GH100
+XQA_SMS = {"hopper": 132}
+
+
+def attention_kind(d: pd.DataFrame, family: str) -> pd.Series:
+    """Each attention row's law kind: ``mla``, ``gqa``, ``mla_prefill``, ``gqa_prefill``, and
+    ``gqa_mmha`` for the TensorRT-LLM GQA decode shapes its dispatcher sends to MMHA (rules above,
+    :data:`XQA_MAX_GROUP`), on a GPU of ``family``."""
+    kind = d["op"].astype(str).str.removeprefix("attention_")
+    gqa = (kind == "gqa") & (d["stack"].astype(str) == "trtllm")
+    h, h_kv = d.heads.to_numpy(float), np.maximum(d.kv_heads.to_numpy(float), 1.0)
+    mmha = h / h_kv > XQA_MAX_GROUP
+    if family in XQA_SMS:
+        ctx = (d.isl + d.step).to_numpy(float)
+        per_seq = np.maximum(1.0, np.floor(ctx / XQA_TOKENS_PER_BLOCK))  # multi-block CTAs
+        blocks = XQA_BLOCK_FACTOR * h_kv * d.batch.to_numpy(float) * per_seq
+        mmha |= (h == h_kv) | (blocks < XQA_SMS[family])
+    return kind.where(~(gqa.to_numpy() & mmha), "gqa_mmha")
+
+
 def attn_law_seconds(d: pd.DataFrame, hw: Any, kind: str, law: KernelLaw) -> np.ndarray:
     """The fitted attention law (``attn_<kind>_law``: decode ``mla``, ``gqa``; prefill ``mla_prefill``,
     ``gqa_prefill``) on rows ``d``."""
     # a prefill law's compute fraction is the step model's eta_fa; each law takes the constants it has
+    kind = kind.removesuffix("_mmha")  # the MMHA fallback: the same law, its own constants
     return compile_operator(f"attn_{kind}_law")(**_attn_shape(d, hw, kind), eta_a=law.compute,
                                                 eta_fa=law.compute, eta_am=law.hbm, S_a0=law.offset,
                                                 t_a0=law.floor)
+
+
+def with_attention_kind(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (attention rows) with a ``kind`` column: :func:`attention_kind` per GPU."""
+    from planner.specs.registry import load_hardware
+
+    kind = pd.Series("", index=df.index, dtype=object)
+    for gpu, idx in df.groupby("gpu").groups.items():
+        kind.loc[idx] = attention_kind(df.loc[idx], load_hardware(gpu).family).to_numpy(object)
+    return df.assign(kind=kind)
 
 
 def predict_attention(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.ndarray:
@@ -309,14 +356,15 @@ def predict_attention(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -
     from planner.specs.registry import load_hardware
 
     out = np.full(len(df), np.nan)
-    for (gpu, stack, op, kv), idx in df.groupby(["gpu", "stack", "op", "kv_dtype"]).groups.items():
+    kinds = with_attention_kind(df)
+    for (gpu, stack, law_kind, kv), idx in kinds.groupby(["gpu", "stack", "kind", "kv_dtype"]).groups.items():
         hw = _system(load_hardware(gpu), stack, mode)
-        kind = op.removeprefix("attention_")
+        kind = law_kind.removesuffix("_mmha")
         r, pos = df.loc[idx], df.index.get_indexer(idx)
         shape = _attn_shape(r, hw, kind)
-        law = hw.efficiency.attn_law(kind, kv) if mode == "realistic" else None
+        law = hw.efficiency.attn_law(law_kind, kv) if mode == "realistic" else None
         if law is not None:
-            out[pos] = attn_law_seconds(r, hw, kind, law)
+            out[pos] = attn_law_seconds(r, hw, law_kind, law)
         elif mode == "bound":
             out[pos] = (compile_operator(f"attn_{kind}_bound")(**shape) if hbm_roofline else
                         compile_operator(f"attn_{kind}_bound_l2")(**shape, C_L2=L2_BYTES.get(hw.family, 0.0)))
@@ -673,14 +721,15 @@ def fit_moe(df: pd.DataFrame | None = None) -> list[LawFit]:
 def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
     """The same for the decode and prefill attention laws (``attn_mla_law``, ``attn_gqa_law``,
     ``attn_mla_prefill_law``, ``attn_gqa_prefill_law``) per (GPU, stack, kind, KV dtype):
-    ``compute`` eta_a (not for GQA decode: at most h / h_kv = 16 FLOP per KV byte, it never
-    reaches its compute side at the measured shapes, so eta_a is not identified and held at 1),
+    ``compute`` eta_a (not for GQA decode on the XQA-style kernels: the measured groups give at
+    most 2 h / h_kv / b_kv = 64 FLOP per KV byte, it never reaches its compute side, so eta_a is
+    not identified and held at 1; nor for TensorRT-LLM's MMHA fallback, ``gqa_mmha``, whose
+    groups reach 128 heads per KV head: fitted, its compute side did not bind either),
     ``hbm`` eta_am (decode only: prefill is compute-bound at every measured shape), ``offset``
     S_a0, ``floor`` t_a0 (``LawFit.law`` is ``attn_<kind>``, ``dtype`` the KV dtype)."""
     df = serving_kernels(load_table("attention"), ATTN_KEYS) if df is None else df
     out = []
-    for op, dop in df.groupby("op"):
-        kind = op.removeprefix("attention_")
+    for kind, dop in with_attention_kind(df).groupby("kind"):
         groups = ((key, d) for key, d in dop.groupby(["gpu", "stack", "kv_dtype"]))
         names = (["compute", "offset", "floor"] if kind.endswith("_prefill")
                  else ["compute", "hbm", "offset", "floor"] if kind == "mla" else ["hbm", "offset", "floor"])
@@ -710,6 +759,7 @@ def _se_tag(se: float) -> str:
 _LAW_WHAT = {"gemm": "{dt} GEMMs", "moe": "{dt} grouped-MoE kernels",
              "attn_mla": "MLA decode attention kernels ({dt} KV cache)",
              "attn_gqa": "GQA decode attention kernels ({dt} KV cache)",
+             "attn_gqa_mmha": "GQA decode attention kernels its dispatcher runs on MMHA ({dt} KV cache)",
              "attn_mla_prefill": "MLA prefill attention kernels (BF16 compute, {dt} KV cache)",
              "attn_gqa_prefill": "GQA prefill attention kernels (BF16 compute, {dt} KV cache)"}
 

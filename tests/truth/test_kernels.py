@@ -602,3 +602,36 @@ def test_kernels_of_unknown_routing_are_not_scored(score):
     table = load_table("moe")
     assert table.variant.isin(UNKNOWN_ROUTING_VARIANTS).sum() > 1000   # the min-latency NVFP4 kernels
     assert not score.rows.variant.isin(UNKNOWN_ROUTING_VARIANTS).any()
+
+
+def test_tensorrt_llm_decode_attention_dispatch_by_hand():
+    # TensorRT-LLM's XQA runs a GQA decode on Hopper only for groups of at most 32 query heads per
+    # KV head, never plain MHA, and only where 4 h_kv b max(1, floor(S / 128)) reaches the 132 SMs;
+    # the rest is MMHA.  On Blackwell only the group limit is applied; other stacks have one kernel.
+    import pandas as pd
+
+    from planner.truth.kernels import attention_kind
+
+    rows = pd.DataFrame({
+        "op": "attention_gqa", "stack": "trtllm",
+        "heads":    [32, 64, 64, 32, 32, 64, 32],
+        "kv_heads": [8, 64, 1, 8, 8, 2, 8],
+        "batch":    [64, 64, 64, 1, 1, 64, 4],
+        "isl":      [2048, 2048, 2048, 128, 2048, 2048, 512],
+        "step":     [0, 0, 0, 0, 0, 0, 0]})
+    # blocks: 4 x 8 x 64 x 16; MHA; group 64; 4 x 8 x 1 x 1 = 32 < 132; 4 x 8 x 16 = 512;
+    # group 32; 4 x 8 x 4 x 4 = 512
+    assert attention_kind(rows, "hopper").tolist() == ["gqa", "gqa_mmha", "gqa_mmha", "gqa_mmha", "gqa",
+                                                       "gqa", "gqa"]
+    assert attention_kind(rows, "blackwell").tolist() == ["gqa", "gqa", "gqa_mmha", "gqa", "gqa", "gqa",
+                                                          "gqa"]
+    assert set(attention_kind(rows.assign(stack="vllm"), "hopper")) == {"gqa"}
+    mla = rows.assign(op="attention_mla_prefill", heads=128, kv_heads=0)
+    assert set(attention_kind(mla, "hopper")) == {"mla_prefill"}
+
+
+def test_tensorrt_llm_specs_carry_the_mmha_law_and_other_stacks_do_not():
+    for gpu in ("hgx-h200", "hgx-b200"):
+        stacks = load_hardware(gpu).stacks
+        assert stacks["trtllm"].attn_law("gqa_mmha", "bf16") is not None
+        assert stacks["vllm"].attn_law("gqa_mmha", "bf16") is None
