@@ -326,8 +326,8 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     def _v(f: Any, p: str) -> str:
         if p not in f.values:
             return "-"
-        v = (f"{f.values[p] * 1e6:.3g} us" if p == "floor" else f"{f.values[p]:.0f} tokens" if p == "offset"
-             else f"{f.values[p]:.3g}")
+        v = (f"{f.values[p] * 1e6:.3g} us" if p in ("floor", "row")
+             else f"{f.values[p]:.0f} tokens" if p == "offset" else f"{f.values[p]:.3g}")
         return v + (f" ±{f.rel_se[p]:.0%}" if f.rel_se[p] > 1e-6 else " (bound)")
 
     print("\n# grouped MoE law: max(2*3 d f_e max(T_er, n_er t_m) / TP_e / (eta_e P_e), "
@@ -339,15 +339,17 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in moe],
                 ["gpu", "stack", "dtype", "kernels", "eta_e", "eta_em", "eta_ea", "t_e0",
                  "median |err|", "p90"]))
-    print("\n# decode attention laws: max((F + F_row) / (eta_a P_c), (M_kv + M_row) / (eta_am B_hbm)) "
+    print("\n# decode attention laws: MLA max((F + F_row) / (eta_a P_c), (M_kv + M_row) / (eta_am B_hbm)) "
           "+ t_a0, each sequence's query rows S_a0 context tokens' worth (moe-planner equations --term "
-          "op.attn_mla_law), per KV dtype; scored against kernels only")
+          "op.attn_mla_law); GQA max(F / (eta_a P_c), M_kv / (eta_am B_hbm), b h_kv t_r) + t_a0, t_r per "
+          "sequence and KV head (op.attn_gqa_law; per query head on TensorRT-LLM's MMHA fallback, "
+          "op.attn_gqa_mmha_law); per KV dtype; scored against kernels only")
     dec = [f for f in attn if not f.law.endswith("_prefill")]
     print(table([[f.law, f.gpu, f.stack, f.dtype, f.n]
-                 + [_v(f, p) for p in ("compute", "hbm", "offset", "floor")]
+                 + [_v(f, p) for p in ("compute", "hbm", "offset", "row", "floor")]
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in dec],
-                ["law", "gpu", "stack", "KV", "kernels", "eta_a", "eta_am", "S_a0", "t_a0", "median |err|",
-                 "p90"]))
+                ["law", "gpu", "stack", "KV", "kernels", "eta_a", "eta_am", "S_a0", "t_r", "t_a0",
+                 "median |err|", "p90"]))
     print("\n# prefill attention laws (BF16 compute): (F + F_row) / (eta_fa P_c) + t_a0, F_row = S_a0 "
           "context tokens' worth per query row (moe-planner equations --term op.attn_gqa_prefill_law); "
           "the step model's prefill pass takes eta_fa and S_a0, per KV dtype")

@@ -80,8 +80,10 @@ class KernelLaw:
     compute: float = 1.0
     #: fraction of HBM bandwidth of the per-row activation traffic (eta_ea, MoE only; 1 where not fitted)
     act: float = 1.0
-    #: context tokens' worth of work per query row (S_a0, prefill attention only; 0 elsewhere)
+    #: context tokens' worth of work per query row (S_a0: prefill attention, MLA decode; 0 elsewhere)
     offset: float = 0.0
+    #: s of work per block, one per sequence and KV head (t_r, GQA decode only; 0 elsewhere)
+    row: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -509,7 +511,7 @@ _GEMM_CONSTANTS = {"compute": (True, "fraction"), "hbm": (True, "fraction"), "fl
                    "cast": (False, "fraction")}
 _NCCL_CONSTANTS = {"floor": (True, "time"), "latency": (True, "time"), "efficiency": (True, "fraction")}
 _KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (False, "fraction"), "floor": (True, "time"),
-                     "act": (False, "fraction"), "offset": (False, "tokens")}
+                     "act": (False, "fraction"), "offset": (False, "tokens"), "row": (False, "time")}
 
 
 def _floor(floor: float) -> float:

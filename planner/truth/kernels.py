@@ -332,9 +332,9 @@ def attn_law_seconds(d: pd.DataFrame, hw: Any, kind: str, law: KernelLaw) -> np.
     """The fitted attention law (``attn_<kind>_law``: decode ``mla``, ``gqa``; prefill ``mla_prefill``,
     ``gqa_prefill``) on rows ``d``."""
     # a prefill law's compute fraction is the step model's eta_fa; each law takes the constants it has
-    kind = kind.removesuffix("_mmha")  # the MMHA fallback: the same law, its own constants
-    return compile_operator(f"attn_{kind}_law")(**_attn_shape(d, hw, kind), eta_a=law.compute,
-                                                eta_fa=law.compute, eta_am=law.hbm, S_a0=law.offset,
+    shape = _attn_shape(d, hw, kind.removesuffix("_mmha"))  # MMHA: its own law on the GQA shape
+    return compile_operator(f"attn_{kind}_law")(**shape, eta_a=law.compute, eta_fa=law.compute,
+                                                eta_am=law.hbm, S_a0=law.offset, t_r=law.row,
                                                 t_a0=law.floor)
 
 
@@ -670,10 +670,10 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
 
 
 #: the grouped-MoE and attention laws' fitted constants (KernelLaw fields), starting points and
-#: bounds: fractions in (0, 1], the floor 0.1-2000 us, the offset 1-20000 tokens
+#: bounds: fractions in (0, 1], the floor 0.1-2000 us, the offset 1-20000 tokens, the block 0.1 ns-10 us
 KERNEL_PARAMS = {"compute": (0.5, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)),
                  "floor": (10e-6, (0.1e-6, 2000e-6)), "act": (0.5, (0.01, 1.0)),
-                 "offset": (500.0, (1.0, 20000.0))}
+                 "offset": (500.0, (1.0, 20000.0)), "row": (50e-9, (0.1e-9, 10e-6))}
 
 
 def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[LawFit]:
@@ -724,15 +724,16 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
     ``compute`` eta_a (not for GQA decode on the XQA-style kernels: the measured groups give at
     most 2 h / h_kv / b_kv = 64 FLOP per KV byte, it never reaches its compute side, so eta_a is
     not identified and held at 1; nor for TensorRT-LLM's MMHA fallback, ``gqa_mmha``, whose
-    groups reach 128 heads per KV head: fitted, its compute side did not bind either),
+    groups reach 128 heads per KV head: fitted, its compute side did not bind either), ``row`` t_r
+    (GQA decode: each block's work per sequence and KV head, per query head on MMHA),
     ``hbm`` eta_am (decode only: prefill is compute-bound at every measured shape), ``offset``
-    S_a0, ``floor`` t_a0 (``LawFit.law`` is ``attn_<kind>``, ``dtype`` the KV dtype)."""
+    S_a0 (MLA decode, prefill), ``floor`` t_a0 (``LawFit.law`` is ``attn_<kind>``, ``dtype`` the KV dtype)."""
     df = serving_kernels(load_table("attention"), ATTN_KEYS) if df is None else df
     out = []
     for kind, dop in with_attention_kind(df).groupby("kind"):
         groups = ((key, d) for key, d in dop.groupby(["gpu", "stack", "kv_dtype"]))
         names = (["compute", "offset", "floor"] if kind.endswith("_prefill")
-                 else ["compute", "hbm", "offset", "floor"] if kind == "mla" else ["hbm", "offset", "floor"])
+                 else ["compute", "hbm", "offset", "floor"] if kind == "mla" else ["hbm", "row", "floor"])
         out += _fit_kernel_law(f"attn_{kind}", groups, lambda d, hw, law, kind=kind: attn_law_seconds(
             d, hw, kind, law), lambda d, names=names: names)
     return out
@@ -775,8 +776,10 @@ def _gemm_line(f: LawFit, date: str) -> str:
     note = json.dumps(f"fitted to {f.n} measured {what} of this GPU and stack (aiconfigurator-core "
                       f"0.12.0; planner/truth/data/kernels), {date}; median error {f.median_abs_err:.0%}, "
                       f"p90 {f.p90_abs_err:.0%}")
-    parts = [f"{name}: {_constant(v, f.rel_se[name], name == 'floor', 'tokens' if name == 'offset' else '')}"
-             for name, v in f.values.items()]
+    def shown(name: str, v: float) -> str:
+        return _constant(v, f.rel_se[name], name in ("floor", "row"), "tokens" * (name == "offset"))
+
+    parts = [f"{name}: {shown(name, v)}" for name, v in f.values.items()]
     return f"    {_law_key(f)}: {{{', '.join(parts)}, kernels: {f.n}, note: {note}}}"
 
 

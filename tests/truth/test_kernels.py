@@ -375,15 +375,15 @@ def test_attention_laws_by_hand():
     assert t == pytest.approx(10e-6 + 2 * 64 * 128 * 4296 * 1088 / (0.5 * 989e12), rel=1e-12)
     # GQA decode, 8 sequences, 8 query / 1 KV head of 128, BF16 cache, a 128-token window on a
     # 1000-token context: 2 x 8 x 128 x 1 x 128 x 2 B = 524 kB at 0.8 x 3.35 TB/s = 0.1957 us
-    t = compile_operator("attn_gqa_law")(b=8.0, S=1000.0, h=8.0, h_kv=1.0, d_head=128.0, b_kv=2.0,
-                                         phi_w=1.0, S_w=128.0, P_c=989e12, B_hbm=3.35e12, eta_a=1.0,
-                                         eta_am=0.8, t_a0=3e-6, S_a0=0.0)
+    gqa = dict(b=8.0, S=1000.0, h=8.0, h_kv=1.0, d_head=128.0, b_kv=2.0, phi_w=1.0, S_w=128.0, P_c=989e12,
+               B_hbm=3.35e12, eta_a=1.0, eta_am=0.8, t_a0=3e-6)
+    t = compile_operator("attn_gqa_law")(**gqa, t_r=0.0)
     assert t == pytest.approx(3e-6 + 2 * 8 * 128 * 128 * 2 / (0.8 * 3.35e12), rel=1e-12)
-    # the per-row work is not windowed: 128 window tokens + S_a0 = 50 -> 178 tokens of KV bytes
-    t = compile_operator("attn_gqa_law")(b=8.0, S=1000.0, h=8.0, h_kv=1.0, d_head=128.0, b_kv=2.0,
-                                         phi_w=1.0, S_w=128.0, P_c=989e12, B_hbm=3.35e12, eta_a=1.0,
-                                         eta_am=0.8, t_a0=3e-6, S_a0=50.0)
-    assert t == pytest.approx(3e-6 + 2 * 8 * 178 * 128 * 2 / (0.8 * 3.35e12), rel=1e-12)
+    # the blocks' own work overlaps the KV stream: 8 sequences x 1 KV head x 20 ns = 0.16 us is
+    # hidden, 8 x 50 ns = 0.4 us is not; on MMHA one block per query head: 64 x 20 ns = 1.28 us
+    assert compile_operator("attn_gqa_law")(**gqa, t_r=20e-9) == pytest.approx(t, rel=1e-12)
+    assert compile_operator("attn_gqa_law")(**gqa, t_r=50e-9) == pytest.approx(3e-6 + 0.4e-6, rel=1e-12)
+    assert compile_operator("attn_gqa_mmha_law")(**gqa, t_r=20e-9) == pytest.approx(3e-6 + 1.28e-6, rel=1e-12)
     assert set(arguments("attn_mla_law")) == {"b", "S", "h", "b_kv", "r_kv", "d_r", "P_c", "B_hbm", "eta_a",
                                               "eta_am", "t_a0", "S_a0"}
 
@@ -465,8 +465,13 @@ def test_bundled_specs_carry_physical_moe_and_attention_laws():
                 assert 0 < law.compute <= 1 and 0 < law.hbm <= 1 and law.floor > 0
                 assert 0 < law.act <= 1
             assert {k for k, _ in eff.attn} >= {"gqa_bf16", "gqa_fp8"}
-            # every attention law, decode and prefill, charges its query rows some work of their own
-            assert all(0 < law.offset < 5000 for _, law in eff.attn), (gpu, stack)
+            # every attention law, decode and prefill, charges its query rows some work of their own:
+            # context tokens' worth (MLA decode, prefill) or a time per block (GQA decode)
+            for key, law in eff.attn:
+                if key.startswith("gqa") and not key.startswith("gqa_prefill"):
+                    assert 0 < law.row < 1e-6 and law.offset == 0, (gpu, stack, key)
+                else:
+                    assert 0 < law.offset < 5000 and law.row == 0, (gpu, stack, key)
 
 
 def test_nccl_law_by_hand():
