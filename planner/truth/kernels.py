@@ -429,7 +429,7 @@ def score_kernels() -> KernelScore:
         elif op == "moe":
             df = moe_kernels(df)
         elif op == "attention":
-            df = serving_kernels(df, ATTN_KEYS)
+            df = with_attention_kind(serving_kernels(df, ATTN_KEYS))  # kind: the law each row takes
         df["bound_us"] = predict(df, "bound") * 1e6
         df["realistic_us"] = predict(df, "realistic") * 1e6
         if op in ("gemm", "moe", "attention"):
