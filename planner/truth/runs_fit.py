@@ -188,6 +188,9 @@ class CellFit:
     systems: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
     ttft: TtftFit | None = None
+    #: relative SE of each parameter held at its family's fitted value (the family fit's: a band
+    #: draws it from there, independently of the cell's own parameters)
+    held_se: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -341,9 +344,11 @@ def fit_cell(parts: list[_Part], family: str, stack: str,
     spec = {p.name: _spec_value(hw0, p) for p in PARAMETERS}
     before = _errors(parts, PARAMETERS, np.array([spec[p.name] for p in PARAMETERS]))
     held_by = {p.name: "the spec value" for p in PARAMETERS}
+    family_se: dict[str, float] = {}
     if pooled is not None:
         for name in pooled.fitted:
             spec[name] = pooled.values[name]
+            family_se[name] = pooled.rel_se[name]
             held_by[name] = (f"the value all {family} stacks' {pooled.n} runs pin together "
                              f"(relative SE {pooled.rel_se[name]:.2g})")
     spec0 = dict(spec)  # where an unpinned parameter is held
@@ -388,8 +393,10 @@ def fit_cell(parts: list[_Part], family: str, stack: str,
     after = _errors(parts, PARAMETERS, np.array([values[p.name] for p in PARAMETERS]))
     systems = sorted({s for part in parts for s in part.systems})
     models = sorted({m for part in parts for m in part.models})
+    held_se = {name: family_se[name] for name, why in fixed.items()
+               if name in family_se and why.startswith("not pinned")}
     return CellFit(family, stack, after["n"], values, rel, corr, [p.name for p in free], fixed,
-                   before, after, systems, models, fit_ttft(parts, values) if ttft else None)
+                   before, after, systems, models, fit_ttft(parts, values) if ttft else None, held_se)
 
 
 def fit_family(by_cell: dict[tuple[str, str], list[_Part]], family: str) -> CellFit | None:
@@ -557,11 +564,19 @@ def stacks_block(fit: RunsFit, family: str) -> str:
                 elif v > 0:
                     lines.append(f"    {p.name}: {{value: {text}, kind: bound, "
                                  f"note: {json.dumps(c.ttft.fixed[p.name])}}}")
-        if c.fitted:
+        order = c.fitted + [n for n in (p.name for p in PARAMETERS) if n in c.held_se]
+        if order:
+            # the cell's own parameters with their correlations, then those held at the family's
+            # value with the family fit's variance, uncorrelated with them (a band draws both)
             se = np.array([c.rel_se[n] for n in c.fitted])
-            cov = np.asarray(c.corr) * np.outer(se, se)
+            cov = np.zeros((len(order), len(order)))
+            k = len(c.fitted)
+            if k:
+                cov[:k, :k] = np.asarray(c.corr) * np.outer(se, se)
+            for i, n in enumerate(order[k:], start=k):
+                cov[i, i] = c.held_se[n] ** 2
             rows = ", ".join("[" + ", ".join(yaml_number(x) for x in row) + "]" for row in cov)
-            lines.append(f"    covariance_log: {{order: [{', '.join(c.fitted)}], matrix: [{rows}]}}")
+            lines.append(f"    covariance_log: {{order: [{', '.join(order)}], matrix: [{rows}]}}")
     return "\n".join(lines) + "\n"
 
 

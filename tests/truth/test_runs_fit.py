@@ -92,6 +92,16 @@ def test_a_parameter_a_cell_cannot_pin_takes_the_familys_value(fit_cells):
     assert "compute" not in merged.fitted and merged.values["compute"] == 0.4321
     assert "all blackwell stacks' 1246 runs" in merged.fixed["compute"]
     assert merged.ttft is None
+    # the held value keeps the family fit's uncertainty: the stacks block records its variance
+    # (0.15^2 in log space, uncorrelated with the cell's own parameters) and a band draws it
+    # log-normally with that spread, not within a flat +-15%
+    assert merged.held_se == {"compute": 0.15} and alone.held_se == {}
+    fit = rf.RunsFit([merged], "test.csv", "0" * 64, "2026-12-01", {}, {})
+    text = rf.render_stacks(_spec_path("hgx-b200").read_text("utf-8"), rf.stacks_block(fit, "blackwell"))
+    entry = parse_yaml(text, "x.yaml")["stacks"]["trtllm"]["covariance_log"]
+    assert entry["order"] == [*merged.fitted, "compute"]
+    m = np.asarray(entry["matrix"], float)
+    assert m[-1, -1] == pytest.approx(0.15 ** 2, rel=1e-3) and not m[-1, :-1].any() and not m[:-1, -1].any()
 
 
 def test_stacks_block_round_trips_through_the_spec_parser(h200_trtllm_parts):
