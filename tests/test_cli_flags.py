@@ -167,3 +167,23 @@ def test_unicode_names_plot_without_warnings(tmp_path, capsys):
     assert (tmp_path / "f.png").stat().st_size > 0
     assert not [w for w in caught if "Glyph" in str(w.message)], [str(w.message) for w in caught]
     assert "模型-🚀-ü" in out  # the text output keeps the name as written
+
+
+def test_stack_selects_the_fit_for_every_system_not_naming_its_own(capsys):
+    # --stack S is NAME@S for each system that does not choose its own stack: the same step as
+    # hgx-h200@vllm, another than the default stack's (TensorRT-LLM on Hopper), and an explicit
+    # @STACK wins; a system with no fit for S is one line naming its file, exit 2
+    point = ["point", "--model", "llama-3.1-8b", "--gpus", "1", "--batch", "8", "--context", "1024", "--json"]
+
+    def step(*extra: str) -> float:
+        rc, out, err = run(capsys, [*point, *extra])
+        assert rc == 0, err
+        return json.loads(out)["step_s"]
+
+    vllm = step("--hardware", "hgx-h200@vllm")
+    assert step("--hardware", "hgx-h200", "--stack", "vllm") == vllm
+    assert step("--hardware", "hgx-h200") != vllm
+    assert step("--hardware", "hgx-h200@trtllm", "--stack", "vllm") == step("--hardware", "hgx-h200")
+    refused(capsys, [*point, "--hardware", "rtx-pro-6000-server", "--stack", "sglang"],
+            "rtx-pro-6000-server.yaml: stack: a fitted serving stack")
+    assert _choices("compare", "--stack") == ("trtllm", "sglang", "vllm")

@@ -60,6 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not getattr(args, "command", None):
             parser.print_help()
             return 0
+        from planner.cli.common import apply_stack
+
+        apply_stack(args)
         return int(args.func(args) or 0)
     except SpecError as exc:
         sys.stderr.write(f"error: {exc}\n")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from planner.cli.common import (
     add_command,
+    add_stack,
     check_output_args,
     positive_float,
     positive_int,
@@ -202,7 +203,7 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     print(f"# frontier: {a['model']} on {a['hardware']}, {a['serving']}, ISL {a['isl']:g} / OSL "
           f"{a['osl']:g}, decode context {a['context']:g}, {a['mode']} mode, metric {a['metric']}")
     if a["mode"] == "realistic":
-        print(f"# calibration: {a['calibration']} (NAME@STACK picks another stack's fit)")
+        print(f"# calibration: {a['calibration']} (--stack or NAME@STACK picks another stack's fit)")
     if a["serving"] == "prefill":
         rows = [[r.ttft_s, r.tps_per_gpu, r.prefill_gpus, r.prefill_tp_attn, r.prefill_ep,
                  r.prefill_batch, r.prefill_weights, r.bottleneck] for r in df.itertuples()]
@@ -409,7 +410,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
           f"{s['context']:g}), {s['mode']} mode, metric: {s['metric']} tokens/s per GPU, "
           f"max TTFT {s['max_ttft']:g} s")
     if s["mode"] == "realistic":
-        print(f"# calibration: {s['calibration']} (NAME@STACK picks another stack's fit)")
+        print(f"# calibration: {s['calibration']} (--stack or NAME@STACK picks another stack's fit)")
     print(f"# precision: best each system supports unless --weights (weights {s['weights'] or 'auto'}, "
           f"KV {s['kv']}), MTP {s['mtp']}, instance size {'searched' if not s['gpus'] else s['gpus']}")
     print(f"# speculation (both sides): {speculation_line(c.a.attrs.get('speculation') or {})}")
@@ -490,6 +491,7 @@ def register(sub: Any) -> None:
         "--serving aggregated --json")
     p.add_argument("--model", required=True, help="bundled model name or path (YAML or config.json)")
     p.add_argument("--hardware", required=True, help="bundled system name or path to a YAML")
+    add_stack(p)
     p.add_argument("--json", action="store_true", help='print {"settings": ..., "points": [...]}')
     p.add_argument("--csv", metavar="FILE", help="also write every frontier point to FILE")
     p.add_argument("--plot", metavar="FILE",
@@ -516,6 +518,7 @@ def register(sub: Any) -> None:
     c.add_argument("--model", default="kimi-k2-thinking", help="model (default kimi-k2-thinking)")
     c.add_argument("--hardware", nargs="+", default=["gb200-nvl72", "hgx-h200"], metavar="H",
                    help="two systems, A then B; ratios are A/B (default gb200-nvl72 hgx-h200)")
+    add_stack(c)
     c.add_argument("--levels", nargs="+", type=positive_float, default=[10, 20, 50, 100, 200],
                    metavar="X", help="interactivity levels for the table, tokens/s/user "
                    "(default 10 20 50 100 200)")
@@ -557,6 +560,7 @@ def register(sub: Any) -> None:
         "--batch-points 4096")
     w.add_argument("--model", required=True, help="bundled model name or path")
     w.add_argument("--hardware", required=True, help="bundled system name or path")
+    add_stack(w)
     w.add_argument("--contexts", nargs="+", type=positive_float, default=[2048.0], metavar="S",
                    help="mean KV lengths to sweep, tokens (default 2048)")
     w.add_argument("--batch-points", type=positive_int, default=256,

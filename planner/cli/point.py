@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from planner.cli.common import add_command, positive_float, positive_int, print_json
+from planner.cli.common import add_command, add_stack, positive_float, positive_int, print_json
 from planner.errors import SpecError
 from planner.specs.reading import suggest
 
@@ -81,6 +81,7 @@ def register(sub: Any) -> None:
     w = p.add_argument_group("system and model")
     w.add_argument("--model", required=True, help="bundled model name or path (YAML or config.json)")
     w.add_argument("--hardware", required=True, help="bundled system name or path to a YAML")
+    add_stack(w)
     w.add_argument("--gpus", type=positive_int, required=True,
                    help="GPUs in the instance (count; required)")
     lay = p.add_argument_group("layout (products must equal --gpus)")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from planner.cli.common import (
     add_command,
+    add_stack,
     check_output_args,
     positive_float,
     positive_int,
@@ -343,6 +344,7 @@ def register(sub: Any) -> None:
         "hourly: [...]}) or CSV (24 rows; optional header naming the unit, optional hour column)")
     p.add_argument("--model", required=True, help="bundled model name or path (YAML or config.json)")
     p.add_argument("--hardware", required=True, nargs="+", metavar="H", help="one or more systems to size")
+    add_stack(p)
     d = p.add_argument_group("demand (one of)").add_mutually_exclusive_group()
     d.add_argument("--demand-tps", type=positive_float, metavar="X", help="peak output tokens/s")
     d.add_argument("--users", type=positive_int, metavar="N",

@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import Any
 
-from planner.cli.common import add_command, check_output_args, print_json
+from planner.cli.common import add_command, add_stack, check_output_args, print_json
 from planner.errors import SpecError
 
 
@@ -580,6 +580,7 @@ def register(sub: Any) -> None:
         "--what-if su_bandwidth=2")
     s.add_argument("--model", required=True, help="bundled model name or path")
     s.add_argument("--hardware", required=True, help="bundled system name or path")
+    add_stack(s)
     s.add_argument("--at", type=positive_float, default=50.0, help="tokens/s per user (default 50)")
     s.add_argument("--what-if", type=_what_if_arg, default=None, metavar="PARAM=FACTOR",
                    help="scale one resource (hbm_bandwidth, su_bandwidth, so_bandwidth, flops, "
