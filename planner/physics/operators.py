@@ -212,14 +212,14 @@ F_gqa_pre, M_gqa_pre = eq.at(eq.F_attn_core, _GQA_PRE_AT), eq.at(eq.M_kv_read, _
 R_mla_pre, R_gqa_pre = eq.at(eq.F_attn_row, _MLA_PRE_AT), eq.at(eq.F_attn_row, _GQA_PRE_AT)
 
 
-#: ... and the per-row work of a decode kernel: each sequence's query rows cost S_a0 context tokens'
-#: worth of FLOPs and of KV bytes (reading the query, the softmax and split-KV combine, writing the
-#: output: at a 2-token context and 2048 sequences a measured kernel takes 80 us)
-R_mla, R_gqa = eq.at(eq.F_attn_row, _MLA_AT), eq.at(eq.F_attn_row, _GQA_AT)
+#: ... and the per-row work of an MLA decode kernel: each sequence's query rows cost S_a0 context
+#: tokens' worth of FLOPs and of KV bytes (reading the query, the softmax and split-KV combine,
+#: writing the output; GQA decode prices it per block instead, :func:`_gqa_law`)
+R_mla = eq.at(eq.F_attn_row, _MLA_AT)
 #: its KV bytes' worth: S_a0 tokens of each sequence's cache, not windowed (a decode kernel's own
 #: term: the step model charges a decode step no per-row work)
 M_row = eq.b * eq.S_a0 * eq.e_kv * eq.b_kv / eq.s_kv
-Q_mla, Q_gqa = eq.at(M_row, _MLA_AT), eq.at(M_row, _GQA_AT)
+Q_mla = eq.at(M_row, _MLA_AT)
 
 
 def _attn_law(F: sp.Expr, M: sp.Expr) -> sp.Expr:
