@@ -30,7 +30,7 @@ def _clean(obj: Any) -> Any:
 # ---- validate ---------------------------------------------------------------------------------
 def _cmd_kernels(args: argparse.Namespace) -> int:
     from planner.outputs import table
-    from planner.truth.kernels import score_kernels
+    from planner.truth.kernels import TIMING_OUTLIER_FACTOR, score_kernels
 
     if args.runs is not None or args.points or args.out:
         raise SpecError("<input>", "--kernels", "alone (not with --runs, --points or --out)")
@@ -53,6 +53,14 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
           f"faster than the bound; {s['hbm_roofline_faster']} faster than the plain roofline: GEMMs whose "
           "operands fit in L2 (the benchmark reruns each shape on the same buffers), MoE layers whose "
           "routing touches fewer experts than uniform routing")
+    out = score.outliers
+    if len(out):
+        f = TIMING_OUTLIER_FACTOR
+        print(f"# {len(out)} attention kernels not scored, timing outliers: more than {f:g}x slower than "
+              f"the same kernel at the next larger context of its sweep, and than at the next smaller "
+              f"(the work cannot shrink as the context grows); by op: "
+              + ", ".join(f"{op} {n}" for op, n in out.groupby("op").size().items())
+              + " (listed under timing_outliers in --json)")
     w = score.worst(8)
     print("\n# worst shapes (realistic / measured)")
     print(table([[r.op, r.gpu, r.stack, r.dtype, _shape(r), f"{r.latency_us:.4g}", f"{r.realistic_us:.4g}",

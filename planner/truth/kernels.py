@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -229,6 +229,40 @@ def moe_kernels(df: pd.DataFrame | None = None) -> pd.DataFrame:
     return serving_kernels(df[~df.variant.isin(UNKNOWN_ROUTING_VARIANTS)], MOE_KEYS)
 
 
+#: A measured attention kernel at least this many times slower than the same kernel (same GPU,
+#: stack, dtypes, batch and heads) at the next larger context of its sweep, and than at the next
+#: smaller, is a timing outlier: the work cannot shrink as the context grows, and from one context
+#: to the next (at most twice as long) it at most doubles.  Not scored, counted and listed.
+TIMING_OUTLIER_FACTOR = 2.0
+#: the columns that identify one context sweep of the attention table (all but the context)
+ATTN_SWEEP_KEYS = [k for k in ATTN_KEYS if k not in ("isl", "step")]
+
+
+def timing_outliers(df: pd.DataFrame) -> pd.Series:
+    """Attention rows (:data:`TIMING_OUTLIER_FACTOR`) slower than the next larger context of their
+    sweep by more than that factor, and than the next smaller (where there is one); the largest
+    context of a sweep, more than that factor times the growth its context allows slower than the
+    next smaller (the ratio of the two contexts; its square for prefill, whose causal work grows
+    with the prompt squared)."""
+    order = df.assign(_ctx=df.isl + df.step).sort_values([*ATTN_SWEEP_KEYS, "_ctx"])
+    g = order.groupby(ATTN_SWEEP_KEYS, sort=False, dropna=False)
+    lat, prev, nxt = order.latency_us, g.latency_us.shift(1), g.latency_us.shift(-1)
+    power = np.where(order.op.astype(str).str.endswith("_prefill"), 2.0, 1.0)
+    growth = (order._ctx / g._ctx.shift(1)) ** power
+    f = TIMING_OUTLIER_FACTOR
+    inner = (lat > f * nxt) & ((lat > f * prev) | prev.isna())
+    last = nxt.isna() & (lat > f * growth * prev)
+    return (inner | last).reindex(df.index)
+
+
+def attention_kernels(df: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The attention table's serving kernels (:func:`serving_kernels`) less its timing outliers
+    (:func:`timing_outliers`), and those outliers."""
+    df = serving_kernels(load_table("attention") if df is None else df, ATTN_KEYS)
+    bad = timing_outliers(df).to_numpy(bool)
+    return df[~bad].reset_index(drop=True), df[bad].reset_index(drop=True)
+
+
 def _moe_shape(d: pd.DataFrame, hw: Any, dtype: str) -> dict[str, Any]:
     comp, bw = MOE_DTYPES[dtype]
     return {"T_moe": d.tokens.to_numpy(float), "d": d.hidden.to_numpy(float), "f_e": d.inter.to_numpy(float),
@@ -379,6 +413,8 @@ class KernelScore:
     """Every kernel row with its bound and realistic predictions."""
 
     rows: pd.DataFrame
+    #: attention rows left out as timing outliers (:func:`timing_outliers`)
+    outliers: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def ops(self) -> list[dict[str, Any]]:
         out = []
@@ -400,6 +436,7 @@ class KernelScore:
         e = (self.rows.realistic_us / self.rows.latency_us - 1).abs().dropna()
         return {"rows": int(len(self.rows)), "ops": self.ops(),
                 "overall_median_abs_err": float(e.median()),
+                "timing_outliers": self.outliers.to_dict("records"),
                 "bound_violations": int(self.rows.bound_violation.sum()),
                 "hbm_roofline_faster": int(self.rows.hbm_roofline_faster.sum())}
 
@@ -419,8 +456,9 @@ def serving_allreduces(df: pd.DataFrame) -> pd.DataFrame:
 
 def score_kernels() -> KernelScore:
     """Price every shipped kernel row in both modes (all-reduces: :func:`serving_allreduces`; MoE:
-    :func:`moe_kernels`; attention: :func:`serving_kernels`)."""
+    :func:`moe_kernels`; attention: :func:`attention_kernels`, its timing outliers set apart)."""
     parts = []
+    outliers = pd.DataFrame()
     for op, predict in (("gemm", predict_gemm), ("allreduce", predict_allreduce), ("a2a", predict_a2a),
                         ("moe", predict_moe), ("attention", predict_attention)):
         df = load_table(op).reset_index(drop=True)
@@ -429,7 +467,8 @@ def score_kernels() -> KernelScore:
         elif op == "moe":
             df = moe_kernels(df)
         elif op == "attention":
-            df = with_attention_kind(serving_kernels(df, ATTN_KEYS))  # kind: the law each row takes
+            df, outliers = attention_kernels(df)
+            df = with_attention_kind(df)  # kind: the law each row takes
         df["bound_us"] = predict(df, "bound") * 1e6
         df["realistic_us"] = predict(df, "realistic") * 1e6
         if op in ("gemm", "moe", "attention"):
@@ -439,7 +478,7 @@ def score_kernels() -> KernelScore:
     rows = pd.concat(parts, ignore_index=True)
     rows["bound_violation"] = rows.latency_us < rows.bound_us * (1 - BOUND_SLACK)
     rows["hbm_roofline_faster"] = rows.latency_us < rows.hbm_roofline_us.fillna(0.0) * (1 - BOUND_SLACK)
-    return KernelScore(rows)
+    return KernelScore(rows, outliers)
 
 
 # ---- communication laws fitted to the kernels ---------------------------------------------------
@@ -728,7 +767,7 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
     (GQA decode: each block's work per sequence and KV head, per query head on MMHA),
     ``hbm`` eta_am (decode only: prefill is compute-bound at every measured shape), ``offset``
     S_a0 (MLA decode, prefill), ``floor`` t_a0 (``LawFit.law`` is ``attn_<kind>``, ``dtype`` the KV dtype)."""
-    df = serving_kernels(load_table("attention"), ATTN_KEYS) if df is None else df
+    df = attention_kernels()[0] if df is None else df
     out = []
     for kind, dop in with_attention_kind(df).groupby("kind"):
         groups = ((key, d) for key, d in dop.groupby(["gpu", "stack", "kv_dtype"]))

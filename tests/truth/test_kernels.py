@@ -8,6 +8,7 @@ import hashlib
 import json
 from importlib import resources
 
+import pandas as pd
 import pytest
 
 from planner.cli import main
@@ -613,8 +614,6 @@ def test_tensorrt_llm_decode_attention_dispatch_by_hand():
     # TensorRT-LLM's XQA runs a GQA decode on Hopper only for groups of at most 32 query heads per
     # KV head, never plain MHA, and only where 4 h_kv b max(1, floor(S / 128)) reaches the 132 SMs;
     # the rest is MMHA.  On Blackwell only the group limit is applied; other stacks have one kernel.
-    import pandas as pd
-
     from planner.truth.kernels import attention_kind
 
     rows = pd.DataFrame({
@@ -640,3 +639,42 @@ def test_tensorrt_llm_specs_carry_the_mmha_law_and_other_stacks_do_not():
         stacks = load_hardware(gpu).stacks
         assert stacks["trtllm"].attn_law("gqa_mmha", "bf16") is not None
         assert stacks["vllm"].attn_law("gqa_mmha", "bf16") is None
+
+
+def test_timing_outliers_are_the_rows_the_context_sweep_contradicts():
+    # a kernel's time cannot shrink as its context grows, and from one context to the next (at
+    # most twice as long) it at most doubles: a row more than 2x slower than the next larger
+    # context and than the next smaller is a timing outlier (the first row of a sweep against its
+    # successor alone); a doubling sweep has none
+    from planner.truth.kernels import ATTN_KEYS, timing_outliers
+
+    def sweep(lat, **shape):
+        base = {k: 0 for k in ATTN_KEYS} | {"gpu": "hgx-h200", "stack": "trtllm", "op": "attention_mla",
+                                             "dtype": "bf16", "kv_dtype": "bf16", "batch": 16, "heads": 4}
+        return pd.DataFrame([base | shape | {"isl": 1, "step": 2 ** i, "latency_us": v}
+                             for i, v in enumerate(lat)])
+
+    assert timing_outliers(sweep([10.0, 11.0, 100.0, 12.0, 14.0])).tolist() == [False, False, True, False,
+                                                                                 False]
+    assert not timing_outliers(sweep([10.0, 20.0, 40.0, 80.0])).any()
+    assert timing_outliers(sweep([50.0, 10.0, 12.0])).tolist() == [True, False, False]
+    # the largest context against the growth its context allows: 2x context, at most 2 x 2 = 4x
+    assert timing_outliers(sweep([10.0, 12.0, 60.0])).tolist() == [False, False, True]
+    assert not timing_outliers(sweep([10.0, 12.0, 40.0])).any()
+    # prefill: the causal work grows with the prompt squared, 2x prompt -> up to 2 x 4 = 8x
+    assert not timing_outliers(sweep([10.0, 12.0, 60.0], op="attention_mla_prefill")).any()
+    # another sweep (other heads) is not compared with this one
+    two = pd.concat([sweep([10.0, 12.0]), sweep([100.0, 120.0], heads=8)], ignore_index=True)
+    assert not timing_outliers(two).any()
+
+
+def test_the_shipped_mla_table_outlier_is_set_apart(score):
+    # H200 TensorRT-LLM MLA decode, 16 sequences, 4 heads, BF16 cache: 3,116 us at 128 tokens of
+    # context between 11.7 us at 64 and 16.3 us at 256
+    def at(d):
+        return d[(d.gpu == "hgx-h200") & (d["stack"] == "trtllm") & (d.op == "attention_mla")
+                 & (d.kv_dtype == "bf16") & (d.batch == 16) & (d.heads == 4) & (d.isl + d.step == 128)]
+
+    hit = at(score.outliers)
+    assert len(hit) == 1 and hit.latency_us.iloc[0] > 3000
+    assert at(score.rows).empty  # not scored
