@@ -390,7 +390,7 @@ def predict_attention(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -
     from planner.specs.registry import load_hardware
 
     out = np.full(len(df), np.nan)
-    kinds = with_attention_kind(df)
+    kinds = df if "kind" in df else with_attention_kind(df)  # score_kernels sets it once
     for (gpu, stack, law_kind, kv), idx in kinds.groupby(["gpu", "stack", "kind", "kv_dtype"]).groups.items():
         hw = _system(load_hardware(gpu), stack, mode)
         kind = law_kind.removesuffix("_mmha")
