@@ -633,12 +633,13 @@ def borrowed_gemm_lines(reference: str, text: str) -> dict[str, list[str]]:
 def render_stacks(text: str, block: str, borrowed: dict[str, list[str]] | None = None) -> str:
     """Spec text with its ``stacks:`` block (top-level key to the next one) replaced by ``block``;
     the laws fitted to kernels (the :data:`KERNEL_LINES` of a stack entry) are carried over into
-    the same stack's new entry, and a stack entry without ``gemm_`` lines takes those of
-    ``borrowed`` (stack -> lines)."""
+    the same stack's new entry, and a stack entry without ``gemm_`` lines of its own takes those
+    of ``borrowed`` (stack -> lines), replacing any it borrowed before."""
     out, kept = _split_stacks(text)
     for stack, lines in (borrowed or {}).items():
-        if not any(ln.startswith("    gemm_") for ln in kept.get(stack, [])):
-            kept[stack] = lines + kept.get(stack, [])
+        own = [ln for ln in kept.get(stack, [])  # lines borrowed before give way to today's
+               if not (ln.startswith("    gemm_") and "borrowed from" in ln)]
+        kept[stack] = own if any(ln.startswith("    gemm_") for ln in own) else lines + own
     while out and not out[-1].strip():
         out.pop()
     new, stack = [], None
