@@ -59,7 +59,7 @@ def economics(*, units: int, gpus_per_unit: int, peak_tps: float, mean_tps: floa
         opex_usd_per_year=energy, rental_usd_per_year=rental, tokens_per_year=tokens,
         usd_per_mtok_owned=yearly / (tokens / 1e6) if tokens > 0 else math.inf,
         usd_per_mtok_rental=rental / (tokens / 1e6) if tokens > 0 else math.inf,
-        tps_per_facility_mw=peak_tps / (fac_w / 1e6), capacity_tps=capacity_tps,
+        tps_per_facility_mw=peak_tps / (fac_w / 1e6) if fac_w > 0 else math.nan, capacity_tps=capacity_tps,
         headroom=capacity_tps / peak_tps - 1.0 if peak_tps > 0 else math.inf,
         utilisation=util, idle_usd_per_year=yearly * (1.0 - util),
     )

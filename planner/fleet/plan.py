@@ -38,7 +38,7 @@ from planner.economics.cost import (
 )
 from planner.economics.demand import Demand, make_demand, read_profile
 from planner.economics.options import BASES, SEARCH_KEYS, SIZING_SERVING, Option, check_level, setup
-from planner.economics.pools import max_load, plan_pools
+from planner.economics.pools import max_load, plan_pools, units_for
 from planner.errors import SpecError
 from planner.specs.hardware import Hardware
 from planner.specs.reading import Fields, read_yaml
@@ -365,10 +365,13 @@ MAX_BLOCK = 16
 def pool_shape(workload: int, system: int, perf: Mapping[str, Any], demand_tps: float) -> PoolShape | None:
     """A configuration's pool for the integer program, from the whole-instance capacity of n
     units (:func:`planner.economics.pools.max_load`) for n up to :data:`MAX_BLOCK` (or the units
-    serving the demand alone, if fewer): the block is the smallest n with the most output per
-    unit; smaller counts are the remainders."""
+    serving the demand alone, if fewer; at least the units one instance of each pool needs): the
+    block is the smallest n with the most output per unit; smaller counts are the remainders."""
     alone = plan_pools(demand_tps, **perf)["units"]
-    top = max(1, min(MAX_BLOCK, alone))
+    one_set = units_for(1, perf["decode_instance_gpus"], 1 if perf.get("prefill_tps_per_gpu") else 0,
+                        perf.get("prefill_instance_gpus"), gpus_per_unit=perf["gpus_per_unit"],
+                        domain_size=perf["domain_size"])
+    top = max(1, min(MAX_BLOCK, alone), one_set)
     caps = [max_load(n, **perf) for n in range(1, top + 1)]
     dens = [cp / n for n, cp in enumerate(caps, start=1)]
     best = max(dens)

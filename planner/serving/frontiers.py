@@ -149,7 +149,8 @@ def best_prefill(model: Model, hw: Hardware, space: SearchSpace, isl: float, mod
                  max_ttft: float) -> pd.Series:
     """The prefill configuration with the most prompt tokens/s per GPU whose time to first token
     (the request's latency outside the passes, its pass and a worst-case NIC hand-off of the KV:
-    :func:`served_ttft_one`) stays within ``max_ttft``."""
+    :func:`served_ttft_one`) stays within ``max_ttft``; of configurations as good (replicas of
+    one data-parallel layout give the same rate at every size), the smallest instance."""
     cand = prefill_candidates(model, hw, space, isl, mode)
     if cand.empty:
         raise SpecError("<input>", "prefill", f"a prefill layout that fits {model.name} on {hw.name}")
@@ -163,7 +164,8 @@ def best_prefill(model: Model, hw: Hardware, space: SearchSpace, isl: float, mod
         raise SpecError("<input>", "max_ttft",
                         f"a limit the prefill can meet: {model.name} on {hw.name} needs at least "
                         f"{fastest:.3g} s for a {isl:g}-token prompt")
-    return ok.loc[ok.prefill_tps_per_gpu.idxmax()]
+    best = ok[ok.prefill_tps_per_gpu >= ok.prefill_tps_per_gpu.max() * (1 - 1e-9)]
+    return best.loc[best.prefill_gpus.idxmin()]
 
 
 # ---- the frontier ----------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from planner.fleet.plan import EXAMPLE_PLAN, Limits, PoolShape, plan, read_plan,
 from planner.fleet.sensitivity import sensitivity
 
 # llama-3.1-8b, aggregated, instances of at most 8 GPUs: small frontiers, fast
-#: more than one GB200 rack serves (about 2.7M tok/s): the rack supply binds
+#: more than one GB200 rack serves: the rack supply binds
 DEMAND = 5.0e6
 CHAT = dict(name="chat", model="llama-3.1-8b", min_tps_user=50, demand_tps=DEMAND, isl=1024, osl=512,
             serving="aggregated", search={"max_gpus": 8})
@@ -51,6 +51,19 @@ def test_solve_mix_blocks_and_remainders():
     assert solve_mix(shape, [150.0], [1.0], Limits((None,))).units == (5,)   # 3 + 2: 155 tok/s
     assert solve_mix(shape, [180.0], [1.0], Limits((None,))).units == (6,)   # 3 + 2 = 155 < 180
     assert solve_mix(shape, [180.0], [1.0], Limits((5,))) is None
+
+
+def test_pool_of_a_prefill_instance_wider_than_the_block_search():
+    # one prefill instance of 128 GPUs (16 nodes of 8) and decode instances of 2 GPUs: the
+    # smallest pool is 17 nodes, one more than MAX_BLOCK.  By hand: the prefill instance serves
+    # 128 x 8000 x 512 / 2048 = 256,000 output tok/s; the 17th node's 8 GPUs hold 4 decode
+    # instances of 2 x 1000 tok/s: 8,000 tok/s, the pool's capacity
+    from planner.fleet.plan import MAX_BLOCK, pool_shape
+    perf = dict(decode_tps_per_gpu=1000.0, decode_instance_gpus=2, prefill_tps_per_gpu=8000.0,
+                prefill_instance_gpus=128, isl=2048.0, osl=512.0, gpus_per_unit=8, domain_size=8)
+    assert MAX_BLOCK < 17
+    shape = pool_shape(0, 0, perf, 1.0e6)
+    assert shape is not None and shape.block_units == 17 and shape.block_tps == pytest.approx(8000.0)
 
 
 # ---- a small real plan ------------------------------------------------------------------------------
@@ -113,11 +126,15 @@ def test_infeasible_names_the_limit_and_by_how_much(small):
     msg = str(e.value)
     assert "site.facility_mw" in msg and f"needs at least {need_mw:.4g} MW" in msg
     assert f"short by {need_mw - 0.3:.4g} MW" in msg
-    # only the rack, and power for 10 nodes: supply of GB200 would lift it, or power
+    # only the rack: supply of GB200 would lift it, by the racks sizing GB200 alone asks for
+    racks = int(planner.size("llama-3.1-8b", "gb200-nvl72", min_tps_user=50, demand_tps=DEMAND, isl=1024,
+                             osl=512, serving="aggregated", max_gpus=8).units.iloc[0])
+    assert racks >= 2
     with pytest.raises(SpecError) as e:
         plan(workloads=[CHAT], systems=[dict(hardware="gb200-nvl72", max_units=1)],
              site=dict(facility_mw=5))
-    assert "supply of gb200-nvl72 needs at least 2 racks, at most 1 available (short by 1)" in str(e.value)
+    assert (f"supply of gb200-nvl72 needs at least {racks} racks, at most 1 available "
+            f"(short by {racks - 1})") in str(e.value)
 
 
 def test_regions_and_dates_exclude_systems():
