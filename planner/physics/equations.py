@@ -44,6 +44,7 @@ from planner.physics.symbols import (
     G,
     M_nl,
     N_ar,
+    N_sm,
     N_su,
     P_a,
     P_c,
@@ -119,6 +120,7 @@ from planner.physics.symbols import (
     s_q,
     t_fixed,
     t_m,
+    t_n,
     t_n0,
     tau_k,
     x_g,
@@ -163,41 +165,60 @@ def _pad(rows: sp.Expr) -> sp.Expr:
     return sp.ceiling(rows / t_m) * t_m / rows
 
 
-def gemm_law(F: sp.Expr, M: sp.Expr, P: sp.Expr, rows: sp.Expr, k_in: sp.Expr,
+def waves(rows: sp.Expr, cols: sp.Expr) -> sp.Expr:
+    """Wave quantization of a GEMM of ``rows`` x ``cols`` outputs: its ``ceil(rows / t_m)
+    ceil(cols / t_n)`` output tiles run ``N_sm`` at a time, so it takes ``ceil(tiles / N_sm)``
+    waves where the work fills ``tiles / N_sm`` of them; the factor ``ceil(tiles / N_sm) N_sm /
+    tiles >= 1`` (1 with ``N_sm = 1``).  Source: the tile and wave quantization of NVIDIA's GPU
+    performance background (Matrix Multiplication Background User's Guide, "Tile Quantization",
+    "Wave Quantization")."""
+    tiles = _max(sp.ceiling(rows / t_m) * sp.ceiling(cols / t_n), 1)
+    return sp.ceiling(tiles / N_sm) * N_sm / tiles
+
+
+def gemm_law(F: sp.Expr, M: sp.Expr, P: sp.Expr, rows: sp.Expr, cols: sp.Expr, k_in: sp.Expr,
              law: dict[str, sp.Expr], n_gemm: sp.Expr = 1) -> sp.Expr:
     """The GEMM law fitted to measured GEMM kernels (``moe-planner calibrate --kernels``)  [s]:
-    ``max(F_pad / (eta_g P), M / (eta_gm B_hbm)) + rows k_in b_q / (eta_q B_hbm) + n_gemm t_g0``,
-    with ``F_pad`` the FLOPs of ``rows`` padded to whole tiles of ``t_m`` rows, the cast of the
-    BF16 activations (``rows k_in`` elements, ``b_q`` bytes each: read and written in the GEMM's
-    input dtype; 0 for a BF16 GEMM) as a second HBM pass, and a floor per GEMM kernel (launch,
-    prologue, the HBM latency before the stream ramps).  ``law``: the fitted constants
-    (``eta_g``, ``eta_gm``, ``eta_q``, ``b_q``, ``t_g0``)."""
-    return (_max(F * _pad(rows) / (law["eta_g"] * P), M / (law["eta_gm"] * B_hbm))
+    ``max(F_pad (1 + w_g (Q - 1)) / (eta_g P), M / (eta_gm B_hbm)) + rows k_in b_q / (eta_q B_hbm)
+    + n_gemm t_g0``, with ``F_pad`` the FLOPs of ``rows`` padded to whole tiles of ``t_m`` rows,
+    ``Q`` the wave quantization of the ``rows`` x ``cols`` output (:func:`waves`) of which the
+    kernel pays the share ``w_g`` (0: split-K or stream-K kernels fill the last wave; 1: the idle
+    SMs of the last wave are lost whole), the cast of the BF16 activations (``rows k_in``
+    elements, ``b_q`` bytes each: read and written in the GEMM's input dtype; 0 for a BF16 GEMM)
+    as a second HBM pass, and a floor per GEMM kernel (launch, prologue, the HBM latency before
+    the stream ramps).  ``law``: the fitted constants (``eta_g``, ``eta_gm``, ``w_g``, ``eta_q``,
+    ``b_q``, ``t_g0``)."""
+    compute = F * _pad(rows) * (1 + law["w_g"] * (waves(rows, cols) - 1)) / (law["eta_g"] * P)
+    return (_max(compute, M / (law["eta_gm"] * B_hbm))
             + rows * k_in * law["b_q"] / (law["eta_q"] * B_hbm) + n_gemm * law["t_g0"])
 
 
-def gemm_parts(F: sp.Expr, M: sp.Expr, P: sp.Expr, rows: sp.Expr, cls: str) -> tuple[sp.Expr, sp.Expr]:
+def gemm_parts(F: sp.Expr, M: sp.Expr, P: sp.Expr, rows: sp.Expr, cols: sp.Expr,
+               cls: str) -> tuple[sp.Expr, sp.Expr]:
     """(compute, memory) sides of a dense-GEMM operator of class ``cls``: the roofline's
     (x_g = 0) or the GEMM law's (x_g = 1), for saying which resource binds it."""
     g = GEMM_LAW[cls]
-    return ((1 - x_g) * F / (eta_c * P) + x_g * F * _pad(rows) / (g["eta_g"] * P),
+    law = F * _pad(rows) * (1 + g["w_g"] * (waves(rows, cols) - 1)) / (g["eta_g"] * P)
+    return ((1 - x_g) * F / (eta_c * P) + x_g * law,
             (1 - x_g) * M / (eta_m * B_hbm) + x_g * M / (g["eta_gm"] * B_hbm))
 
 
-def gemm_operator(F: sp.Expr, M: sp.Expr, P: sp.Expr, rows: sp.Expr, cls: str,
+def gemm_operator(F: sp.Expr, M: sp.Expr, P: sp.Expr, rows: sp.Expr, cols: sp.Expr, cls: str,
                   n_kernels: sp.Expr) -> sp.Expr:
     """Time of an operator of ``n_kernels`` kernels whose work is dense GEMMs on ``rows`` tokens
-    [s].
+    with ``cols`` output columns in all [s].
 
     x_g = 0: the roofline, :func:`roofline`.  x_g = 1: the throughput of the GEMM law fitted to
     measured GEMM kernels of the class's dtype on this GPU and stack (:data:`GEMM_LAW`: class ``a``
     attention projections, ``d`` dense FFN, shared experts and draft head, ``v`` LM head), rows
-    padded to whole tiles (:func:`gemm_parts`), and ``tau_k`` per kernel.  The law's per-kernel
+    padded to whole tiles and the tiles counted in waves (:func:`gemm_parts`; the operator's GEMMs
+    taken as one of ``cols`` columns, so the waves of the whole operator, not of each of its GEMMs,
+    are counted), and ``tau_k`` per kernel.  The law's per-kernel
     floor and its activation-cast pass are left out: they are what a GEMM timed alone pays (its
     launch, and a separate kernel that quantizes the BF16 input), while inside a serving stack's
     CUDA graph the quantization is fused into the norm before it and a GEMM kernel costs what the
     other kernels do, ``tau_k``, fitted to the measured runs."""
-    c, m = gemm_parts(F, M, P, rows, cls)
+    c, m = gemm_parts(F, M, P, rows, cols, cls)
     return _max(c, m) + n_kernels * tau_k
 
 
@@ -240,7 +261,9 @@ W_attn_rank = W_rep + (W_attn - W_rep) / TP_a
 #: Attention projections: FLOPs 2 b s_q W_attn_rank; weights W_attn_rank b_wa read once.
 F_attn_proj = 2 * b * s_q * W_attn_rank
 M_attn_proj = W_attn_rank * b_wa
-t_attn_proj = gemm_operator(F_attn_proj, M_attn_proj, P_a, b * s_q, "a", n_ka)
+#: ... as one GEMM of d input rows: W_attn_rank / d output columns (for its waves)
+N_attn_proj = W_attn_rank / d
+t_attn_proj = gemm_operator(F_attn_proj, M_attn_proj, P_a, b * s_q, N_attn_proj, "a", n_ka)
 
 #: Attention core FLOPs: 2 b s_q (h / TP_a) S c_att.  MLA absorbed: c_att = 2 r_kv + d_r
 #: (FlashMLA deep-dive: 2 h_q s_q s_k (d_k + d_v), d_k = 576, d_v = 512).
@@ -326,15 +349,18 @@ t_experts = (_max(F_experts / (eta_ce * P_e), M_experts / (eta_m * B_hbm))
 F_shared = 2 * E_s * 3 * d * f_e * b * s_q / TP_a
 M_shared = E_s * 3 * d * f_e * b_wd / TP_a
 #: Shared experts (none when E_s = 0: no kernel, no tau_k).
-t_shared = gemm_operator(F_shared, M_shared, P_d, b * s_q, "d", n_ks * _min(1, E_s))
+N_shared = E_s * 3 * f_e / TP_a  #: output columns (gate, up and down as one GEMM of d input rows)
+t_shared = gemm_operator(F_shared, M_shared, P_d, b * s_q, N_shared, "d", n_ks * _min(1, E_s))
 
 F_dense_ffn = 2 * 3 * d * f_d * b * s_q / TP_a
 M_dense_ffn = 3 * d * f_d * b_wd / TP_a
-t_dense_ffn = gemm_operator(F_dense_ffn, M_dense_ffn, P_d, b * s_q, "d", n_kd)
+N_dense_ffn = 3 * f_d / TP_a
+t_dense_ffn = gemm_operator(F_dense_ffn, M_dense_ffn, P_d, b * s_q, N_dense_ffn, "d", n_kd)
 
 F_head = 2 * b * s_h * V * d / TP_a
 M_head = V * d * b_wv / TP_a
-t_head = gemm_operator(F_head, M_head, P_v, b * s_h, "v", n_kh)
+N_head = V / TP_a
+t_head = gemm_operator(F_head, M_head, P_v, b * s_h, N_head, "v", n_kh)
 
 # ---- communication -----------------------------------------------------------------------------
 #: Probability that a given EP rank receives a given token, uniform routing of k experts over
@@ -569,10 +595,11 @@ t_layer_dense = t_attn_proj + t_attn_core + t_dense_ffn + 2 * t_ar_attn
 #: a dense FFN, the input projection fusing n_fuse verifier hidden states, then an LM head of V_dr
 #: rows, its own or the verifier's: either way read again) on one token per sequence.
 t_draft_ffn = gemm_operator(2 * 3 * d * f_dr * b * s_q / TP_a, 3 * d * f_dr * b_wd / TP_a, P_d, b * s_q,
-                            "d", n_kd)
+                            3 * f_dr / TP_a, "d", n_kd)
 t_fuse = gemm_operator(2 * n_fuse * d * d * b * s_q / TP_a, n_fuse * d * d * b_wd / TP_a, P_d, b * s_q,
-                       "d", 1)
-t_draft_lm = gemm_operator(2 * b * s_h * V_dr * d / TP_a, V_dr * d * b_wv / TP_a, P_v, b * s_h, "v", n_kh)
+                       n_fuse * d / TP_a, "d", 1)
+t_draft_lm = gemm_operator(2 * b * s_h * V_dr * d / TP_a, V_dr * d * b_wv / TP_a, P_v, b * s_h, V_dr / TP_a,
+                           "v", n_kh)
 t_draft_head = n_Ldr * (t_attn_proj + t_attn_core + t_draft_ffn) + t_fuse + t_draft_lm
 #: Draft cost: n_d passes of one MoE layer and the head (MTP, x_mtp = 1) or of the draft head
 #: (x_mtp = 0), each on one token per sequence.
@@ -632,16 +659,16 @@ def _sides(name: str, parts: tuple[sp.Expr, sp.Expr]) -> dict[str, sp.Expr]:
 
 #: Roofline parts used to say which resource binds each operator.
 PARTS: dict[str, sp.Expr] = {
-    **_sides("attn_proj", gemm_parts(F_attn_proj, M_attn_proj, P_a, b * s_q, "a")),
+    **_sides("attn_proj", gemm_parts(F_attn_proj, M_attn_proj, P_a, b * s_q, N_attn_proj, "a")),
     "attn_core.compute": (F_attn_core + F_attn_row) / (eta_fa * P_c),
     "attn_core.hbm": (1 - phi_h) * M_kv_read / (eta_m * B_hbm),
     "attn_core.host": phi_h * M_kv_read / (eta_m * B_c2c),
     "experts.compute": F_experts / (eta_ce * P_e),
     "experts.hbm": M_experts / (eta_m * B_hbm),
     "experts.act": x_xa * M_act_e / (eta_xa * B_hbm),
-    **_sides("shared_experts", gemm_parts(F_shared, M_shared, P_d, b * s_q, "d")),
-    **_sides("dense_ffn", gemm_parts(F_dense_ffn, M_dense_ffn, P_d, b * s_q, "d")),
-    **_sides("lm_head", gemm_parts(F_head, M_head, P_v, b * s_h, "v")),
+    **_sides("shared_experts", gemm_parts(F_shared, M_shared, P_d, b * s_q, N_shared, "d")),
+    **_sides("dense_ffn", gemm_parts(F_dense_ffn, M_dense_ffn, P_d, b * s_q, N_dense_ffn, "d")),
+    **_sides("lm_head", gemm_parts(F_head, M_head, P_v, b * s_h, N_head, "v")),
     "a2a.scale_up": a2a_volume(n_dest_su, b_disp + b_comb) * su_seconds_per_byte() / eta_a2a,
     "a2a.scale_out": link_time(a2a_volume(n_dest_so, b_disp + b_comb), B_so, eta_so, 0)
     * indicator(G > N_su),

@@ -14,10 +14,13 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   in L2 when the kernel ends.  It equals the bound-mode roofline's compute side where the
   operands fit in L2, and approaches its memory side where they are much larger.
 - ``gemm_law``: the GEMM law fitted to measured kernels (``moe-planner calibrate --kernels``):
-  ``max(F_pad / (eta_g P), M / (eta_gm B_hbm)) + m k b_q / (eta_q B_hbm) + t_g0``, with
-  ``F_pad = 2 ceil(m / t_m) t_m n k`` (tile quantization: rows padded to the MMA tile height
-  ``t_m``), the activation cast to the GEMM's input dtype (``b_q`` bytes per element: BF16 read,
-  FP8 or FP4 written; 0 for a BF16 GEMM) as a second HBM pass at its own bandwidth fraction,
+  ``max(F_pad (1 + w_g (Q - 1)) / (eta_g P), M / (eta_gm B_hbm)) + m k b_q / (eta_q B_hbm) + t_g0``,
+  with ``F_pad = 2 ceil(m / t_m) t_m n k`` (tile quantization: rows padded to the MMA tile height
+  ``t_m``), ``Q = ceil(tiles / N_sm) N_sm / tiles`` the wave quantization of its ``ceil(m / t_m)
+  ceil(n / t_n)`` output tiles on ``N_sm`` SMs, of which the kernel pays the fitted share ``w_g``
+  (split-K and stream-K kernels fill part of the last wave), the activation cast to the GEMM's
+  input dtype (``b_q`` bytes per element: BF16 read, FP8 or FP4 written; 0 for a BF16 GEMM) as
+  a second HBM pass at its own bandwidth fraction,
   and a per-kernel floor ``t_g0`` (launch, prologue, the HBM latency before the stream ramps).
 - ``moe`` / ``moe_law`` / ``moe_bound``: one grouped-MoE layer on one rank (the routed experts'
   gate/up and down GEMMs, gated: 3 matrices), ``T_moe`` tokens entering it, each rank holding
@@ -107,6 +110,7 @@ t_a2a = sp.Symbol("tokens", positive=True)  #: tokens each GPU sends in an all-t
 b_ph = sp.Symbol("b_phase", positive=True)  #: bytes per element of that phase
 eta_g = sp.Symbol("eta_g", positive=True)   #: fitted fraction of the dense peak a GEMM reaches
 eta_gm = sp.Symbol("eta_gm", positive=True)  #: fitted fraction of HBM bandwidth a GEMM streams at
+w_g = sp.Symbol("w_g", nonnegative=True)    #: fitted share of the last wave's idle SMs a GEMM pays
 eta_q = sp.Symbol("eta_q", positive=True)   #: fitted HBM fraction of the activation cast pass
 b_q = sp.Symbol("b_q", nonnegative=True)    #: bytes per element of that pass (0: none)
 t_g0 = sp.Symbol("t_g0", nonnegative=True)  #: fitted per-kernel floor of a GEMM, s
@@ -140,6 +144,8 @@ OPERATOR_SYMBOLS = {
     "b_phase": (b_ph, "bytes per element of the phase (dispatch or combine)", "B"),
     "eta_g": (eta_g, "fraction of the dense peak a GEMM reaches (fitted per GPU, stack, dtype)", "1"),
     "eta_gm": (eta_gm, "fraction of HBM bandwidth a GEMM streams its operands at (fitted)", "1"),
+    "w_g": (w_g, "share of the idle SMs of a GEMM's last wave the kernel pays for (fitted; 0: split-K or "
+            "stream-K fills the wave)", "1"),
     "eta_q": (eta_q, "fraction of HBM bandwidth of the activation cast before the GEMM (fitted)", "1"),
     "b_q": (b_q, "bytes per activation element of that cast (BF16 read + input dtype written; 0: none)",
             "B"),
@@ -241,8 +247,9 @@ OPERATORS: dict[str, sp.Expr] = {
     "gemm": eq.roofline(F_gemm, M_gemm, P_g),
     "gemm_bound": eq._max(F_gemm / P_g, eq._max(M_in - C_l2, 0) / eq.B_hbm),
     # the step model's own GEMM law, on one kernel of this shape
-    "gemm_law": eq.gemm_law(F_gemm, M_gemm, P_g, m_g, k_g,
-                            {"eta_g": eta_g, "eta_gm": eta_gm, "eta_q": eta_q, "b_q": b_q, "t_g0": t_g0}),
+    "gemm_law": eq.gemm_law(F_gemm, M_gemm, P_g, m_g, n_g, k_g,
+                            {"eta_g": eta_g, "eta_gm": eta_gm, "w_g": w_g, "eta_q": eta_q, "b_q": b_q,
+                             "t_g0": t_g0}),
     # grouped MoE: the step model's expert roofline (its efficiencies), the fitted law, the bound
     "moe": eq.roofline(F_moe, M_moe, eq.P_e),
     "moe_law": eq._max(F_moe_pad / (eta_e * eq.P_e), M_moe_touched / (eta_em * eq.B_hbm))

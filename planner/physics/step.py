@@ -186,6 +186,11 @@ def resolve_precisions(model: Model, hw: Hardware, weights: str | None = None,
 #: Rows per MMA tile by GPU family: 64 on Hopper (a WGMMA instruction is 64 rows; DeepGEMM's
 #: block_m 64), 128 on Blackwell (tcgen05 UMMA tiles are 128 rows per CTA).
 TILE_M = {"hopper": 64.0, "blackwell": 128.0}
+#: Output columns per GEMM tile, for counting a GEMM's tiles against the SMs (wave quantization):
+#: 128 on both families (the tile width of CUTLASS's default SM90 and SM100 GEMM configurations,
+#: 128 x 128 on Hopper, 128 x 128 per CTA on Blackwell; 256-wide tiles fitted the measured GEMMs
+#: no better).
+TILE_N = 128.0
 #: The GEMM law's dtype by compute dtype (a weight format multiplied in FP8, such as INT4 W4A8,
 #: takes the FP8 GEMMs' law; INT4 W4A16 the BF16 one).
 LAW_DTYPE = {"fp4": "nvfp4", "fp8": "fp8", "bf16": "bf16"}
@@ -206,13 +211,14 @@ def gemm_law_values(hw: Hardware, prec: Precisions, mode: str) -> dict[str, floa
                 laws = {}
                 break
             laws[c] = law
-    v: dict[str, float] = {"x_g": 1.0 if laws else 0.0, "t_m": TILE_M.get(hw.family, 1.0)}
+    v: dict[str, float] = {"x_g": 1.0 if laws else 0.0, "t_m": TILE_M.get(hw.family, 1.0), "t_n": TILE_N,
+                           "N_sm": float(hw.sm_count or 1)}
     for c in _LAW_CLASSES:
         if laws:
             law = laws[c]
-            v.update({f"eta_g{c}": law.compute, f"eta_gm{c}": law.hbm})
+            v.update({f"eta_g{c}": law.compute, f"eta_gm{c}": law.hbm, f"w_g{c}": law.wave})
         else:
-            v.update({f"eta_g{c}": 1.0, f"eta_gm{c}": 1.0})
+            v.update({f"eta_g{c}": 1.0, f"eta_gm{c}": 1.0, f"w_g{c}": 0.0})
     return v
 
 

@@ -174,6 +174,11 @@ x_g = _s("x_g", "the dense GEMMs follow the GEMM law fitted to measured kernels 
          "the step's fractions (0)", "1", "efficiency", "x_{g}", nonneg=True)
 t_m = _s("t_m", "GEMM tile height: rows are padded to a multiple of it (64 Hopper, 128 Blackwell)", "1",
          "hardware", "t_{m}")
+t_n = _s("t_n", "GEMM tile width: output columns are tiled in blocks of it (128; the tile count sets "
+         "the waves)",
+         "1", "hardware", "t_{n}")
+N_sm = _s("N_sm", "streaming multiprocessors of the GPU: the tiles of a GEMM run in waves of this many "
+          "(1 where the spec gives none: no wave quantization)", "1", "hardware", "N_{SM}")
 _GEMM_CLASSES = {"a": "attention projections", "d": "dense FFN, shared experts and draft head",
                  "v": "LM head"}
 GEMM_LAW: dict[str, dict[str, sp.Symbol]] = {}
@@ -183,6 +188,9 @@ for _c, _what in _GEMM_CLASSES.items():
                     "1", "efficiency", rf"\eta_{{g,{_c}}}"),
         "eta_gm": _s(f"eta_gm{_c}", f"fraction of HBM bandwidth the GEMMs of the {_what} stream at "
                      "(GEMM law)", "1", "efficiency", rf"\eta_{{gm,{_c}}}"),
+        "w_g": _s(f"w_g{_c}", f"share of the idle SMs of a GEMM's last wave that the GEMMs of the {_what} "
+                  "pay for (GEMM law; 0 where split-K or stream-K fills it)", "1", "efficiency",
+                  rf"w_{{g,{_c}}}", nonneg=True),
     }
 
 # ---- kernels per layer (the latency floor counts kernels, not operators) ---------------------

@@ -192,8 +192,9 @@ CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (
                                                             "su_latency", "gpus_per_system")),
     ("scale-out NIC and CPU-attached memory", ("so_bandwidth", "so_latency", "host_capacity",
                                                "host_bandwidth")),
-    # the GPU family sets the GEMM tile height the realistic GEMM law pads rows to
-    ("efficiencies, overheads and GEMM tiles", ("efficiency", "family")),
+    # the GPU family sets the GEMM tile height the realistic GEMM law pads rows to, the SM count
+    # the waves its tiles run in
+    ("efficiencies, overheads and GEMM tiles", ("efficiency", "family", "sm_count")),
 )
 
 

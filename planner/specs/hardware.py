@@ -53,6 +53,7 @@ class GemmLaw:
     hbm: float           #: eta_gm, fraction of HBM bandwidth the operands stream at
     floor: float         #: t_g0, s per kernel
     cast: float = 1.0    #: eta_q, HBM fraction of the activation cast pass (unused for BF16)
+    wave: float = 0.0    #: w_g, share of the last wave's idle SMs paid (0: no wave quantization)
 
 
 #: MoE weight dtypes a ``stacks:`` entry may carry a fitted grouped-MoE law for (``moe_<dtype>``)
@@ -195,6 +196,8 @@ class Hardware:
     #: B_hb, B/s per GPU per direction for peer traffic that leaves its PCIe switch (the switch's
     #: uplink to the host, shared by the GPUs under it); an NVSwitch domain: su_bandwidth
     su_bridge_bandwidth: float = 0.0
+    #: N_sm, streaming multiprocessors per GPU, for a GEMM's waves (0: not stated; no waves counted)
+    sm_count: int = 0
     #: regions the system may be sold in (REGIONS); empty: not stated
     regions: tuple[str, ...] = ()
     #: NCCL's all-reduce fitted to this system's measured NCCL kernels (None: not measured); the
@@ -339,6 +342,7 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     hbm_capacity = _fact(g, "hbm_capacity", "bytes", src)
     hbm_bandwidth = _fact(g, "hbm_bandwidth", "bandwidth", src)
     tdp = _fact(g, "tdp", "power", src)
+    sm_count = _fact(g, "sm_count", None, src, required=False, integer=True) or 0
     g.done()
 
     su = f.sub("scale_up")
@@ -417,7 +421,7 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
                         f"a divisor of system.gpus_per_system ({gpus_per_system}), got {gpus_per_host}")
     return Hardware(
         name=name, description=description, family=family, gpu_model=gpu_model, flops=flops,
-        hbm_capacity=hbm_capacity, hbm_bandwidth=hbm_bandwidth, tdp=tdp,
+        hbm_capacity=hbm_capacity, hbm_bandwidth=hbm_bandwidth, tdp=tdp, sm_count=sm_count,
         domain_size=domain_size, su_bandwidth=su_bw, su_latency=su_lat,
         so_bandwidth=so_bw, so_latency=so_lat, host_capacity=host_cap, host_bandwidth=host_bw,
         gpus_per_system=gpus_per_system, gpus_per_unit=gpus_per_unit, unit=unit,
@@ -508,7 +512,7 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
 #: The constants of a law line fitted to kernels: name -> (required, kind): ``fraction`` in (0, 1],
 #: ``time`` a quantity in s, ``tokens`` one in tokens.
 _GEMM_CONSTANTS = {"compute": (True, "fraction"), "hbm": (True, "fraction"), "floor": (True, "time"),
-                   "cast": (False, "fraction")}
+                   "cast": (False, "fraction"), "wave": (False, "fraction")}
 _NCCL_CONSTANTS = {"floor": (True, "time"), "latency": (True, "time"), "efficiency": (True, "fraction")}
 _KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (False, "fraction"), "floor": (True, "time"),
                      "act": (False, "fraction"), "offset": (False, "tokens"), "row": (False, "time")}

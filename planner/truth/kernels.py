@@ -31,7 +31,7 @@ import pandas as pd
 
 from planner.errors import SpecError
 from planner.physics.operators import compile_operator
-from planner.physics.step import TILE_M, allreduce_values
+from planner.physics.step import TILE_M, TILE_N, allreduce_values
 from planner.specs.hardware import GemmLaw, KernelLaw
 from planner.specs.reading import yaml_number
 from planner.truth.routing import measured_rank
@@ -100,8 +100,9 @@ def gemm_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: GemmLaw) -> np.n
     comp, bi, bw, bo = GEMM_DTYPES[dtype]
     return compile_operator("gemm_law")(
         m=d.m.to_numpy(float), n=d.n.to_numpy(float), k_gemm=d.k.to_numpy(float), b_in=bi, b_w=bw,
-        b_out=bo, P=hw.flops[comp], B_hbm=hw.hbm_bandwidth, t_m=TILE_M.get(hw.family, 1.0),
-        eta_g=law.compute, eta_gm=law.hbm, eta_q=law.cast, b_q=GEMM_CAST_BYTES[dtype], t_g0=law.floor)
+        b_out=bo, P=hw.flops[comp], B_hbm=hw.hbm_bandwidth, t_m=TILE_M.get(hw.family, 1.0), t_n=TILE_N,
+        N_sm=float(hw.sm_count or 1), eta_g=law.compute, eta_gm=law.hbm, w_g=law.wave, eta_q=law.cast,
+        b_q=GEMM_CAST_BYTES[dtype], t_g0=law.floor)
 
 
 def predict_gemm(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.ndarray:
@@ -672,15 +673,17 @@ def borrowed_a2a(fits: list[LawFit]) -> list[LawFit]:
 
 #: the GEMM law's fitted constants (GemmLaw fields), their starting points and bounds: fractions
 #: of peak and of HBM bandwidth in (0, 1], the floor 0.1-500 us (vLLM's block-scaled FP8 GEMMs on
-#: Blackwell take ~175 us at every size up to a few GFLOP), the cast pass's HBM fraction in (0, 1]
+#: Blackwell take ~175 us at every size up to a few GFLOP), the cast pass's HBM fraction in (0, 1],
+#: the share of the last wave's idle SMs paid in [0.001, 1] (fitted where the spec gives the SMs)
 GEMM_PARAMS = {"compute": (0.6, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)), "floor": (5e-6, (0.1e-6, 500e-6)),
-               "cast": (0.4, (0.01, 1.0))}
+               "cast": (0.4, (0.01, 1.0)), "wave": (0.3, (1e-3, 1.0))}
 
 
 def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
     """Least squares on log(predicted / measured) of the GEMM law (operator ``gemm_law``) per
     (GPU, stack, dtype) of the measured GEMMs (``df``: the shipped table, or a subset of it):
-    ``compute`` eta_g, ``hbm`` eta_gm, ``floor`` t_g0 and, for quantized dtypes, ``cast`` eta_q;
+    ``compute`` eta_g, ``hbm`` eta_gm, ``floor`` t_g0, ``wave`` w_g where the spec gives the GPU's
+    SMs and, for quantized dtypes, ``cast`` eta_q;
     in log space with bounds, relative standard errors from s^2 (J^T J)^-1."""
     from planner.specs.registry import load_hardware
 
@@ -690,7 +693,8 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
         hw = load_hardware(gpu).without_stack()
         if GEMM_DTYPES[dtype][0] not in hw.flops:
             continue
-        names = [p for p in GEMM_PARAMS if p != "cast" or GEMM_CAST_BYTES[dtype] > 0]
+        names = [p for p in GEMM_PARAMS if (p != "cast" or GEMM_CAST_BYTES[dtype] > 0)
+                 and (p != "wave" or hw.sm_count)]
         meas = d.latency_us.to_numpy(float) * 1e-6
 
         def res(p: np.ndarray, d=d, meas=meas, hw=hw, dtype=dtype, names=names) -> np.ndarray:

@@ -127,8 +127,10 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         s_kv=i(1, 8), M_nl=i(1, 8), o=float(rng.integers(0, 2)), x_off=float(rng.integers(0, 2)),
         b=u(0.1, 256), S=u(10, 1e5), S_c=u(10, 1e5), s_q=i(1, 4), s_h=i(1, 4), n_d=i(0, 3), A=u(1, 4),
         n_ka=i(1, 12), n_kc=i(1, 3), n_ke=i(1, 10), n_ks=i(1, 4), n_kd=i(1, 5), n_kh=i(1, 5),
-        x_g=float(rng.integers(0, 2)), t_m=float(rng.choice([64, 128])),
+        x_g=float(rng.integers(0, 2)), t_m=float(rng.choice([64, 128])), t_n=128.0,
+        N_sm=float(rng.choice([1, 132, 148])),
         **{f"{p}{c}": u(0.3, 1) for p in ("eta_g", "eta_gm") for c in "adv"},
+        **{f"w_g{c}": u(0, 1) for c in "adv"},
     )
 
 

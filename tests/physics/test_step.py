@@ -331,8 +331,9 @@ def test_default_overlap_efficiency_is_its_derivation():
 # ---- the dense GEMMs at the GEMM law's throughput (realistic mode) -----------------------------------
 def test_lm_head_at_the_gemm_law_by_hand():
     # Llama-3.1-8B on one H200 (TensorRT-LLM fit), 100 sequences, BF16 head: V = 128256, d = 4096.
-    # The law pads 100 rows to 2 tiles of 64 (128 rows) and takes the bf16 GEMM's fractions;
-    # 4 kernels at tau_k.  Bound mode keeps the plain roofline at the peaks.
+    # The law pads 100 rows to 2 tiles of 64 (128 rows), counts 2 x ceil(128256 / 128) = 2004
+    # tiles in 16 waves of 132 SMs (Q = 16 x 132 / 2004, of which the law pays its share w_g) and
+    # takes the bf16 GEMM's fractions; 4 kernels at tau_k.  Bound mode keeps the plain roofline.
     from planner.physics.step import gemm_law_values, resolve_precisions
 
     hw = load_hardware("hgx-h200@trtllm")
@@ -342,8 +343,17 @@ def test_lm_head_at_the_gemm_law_by_hand():
     F = 2 * 100 * m.V * m.d
     M = m.V * m.d * 2.0
     P, B = hw.flops["bf16"], hw.hbm_bandwidth
-    want = max(F * 128 / 100 / (law.compute * P), M / (law.hbm * B)) + 4 * hw.efficiency.kernel_overhead
+    q = 16 * 132 / 2004
+    compute = F * 128 / 100 * (1 + law.wave * (q - 1)) / (law.compute * P)
+    want = max(compute, M / (law.hbm * B)) + 4 * hw.efficiency.kernel_overhead
     assert close(r.terms["lm_head"], want, rel=1e-9)
+    # 1000 sequences: compute binds; 16 x 1002 = 16032 tiles take 122 waves of 132 SMs
+    r = decode_step(m, hw, gpus=1, batch=1000, context=1024, mode="realistic")
+    F_1000 = 2 * 1000 * m.V * m.d
+    q = 122 * 132 / 16032
+    want = (F_1000 * 1024 / 1000 * (1 + law.wave * (q - 1)) / (law.compute * P)
+            + 4 * hw.efficiency.kernel_overhead)
+    assert want > M / (law.hbm * B) and close(r.terms["lm_head"], want, rel=1e-9)
     prec = resolve_precisions(m, hw)
     assert gemm_law_values(hw, prec, "realistic")["x_g"] == 1.0
     assert gemm_law_values(hw, prec, "bound")["x_g"] == 0.0

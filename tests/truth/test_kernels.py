@@ -83,21 +83,37 @@ def test_gemms_faster_than_the_hbm_bound_are_the_l2_resident_ones(score):
 def test_gemm_law_by_hand():
     # m 65, n 4096, k 7168, BF16 on H100 with eta_g 0.5, eta_gm 0.8, t_g0 3 us: rows padded to two
     # 64-row tiles, 2 x 128 x 4096 x 7168 = 7.5162e9 FLOP at 0.5 x 989 TFLOP/s = 15.200 us; bytes
-    # 65 x 7168 x 2 + 7168 x 4096 x 2 + 65 x 4096 x 2 = 59,183,104 B at 0.8 x 3.35 TB/s = 22.083 us:
-    # memory-bound, 25.083 us with the floor
+    # 65 x 7168 x 2 + 7168 x 4096 x 2 + 65 x 4096 x 2 = 59,183,104 B at 0.8 x 3.35 TB/s = 22.083 us.
+    # Its 2 x 32 = 64 output tiles of 64 x 128 fill 64 of 132 SMs in one wave; paying the idle
+    # ones whole (w_g = 1) stretches the compute side by 132 / 64 to 31.35 us: compute-bound,
+    # 34.35 us with the floor (memory-bound at 25.083 us were the SMs not counted)
     t = compile_operator("gemm_law")(m=65.0, n=4096.0, k_gemm=7168.0, b_in=2.0, b_w=2.0, b_out=2.0,
-                                     P=989e12, B_hbm=3.35e12, t_m=64.0, eta_g=0.5, eta_gm=0.8, eta_q=1.0,
-                                     b_q=0.0, t_g0=3e-6)
-    assert t == pytest.approx(3e-6 + (65 * 7168 * 2 + 7168 * 4096 * 2 + 65 * 4096 * 2) / (0.8 * 3.35e12),
-                              rel=1e-12)
+                                     P=989e12, B_hbm=3.35e12, t_m=64.0, t_n=128.0, N_sm=132.0, eta_g=0.5,
+                                     eta_gm=0.8, w_g=1.0, eta_q=1.0, b_q=0.0, t_g0=3e-6)
+    assert t == pytest.approx(3e-6 + 2 * 128 * 4096 * 7168 / (0.5 * 989e12) * 132 / 64, rel=1e-12)
+    hbm_s = (65 * 7168 * 2 + 7168 * 4096 * 2 + 65 * 4096 * 2) / (0.8 * 3.35e12)
+    assert 2 * 128 * 4096 * 7168 / (0.5 * 989e12) < hbm_s
     # m 1000 on the same weights in FP8 with a cast pass (3 B per activation element at 0.5 of
     # HBM): 16 tiles of 64 rows = 1024, 2 x 1024 x 4096 x 7168 = 6.0130e10 FLOP at 0.5 x 1979
     # TFLOP/s = 60.768 us, compute-bound; the cast 1000 x 7168 x 3 B at 1.675 TB/s = 12.838 us
     t = compile_operator("gemm_law")(m=1000.0, n=4096.0, k_gemm=7168.0, b_in=1.0, b_w=1.0, b_out=2.0,
-                                     P=1979e12, B_hbm=3.35e12, t_m=64.0, eta_g=0.5, eta_gm=0.8, eta_q=0.5,
-                                     b_q=3.0, t_g0=0.0)
+                                     P=1979e12, B_hbm=3.35e12, t_m=64.0, t_n=128.0, N_sm=1.0, eta_g=0.5,
+                                     eta_gm=0.8, w_g=1.0, eta_q=0.5, b_q=3.0, t_g0=0.0)
     assert t == pytest.approx(2 * 1024 * 4096 * 7168 / (0.5 * 1979e12) + 1000 * 7168 * 3 / (0.5 * 3.35e12),
                               rel=1e-12)
+    # wave quantization, BF16 on H100 (132 SMs) at eta_g 0.4: n 8448 is 66 tiles of 128 columns.
+    # m 128: 2 x 66 = 132 tiles, one full wave (Q = 1). m 129: 3 x 66 = 198 tiles take 2 waves of
+    # 132 where the work fills 1.5, Q = 264 / 198 = 4/3; paying half the idle SMs (w_g 0.5) makes
+    # the compute side 1 + 0.5 (4/3 - 1) = 7/6 longer: 2 x 192 x 8448 x 7168 / (0.4 x 989e12)
+    # = 58.78 us -> 68.58 us, above the 45.2 us weight stream, so the compute side binds
+    def bf16(m: float, n_sm: float) -> float:
+        return compile_operator("gemm_law")(m=m, n=8448.0, k_gemm=7168.0, b_in=2.0, b_w=2.0, b_out=2.0,
+                                            P=989e12, B_hbm=3.35e12, t_m=64.0, t_n=128.0, N_sm=n_sm,
+                                            eta_g=0.4, eta_gm=0.8, w_g=0.5, eta_q=1.0, b_q=0.0, t_g0=0.0)
+
+    assert bf16(128.0, 132.0) == pytest.approx(bf16(128.0, 1.0), rel=1e-12)
+    assert bf16(129.0, 1.0) == pytest.approx(2 * 192 * 8448 * 7168 / (0.4 * 989e12), rel=1e-12)
+    assert bf16(129.0, 132.0) == pytest.approx(bf16(129.0, 1.0) * 7 / 6, rel=1e-12)
     # the L2-aware bound: 8192 x 3072 BF16 activations and 3072 x 32 weights (50.53 MB) fit in
     # B200's 126 MB L2, so only compute binds: 2 x 8192 x 32 x 3072 / 2.25e15 = 0.7158 us
     b = compile_operator("gemm_bound")(m=8192.0, n=32.0, k_gemm=3072.0, b_in=2.0, b_w=2.0, P=2.25e15,
@@ -126,6 +142,7 @@ def test_bundled_specs_carry_physical_gemm_laws():
             assert {d for d, _ in eff.gemm} == dts, (gpu, stack)
             for _, law in eff.gemm:
                 assert 0 < law.compute <= 1 and 0 < law.hbm <= 1 and 0 < law.cast <= 1 and law.floor >= 0
+                assert 0 < law.wave <= 1  # every one of these GPUs states its SMs
     # a spec's efficiency: block (no stack) has none: GEMMs fall back to the roofline
     assert load_hardware("hgx-h200").without_stack().efficiency.gemm == ()
 
