@@ -176,6 +176,14 @@ def waves(rows: sp.Expr, cols: sp.Expr) -> sp.Expr:
     return sp.ceiling(tiles / N_sm) * N_sm / tiles
 
 
+def gemm_compute(F: sp.Expr, P: sp.Expr, rows: sp.Expr, cols: sp.Expr, law: dict[str, sp.Expr]
+                 ) -> sp.Expr:
+    """The compute side of the GEMM law [s]: ``F_pad (1 + w_g (Q - 1)) / (eta_g P)``, the FLOPs
+    ``F`` of ``rows`` padded to whole tiles, the share ``w_g`` of the wave quantization ``Q``
+    (:func:`waves`) the kernel pays, at the fitted fraction ``eta_g`` of the peak ``P``."""
+    return F * _pad(rows) * (1 + law["w_g"] * (waves(rows, cols) - 1)) / (law["eta_g"] * P)
+
+
 def gemm_law(F: sp.Expr, M: sp.Expr, P: sp.Expr, rows: sp.Expr, cols: sp.Expr, k_in: sp.Expr,
              law: dict[str, sp.Expr], n_gemm: sp.Expr = 1) -> sp.Expr:
     """The GEMM law fitted to measured GEMM kernels (``moe-planner calibrate --kernels``)  [s]:
@@ -188,8 +196,7 @@ def gemm_law(F: sp.Expr, M: sp.Expr, P: sp.Expr, rows: sp.Expr, cols: sp.Expr, k
     as a second HBM pass, and a floor per GEMM kernel (launch, prologue, the HBM latency before
     the stream ramps).  ``law``: the fitted constants (``eta_g``, ``eta_gm``, ``w_g``, ``eta_q``,
     ``b_q``, ``t_g0``)."""
-    compute = F * _pad(rows) * (1 + law["w_g"] * (waves(rows, cols) - 1)) / (law["eta_g"] * P)
-    return (_max(compute, M / (law["eta_gm"] * B_hbm))
+    return (_max(gemm_compute(F, P, rows, cols, law), M / (law["eta_gm"] * B_hbm))
             + rows * k_in * law["b_q"] / (law["eta_q"] * B_hbm) + n_gemm * law["t_g0"])
 
 
@@ -198,8 +205,7 @@ def gemm_parts(F: sp.Expr, M: sp.Expr, P: sp.Expr, rows: sp.Expr, cols: sp.Expr,
     """(compute, memory) sides of a dense-GEMM operator of class ``cls``: the roofline's
     (x_g = 0) or the GEMM law's (x_g = 1), for saying which resource binds it."""
     g = GEMM_LAW[cls]
-    law = F * _pad(rows) * (1 + g["w_g"] * (waves(rows, cols) - 1)) / (g["eta_g"] * P)
-    return ((1 - x_g) * F / (eta_c * P) + x_g * law,
+    return ((1 - x_g) * F / (eta_c * P) + x_g * gemm_compute(F, P, rows, cols, g),
             (1 - x_g) * M / (eta_m * B_hbm) + x_g * M / (g["eta_gm"] * B_hbm))
 
 
