@@ -74,9 +74,9 @@ class Workload:
 # ---- prefill -------------------------------------------------------------------------------
 def prefill_candidates(model: Model, hw: Hardware, space: SearchSpace, isl: float, mode: str,
                        points: int = 24) -> pd.DataFrame:
-    """Prefill passes on every layout and a geometric grid of prompts per rank (one prompt per
-    instance up to 64k tokens per rank).  Rows: feasible points with TTFT (pass time) and prompt
-    tokens/s per GPU."""
+    """Prefill passes on every layout and a geometric grid of whole prompts per attention rank
+    (one up to 64k tokens' worth; a prompt is not split over attention data-parallel ranks).
+    Rows: feasible points with TTFT (pass time) and prompt tokens/s per GPU."""
     lay = layouts(model, hw, space.gpus, space.max_gpus, space.tp_attn, space.ep, space.tp_moe)
     frames = []
     for weights in precision_options(model, hw, space.weights):
@@ -84,10 +84,11 @@ def prefill_candidates(model: Model, hw: Hardware, space: SearchSpace, isl: floa
         for o in overlap_options(space.overlap, model):
             G, TPa, EPv, TPe, slots = (lay[c].values[:, None].astype(float)
                                        for c in ("gpus", "tp_attn", "ep", "tp_moe", "expert_slots"))
-            # whole prompts per instance: one up to 64k tokens per attention rank
-            top = np.maximum(whole_batch(65536.0 / isl * G / TPa), 1.0)
-            B = np.round(np.exp(np.log(top) * np.linspace(0, 1, points)[None, :]))
-            b = B * TPa / G
+            # whole prompts per attention rank, one up to 64k tokens' worth: a prompt is not split
+            # over attention data-parallel ranks (each runs its own requests' attention)
+            top = np.maximum(whole_batch(65536.0 / isl), 1.0) * np.ones_like(G)
+            b = np.round(np.exp(np.log(top) * np.linspace(0, 1, points)[None, :]))
+            B = b * G / TPa
             out = evaluate_configs(model, hw, prec, mode, G=G, TP_a=TPa, EP=EPv, TP_e=TPe,
                                    E_slots=slots, b=b, S=isl, overlap=o, phase="prefill")
             shape = b.shape

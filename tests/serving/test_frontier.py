@@ -103,6 +103,20 @@ def test_prefill_frontier_trades_ttft():
     assert (np.diff(f.ttft_s) > 0).all() and (np.diff(f.tps_per_gpu) > 0).all()
 
 
+def test_prefill_does_not_split_a_prompt_over_data_parallel_ranks():
+    # a prompt's attention runs on one attention rank: every prefill point gives each of an
+    # instance's G / TP_a attention ranks a whole number of prompts, at least one
+    pts = frontier("llama-3.1-8b", "hgx-h200", serving="prefill", isl=2048, all_points=True)
+    ranks = pts.prefill_gpus / pts.prefill_tp_attn
+    per_rank = pts.prefill_batch / ranks
+    assert (ranks > 1).any() and (per_rank >= 1).all() and np.allclose(per_rank, np.round(per_rank))
+    # a dense model at TP 1: 8 replicas with a prompt each take one replica's pass with one prompt
+    dp = pts[(pts.prefill_tp_attn == 1) & (pts.prefill_weights == "bf16")]
+    one = dp[(dp.prefill_gpus == 1) & (dp.prefill_batch == 1)].prefill_pass_s
+    eight = dp[(dp.prefill_gpus == 8) & (dp.prefill_batch == 8)].prefill_pass_s
+    assert len(one) and len(eight) and np.allclose(eight.to_numpy()[:1], one.to_numpy()[:1], rtol=1e-9)
+
+
 def test_frontier_at_solves_exact_rate(dec):
     t = frontier_at(MODEL, HW, [20.0, 60.0], serving="decode", context=2048, gpus=8)
     for x, r in zip([20.0, 60.0], t.itertuples(), strict=True):
