@@ -368,7 +368,7 @@ def pool_shape(workload: int, system: int, perf: Mapping[str, Any], demand_tps: 
     serving the demand alone, if fewer; at least the units one instance of each pool needs): the
     block is the smallest n with the most output per unit; smaller counts are the remainders."""
     alone = plan_pools(demand_tps, **perf)["units"]
-    one_set = units_for(1, perf["decode_instance_gpus"], 1 if perf.get("prefill_tps_per_gpu") else 0,
+    one_set = units_for(1, perf["decode_instance_gpus"], int(perf.get("prefill_tps_per_gpu") is not None),
                         perf.get("prefill_instance_gpus"), gpus_per_unit=perf["gpus_per_unit"],
                         domain_size=perf["domain_size"])
     top = max(1, min(MAX_BLOCK, alone), one_set)

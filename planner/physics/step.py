@@ -194,6 +194,12 @@ TILE_N = 128.0
 #: The GEMM law's dtype by compute dtype (a weight format multiplied in FP8, such as INT4 W4A8,
 #: takes the FP8 GEMMs' law; INT4 W4A16 the BF16 one).
 LAW_DTYPE = {"fp4": "nvfp4", "fp8": "fp8", "bf16": "bf16"}
+
+
+def gemm_tiles(hw: Hardware) -> dict[str, float]:
+    """The GEMM law's tiling of ``hw``: tile height ``t_m`` (1 for a family without one: no
+    padding), width ``t_n`` and SMs ``N_sm`` (1 where the spec states none: no waves)."""
+    return {"t_m": TILE_M.get(hw.family, 1.0), "t_n": TILE_N, "N_sm": float(hw.sm_count or 1)}
 #: GEMM-law class -> the tensor class whose compute dtype it multiplies in.
 _LAW_CLASSES = {"a": "attention", "d": "dense_ffn", "v": "embeddings"}
 
@@ -211,8 +217,7 @@ def gemm_law_values(hw: Hardware, prec: Precisions, mode: str) -> dict[str, floa
                 laws = {}
                 break
             laws[c] = law
-    v: dict[str, float] = {"x_g": 1.0 if laws else 0.0, "t_m": TILE_M.get(hw.family, 1.0), "t_n": TILE_N,
-                           "N_sm": float(hw.sm_count or 1)}
+    v: dict[str, float] = {"x_g": 1.0 if laws else 0.0, **gemm_tiles(hw)}
     for c in _LAW_CLASSES:
         if laws:
             law = laws[c]

@@ -86,8 +86,9 @@ def prefill_candidates(model: Model, hw: Hardware, space: SearchSpace, isl: floa
                                        for c in ("gpus", "tp_attn", "ep", "tp_moe", "expert_slots"))
             # whole prompts per attention rank, one up to 64k tokens' worth: a prompt is not split
             # over attention data-parallel ranks (each runs its own requests' attention)
-            top = np.maximum(whole_batch(65536.0 / isl), 1.0) * np.ones_like(G)
-            b = np.round(np.exp(np.log(top) * np.linspace(0, 1, points)[None, :]))
+            top = max(float(whole_batch(65536.0 / isl)), 1.0)
+            per_rank = np.unique(np.round(np.exp(np.log(top) * np.linspace(0, 1, points))))
+            b = per_rank[None, :] * np.ones_like(G)
             B = b * G / TPa
             out = evaluate_configs(model, hw, prec, mode, G=G, TP_a=TPa, EP=EPv, TP_e=TPe,
                                    E_slots=slots, b=b, S=isl, overlap=o, phase="prefill")

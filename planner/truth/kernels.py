@@ -31,7 +31,7 @@ import pandas as pd
 
 from planner.errors import SpecError
 from planner.physics.operators import compile_operator
-from planner.physics.step import TILE_M, TILE_N, allreduce_values
+from planner.physics.step import TILE_M, allreduce_values, gemm_tiles
 from planner.specs.hardware import GemmLaw, KernelLaw
 from planner.specs.reading import yaml_number
 from planner.truth.routing import measured_rank
@@ -100,9 +100,8 @@ def gemm_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: GemmLaw) -> np.n
     comp, bi, bw, bo = GEMM_DTYPES[dtype]
     return compile_operator("gemm_law")(
         m=d.m.to_numpy(float), n=d.n.to_numpy(float), k_gemm=d.k.to_numpy(float), b_in=bi, b_w=bw,
-        b_out=bo, P=hw.flops[comp], B_hbm=hw.hbm_bandwidth, t_m=TILE_M.get(hw.family, 1.0), t_n=TILE_N,
-        N_sm=float(hw.sm_count or 1), eta_g=law.compute, eta_gm=law.hbm, w_g=law.wave, eta_q=law.cast,
-        b_q=GEMM_CAST_BYTES[dtype], t_g0=law.floor)
+        b_out=bo, P=hw.flops[comp], B_hbm=hw.hbm_bandwidth, **gemm_tiles(hw), eta_g=law.compute,
+        eta_gm=law.hbm, w_g=law.wave, eta_q=law.cast, b_q=GEMM_CAST_BYTES[dtype], t_g0=law.floor)
 
 
 def predict_gemm(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.ndarray:
