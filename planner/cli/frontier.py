@@ -28,7 +28,7 @@ CONFIG_COLUMNS = (
     "output_tps_per_gpu", "total_tps_per_gpu", "decode_gpu_fraction", "prefill_gpus",
     "prefill_tp_attn", "prefill_ep", "prefill_tp_moe", "prefill_batch", "prefill_weights",
     "prefill_overlap", "prefill_tps_per_gpu", "prefill_pass_s", "ttft_s", "kv_transfer_s",
-    "ttft_request_s",
+    "ttft_request_s", "ttft_host_s",
 )
 
 

@@ -48,6 +48,7 @@ Conventions: per GPU, per layer unless named otherwise; SI units (s, B, FLOP, B/
 #: How many times per step each per-layer term runs (n_L layers, n_Ld dense first, the rest MoE).
 _COUNT = {
     "attn_proj": "n_L", "attn_core": "n_L", "experts": "n_moe", "shared_experts": "n_moe",
+    "experts_together": "n_moe",
     "dense_ffn": "n_Ld", "lm_head": "1", "dispatch": "n_moe", "combine": "n_moe",
     "allreduce_attn": "n_moe+2n_Ld", "allreduce_moe": "n_moe", "layer_moe": "n_moe",
     "layer_dense": "n_Ld", "draft": "1", "step": "1",

@@ -178,7 +178,7 @@ def _fmt_param(unit: str, v: float) -> str:
 
 def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
     from planner.outputs import table, write_atomic
-    from planner.truth.runs_fit import PARAMETERS, TTFT_PARAMETERS, fit_runs, write_fit
+    from planner.truth.runs_fit import PARAMETERS, TTFT_LOSS_SCALE, TTFT_PARAMETERS, fit_runs, write_fit
 
     if args.write and args.runs is not True:
         raise SpecError("<input>", "--write", "only with the bundled runs (use --out FILE to keep a fit "
@@ -221,8 +221,9 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
         for c in fit.families:
             for name, why in c.fixed.items():
                 print(f"# {c.family}, all stacks: {name} {why}")
-    print("\n# TTFT: t_req + prefill pass + q_w x wave (the prompts that arrive together at one prefill "
-          "instance), fitted after TPOT to log(predicted / measured) TTFT; before = the pass alone")
+    print("\n# TTFT: t_req + tau_h x the pass's kernels + prefill pass + q_w x wave (the prompts that arrive "
+          "together at one prefill instance), fitted after TPOT to log(predicted / measured) TTFT with a "
+          f"robust (Cauchy, scale {TTFT_LOSS_SCALE:g}) loss; before = the pass alone")
     trows = []
     for c in fit.cells:
         t = c.ttft
@@ -231,12 +232,13 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
         cells = []
         for p in TTFT_PARAMETERS:
             v = t.values[p.name]
-            txt = f"{v * 1e3:.3g} ms" if p.unit == "s" else f"{v:.3g}"
+            txt = (f"{v * 1e6:.3g} us" if p.name == "ttft_host" else
+                   f"{v * 1e3:.3g} ms" if p.unit == "s" else f"{v:.3g}")
             cells.append(f"{txt} ±{t.rel_se[p.name]:.0%}" if p.name in t.fitted else f"{txt} (held)")
         trows.append([c.family, c.stack, t.n, *cells, _pct(t.before["ttft_median_abs_err"]),
                       _pct(t.after["ttft_median_abs_err"]), _pct(t.after["ttft_p90_abs_err"]),
                       f"{t.after['ttft_bias']:.2f}"])
-    print(table(trows, ["family", "stack", "runs", "t_req", "q_w", "median before", "median after",
+    print(table(trows, ["family", "stack", "runs", "t_req", "q_w", "tau_h", "median before", "median after",
                         "p90 after", "bias after"]))
     from planner.truth.runs_fit import HELD
 

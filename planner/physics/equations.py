@@ -45,6 +45,7 @@ from planner.physics.symbols import (
     M_nl,
     N_ar,
     N_sm,
+    N_ss,
     N_su,
     P_a,
     P_c,
@@ -123,6 +124,7 @@ from planner.physics.symbols import (
     t_n,
     t_n0,
     tau_k,
+    x_fw,
     x_g,
     x_mtp,
     x_nvls,
@@ -328,9 +330,11 @@ t_attn_core = _max(
 ) + n_kc * tau_k
 
 # ---- FFN: routed experts, shared experts, dense layers, LM head ---------------------------
-#: Expected distinct expert slots touched on one GPU holding E_slots / EP of them, uniform
-#: routing: (E_slots / EP) (1 - (1 - k / E_slots)^B_tok).  Small batches are weight-read bound.
-n_touched = (E_slots / EP) * (1 - (1 - k / E_slots) ** B_tok)
+#: Expected distinct expert slots touched on the busiest GPU, which holds E_slots / EP of them and
+#: receives lambda times the mean token-expert rows, uniform routing over its experts:
+#: (E_slots / EP) (1 - (1 - k / E_slots)^(lambda B_tok)).  Small batches are weight-read bound, and
+#: the step waits for the rank that reads the most.
+n_touched = (E_slots / EP) * (1 - (1 - k / E_slots) ** (lam_EP * B_tok))
 
 
 F_experts = expert_flops(T_e)
@@ -378,10 +382,17 @@ n_dest = (EP - 1) * p_dest
 #: span G / N_su domains and an EP rank (TP_e GPUs) never straddles one, so the share is
 #: max(0, 1 - N_su / G) (= 1 - N_su / EP when TP_e = 1).
 frac_so = _max(0, 1 - N_su / G)
-#: Destinations reached over scale-out: the EP frac_so ranks outside the sender's domain, each
-#: hit with probability p; node-limited routing with forwarding inside a domain sends one copy per
-#: remote domain, at most M_nl (DeepEP's normal kernels; the low-latency decode kernels do not).
-n_dest_so = _min(EP * frac_so * p_dest, M_nl)
+#: Scale-up domains the instance spans: G / N_su (1 inside one domain).
+n_dom = _max(G / N_su, 1)
+#: Remote domains a token reaches, uniform routing of its k experts over the domains:
+#: (n_dom - 1) (1 - (1 - 1/n_dom)^k), at most M_nl under node-limited routing.
+n_dom_so = _min((n_dom - 1) * (1 - (1 - 1 / n_dom) ** k), M_nl)
+#: Copies sent over scale-out.  Kernels that forward inside a domain (x_fw = 1: DeepEP's normal
+#: kernels, which prefill runs) send one copy per remote domain reached, n_dom_so, and the domain's
+#: NVLink takes it to each expert there; the low-latency decode kernels (x_fw = 0) send one copy per
+#: remote destination GPU: the EP frac_so ranks outside the sender's domain, each hit with
+#: probability p_dest.
+n_dest_so = x_fw * n_dom_so + (1 - x_fw) * EP * frac_so * p_dest
 #: Destinations inside the sender's domain, itself excluded: EP min(1, N_su / G) - 1 ranks.
 #: (Splitting n_dest by frac_so instead would put the sender's own rank in the denominator and
 #: undercount scale-out traffic by a factor (EP - 1) / EP.)
@@ -418,9 +429,14 @@ def a2a_time(bytes_per_elem: sp.Expr) -> sp.Expr:
     """One EP all-to-all phase: the slower of its scale-up and scale-out parts (each alpha-beta).
 
     Zero when EP = 1; the scale-out part only when EP spans more than one scale-up domain.  The
-    scale-up part has the all-to-all kernels' own latency per phase and bandwidth fraction
-    (``a_a2a``, ``eta_a2a``: fitted to measured dispatch and combine kernels, which cost tens of
-    microseconds per phase where a bare NVLink message costs about one), and its bandwidth is the
+    volume is the mean rank's: the busiest rank receives more (``lambda`` times the mean tokens), but
+    at the spec's lambda of 1.25 the one published large-EP decode (DeepSeek-V3 on 72 H100 with
+    EPLB, two-batch overlap: measured 92 ms a step, LMSYS 2025-05-05) would take 101 ms with every
+    micro-batch's communication hidden, so the imbalance its all-to-all saw was at most about 1.1;
+    until a measured imbalance per EP size exists the bytes stay at the mean.  The scale-up part
+    has the all-to-all kernels' own latency per phase and bandwidth fraction (``a_a2a``,
+    ``eta_a2a``: fitted to measured dispatch and combine kernels, which cost tens of microseconds
+    per phase where a bare NVLink message costs about one), and its bandwidth is the
     GPU's own link or, over PCIe, the host bridge the traffic to peers under other switches
     crosses (:func:`su_seconds_per_byte`).
     """
@@ -580,7 +596,24 @@ m_ar_moe = lam_EP * B_tok * p_dest * d * b_a
 t_ar_moe = allreduce_time(m_ar_moe, TP_e)
 
 # ---- layers and the step -------------------------------------------------------------------------
-t_compute_moe = t_attn_proj + t_attn_core + t_experts + t_shared
+#: The shared experts run on a second CUDA stream beside the routed experts (x_ss = 1) where the
+#: stack does so: in decode steps under CUDA graphs with at most N_ss tokens per attention rank
+#: (TensorRT-LLM's DeepSeek-V3 MoE ``maybe_execute_in_parallel`` on its auxiliary stream while graphs
+#: are captured; SGLang's ``forward_normal_dual_stream``, DUAL_STREAM_TOKEN_THRESHOLD = 1024; vLLM's
+#: shared-experts stream, VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD = 256).  A prefill pass runs on
+#: one stream.
+x_ss = 1 - sp.Heaviside(b * s_q - N_ss, 0)
+_shared_sides = gemm_parts(F_shared, M_shared, P_d, b * s_q, N_shared, "d")
+#: Routed and shared experts together.  On two streams neither finishes sooner than alone, and
+#: together they cannot beat the HBM time of their combined bytes or the compute time of their combined
+#: FLOPs: max(t_experts, t_shared, HBM_e + HBM_s, compute_e + compute_s); what the second stream
+#: hides is the shorter one's kernel launches and the bandwidth the small shared GEMMs leave unused.
+#: On one stream, the sum.
+t_ffn_moe = (x_ss * _max(t_experts, t_shared,
+                         M_experts / (eta_m * B_hbm) + x_xa * M_act_e / (eta_xa * B_hbm) + _shared_sides[1],
+                         F_experts / (eta_ce * P_e) + _shared_sides[0])
+             + (1 - x_ss) * (t_experts + t_shared))
+t_compute_moe = t_attn_proj + t_attn_core + t_ffn_moe
 t_comm_moe = t_dispatch + t_combine + t_ar_attn + t_ar_moe
 #: Two-micro-batch overlap: each half batch's compute hides the other's communication.  Of the
 #: shorter side only the share eta_o is hidden: 2 [max(c, m) + (1 - eta_o) min(c, m)] with c, m
@@ -647,6 +680,7 @@ TERMS: dict[str, sp.Expr] = {
     "attn_core": t_attn_core,
     "experts": t_experts,
     "shared_experts": t_shared,
+    "experts_together": t_ffn_moe,
     "dense_ffn": t_dense_ffn,
     "lm_head": t_head,
     "dispatch": t_dispatch,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from planner.physics.symbols import A, TP_a, b
+from planner.physics.symbols import A, E_s, TP_a, b, n_ka, n_kc, n_kd, n_ke, n_kh, n_ks, n_L, n_Ld
 
 X_d = sp.Symbol("X_d", positive=True)    #: output tokens/s per decode GPU
 X_p = sp.Symbol("X_p", positive=True)    #: prompt tokens/s per prefill GPU
@@ -28,6 +28,8 @@ t_req = sp.Symbol("t_req", nonnegative=True)    #: per-request latency outside t
 q_w = sp.Symbol("q_w", nonnegative=True)        #: share of a prompt wave queued ahead of a request
 t_pass = sp.Symbol("t_pass", positive=True)     #: one prompt's prefill pass, s
 t_wave = sp.Symbol("t_wave", nonnegative=True)  #: prefilling all prompts that arrive together, s
+tau_h = sp.Symbol("tau_h", nonnegative=True)    #: host time per kernel of a prefill pass, s
+n_kp = sp.Symbol("n_kp", nonnegative=True)      #: kernels one forward pass launches
 
 SERVING_SYMBOLS = {
     "t_req": (t_req, "per-request latency outside the forward passes (HTTP, tokenisation, scheduling, "
@@ -36,6 +38,10 @@ SERVING_SYMBOLS = {
     "t_pass": (t_pass, "one prompt's prefill pass", "s"),
     "t_wave": (t_wave, "prefilling the prompts that arrive together at one prefill instance: "
                "prompts x ISL / (prefill tokens/s per GPU x GPUs)", "s"),
+    "tau_h": (tau_h, "host time per kernel of a prefill pass, which runs outside CUDA graphs: the "
+              "framework's dispatch and launch of each kernel, which the pass waits for (fitted to the "
+              "measured runs' TTFT per stack)", "s"),
+    "n_kp": (n_kp, "kernels one forward pass launches (kernels_per_pass)", "1"),
     "X_d": (X_d, "output tokens/s per decode GPU", "token/s"),
     "X_p": (X_p, "prompt tokens/s per prefill GPU", "token/s"),
     "I": (I_in, "input (prompt) tokens per request", "token"),
@@ -59,15 +65,26 @@ tps_per_mw = Y * 1e6 / W_gpu
 #: USD per million output tokens: c_h / (3600 y) * 1e6.
 usd_per_mtok = c_h / (3600 * Y) * 1e6
 
+#: Kernels one forward pass launches: n_Ld dense layers (attention projections and core, the FFN)
+#: and n_L - n_Ld MoE layers (attention, routed experts, the shared experts where the model has
+#: them), and the LM head (the per-layer counts of planner.physics.step.KERNELS).
+kernels_per_pass = (n_Ld * (n_ka + n_kc + n_kd)
+                    + (n_L - n_Ld) * (n_ka + n_kc + n_ke + n_ks * sp.Min(1, E_s)) + n_kh)
 #: TTFT a benchmark measures: the request's own pass, plus a per-request latency outside the
-#: passes, plus the share q_w of the wave of prompts that arrived with it and were prefilled
-#: ahead of it.  A closed-loop benchmark at a fixed concurrency with fixed ISL and OSL keeps its
-#: requests in step, so up to all of them arrive together (q_w = 1/2: each waits for half the
-#: wave); a steady stream arrives spread out (q_w -> 0).
-ttft_served = t_req + t_pass + q_w * t_wave
+#: passes, plus the host time of the pass, plus the share q_w of the wave of prompts that arrived
+#: with it and were prefilled ahead of it.  A prefill pass runs outside CUDA graphs (the stacks
+#: capture decode steps only), so each of its n_kp kernels costs the framework's dispatch and
+#: launch on the host, tau_h, which the measured TTFT says the pass does not hide: it is what makes
+#: the same stack's TTFT at low concurrency several times larger for a model of many small kernels
+#: (DeepSeek-R1, 1,386 a pass) than for one of few (gpt-oss-120b, 508).  A closed-loop benchmark at
+#: a fixed concurrency with fixed ISL and OSL keeps its requests in step, so up to all of them arrive
+#: together (q_w = 1/2: each waits for half the wave); a steady stream arrives spread out
+#: (q_w -> 0).
+ttft_served = t_req + tau_h * n_kp + t_pass + q_w * t_wave
 
 EQUATIONS: dict[str, sp.Expr] = {
     "ttft_served": ttft_served,
+    "kernels_per_pass": kernels_per_pass,
     "y_output": y_output,
     "prefill_per_decode": prefill_per_decode,
     "y_total": y_total,

@@ -258,6 +258,26 @@ def moe_law(hw: Hardware, prec: Precisions) -> Any:
 ALLREDUCE_REACH: dict[str, int | str] = {"sglang": "host", "vllm": 8}
 
 
+#: Tokens per attention rank up to which a stack's decode step runs the shared experts on a second
+#: CUDA stream beside the routed experts (``N_ss``; a prefill pass runs on one stream):
+#: - TensorRT-LLM: every step captured in a CUDA graph (its DeepSeek-V3 MoE calls
+#:   ``maybe_execute_in_parallel`` on an auxiliary stream, multi-stream only while graphs are captured);
+#: - SGLang: up to 1024 tokens under CUDA graphs (``DeepseekV2MoE.forward_normal_dual_stream``,
+#:   ``DUAL_STREAM_TOKEN_THRESHOLD = 1024``);
+#: - vLLM: up to 256 tokens (``VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD``, default 256).
+#: A system without a stack takes vLLM's rule; bound mode overlaps them in every step.
+SHARED_STREAM_TOKENS: dict[str, float] = {"trtllm": 1e12, "sglang": 1024.0, "vllm": 256.0}
+
+
+def shared_stream_tokens(hw: Hardware, mode: str, phase: str) -> float:
+    """``N_ss``: the tokens per attention rank up to which the shared experts run on a second stream."""
+    if mode == "bound":
+        return 1e12
+    if phase != "decode":
+        return 0.0
+    return SHARED_STREAM_TOKENS.get(hw.stack or "vllm", SHARED_STREAM_TOKENS["vllm"])
+
+
 #: The stacks' custom all-reduce kernels on NVLink: the largest message each sends one-shot over 3-4
 #: and over 5-8 GPUs (``m_o4``, ``m_o8``), and the largest it takes at all (``m_cu``), in bytes per
 #: GPU.  vLLM and SGLang: vLLM's ``csrc/custom_all_reduce.cuh`` (one-shot below 512 KiB up to 4 GPUs
@@ -346,6 +366,12 @@ def kernel_counts(model: Model) -> dict[str, int]:
     return {**KERNELS["mla" if model.attention == "mla" else "gqa"], **KERNELS["any"]}
 
 
+def pass_kernels(model: Model) -> float:
+    """``n_kp``: the kernels one forward pass of ``model`` launches (``kernels_per_pass``)."""
+    return float(compiled.evaluate_named("kernels_per_pass", E_s=model.E_s, n_Ld=model.n_Ld, n_L=model.n_L,
+                                         **kernel_counts(model)))
+
+
 def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G: Any, TP_a: Any,
                   EP: Any, TP_e: Any, E_slots: Any, b: Any, S: Any, s_q: Any, s_h: Any,
                   n_d: Any = 0, overlap: Any = 0, kv_offload: Any = 0,
@@ -393,12 +419,15 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
         x_nvls=float(hw.in_switch_reduction), n_sw=hw.su_switch_gpus, B_hb=hw.su_bridge_bandwidth,
         C_host=hw.host_capacity, B_c2c=max(hw.host_bandwidth, 1.0),
         G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots, s_kv=s_kv,
-        # node-limited routing caps the scale-out copies only where the kernels forward inside a
-        # domain (DeepEP's normal kernels, prefill); the low-latency decode kernels send one RDMA
-        # copy to every destination GPU, so in decode the cap is k (no cap)
-        M_nl=model.max_groups if (model.max_groups and phase == "prefill") else model.k, o=overlap,
+        # the scale-out copies: one per remote domain reached where the kernels forward inside a
+        # domain (DeepEP's normal kernels, prefill; bound mode, the fewer copies), at most the
+        # node-limited routing's domains; the low-latency decode kernels send one RDMA copy to every
+        # destination GPU
+        M_nl=model.max_groups or model.k, x_fw=1.0 if (phase == "prefill" or mode == "bound") else 0.0,
+        o=overlap,
         x_off=np.where(hw.host_capacity > 0, kv_offload, 0),
         b=b, S=S, S_c=S_cache, s_q=s_q, s_h=s_h, n_d=n_d, A=1.0, **kernel_counts(model),
+        N_ss=shared_stream_tokens(hw, mode, phase),
     )
     v.update(_efficiencies(hw, mode))
     v.update(gemm_law_values(hw, prec, mode))
@@ -689,7 +718,8 @@ def _single(model: Model | str, hardware: Hardware | str, phase: str, *, gpus: i
 
 
 #: Per-layer terms that exist only in MoE layers (reported as 0 for a dense model).
-_MOE_ONLY_TERMS = ("experts", "shared_experts", "dispatch", "combine", "allreduce_moe", "layer_moe")
+_MOE_ONLY_TERMS = ("experts", "shared_experts", "experts_together", "dispatch", "combine", "allreduce_moe",
+                   "layer_moe")
 
 
 def decode_step(model: Model | str, hardware: Hardware | str, *, gpus: int, batch: float,

@@ -163,6 +163,10 @@ eta_o = _s("eta_o", "overlap efficiency: share of the shorter of a micro-batch's
             "that the other micro-batch hides (two-micro-batch overlap)", "1", "efficiency", r"\eta_{o}")
 lam = _s("lambda", "load imbalance: max/mean tokens per expert-parallel rank", "1", "efficiency",
          r"\lambda")
+N_ss = _s("N_ss", "tokens per attention rank up to which the serving stack runs the shared experts on a "
+          "second CUDA stream beside the routed experts: decode steps under CUDA graphs (TensorRT-LLM: "
+          "every captured step; SGLang: up to 1024 tokens; vLLM: up to 256); 0 in a prefill pass, which "
+          "runs on one stream; bound mode: every step", "token", "efficiency", "N_{ss}", nonneg=True)
 
 # ---- GEMM law throughput (fitted to measured GEMM kernels per GPU, stack, dtype; operators.gemm_law)
 #: one set per tensor class of the step's dense GEMMs: a = attention projections, d = dense FFN,
@@ -213,8 +217,11 @@ E_slots = _s("E_slots", "expert slots (routed + redundant replicas)", "1", "layo
              integer=True)
 s_kv = _s("s_kv", "ways the KV cache is split across attention-TP ranks (MLA 1; GQA min(TP_a, h_kv))",
           "1", "layout", "s_{kv}")
-M_nl = _s("M_nl", "most scale-up domains a token's experts may span (node-limited routing)",
-          "1", "layout", "M_{nl}")
+M_nl = _s("M_nl", "most scale-up domains a token's experts may span (node-limited routing; the model's "
+          "routed experts per token k where it has none)", "1", "layout", "M_{nl}")
+x_fw = _s("x_fw", "the expert all-to-all sends one scale-out copy per remote scale-up domain and forwards it "
+          "inside that domain (1: DeepEP's normal kernels, a prefill pass; bound mode) or one copy per "
+          "remote GPU (0: its low-latency kernels, a decode step)", "1", "layout", "x_{fw}", nonneg=True)
 o_tbo = _s("o", "two-micro-batch overlap on (1) or off (0)", "1", "layout", nonneg=True)
 x_off = _s("x_off", "KV may spill to CPU-attached memory (1) or not (0)", "1", "layout",
            "x_{off}", nonneg=True)

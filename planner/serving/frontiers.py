@@ -15,7 +15,7 @@ import pandas as pd
 
 from planner.errors import SpecError
 from planner.physics import compiled
-from planner.physics.step import CATEGORIES, evaluate_configs, resolve_precisions
+from planner.physics.step import CATEGORIES, evaluate_configs, pass_kernels, resolve_precisions
 from planner.serving.search import (
     BATCH_PER_OCTAVE,
     SearchSpace,
@@ -133,33 +133,43 @@ def request_latency(hw: Hardware, mode: str) -> float:
     return 0.0 if mode == "bound" else float(hw.efficiency.ttft_request)
 
 
-def served_ttft(t_req: float, q_w: float, t_pass: Any, t_wave: Any) -> np.ndarray:
-    """TTFT as a benchmark serves it (``ttft_served``: per-request latency, the pass, the queued
-    share of the prompt wave), in s."""
+def host_latency(hw: Hardware, model: Model, mode: str) -> float:
+    """``tau_h n_kp``: the host time of one prefill pass of ``model`` (each of its kernels dispatched
+    and launched outside CUDA graphs), s; ``tau_h`` fitted per stack to the measured runs' TTFT (0
+    in bound mode)."""
+    return 0.0 if mode == "bound" else float(hw.efficiency.ttft_host) * pass_kernels(model)
+
+
+def served_ttft(t_req: float, q_w: float, t_pass: Any, t_wave: Any, tau_h: float = 0.0,
+                n_kp: Any = 0.0) -> np.ndarray:
+    """TTFT as a benchmark serves it (``ttft_served``: per-request latency, the pass's host time
+    ``tau_h`` per kernel of its ``n_kp``, the pass, the queued share of the prompt wave), in s."""
     return np.asarray(compiled.evaluate_named("ttft_served", t_req=t_req, t_pass=t_pass, q_w=q_w,
-                                              t_wave=t_wave), float)
+                                              t_wave=t_wave, tau_h=tau_h, n_kp=n_kp), float)
 
 
-def served_ttft_one(hw: Hardware, mode: str, t_pass: Any) -> Any:
+def served_ttft_one(hw: Hardware, model: Model, mode: str, t_pass: Any) -> Any:
     """Time to first token of a request that arrives alone at a free prefill instance:
     ``ttft_served`` with no prompt wave queued ahead of it (``q_w t_wave = 0``; the arrival pattern
     that sets the wave is not part of a frontier), ``t_pass`` the prefill pass and KV hand-off."""
-    return served_ttft(request_latency(hw, mode), 0.0, t_pass, 0.0)
+    return served_ttft(request_latency(hw, mode), 0.0, t_pass, 0.0, 1.0, host_latency(hw, model, mode))
 
 
 def best_prefill(model: Model, hw: Hardware, space: SearchSpace, isl: float, mode: str,
                  max_ttft: float) -> pd.Series:
     """The prefill configuration with the most prompt tokens/s per GPU whose time to first token
-    (the request's latency outside the passes, its pass and a worst-case NIC hand-off of the KV:
-    :func:`served_ttft_one`) stays within ``max_ttft``; of configurations as good (replicas of
-    one data-parallel layout give the same rate at every size), the smallest instance."""
+    (the request's latency outside the passes, its pass with its host time and a worst-case NIC
+    hand-off of the KV: :func:`served_ttft_one`) stays within ``max_ttft``; of configurations as
+    good (replicas of one data-parallel layout give the same rate at every size), the smallest
+    instance."""
     cand = prefill_candidates(model, hw, space, isl, mode)
     if cand.empty:
         raise SpecError("<input>", "prefill", f"a prefill layout that fits {model.name} on {hw.name}")
     kv = space.kv or model.kv_precision
     kv_t = kv_transfer_time(model, hw, kv, isl, cand.prefill_tp_attn.to_numpy(float), False, mode)
-    cand = cand.assign(ttft_s=served_ttft_one(hw, mode, cand.prefill_pass_s.to_numpy(float) + kv_t),
-                       kv_transfer_s=kv_t, ttft_request_s=request_latency(hw, mode))
+    cand = cand.assign(ttft_s=served_ttft_one(hw, model, mode, cand.prefill_pass_s.to_numpy(float) + kv_t),
+                       kv_transfer_s=kv_t, ttft_request_s=request_latency(hw, mode),
+                       ttft_host_s=host_latency(hw, model, mode))
     ok = cand[cand.ttft_s <= max_ttft]
     if ok.empty:
         fastest = cand.ttft_s.min()
@@ -311,8 +321,9 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
 
     if serving == "prefill":
         cand = prefill_candidates(model, hw, space, wl.isl, mode)
-        ttft = served_ttft_one(hw, mode, cand.prefill_pass_s.to_numpy(float))
+        ttft = served_ttft_one(hw, model, mode, cand.prefill_pass_s.to_numpy(float))
         cand = cand.assign(ttft_s=ttft, ttft_request_s=request_latency(hw, mode),
+                           ttft_host_s=host_latency(hw, model, mode),
                            tps_per_gpu=cand.prefill_tps_per_gpu, neg_ttft=-ttft)
         cand = cand.assign(**_costs(hw, cand.tps_per_gpu.values), bottleneck=cand.prefill_bottleneck)
         df = cand if all_points else pareto(cand, "neg_ttft", "tps_per_gpu")
@@ -338,6 +349,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
         dec["ttft_s"] = float(pre.ttft_s)
         dec["kv_transfer_s"] = float(pre.kv_transfer_s)
         dec["ttft_request_s"] = float(pre.ttft_request_s)
+        dec["ttft_host_s"] = float(pre.ttft_host_s)
     else:
         X_p = np.inf
     dec = dec.assign(**_serving_columns(hw, wl, serving, metric, dec.decode_tps_per_gpu.to_numpy(float), X_p))

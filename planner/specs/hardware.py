@@ -130,6 +130,7 @@ class Efficiency:
     #: (``moe-planner calibrate --runs``; 0 where not fitted: TTFT is the prefill pass alone)
     ttft_request: float = 0.0   #: t_req, s per request outside the forward passes
     ttft_wave: float = 0.0      #: q_w, share of a wave of prompts queued ahead of a request
+    ttft_host: float = 0.0      #: tau_h, s of host time per kernel of a prefill pass (eager)
     #: GEMM law per dtype, fitted to measured kernels per stack, as (dtype, constants) pairs
     #: (empty: GEMMs are priced by the step model's roofline with compute and hbm)
     gemm: tuple[tuple[str, GemmLaw], ...] = ()
@@ -456,7 +457,8 @@ STACK_FIELDS = {"compute": ("compute",), "hbm": ("hbm",), "network": ("scale_up"
                 "allreduce_efficiency": ("allreduce_efficiency",),
                 "allreduce_large_efficiency": ("allreduce_large_efficiency",),
                 "a2a_latency": ("a2a_latency",), "a2a_efficiency": ("a2a_efficiency",),
-                "ttft_request": ("ttft_request",), "ttft_wave": ("ttft_wave",)}
+                "ttft_request": ("ttft_request",), "ttft_wave": ("ttft_wave",),
+                "ttft_host": ("ttft_host",)}
 
 
 def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str, Efficiency], str]:
@@ -490,7 +492,7 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
             sub = e.sub(key, required=False)
             if sub is None:  # not fitted for this stack: the efficiency: value
                 continue
-            unit = "time" if key.endswith(("overhead", "latency", "request")) else None
+            unit = "time" if key.endswith(("overhead", "latency", "request", "host")) else None
             raw = sub.raw("value")
             v = (parse_quantity(raw, unit, f.label, sub.path("value")) if unit
                  else sub.number("value", lo=0.0, hi=1.0, lo_open=True))

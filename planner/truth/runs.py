@@ -13,9 +13,10 @@ prefill) in ``bound`` mode (datasheet peaks, no overheads, the
 faster of overlap on and off: no run without speculative decoding may beat it) and
 ``realistic`` mode; in realistic mode aggregated runs stretch each step by the chunked prefill
 the same GPUs carry (:data:`planner.physics.serving_eq.t_step_aggregated`), while the bound is
-the decode step alone (interleaved prefill can only add to a step).  Predicted TTFT is the
-prefill pass of one request at the run's prefill layout (aggregated: its only layout);
-queueing, scheduling and the KV hand-off are not in it.
+the decode step alone (interleaved prefill can only add to a step).  Predicted TTFT is
+``ttft_served`` (:mod:`planner.physics.serving_eq`): the stack's per-request latency, the host
+time of the prefill pass, the pass of one request at the run's prefill layout (aggregated: its
+only layout) and the queued share of the prompts that arrive with it.
 
 Cleaning rules live here, each named and counted in the output, never a silent drop:
 
@@ -76,7 +77,14 @@ import pandas as pd
 
 from planner.errors import SpecError
 from planner.physics import compiled
-from planner.physics.step import CATEGORIES, REASONS, default_slots, evaluate_configs, resolve_precisions
+from planner.physics.step import (
+    CATEGORIES,
+    REASONS,
+    default_slots,
+    evaluate_configs,
+    pass_kernels,
+    resolve_precisions,
+)
 from planner.serving.frontiers import chunked_prefill_rate, served_ttft
 from planner.specs.hardware import COMM_LAW_FIELDS
 
@@ -564,7 +572,8 @@ def _evaluate_group(
     ttft, wave = inputs.ttft_parts()
     out["ttft_pass_ms"], out["ttft_wave_ms"] = ttft * 1e3, wave * 1e3
     e = hw.efficiency
-    out["ttft_realistic_ms"] = served_ttft(e.ttft_request, e.ttft_wave, ttft, wave) * 1e3
+    out["ttft_realistic_ms"] = served_ttft(e.ttft_request, e.ttft_wave, ttft, wave, e.ttft_host,
+                                           pass_kernels(model)) * 1e3
     return pd.DataFrame(out, index=rows.index), inputs
 
 

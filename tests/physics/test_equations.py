@@ -124,7 +124,8 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         eta_a2a=u(0.3, 1), a_a2a=u(0, 1e-4), eta_o=u(0, 1),
         t_fixed=u(0, 1e-3), r_mem=u(0, 0.2),
         **{"lambda": u(1, 2)}, G=EP * TP_e, TP_a=i(1, 8), EP=EP, TP_e=TP_e, E_slots=E + i(0, 8),
-        s_kv=i(1, 8), M_nl=i(1, 8), o=float(rng.integers(0, 2)), x_off=float(rng.integers(0, 2)),
+        s_kv=i(1, 8), M_nl=i(1, 8), x_fw=float(rng.integers(0, 2)), N_ss=float(rng.choice([0, 256, 1e12])),
+        o=float(rng.integers(0, 2)), x_off=float(rng.integers(0, 2)),
         b=u(0.1, 256), S=u(10, 1e5), S_c=u(10, 1e5), s_q=i(1, 4), s_h=i(1, 4), n_d=i(0, 3), A=u(1, 4),
         n_ka=i(1, 12), n_kc=i(1, 3), n_ke=i(1, 10), n_ks=i(1, 4), n_kd=i(1, 5), n_kh=i(1, 5),
         x_g=float(rng.integers(0, 2)), t_m=float(rng.choice([64, 128])), t_n=128.0,
@@ -354,18 +355,50 @@ def test_moe_tp_allreduce_reduces_each_token_once():
 
 def test_a2a_destinations_split_by_domain():
     # EP 16 over 2 domains of 8 (HGX): a token's 8 experts land on each rank with p = 1 - (15/16)^8;
-    # the 7 other ranks of its own domain are reached over NVLink, the 8 of the other over IB.
+    # the 7 other ranks of its own domain are reached over NVLink; the low-latency decode kernels
+    # (x_fw = 0) send a copy to each of the 8 ranks of the other domain it reaches over IB: 8 p.
     p = 1 - (15 / 16) ** 8
-    vals = {"EP": 16, "G": 16, "N_su": 8, "k": 8, "M_nl": 8}
+    vals = {"EP": 16, "G": 16, "N_su": 8, "k": 8, "M_nl": 8, "x_fw": 0}
     v = {REGISTRY[n].symbol: x for n, x in vals.items()}
     assert close(float(eq.n_dest_su.xreplace(v)), 7 * p)
     assert close(float(eq.n_dest_so.xreplace(v)), 8 * p)
     assert close(float(eq.n_dest.xreplace(v)), 15 * p)  # all remote ranks: (EP - 1) p
-    # node-limited routing caps the remote copies at M_nl = 4 when more would be needed
+    # the low-latency kernels are not node-limited: M_nl = 4 does not cap them
     v[REGISTRY["M_nl"].symbol] = 4
-    vals64 = dict(v)
-    vals64.update({REGISTRY["EP"].symbol: 64, REGISTRY["G"].symbol: 64})
-    assert float(eq.n_dest_so.xreplace(vals64)) == 4
+    assert close(float(eq.n_dest_so.xreplace(v)), 8 * p)
+
+
+def test_forwarding_kernels_send_one_copy_per_remote_domain():
+    # DeepEP's normal kernels (prefill, x_fw = 1) send a token once to each remote domain its experts
+    # reach and forward it over NVLink there.  EP 16 over 2 domains: the other domain is reached
+    # unless all 8 experts fall in the sender's, 1 - (1/2)^8 = 0.99609 copies (the rank count, 8 p =
+    # 3.22, was 3.2x that)
+    vals = {"EP": 16, "G": 16, "N_su": 8, "k": 8, "M_nl": 8, "x_fw": 1}
+    v = {REGISTRY[n].symbol: x for n, x in vals.items()}
+    assert close(float(eq.n_dest_so.xreplace(v)), 1 - 0.5 ** 8)
+    # EP 64 over 8 domains: 7 (1 - (7/8)^8) = 4.5947 domains on average; DeepSeek's node-limited
+    # routing (M_nl = 4) caps it at 4
+    v.update({REGISTRY["EP"].symbol: 64, REGISTRY["G"].symbol: 64})
+    assert close(float(eq.n_dest_so.xreplace(v)), 7 * (1 - (7 / 8) ** 8))
+    v[REGISTRY["M_nl"].symbol] = 4
+    assert float(eq.n_dest_so.xreplace(v)) == 4
+    # one domain: nothing leaves it
+    v.update({REGISTRY["EP"].symbol: 8, REGISTRY["G"].symbol: 8})
+    assert float(eq.n_dest_so.xreplace(v)) == 0
+
+
+def test_the_busiest_rank_reads_the_most_experts():
+    # lambda = 1.25: the busiest EP rank receives 1.25x the mean token-expert rows and the step waits
+    # for it.  E_slots 256 over EP 8 (32 a rank), B_tok = 32 tokens (b 4 a rank, DP 8) of k = 8: at
+    # the mean 32 (1 - (248/256)^32) = 20.41 experts, on the busiest rank (40 tokens' worth) 23.01
+    vals = {"EP": 8, "G": 8, "k": 8, "b": 4, "s_q": 1, "TP_a": 1, "E_slots": 256}
+    v = {REGISTRY[n].symbol: x for n, x in vals.items()}
+    got = {}
+    for lam in (1.0, 1.25):
+        v[REGISTRY["lambda"].symbol] = lam
+        got[lam] = float(eq.n_touched.xreplace(v))
+    assert close(got[1.0], 32 * (1 - (248 / 256) ** 32)) and round(got[1.0], 2) == 20.41
+    assert close(got[1.25], 32 * (1 - (248 / 256) ** 40)) and round(got[1.25], 2) == 23.01
 
 
 def test_load_imbalance_needs_expert_parallelism():
@@ -394,3 +427,51 @@ def test_a_named_equation_with_a_max_compiles_for_arrays(monkeypatch):
     exec(codegen.named_source("_max_check"), ns)  # noqa: S102 (the generated source under test)
     out = ns["_lambdifygenerated"](np.array([1.0, 5.0]), 2.0)
     assert out.tolist() == [4.0, 6.0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_shared_experts_on_a_second_stream(seed):
+    # On two streams the routed and shared experts take no less than either alone and no less than
+    # the HBM time of their bytes together (and the compute time of their FLOPs together); on one,
+    # the sum.  The second stream is used up to N_ss tokens per attention rank.
+    vals = random_values(np.random.default_rng(seed))
+    vals.update(E_s=1.0, b=8.0, s_q=1.0, x_xa=1.0)
+    subs = {REGISTRY[n].symbol: sp.Float(v, 30) for n, v in vals.items()}
+
+    def num(e, **extra):
+        s = dict(subs)
+        s.update({REGISTRY[n].symbol: sp.Float(v, 30) for n, v in extra.items()})
+        return float(e.xreplace(s).evalf(30))
+
+    t_e, t_s = num(eq.t_experts), num(eq.t_shared)
+    hbm_both = num(eq.M_experts / (eq.eta_m * eq.B_hbm) + eq.x_xa * eq.M_act_e / (eq.eta_xa * eq.B_hbm)
+                   + eq._shared_sides[1])
+    serial, parallel = num(eq.t_ffn_moe, N_ss=4.0), num(eq.t_ffn_moe, N_ss=8.0)  # 8 tokens a rank
+    assert close(serial, t_e + t_s)
+    assert max(t_e, t_s, hbm_both) <= parallel * (1 + 1e-12) and parallel <= serial * (1 + 1e-12)
+    # a model without shared experts: the routed experts alone, either way
+    assert close(num(eq.t_ffn_moe, N_ss=8.0, E_s=0.0), num(eq.t_experts, E_s=0.0))
+
+
+def test_shared_stream_threshold_by_stack_and_phase():
+    # decode steps on a second stream (TensorRT-LLM every captured step, SGLang up to 1024 tokens,
+    # vLLM up to 256); a prefill pass on one; bound mode always overlapped
+    from planner.physics.step import shared_stream_tokens
+
+    hw = load_hardware("hgx-h200")
+    assert shared_stream_tokens(hw.with_stack("sglang"), "realistic", "decode") == 1024
+    assert shared_stream_tokens(hw.with_stack("vllm"), "realistic", "decode") == 256
+    assert shared_stream_tokens(hw.with_stack("trtllm"), "realistic", "decode") >= 1e9
+    assert shared_stream_tokens(hw.with_stack("trtllm"), "realistic", "prefill") == 0
+    assert shared_stream_tokens(hw, "bound", "prefill") >= 1e9
+
+
+def test_kernels_per_pass_by_hand():
+    # DeepSeek-R1: 3 dense layers of 10 + 2 + 4 kernels, 58 MoE layers of 10 + 2 + 8 + 3 (one shared
+    # expert), the LM head's 4: 48 + 1334 + 4 = 1386.  gpt-oss-120b: 36 x (4 + 2 + 8) + 4 = 508.
+    # Llama-3.1-70B (dense): 80 x (4 + 2 + 4) + 4 = 804.
+    from planner.physics.step import pass_kernels
+
+    assert pass_kernels(load_model("deepseek-r1")) == 1386
+    assert pass_kernels(load_model("gpt-oss-120b")) == 508
+    assert pass_kernels(load_model("llama-3.1-70b")) == 804

@@ -78,14 +78,19 @@ def test_disaggregated_rate_matching():
     assert math.isclose(r.output_tps_per_gpu, r.decode_tps_per_gpu * g_d, rel_tol=1e-9)
     assert math.isclose(r.total_tps_per_gpu, r.output_tps_per_gpu * (2048 + 512) / 512, rel_tol=1e-12)
     assert r.ttft_s <= 2.0
-    # TTFT = the request's latency outside the passes (the stack's fitted t_req) + pass + hand-off
-    from planner.specs.registry import load_hardware
+    # TTFT = the request's latency outside the passes (the stack's fitted t_req) + the pass's host
+    # time (tau_h per kernel of the pass) + pass + hand-off
+    from planner.physics.step import pass_kernels
+    from planner.specs.registry import load_hardware, load_model
 
-    t_req = load_hardware(HW).efficiency.ttft_request
-    assert t_req > 0 and r.ttft_request_s == t_req
-    assert math.isclose(r.ttft_s, t_req + r.prefill_pass_s + r.kv_transfer_s, rel_tol=1e-12)
+    e = load_hardware(HW).efficiency
+    assert e.ttft_request > 0 and r.ttft_request_s == e.ttft_request
+    assert e.ttft_host > 0 and r.ttft_host_s == pytest.approx(e.ttft_host * pass_kernels(load_model(MODEL)))
+    assert math.isclose(r.ttft_s, e.ttft_request + r.ttft_host_s + r.prefill_pass_s + r.kv_transfer_s,
+                        rel_tol=1e-12)
     b = frontier(MODEL, HW, serving="disaggregated", isl=2048, osl=512, gpus=8, mode="bound").iloc[0]
-    assert b.ttft_request_s == 0 and math.isclose(b.ttft_s, b.prefill_pass_s + b.kv_transfer_s)
+    assert b.ttft_request_s == 0 and b.ttft_host_s == 0
+    assert math.isclose(b.ttft_s, b.prefill_pass_s + b.kv_transfer_s)
 
 
 def test_aggregated_below_decode_only():
