@@ -53,6 +53,8 @@ examples:
 def _money(v: Any) -> str:
     if v is None or v != v:
         return "-"
+    if abs(v) < 0.005:  # a difference of two solver objectives at rounding noise: no money
+        return "$0"
     if v < 0:
         return "-" + _money(-v)
     if abs(v) >= 1e6:

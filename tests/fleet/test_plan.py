@@ -237,3 +237,12 @@ def test_cli_bad_input_one_line_nothing_written(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "openpyxl", None)
     err = _bad(capsys, ["plan", str(p), "--xlsx", str(tmp_path / "x.xlsx")])
     assert "pip install" in err and "openpyxl" in err and not (tmp_path / "x.xlsx").exists()
+
+
+def test_money_at_rounding_noise_is_zero():
+    # what lifting a slack limit saves is the difference of two solver objectives, which can come out
+    # at -7e-9 dollars: printed as $0, not -$7.451e-09
+    from planner.cli.plan import _money
+
+    assert _money(-7.451e-09) == "$0" and _money(3e-4) == "$0"
+    assert _money(-5.348e6) == "-$5.348M" and _money(721412.0) == "$721,412" and _money(9.01) == "$9.01"
