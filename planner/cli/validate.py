@@ -232,8 +232,7 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
         cells = []
         for p in TTFT_PARAMETERS:
             v = t.values[p.name]
-            txt = (f"{v * 1e6:.3g} us" if p.name == "ttft_host" else
-                   f"{v * 1e3:.3g} ms" if p.unit == "s" else f"{v:.3g}")
+            txt = p.shown(v, 3)
             cells.append(f"{txt} ±{t.rel_se[p.name]:.0%}" if p.name in t.fitted else f"{txt} (held)")
         trows.append([c.family, c.stack, t.n, *cells, _pct(t.before["ttft_median_abs_err"]),
                       _pct(t.after["ttft_median_abs_err"]), _pct(t.after["ttft_p90_abs_err"]),

@@ -275,7 +275,7 @@ def shared_stream_tokens(hw: Hardware, mode: str, phase: str) -> float:
         return 1e12
     if phase != "decode":
         return 0.0
-    return SHARED_STREAM_TOKENS.get(hw.stack or "vllm", SHARED_STREAM_TOKENS["vllm"])
+    return SHARED_STREAM_TOKENS.get(hw.stack, SHARED_STREAM_TOKENS["vllm"])
 
 
 #: The stacks' custom all-reduce kernels on NVLink: the largest message each sends one-shot over 3-4

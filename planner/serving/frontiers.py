@@ -133,11 +133,10 @@ def request_latency(hw: Hardware, mode: str) -> float:
     return 0.0 if mode == "bound" else float(hw.efficiency.ttft_request)
 
 
-def host_latency(hw: Hardware, model: Model, mode: str) -> float:
-    """``tau_h n_kp``: the host time of one prefill pass of ``model`` (each of its kernels dispatched
-    and launched outside CUDA graphs), s; ``tau_h`` fitted per stack to the measured runs' TTFT (0
-    in bound mode)."""
-    return 0.0 if mode == "bound" else float(hw.efficiency.ttft_host) * pass_kernels(model)
+def host_time_per_kernel(hw: Hardware, mode: str) -> float:
+    """``tau_h``: the host time of each kernel of a prefill pass (dispatched and launched outside
+    CUDA graphs), s; fitted per stack to the measured runs' TTFT (0 in bound mode)."""
+    return 0.0 if mode == "bound" else float(hw.efficiency.ttft_host)
 
 
 def served_ttft(t_req: float, q_w: float, t_pass: Any, t_wave: Any, tau_h: float = 0.0,
@@ -148,11 +147,18 @@ def served_ttft(t_req: float, q_w: float, t_pass: Any, t_wave: Any, tau_h: float
                                               t_wave=t_wave, tau_h=tau_h, n_kp=n_kp), float)
 
 
+def host_latency(hw: Hardware, model: Model, mode: str) -> float:
+    """``tau_h n_kp``: the host time of one prefill pass of ``model``, s (``ttft_served``'s host term
+    alone)."""
+    return float(served_ttft(0.0, 0.0, 0.0, 0.0, host_time_per_kernel(hw, mode), pass_kernels(model)))
+
+
 def served_ttft_one(hw: Hardware, model: Model, mode: str, t_pass: Any) -> Any:
     """Time to first token of a request that arrives alone at a free prefill instance:
     ``ttft_served`` with no prompt wave queued ahead of it (``q_w t_wave = 0``; the arrival pattern
     that sets the wave is not part of a frontier), ``t_pass`` the prefill pass and KV hand-off."""
-    return served_ttft(request_latency(hw, mode), 0.0, t_pass, 0.0, 1.0, host_latency(hw, model, mode))
+    return served_ttft(request_latency(hw, mode), 0.0, t_pass, 0.0, host_time_per_kernel(hw, mode),
+                       pass_kernels(model))
 
 
 def best_prefill(model: Model, hw: Hardware, space: SearchSpace, isl: float, mode: str,

@@ -54,6 +54,13 @@ class RunParameter:
     lo: float
     hi: float
     unit: str = ""  #: "" for a fraction, "s" for a time
+    shown_in: str = "us"  #: the unit a time is written in ("us" or "ms")
+
+    def shown(self, v: float, digits: int = 4) -> str:
+        """A time as written in the specs and tables (``"2.52 us"``), a fraction as a number."""
+        if self.unit != "s":
+            return yaml_number(v) if digits >= 4 else f"{v:.{digits}g}"
+        return f"{v * (1e6 if self.shown_in == 'us' else 1e3):.{digits}g} {self.shown_in}"
 
 
 PARAMETERS: tuple[RunParameter, ...] = (
@@ -70,7 +77,7 @@ PARAMETERS: tuple[RunParameter, ...] = (
 #: a per-request latency, the pass's host time per kernel and the queued share of a prompt wave), at
 #: the cell's fitted TPOT values.
 TTFT_PARAMETERS: tuple[RunParameter, ...] = (
-    RunParameter("ttft_request", ("ttft_request",), 1e-4, 10.0, "s"),
+    RunParameter("ttft_request", ("ttft_request",), 1e-4, 10.0, "s", "ms"),
     RunParameter("ttft_wave", ("ttft_wave",), 1e-4, 1.0),
     RunParameter("ttft_host", ("ttft_host",), 1e-9, 1e-3, "s"),
 )
@@ -567,7 +574,7 @@ def summary_frame(fit: RunsFit) -> pd.DataFrame:
 
 # ---- writing the fit into the hardware specs ------------------------------------------------------
 def _fmt(p: RunParameter, v: float) -> str:
-    return f'"{v * 1e6:.4g} us"' if p.unit == "s" else yaml_number(v)
+    return f'"{p.shown(v)}"' if p.unit == "s" else yaml_number(v)
 
 
 def stacks_block(fit: RunsFit, family: str) -> str:
@@ -601,8 +608,7 @@ def stacks_block(fit: RunsFit, family: str) -> str:
         if c.ttft is not None:
             for p in TTFT_PARAMETERS:
                 v = c.ttft.values[p.name]
-                text = (f'"{v * 1e6:.4g} us"' if p.name == "ttft_host" else
-                        f'"{v * 1e3:.4g} ms"' if p.unit == "s" else yaml_number(v))
+                text = _fmt(p, v)
                 if p.name in c.ttft.fitted:
                     se_t = c.ttft.rel_se[p.name]
                     lines.append(f"    {p.name}: {{value: {text}, se: {yaml_number(se_t, 3)}, kind: fitted}}")
