@@ -44,6 +44,19 @@ Cleaning rules live here, each named and counted in the output, never a silent d
     closed loop each request spends TTFT waiting or in prefill and (OSL - 1) TPOT decoding, so
     the decoding share of the concurrency is ``f = (OSL-1) TPOT / (TTFT + (OSL-1) TPOT)``;
     ``f < 0.5`` is queueing.  Not scored (its TPOT was measured at a smaller batch).
+``layout_from_benchmark_matrix`` (a flag)
+    a run the InferenceX benchmark measured (its source names a container ``image=``) takes
+    what that benchmark's launch matrix schedules for it (:mod:`planner.truth.matrix`) where
+    the matrix is unanimous and the row records no decode batch of its own: a disaggregated
+    run's prefill and decode workers, and each worker's attention TP x DP and EP (the file
+    records neither the workers nor ``dp-attn``, and on GB300 it records the prefill's EP as the
+    decode's).  Not dropped.
+``speculation_published``
+    the launch matrix schedules the run's point with speculative decoding (MTP drafts) only:
+    not scored (the file holds no acceptance rate to model it with).
+``speculation_unrecorded``
+    the matrix schedules the point both with and without MTP, and no twin row (1.3x faster or
+    slower, below) tells which this is: not scored.
 ``decode_workers_unknown``
     a disaggregated row without its decode-worker count is scored at the fewest workers that
     hold the KV cache of its concurrency (the batch per rank is concurrency / (workers x DP));
@@ -87,6 +100,7 @@ from planner.physics.step import (
 )
 from planner.serving.frontiers import chunked_prefill_rate, served_ttft
 from planner.specs.hardware import COMM_LAW_FIELDS
+from planner.truth.matrix import published
 
 #: Columns a runs CSV must have (the bundled file's, see measured_runs.md).
 REQUIRED = (
@@ -166,6 +180,8 @@ DROP_RULES = (
     "layout_contradicts_id",
     "same_measurement",
     "queueing",
+    "speculation_published",
+    "speculation_unrecorded",
     "decode_workers_unknown",
     "concurrency_unknown",
     "speculation_suspected",
@@ -276,11 +292,48 @@ def running_fraction(df: pd.DataFrame) -> pd.Series:
     return dec / (df.silicon_ttft_ms + dec)
 
 
+_TWIN_CONFIG = [c for c in REQUIRED if c not in ("id", "silicon_ttft_ms", "silicon_tpot_ms")]
+
+
 def _twin_speedup(df: pd.DataFrame) -> pd.Series:
     """Rows at least TWIN_SPEEDUP x faster in TPOT than another row of the same configuration."""
-    cfg = [c for c in REQUIRED if c not in ("id", "silicon_ttft_ms", "silicon_tpot_ms")]
-    slowest = df.groupby(cfg, dropna=False)["silicon_tpot_ms"].transform("max")
+    slowest = df.groupby(_TWIN_CONFIG, dropna=False)["silicon_tpot_ms"].transform("max")
     return slowest >= TWIN_SPEEDUP * df.silicon_tpot_ms
+
+
+def _twin_slower(df: pd.DataFrame) -> pd.Series:
+    """Rows at least TWIN_SPEEDUP x slower in TPOT than another row of the same configuration."""
+    fastest = df.groupby(_TWIN_CONFIG, dropna=False)["silicon_tpot_ms"].transform("min")
+    return df.silicon_tpot_ms >= TWIN_SPEEDUP * fastest
+
+
+#: The runs columns of a disaggregated worker's layout, set from the launch matrix.
+_ROLE_COLUMNS = ("tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "num_workers")
+
+
+def _apply_matrix(df: pd.DataFrame, pub: pd.DataFrame) -> pd.Series:
+    """Set each disaggregated run's worker layouts and worker counts from the benchmark's launch
+    matrix where it is unanimous (:func:`planner.truth.matrix.published`) and the row records no
+    batch size of its own; return the rows changed."""
+    changed = pd.Series(False, index=df.index)
+    for role in ("prefill", "decode"):
+        for c in _ROLE_COLUMNS:
+            if f"{role}_{c}" not in df.columns:
+                df[f"{role}_{c}"] = np.nan
+    dis = (df["mode"] == "disagg") & pd.to_numeric(df.decode_batch_size, errors="coerce").isna()
+    for role in ("prefill", "decode"):
+        for i in df.index[dis & pub[role].notna()]:
+            g, tpa, dp, ep = pub.at[i, role]
+            new = {"tp_size": tpa, "attention_dp_size": dp, "moe_tp_size": g / ep, "moe_ep_size": ep}
+            w = pub.at[i, f"{role}_workers"]
+            if w == w:
+                new["num_workers"] = w
+            for c, v in new.items():
+                col = f"{role}_{c}"
+                if _num(df.at[i, col]) != v:
+                    df.at[i, col] = v
+                    changed[i] = True
+    return changed
 
 
 # ---- mapping a row to a configuration ----------------------------------------------------------
@@ -590,6 +643,13 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
     n = len(df)
     df["rule"] = ""
     df["flags"] = ""
+    pub = published(df)
+    for c in ("decode_num_workers", "prefill_num_workers", *(f"{r}_{c}" for r in ("prefill", "decode")
+                                                             for c in _ROLE_COLUMNS)):
+        if c in df.columns:
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+    from_matrix = _apply_matrix(df, pub)
+    df.loc[from_matrix, "flags"] = "layout_from_benchmark_matrix"
     dup = _duplicates(df)
     df.loc[dup, "rule"] = "duplicate"
     relabel = _label_contradicts_id(df) & ~dup
@@ -605,6 +665,11 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
     df.loc[q, "rule"] = "queueing"
     twin = _twin_speedup(df) & (df.rule == "")
     df["twin_faster"] = twin
+    spec = pub.spec.reindex(df.index).fillna("")
+    sp = (spec == "mtp") & (df.rule == "")
+    df.loc[sp, "rule"] = "speculation_published"
+    unrec = (spec == "mtp/none") & ~twin & ~_twin_slower(df) & (df.rule == "")
+    df.loc[unrec, "rule"] = "speculation_unrecorded"
 
     bundled = set(model_names())
     models = {}

@@ -335,3 +335,113 @@ def test_the_running_batch_is_the_decoding_share_of_the_concurrency(tmp_path):
                                        "silicon_tpot_ms": tpot, "silicon_ttft_ms": 1.0}])).rows.iloc[0]
     assert full.batch_per_rank == pytest.approx(64 * full.running_fraction)
     assert r.tpot_bound_ms < full.tpot_bound_ms
+
+
+# ---- the benchmark's launch matrix (planner.truth.matrix) ------------------------------------------
+#: a disaggregated DeepSeek-R1 FP4 run on GB300 as the runs file records an InferenceX point: the
+#: worker sizes (prefill TP 2 EP 2, decode 8 GPUs with the prefill's EP), no workers, no DP flag;
+#: the matrix (commit 3eb1b779, 2026-02-03) schedules 1k/1k concurrency 8 with MTP only and
+#: concurrency 5 both with and without MTP, decode TEP8 x 4 workers, prefill DEP2 x 1
+GB300_POINT = dict(
+    silicon_data_source="source_file=2026-03-25.csv; model=DeepSeek-R1; silicon_concurrency=8; "
+                        "image=nvcr.io#nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post2",
+    system="gb300", precision="fp4", mode="disagg", gemm_quant_mode="nvfp4", moe_quant_mode="nvfp4",
+    batch_size=None, tp_size=None, attention_dp_size=None, moe_tp_size=None, moe_ep_size=None,
+    prefill_tp_size=2, prefill_attention_dp_size=1, prefill_moe_tp_size=1, prefill_moe_ep_size=2,
+    decode_tp_size=8, decode_attention_dp_size=1, decode_moe_tp_size=4, decode_moe_ep_size=2,
+    concurrency=8, silicon_tpot_ms=3.3, silicon_ttft_ms=150.0,
+)
+
+
+def test_matrix_points_are_read_where_unanimous():
+    from planner.truth.matrix import published
+    rows = pd.DataFrame([{c: None for c in REQUIRED} | BASE | GB300_POINT | {"id": "c8"},
+                         {c: None for c in REQUIRED} | BASE | GB300_POINT | {"id": "c5", "concurrency": 5},
+                         {c: None for c in REQUIRED} | BASE | GB300_POINT | {"id": "c7", "concurrency": 7},
+                         {c: None for c in REQUIRED} | BASE | {"id": "no_image"}])
+    p = published(rows).set_index(rows.id)
+    assert p.loc["c8", "spec"] == "mtp" and p.loc["c5", "spec"] == "mtp/none"
+    # decode: 8 GPUs, attention TP 8 (dp-attn false), DP 1, EP 8 (not the prefill's 2); 4 workers
+    assert p.loc["c8", "decode"] == (8.0, 8.0, 1.0, 8.0) and p.loc["c8", "decode_workers"] == 4
+    # prefill: DEP2, attention DP over its 2 GPUs
+    assert p.loc["c5", "prefill"] == (2.0, 1.0, 2.0, 2.0) and p.loc["c5", "prefill_workers"] == 1
+    # a concurrency the matrix never scheduled, and a row without an image: nothing said
+    assert p.loc["c7", "matrix_points"] == 0 and p.loc["c7", "spec"] == "" and p.loc["c7", "decode"] is None
+    assert p.loc["no_image", "matrix_points"] == 0
+
+
+def test_runs_the_matrix_schedules_with_speculation_are_not_scored(tmp_path):
+    path = _csv(tmp_path, [
+        GB300_POINT | {"id": "mtp_only"},                                               # concurrency 8
+        GB300_POINT | {"id": "both_alone", "concurrency": 5, "silicon_tpot_ms": 3.1},
+        GB300_POINT | {"id": "pair_fast", "concurrency": 12, "silicon_tpot_ms": 3.6},
+        GB300_POINT | {"id": "pair_slow", "concurrency": 12, "silicon_tpot_ms": 6.5,
+                       "backend_version": "2.0"},
+        GB300_POINT | {"id": "no_mtp", "concurrency": 96, "silicon_tpot_ms": 10.0},
+    ])
+    r = _by_id(score_runs(path))
+    assert r.loc["mtp_only", "rule"] == "speculation_published"
+    # scheduled both ways, and the file holds one run: which one cannot be told
+    assert r.loc["both_alone", "rule"] == "speculation_unrecorded"
+    # scheduled both ways and the file holds both: the 2x faster one is the speculative run
+    assert r.loc["pair_fast", "rule"] == "speculation_suspected"
+    assert r.loc["pair_slow", "rule"] == "" and bool(r.loc["pair_slow", "scored"])
+    # the scored run takes its layout from the matrix: 4 decode workers of 8 GPUs, 2 sequences each
+    assert r.loc["pair_slow", "flags"] == "layout_from_benchmark_matrix"
+    assert r.loc["pair_slow", "batch_per_rank"] <= 12 / 4
+    # scheduled without speculation only: scored
+    assert r.loc["no_mtp", "rule"] == "" and bool(r.loc["no_mtp", "scored"])
+
+
+def test_matrix_extraction_reads_one_file_by_hand():
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(
+        "extract_benchmark_matrix", Path(__file__).parents[2] / "scripts" / "extract_benchmark_matrix.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    text = """
+x-fp8-h200-trt:
+  image: nvcr.io#nvidia/tensorrt-llm/release:1.0
+  model-prefix: x
+  runner: h200
+  precision: fp8
+  framework: trt
+  seq-len-configs:
+  - isl: 1024
+    osl: 1024
+    search-space:
+    - {tp: 8, ep: 8, dp-attn: true, conc-start: 4, conc-end: 32, spec-decoding: mtp}
+    - {tp: 4, conc-list: [7]}
+"""
+    pts = mod.points(text)
+    assert [p["conc"] for p in pts] == ["4", "8", "16", "32", "7"]   # powers of 2 from start to end
+    assert pts[0]["image"] == "nvcr.io/nvidia/tensorrt-llm/release:1.0"
+    assert pts[0]["spec_decoding"] == "mtp" and pts[0]["dp_attn"] == "true"
+    assert pts[4]["spec_decoding"] == "none" and pts[4]["ep"] == "" and pts[4]["dp_attn"] == ""
+
+
+def test_bundled_matrix_is_what_its_provenance_says():
+    import gzip
+    import hashlib
+    import os
+    from importlib import resources
+    data = resources.files("planner.truth.data")
+    csv = gzip.decompress(data.joinpath("benchmark_matrix.csv.gz").read_bytes())
+    doc = data.joinpath("benchmark_matrix.md").read_text()
+    assert hashlib.sha256(csv).hexdigest() in doc
+    rows = csv.decode().count("\n") - 1
+    assert f"{rows:,} rows" in doc
+    repo = os.environ.get("INFERENCEX_REPO")
+    if not repo:
+        pytest.skip("set INFERENCEX_REPO to a clone of SemiAnalysisAI/InferenceX to re-extract")
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(
+        "extract_benchmark_matrix", Path(__file__).parents[2] / "scripts" / "extract_benchmark_matrix.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    import io
+    buf = io.StringIO()
+    mod.extract(Path(repo)).to_csv(buf, index=False, lineterminator="\n")
+    assert buf.getvalue() == csv.decode()
