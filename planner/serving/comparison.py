@@ -193,8 +193,9 @@ CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("scale-out NIC and CPU-attached memory", ("so_bandwidth", "so_latency", "host_capacity",
                                                "host_bandwidth")),
     # the GPU family sets the GEMM tile height the realistic GEMM law pads rows to, the SM count
-    # the waves its tiles run in
-    ("efficiencies, overheads and GEMM tiles", ("efficiency", "family", "sm_count")),
+    # the waves its tiles run in; the serving stack how its kernels are dispatched (all-reduce
+    # reach, shared experts on a second stream), which A's fitted efficiencies assume
+    ("efficiencies, overheads, GEMM tiles and serving stack", ("efficiency", "family", "sm_count", "stack")),
 )
 
 
