@@ -52,7 +52,9 @@ def _variants(model: Any, ha: Hardware, hb: Hardware, kw: dict[str, Any]
                         {**kw, "mtp": n, "acceptance": a}))
     if kw.get("weights") is None:
         out.append(("precision", "FP8 weights on both sides (no NVFP4)", ha, hb, {**kw, "weights": "fp8"}))
-    for st in sorted((set(ha.stacks) & set(hb.stacks)) - {ha.stack, hb.stack}):
+    # every stack both systems have a fit for, unless both already use it (the systems' defaults
+    # may differ: each takes its family's best-measured stack)
+    for st in sorted(st for st in set(ha.stacks) & set(hb.stacks) if not ha.stack == hb.stack == st):
         out.append(("serving stack", f"{st} fit on both sides", ha.with_stack(st), hb.with_stack(st), kw))
     if ha.power_per_gpu_typical and ha.power_per_gpu_typical != ha.power_per_gpu:
         out.append(("power basis", f"{ha.name} typical draw ({ha.power_per_gpu_typical:.0f} W/GPU), "

@@ -22,3 +22,15 @@ def test_assumptions_rows_are_single_changes_sorted_by_effect():
     assert df.largest_ratio.iloc[0] == (top.ratio.iloc[0] if len(top) else use.ratio.max())
     c = df.crossing_per_gpu.iloc[0]
     assert c is None or (use.tps_per_user.min() <= c[0] <= c[1] <= use.tps_per_user.max())
+
+
+def test_a_stack_row_for_every_stack_both_do_not_already_use():
+    from planner.specs.registry import load_hardware
+    kw = dict(isl=1024, osl=256, max_gpus=8)
+    ha, hb = load_hardware("hgx-b200@trtllm"), load_hardware("hgx-h100@vllm")   # defaults that differ
+    base = compare("llama-3.1-8b", ha, hb, **kw)
+    df = assumptions("llama-3.1-8b", ha, hb, threshold=2.0, base=base, **kw)
+    rows = {s for a, s in zip(df.assumption, df.setting, strict=True) if a == "serving stack"}
+    # neither system's stack is the other's, so every common stack is a change for at least one side
+    assert rows == {f"{st} fit on both sides" for st in set(ha.stacks) & set(hb.stacks)}
+    assert len(rows) == 3
