@@ -653,7 +653,7 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
     dup = _duplicates(df)
     df.loc[dup, "rule"] = "duplicate"
     relabel = _label_contradicts_id(df) & ~dup
-    df.loc[relabel, "flags"] = "label_contradicts_id"
+    df.loc[relabel, "flags"] = (df.loc[relabel, "flags"] + ";label_contradicts_id").str.lstrip(";")
     df.loc[relabel, "model_path"] = "deepseek-ai/DeepSeek-R1"
     lay = _layout_contradicts_id(df) & (df.rule == "")
     df.loc[lay, "rule"] = "layout_contradicts_id"
