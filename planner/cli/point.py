@@ -131,7 +131,8 @@ def register(sub: Any) -> None:
     e = add_command(
         sub, "equations", _cmd_equations,
         help="print the model's sympy expressions (text or LaTeX) and the symbol table",
-        description="Print every expression the numeric path evaluates (planner.physics.equations.ALL), or "
+        description="Print every expression the numeric path evaluates (planner.physics.equations.ALL, the "
+                    "operator laws as op.NAME, the serving equations as serving.NAME), or "
         "one of them, as plain text or LaTeX, followed by the symbol table (name, meaning, unit).",
         epilog=EQUATIONS_EPILOG,
     )
@@ -294,9 +295,12 @@ def _cmd_equations(args: argparse.Namespace) -> int:
 
     from planner.physics import equations as eq
     from planner.physics.operators import OPERATOR_SYMBOLS, OPERATORS
+    from planner.physics.serving_eq import EQUATIONS as SERVING
+    from planner.physics.serving_eq import SERVING_SYMBOLS
     from planner.physics.symbols import REGISTRY
 
-    exprs = dict(eq.ALL) | {f"op.{k}": v for k, v in OPERATORS.items()}
+    exprs = (dict(eq.ALL) | {f"op.{k}": v for k, v in OPERATORS.items()}
+             | {f"serving.{k}": v for k, v in SERVING.items()})
     if args.term is not None and args.term not in exprs:
         raise SpecError("<input>", "--term", f"one of the expression names, got {args.term!r}"
                         f"{suggest(args.term, list(exprs))}; see `moe-planner equations` for all")
@@ -318,6 +322,9 @@ def _cmd_equations(args: argparse.Namespace) -> int:
     rows = [(n, s.symbol, s.unit, s.meaning, s.group) for n, s in REGISTRY.items() if s.symbol in used]
     rows += [(n, sym, unit, meaning, "operators") for n, (sym, meaning, unit) in OPERATOR_SYMBOLS.items()
              if sym in used]
+    listed = {r[1] for r in rows}
+    rows += [(n, sym, unit, meaning, "serving") for n, (sym, meaning, unit) in SERVING_SYMBOLS.items()
+             if sym in used and sym not in listed]
     width = max(len(r[0]) for r in rows) if rows else 4
     for n, sym, unit, meaning, group in rows:
         label = sp.latex(sym) if args.latex else n

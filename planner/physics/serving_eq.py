@@ -7,7 +7,8 @@ GPU is then ``y = G_d X_d / (G_p + G_d) = 1 / (1/X_d + (I/O) / X_p)``.
 
 Aggregated serving (prefill chunks share the decode GPUs): every step that emits ``b A`` tokens
 on a rank must also prefill ``(I/O) b A`` prompt tokens, at the same layout's prefill rate, so
-the step stretches by ``(I/O) b A / (TP_a X_p)`` and per-GPU output is the same harmonic mean.
+the step stretches by ``(I/O) b A / (TP_a X_p)`` and per-GPU output is the same harmonic mean;
+with attention DP the ranks step together, and a step waits for any rank's prefill chunk.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ t_pass = sp.Symbol("t_pass", positive=True)     #: one prompt's prefill pass, s
 t_wave = sp.Symbol("t_wave", nonnegative=True)  #: prefilling all prompts that arrive together, s
 tau_h = sp.Symbol("tau_h", nonnegative=True)    #: host time per kernel of a prefill pass, s
 n_kp = sp.Symbol("n_kp", nonnegative=True)      #: kernels one forward pass launches
+C_p = sp.Symbol("C_p", positive=True)           #: prompt tokens of one rank's chunked-prefill pass
+D_a = sp.Symbol("D_a", positive=True)           #: attention-DP ranks that step together
+phi_l = sp.Symbol("phi_l", nonnegative=True)    #: rank-local share of a chunked-prefill pass
 
 SERVING_SYMBOLS = {
     "t_req": (t_req, "per-request latency outside the forward passes (HTTP, tokenisation, scheduling, "
@@ -42,6 +46,12 @@ SERVING_SYMBOLS = {
               "framework's dispatch and launch of each kernel, which the pass waits for (fitted to the "
               "measured runs' TTFT per stack)", "s"),
     "n_kp": (n_kp, "kernels one forward pass launches (kernels_per_pass)", "1"),
+    "C_p": (C_p, "prompt tokens one attention rank's chunked-prefill pass carries in aggregated serving "
+            "(the stack's token budget, at least one prompt)", "token"),
+    "D_a": (D_a, "attention-DP ranks of an aggregated instance that step together (1 for a dense model "
+            "or without attention DP)", "1"),
+    "phi_l": (phi_l, "share of a chunked-prefill pass that runs on its attention rank alone (attention, "
+              "dense layers, shared experts, LM head; not the routed experts and their all-to-all)", "1"),
     "X_d": (X_d, "output tokens/s per decode GPU", "token/s"),
     "X_p": (X_p, "prompt tokens/s per prefill GPU", "token/s"),
     "I": (I_in, "input (prompt) tokens per request", "token"),
@@ -57,8 +67,21 @@ y_output = 1 / (1 / X_d + (I_in / O_out) / X_p)
 prefill_per_decode = (I_in / O_out) * X_d / X_p
 #: Input + output tokens/s per GPU (the InferenceMAX convention).
 y_total = y_output * (I_in + O_out) / O_out
-#: Aggregated serving: the decode step stretched by the prefill work it carries.
-t_step_aggregated = t_dec + (I_in / O_out) * b * A / (TP_a * X_p)
+#: Aggregated serving: the decode step stretched by the prefill work it carries.  Each step a rank
+#: takes on w = (I/O) b A prompt tokens; it runs them in chunked-prefill passes of C_p tokens, so in
+#: a share p = min(1, w / C_p) of the steps.  The D_a attention-DP ranks of an MoE instance step
+#: together (the experts' all-to-all joins them every layer), so a step lasts as long as its slowest
+#: rank.  A share phi_l of a chunk's pass runs on its rank alone (attention, dense layers, shared
+#: experts, LM head); the rest (routed experts, all-to-all) is spread over every rank, so it adds to
+#: a step in proportion to the chunks in it.  With the ranks' chunks falling in independent steps, a
+#: share 1 - (1 - p)^D_a of the steps waits for a chunk's rank-local part (at least the w tokens'
+#: share spread evenly, as with D_a = 1 or a stack that co-schedules the ranks' prefill).
+#: (TensorRT-LLM tech blog 10, "ADP Balance Strategy", 2025: with attention DP and in-flight
+#: batching "the iteration time is dominated by the slowest rank"; its context balancing,
+#: ``attention_dp_config.enable_balance``, is off by default.)
+w_p = (I_in / O_out) * b * A
+t_step_aggregated = t_dec + (phi_l * sp.Max(w_p, (1 - (1 - sp.Min(1, w_p / C_p)) ** D_a) * C_p)
+                             + (1 - phi_l) * w_p) / (TP_a * X_p)
 #: Tokens/s per MW from per-GPU tokens/s (y) and all-in power per GPU.
 Y = sp.Symbol("y", positive=True)
 tps_per_mw = Y * 1e6 / W_gpu

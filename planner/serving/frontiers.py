@@ -222,15 +222,43 @@ def _serving_columns(hw: Hardware, wl: Workload, serving: str, metric: str, X_d:
     return out
 
 
+#: the terms of a prefill pass spread over every rank of an instance (the routed experts and the
+#: collectives that carry their tokens); the rest of the pass runs on its attention rank alone
+_SPREAD_TERMS = ("experts", "dispatch", "combine", "allreduce_moe")
+
+
+def aggregated_prefill_terms(model: Model, mode: str, G: Any, TP_a: Any, isl: Any,
+                             local_share: Any = 1.0) -> dict[str, Any]:
+    """``C_p``, ``D_a`` and ``phi_l`` of ``t_step_aggregated``: the tokens of one rank's
+    chunked-prefill pass (:data:`PREFILL_CHUNK`, at least one prompt: the pass
+    :func:`chunked_prefill_rate` prices), the attention-DP ranks that step together (G / TP_a for
+    an MoE model, whose experts join the ranks every layer; 1 for a dense model, and in bound mode,
+    where a stack may co-schedule the ranks' prefill) and the pass's rank-local share
+    (:func:`chunked_prefill_rate`'s second value)."""
+    joined = 1.0 if (mode == "bound" or model.is_dense) else np.asarray(G, float) / np.asarray(TP_a, float)
+    return {"C_p": np.maximum(float(PREFILL_CHUNK), np.asarray(isl, float)), "D_a": joined,
+            "phi_l": local_share}
+
+
 def chunked_prefill_rate(model: Model, hw: Hardware, prec: Any, mode: str, *, G: Any, TP_a: Any, EP: Any,
-                         TP_e: Any, E_slots: Any, isl: Any, overlap: Any = 0) -> np.ndarray:
+                         TP_e: Any, E_slots: Any, isl: Any, overlap: Any = 0,
+                         local_share: bool = False) -> Any:
     """Prompt tokens/s per GPU of the chunked prefill an aggregated step carries: one pass of
     ``PREFILL_CHUNK`` prompt tokens per attention rank (at least one prompt) on the decode
-    layout; NaN where that pass does not fit.  Every argument may be an array."""
+    layout; NaN where that pass does not fit.  With ``local_share``, also the share of that pass
+    that runs on its attention rank alone (all but the routed experts and their collectives).
+    Every argument may be an array."""
     out = evaluate_configs(model, hw, prec, mode, G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots,
                            b=np.maximum(PREFILL_CHUNK / np.asarray(isl, float), 1.0), S=isl, overlap=overlap,
                            phase="prefill", categories=False)
-    return np.where(np.asarray(out["feasible"], bool), np.asarray(out["prefill_tps_gpu"], float), np.nan)
+    rate = np.where(np.asarray(out["feasible"], bool), np.asarray(out["prefill_tps_gpu"], float), np.nan)
+    if not local_share:
+        return rate
+    step = np.asarray(out["step"], float)
+    spread = model.n_moe * sum(np.asarray(out[t], float) for t in _SPREAD_TERMS)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.clip(1.0 - spread / step, 0.0, 1.0)
+    return rate, np.where(np.isfinite(share), share, 1.0)
 
 
 def _aggregate(model: Model, hw: Hardware, dec: pd.DataFrame, space: SearchSpace, wl: Workload,
@@ -241,12 +269,16 @@ def _aggregate(model: Model, hw: Hardware, dec: pd.DataFrame, space: SearchSpace
     for key in dec.groupby(keys, sort=False).groups:
         G, TPa, EPv, TPe, slots, weights, kv, o = key
         prec = resolve_precisions(model, hw, weights, kv)
-        rates[key] = float(chunked_prefill_rate(model, hw, prec, mode, G=G, TP_a=TPa, EP=EPv, TP_e=TPe,
-                                                E_slots=slots, isl=wl.isl, overlap=int(o)))
-    X_p = np.array([rates[tuple(r)] for r in dec[keys].itertuples(index=False)])
+        rate, share = chunked_prefill_rate(model, hw, prec, mode, G=G, TP_a=TPa, EP=EPv, TP_e=TPe,
+                                           E_slots=slots, isl=wl.isl, overlap=int(o), local_share=True)
+        rates[key] = (float(rate), float(share))
+    X_p = np.array([rates[tuple(r)][0] for r in dec[keys].itertuples(index=False)])
+    phi = np.array([rates[tuple(r)][1] for r in dec[keys].itertuples(index=False)])
     b_rank = dec.batch_per_gpu.values * dec.tp_attn.values
     t_agg = compiled.evaluate_named("t_step_aggregated", t_step=dec.step_s.values, I=wl.isl, O=wl.osl,
-                                    b=b_rank, A=dec.tokens_per_step.values, TP_a=dec.tp_attn.values, X_p=X_p)
+                                    b=b_rank, A=dec.tokens_per_step.values, TP_a=dec.tp_attn.values, X_p=X_p,
+                                    **aggregated_prefill_terms(model, mode, dec.gpus.values,
+                                                               dec.tp_attn.values, wl.isl, phi))
     A = dec.tokens_per_step.values
     out = dec.assign(
         prefill_tps_per_gpu=X_p, step_s=t_agg, tps_per_user=A / t_agg,

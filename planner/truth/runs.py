@@ -98,7 +98,7 @@ from planner.physics.step import (
     pass_kernels,
     resolve_precisions,
 )
-from planner.serving.frontiers import chunked_prefill_rate, served_ttft
+from planner.serving.frontiers import aggregated_prefill_terms, chunked_prefill_rate, served_ttft
 from planner.specs.hardware import COMM_LAW_FIELDS
 from planner.truth.matrix import published
 
@@ -549,9 +549,10 @@ def decode_tpot(
     if mode == "realistic" and agg.any():
         # aggregated steps carry the chunked prefill of the same GPUs; the bound is the decode
         # step alone (interleaved prefill can only add to a step)
-        x_p = chunked_prefill_rate(model, hw, prec, mode, **lay, isl=isl)
+        x_p, phi = chunked_prefill_rate(model, hw, prec, mode, **lay, isl=isl, local_share=True)
         t_agg = compiled.evaluate_named(
-            "t_step_aggregated", t_step=best_t, I=isl, O=osl, b=b, A=1.0, TP_a=dec[:, 1], X_p=x_p
+            "t_step_aggregated", t_step=best_t, I=isl, O=osl, b=b, A=1.0, TP_a=dec[:, 1], X_p=x_p,
+            **aggregated_prefill_terms(model, mode, dec[:, 0], dec[:, 1], isl, phi),
         )
         best_t = np.where(agg, t_agg, best_t)
     return best_t, reason, bottleneck

@@ -57,7 +57,7 @@ from planner.physics.step import (
     resolve_precisions,
     resolve_speculation,
 )
-from planner.serving.frontiers import chunked_prefill_rate
+from planner.serving.frontiers import aggregated_prefill_terms, chunked_prefill_rate
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
 from planner.specs.reading import Fields, parse_yaml, read_yaml
@@ -321,7 +321,7 @@ def _prefill_rate(s: _Setup, point: Point, mode: str, b_rank: Any, isl: float) -
 
 
 def _decode_eval(s: _Setup, point: Point, mode: str, spec: Speculation, batch: float,
-                 x_p: float | None) -> dict[str, Any]:
+                 x_p: tuple[float, float] | None) -> dict[str, Any]:
     """Decode (or aggregated) rates at instance batch ``batch``: tps_user, tps_gpu, b_max..."""
     G, TPa = s.layout["G"], s.layout["TP_a"]
     b_rank = batch * TPa / G
@@ -330,24 +330,30 @@ def _decode_eval(s: _Setup, point: Point, mode: str, spec: Speculation, batch: f
     A = float(np.asarray(out["A"]))
     t = float(out["step"])
     if point.serving == "aggregated":
+        rate, share = x_p
         t = float(compiled.evaluate_named("t_step_aggregated", t_step=t, I=point.isl, O=point.osl,
-                                          b=b_rank, A=A, TP_a=TPa, X_p=x_p))
+                                          b=b_rank, A=A, TP_a=TPa, X_p=rate,
+                                          **aggregated_prefill_terms(s.model, mode, G, TPa, point.isl,
+                                                                     share)))
     return {"t": t, "A": A, "tps_user": A / t, "tps_gpu": b_rank * A / (t * TPa),
             "b_max": float(out["memory.b_max"]) * G / TPa, "feasible": bool(out["feasible"]),
             "reason": int(out["reason"]), "bottleneck": CATEGORIES[int(out["bottleneck"])]}
 
 
-def _aggregated_prefill_rate(s: _Setup, point: Point, mode: str) -> float | None:
+def _aggregated_prefill_rate(s: _Setup, point: Point, mode: str) -> tuple[float, float] | None:
+    """(prompt tokens/s per GPU, rank-local share) of the chunked prefill an aggregated point's
+    steps carry; None for another serving mode."""
     if point.serving != "aggregated":
         return None
-    x_p = float(chunked_prefill_rate(s.model, s.hw, s.prec, mode, **s.layout, isl=point.isl,
-                                     overlap=int(point.overlap)))
-    if math.isnan(x_p):
+    rate, share = chunked_prefill_rate(s.model, s.hw, s.prec, mode, **s.layout, isl=point.isl,
+                                       overlap=int(point.overlap), local_share=True)
+    if math.isnan(float(rate)):
         raise SpecError(point.id, "prefill", "a feasible chunked prefill on the point's layout")
-    return x_p
+    return float(rate), float(share)
 
 
-def _at_batch(s: _Setup, point: Point, mode: str, batch: float, basis: str, x_p: float | None) -> Prediction:
+def _at_batch(s: _Setup, point: Point, mode: str, batch: float, basis: str,
+              x_p: tuple[float, float] | None) -> Prediction:
     best = None
     for spec in s.specs:
         r = _decode_eval(s, point, mode, spec, batch, x_p)
@@ -363,7 +369,7 @@ def _at_batch(s: _Setup, point: Point, mode: str, batch: float, basis: str, x_p:
                       r["feasible"], REASONS.get(r["reason"], ""))
 
 
-def _at_rate(s: _Setup, point: Point, mode: str, x_p: float | None) -> Prediction:
+def _at_rate(s: _Setup, point: Point, mode: str, x_p: tuple[float, float] | None) -> Prediction:
     target = point.measured_tps_per_user
     solved = []
     fastest = None

@@ -149,9 +149,18 @@ def test_equations_all(capsys):
 
     code, out, _ = run(capsys, ["equations"])
     assert code == 0
-    for name in eq.ALL:
+    from planner.physics.serving_eq import EQUATIONS
+    for name in [*eq.ALL, *(f"serving.{k}" for k in EQUATIONS)]:
         assert f"\n{name} =\n" in "\n" + out, name
     assert "symbols:" in out
+
+
+def test_equations_serving_term_with_its_symbols(capsys):
+    code, out, _ = run(capsys, ["equations", "--term", "serving.t_step_aggregated"])
+    assert code == 0 and out.startswith("serving.t_step_aggregated =")
+    # the attention-DP ranks stepping together and the pass's rank-local share, with their units
+    assert re.search(r"D_a\s+\[1\]\s+attention-DP ranks", out)
+    assert re.search(r"C_p\s+\[token\]", out) and "phi_l" in out
 
 
 def test_equations_unknown_term(capsys):

@@ -475,3 +475,47 @@ def test_kernels_per_pass_by_hand():
     assert pass_kernels(load_model("deepseek-r1")) == 1386
     assert pass_kernels(load_model("gpt-oss-120b")) == 508
     assert pass_kernels(load_model("llama-3.1-70b")) == 804
+
+
+def test_aggregated_step_waits_for_any_attention_dp_ranks_prefill_chunk():
+    # A rank emits b A = 8 tokens a step with I = O = 1000, so it takes on w = 8 prompt tokens a
+    # step, in chunks of C_p = 8192: a chunk in p = 8 / 8192 of its steps.  X_p = 16,000 tok/s/GPU,
+    # TP_a = 1, decode step 20 ms.
+    from planner.physics import compiled
+    kw = dict(t_step=0.020, I=1000.0, O=1000.0, b=8.0, A=1.0, TP_a=1.0, X_p=16_000.0, C_p=8192.0)
+    # one rank (or a stack that co-schedules the ranks): the w tokens spread evenly, 8 / 16,000 s
+    one = compiled.evaluate_named("t_step_aggregated", D_a=1.0, phi_l=0.25, **kw)
+    assert float(one) == pytest.approx(0.020 + 8 / 16_000, rel=1e-12)
+    # 64 ranks stepping together: 1 - (1 - 1/1024)^64 = 0.060616 of the steps wait for the
+    # rank-local quarter of a chunk (0.25 x 0.060616 x 8192 = 124.14 token-equivalents), and the
+    # spread three quarters of the 8 tokens add 6: (124.14 + 6) / 16,000 = 8.134 ms
+    many = compiled.evaluate_named("t_step_aggregated", D_a=64.0, phi_l=0.25, **kw)
+    share = 1 - (1 - 8 / 8192) ** 64
+    assert share == pytest.approx(0.060616, abs=1e-6)
+    assert float(many) == pytest.approx(0.020 + (0.25 * share * 8192 + 0.75 * 8) / 16_000, rel=1e-12)
+    assert float(many) == pytest.approx(0.028134, abs=1e-6)
+    # a pass all spread over the ranks (phi_l = 0) does not wait: the evenly spread step again
+    flat = compiled.evaluate_named("t_step_aggregated", D_a=64.0, phi_l=0.0, **kw)
+    assert float(flat) == pytest.approx(float(one), rel=1e-12)
+    # more prompt tokens a step than one chunk: every step carries them all, whatever D_a
+    big = dict(kw, b=16_384.0)
+    assert float(compiled.evaluate_named("t_step_aggregated", D_a=64.0, phi_l=0.25, **big)) == pytest.approx(
+        0.020 + 16_384 / 16_000, rel=1e-12)
+
+
+def test_rank_local_share_of_a_chunked_prefill_pass():
+    # invariants: a dense model's pass is all rank-local (no routed experts, no all-to-all); an MoE
+    # model's routed experts and their collectives are not, so its share is below 1
+    from planner.physics.step import default_slots, resolve_precisions
+    from planner.serving.frontiers import chunked_prefill_rate
+    from planner.specs.registry import load_hardware
+    hw = load_hardware("hgx-b200")
+    for name, lay, below in (("llama-3.1-70b", dict(G=8.0, TP_a=8.0, EP=1.0, TP_e=8.0), False),
+                             ("deepseek-r1", dict(G=8.0, TP_a=1.0, EP=8.0, TP_e=1.0), True)):
+        m = load_model(name)
+        prec = resolve_precisions(m, hw, "fp8", None)
+        slots = float(default_slots(m, lay["EP"]))
+        rate, share = chunked_prefill_rate(m, hw, prec, "realistic", **lay, E_slots=slots, isl=1024.0,
+                                           local_share=True)
+        assert float(rate) > 0
+        assert (0.0 < float(share) < 1.0) if below else float(share) == 1.0
