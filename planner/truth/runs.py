@@ -667,6 +667,7 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
     twin = _twin_speedup(df) & (df.rule == "")
     df["twin_faster"] = twin
     spec = pub.spec.reindex(df.index).fillna("")
+    df["matrix_speculation"] = spec
     sp = (spec == "mtp") & (df.rule == "")
     df.loc[sp, "rule"] = "speculation_published"
     unrec = (spec == "mtp/none") & ~twin & ~_twin_slower(df) & (df.rule == "")
@@ -890,6 +891,7 @@ class RunsScore:
             "ttft_ratio",
             "bound_violation",
             "twin_faster",
+            "matrix_speculation",
             "scored",
             "rule",
             "status",

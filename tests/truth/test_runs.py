@@ -379,8 +379,14 @@ def test_runs_the_matrix_schedules_with_speculation_are_not_scored(tmp_path):
                        "backend_version": "2.0"},
         GB300_POINT | {"id": "no_mtp", "concurrency": 96, "silicon_tpot_ms": 10.0},
     ])
-    r = _by_id(score_runs(path))
+    score = score_runs(path)
+    r = _by_id(score)
     assert r.loc["mtp_only", "rule"] == "speculation_published"
+    # what the matrix scheduled travels with each row of --out
+    out = score.per_row().set_index("id")
+    assert out.loc["mtp_only", "matrix_speculation"] == "mtp"
+    assert out.loc["both_alone", "matrix_speculation"] == "mtp/none"
+    assert out.loc["no_mtp", "matrix_speculation"] == "none"
     # scheduled both ways, and the file holds one run: which one cannot be told
     assert r.loc["both_alone", "rule"] == "speculation_unrecorded"
     # scheduled both ways and the file holds both: the 2x faster one is the speculative run
