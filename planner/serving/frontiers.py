@@ -272,8 +272,7 @@ def _aggregate(model: Model, hw: Hardware, dec: pd.DataFrame, space: SearchSpace
         rate, share = chunked_prefill_rate(model, hw, prec, mode, G=G, TP_a=TPa, EP=EPv, TP_e=TPe,
                                            E_slots=slots, isl=wl.isl, overlap=int(o), local_share=True)
         rates[key] = (float(rate), float(share))
-    X_p = np.array([rates[tuple(r)][0] for r in dec[keys].itertuples(index=False)])
-    phi = np.array([rates[tuple(r)][1] for r in dec[keys].itertuples(index=False)])
+    X_p, phi = np.array([rates[tuple(r)] for r in dec[keys].itertuples(index=False)]).reshape(-1, 2).T
     b_rank = dec.batch_per_gpu.values * dec.tp_attn.values
     t_agg = compiled.evaluate_named("t_step_aggregated", t_step=dec.step_s.values, I=wl.isl, O=wl.osl,
                                     b=b_rank, A=dec.tokens_per_step.values, TP_a=dec.tp_attn.values, X_p=X_p,

@@ -49,8 +49,6 @@ MODEL_PREFIX = {
     "Qwen/Qwen3.5-397B-A17B": "qwen3.5", "zhipuai/GLM-5": "glm5", "moonshotai/Kimi-K2.5": "kimik2.5",
 }
 _IMAGE = re.compile(r"(?:^|;\s*)image=(\S+)")
-#: what a match returns: (column, meaning)
-FIELDS = ("spec", "decode", "prefill", "decode_workers", "prefill_workers")
 
 
 @lru_cache(maxsize=1)

@@ -314,12 +314,13 @@ _ROLE_COLUMNS = ("tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "
 def _apply_matrix(df: pd.DataFrame, pub: pd.DataFrame) -> pd.Series:
     """Set each disaggregated run's worker layouts and worker counts from the benchmark's launch
     matrix where it is unanimous (:func:`planner.truth.matrix.published`) and the row records no
-    batch size of its own; return the rows changed."""
+    batch size of its own (the layout columns read as numbers, added where missing); return the
+    rows changed."""
     changed = pd.Series(False, index=df.index)
     for role in ("prefill", "decode"):
         for c in _ROLE_COLUMNS:
-            if f"{role}_{c}" not in df.columns:
-                df[f"{role}_{c}"] = np.nan
+            col = f"{role}_{c}"
+            df[col] = pd.to_numeric(df[col], errors="coerce") if col in df.columns else np.nan
     dis = (df["mode"] == "disagg") & pd.to_numeric(df.decode_batch_size, errors="coerce").isna()
     for role in ("prefill", "decode"):
         for i in df.index[dis & pub[role].notna()]:
@@ -645,10 +646,6 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
     df["rule"] = ""
     df["flags"] = ""
     pub = published(df)
-    for c in ("decode_num_workers", "prefill_num_workers", *(f"{r}_{c}" for r in ("prefill", "decode")
-                                                             for c in _ROLE_COLUMNS)):
-        if c in df.columns:
-            df[c] = pd.to_numeric(df[c], errors="coerce")
     from_matrix = _apply_matrix(df, pub)
     df.loc[from_matrix, "flags"] = "layout_from_benchmark_matrix"
     dup = _duplicates(df)
