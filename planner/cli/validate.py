@@ -337,7 +337,8 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
         if p not in f.values:
             return "-"
         v = (f"{f.values[p] * 1e6:.3g} us" if p in ("floor", "row")
-             else f"{f.values[p]:.0f} tokens" if p == "offset" else f"{f.values[p]:.3g}")
+             else f"{f.values[p]:.0f} tokens" if p == "offset"
+             else f"{f.values[p] / 1e12:.3g} Texp/s" if p == "softmax" else f"{f.values[p]:.3g}")
         return v + (f" ±{f.rel_se[p]:.0%}" if f.rel_se[p] > 1e-6 else " (bound)")
 
     print("\n# grouped MoE law: max(2*3 d f_e max(T_er, n_er t_m) / TP_e / (eta_e P_e), "
@@ -360,13 +361,16 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in dec],
                 ["law", "gpu", "stack", "KV", "kernels", "eta_a", "eta_am", "S_a0", "t_r", "t_a0",
                  "median |err|", "p90"]))
-    print("\n# prefill attention laws (BF16 compute): (F + F_row) / (eta_fa P_c) + t_a0, F_row = S_a0 "
-          "context tokens' worth per query row (moe-planner equations --term op.attn_gqa_prefill_law); "
-          "the step model's prefill pass takes eta_fa and S_a0, per KV dtype")
+    print("\n# prefill attention laws: (F + F_row) / (eta_fa P_c) + N_exp / X_sm + t_a0, F_row = S_a0 "
+          "context tokens' worth per query row, N_exp one softmax exponential per score (GQA only), P_c "
+          "the BF16 peak (FP8 over an FP8 cache) (moe-planner equations --term op.attn_gqa_prefill_law); "
+          "the step model's prefill pass takes eta_fa, S_a0 and X_sm, per KV dtype")
     pre = [f for f in attn if f.law.endswith("_prefill")]
-    print(table([[f.law, f.gpu, f.stack, f.dtype, f.n] + [_v(f, p) for p in ("compute", "offset", "floor")]
+    print(table([[f.law, f.gpu, f.stack, f.dtype, f.n]
+                 + [_v(f, p) for p in ("compute", "offset", "softmax", "floor")]
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in pre],
-                ["law", "gpu", "stack", "KV", "kernels", "eta_fa", "S_a0", "t_a0", "median |err|", "p90"]))
+                ["law", "gpu", "stack", "KV", "kernels", "eta_fa", "S_a0", "X_sm", "t_a0", "median |err|",
+                 "p90"]))
     if written:
         print(f"# wrote the all-reduce (stacks' and NCCL's), all-to-all, GEMM, grouped-MoE and attention "
               f"laws into the stacks: and collectives: entries of {len(written)} hardware specs: "

@@ -18,9 +18,10 @@ FLOPs at ``eta_ce`` (the compute fraction of the stack's grouped-MoE law, fitted
 grouped-MoE kernels; ``eta_c`` where it has none), plus that law's per-row activation pass
 (``x_xa = 1``, at its fraction ``eta_xa`` of HBM bandwidth; the law's compute fraction and this pass
 are fitted together, so one is not taken without the other); the attention core keeps the roofline, its FLOPs
-at ``eta_fa`` with ``S_a0`` context tokens' worth of extra work per query row (in a prefill pass
-the stack's prefill attention law, fitted to measured prefill attention kernels; in a decode step
-``eta_c`` and 0).  ``bound`` mode sets every eta to 1 and every latency and ``S_a0`` to 0: the
+at ``eta_fa`` with ``S_a0`` context tokens' worth of extra work per query row and its softmax
+exponentials at ``X_sm`` per second (in a prefill pass the stack's prefill attention law, fitted to
+measured prefill attention kernels; in a decode step ``eta_c``, 0 and no exponential term).
+``bound`` mode sets every eta to 1, every latency and ``S_a0`` to 0 and ``X_sm`` to infinity: the
 speed of light.
 """
 
@@ -62,6 +63,7 @@ from planner.physics.symbols import (
     V_dr,
     W_attn,
     W_rep,
+    X_sm,
     a_a2a,
     a_ar,
     a_nc,
@@ -283,6 +285,13 @@ M_kv_read = b * S_eff * e_kv * b_kv / s_kv
 #: 2 b s_q (h / TP_a) S_a0 c_att (a prefill kernel's per-row fixed work, measured as S_a0 context
 #: tokens' worth; 0 in decode and in bound mode).
 F_attn_row = 2 * b * s_q * (h / TP_a) * S_a0 * c_att
+#: Softmax exponentials of the attention core, one per score (query row x key x head on this GPU),
+#: the per-row work counted as S_a0 keys: b s_q (h / TP_a) (S_eff + S_a0).  Their time, N_exp / X_sm,
+#: adds to the MMAs' (a score costs c_att MMA FLOPs but one exponential whatever the head size, so
+#: at d_head = 64 the exponentials weigh twice what they do at 128; FlashAttention-3, Shah et al.
+#: 2024: the H100 SXM5's 989 TFLOP/s of BF16 MMA against 3.9 TFLOP/s of exponentials).
+N_exp = b * s_q * (h / TP_a) * (S_eff + S_a0)
+t_attn_compute = (F_attn_core + F_attn_row) / (eta_fa * P_c) + N_exp / X_sm
 
 def expert_flops(rows: sp.Expr) -> sp.Expr:
     """FLOPs of ``rows`` token-expert rows through a routed expert's three d x f_e / TP_e
@@ -324,7 +333,7 @@ b_max = (_max(C_free, 0) + x_off * C_host) / (S_c_eff * e_kv * b_kv * n_L / s_kv
 #: Attention core time: compute, or the KV read from HBM and (in parallel) from the host tier
 #: (the spilled fraction phi_h of every sequence's cache is read over the host link).
 t_attn_core = _max(
-    (F_attn_core + F_attn_row) / (eta_fa * P_c),
+    t_attn_compute,
     (1 - phi_h) * M_kv_read / (eta_m * B_hbm),
     phi_h * M_kv_read / (eta_m * B_c2c),
 ) + n_kc * tau_k
@@ -700,7 +709,7 @@ def _sides(name: str, parts: tuple[sp.Expr, sp.Expr]) -> dict[str, sp.Expr]:
 #: Roofline parts used to say which resource binds each operator.
 PARTS: dict[str, sp.Expr] = {
     **_sides("attn_proj", gemm_parts(F_attn_proj, M_attn_proj, P_a, b * s_q, N_attn_proj, "a")),
-    "attn_core.compute": (F_attn_core + F_attn_row) / (eta_fa * P_c),
+    "attn_core.compute": t_attn_compute,
     "attn_core.hbm": (1 - phi_h) * M_kv_read / (eta_m * B_hbm),
     "attn_core.host": phi_h * M_kv_read / (eta_m * B_c2c),
     "experts.compute": F_experts / (eta_ce * P_e),

@@ -69,11 +69,17 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   prefill (context) attention kernel, ``b`` prompts of ``2 S`` tokens each attending causally: the
   step model's prefill attention core at ``s_q = 2 S`` (mean causal context ``S``), so
   ``F = 2 b h (2 S) S c_att`` with MLA un-absorbed (``c_att = d_n + d_r + d_v``).  The law,
-  fitted per GPU, stack and KV dtype, is compute-bound: ``(F + F_row) / (eta_fa P_c) + t_a0``, with
-  ``F_row = 2 b h (2 S) S_a0 c_att`` the step model's per-row work (each query row costs ``S_a0``
-  context tokens' worth beyond its context: loading it, the softmax epilogue, writing the output;
-  at a 1k-token prompt the measured kernels reach a third to a half of the fraction they reach at
-  16k).  Its ``eta_fa`` and ``S_a0`` are the step model's in a prefill pass.
+  fitted per GPU, stack and KV dtype, is compute-bound, the step model's attention-core compute
+  side plus a floor: ``(F + F_row) / (eta_fa P_c) + N_exp / X_sm + t_a0``, with
+  ``F_row = 2 b h (2 S) S_a0 c_att`` the per-row work (each query row costs ``S_a0`` context
+  tokens' worth beyond its context: loading it, the softmax epilogue, writing the output; at a
+  1k-token prompt the measured kernels reach a third to a half of the fraction they reach at 16k)
+  and ``N_exp = b (2 S) h (S + S_a0)`` the softmax's exponentials, one per score whatever the head
+  size, at ``X_sm`` per second (GQA only: its tables mix head sizes 64 and 128, which tell the
+  exponentials from the MMAs; the MLA tables hold one head shape, so there ``X_sm`` is infinite).
+  ``P_c`` is the FP8 peak over an FP8 cache (the context kernels multiply in FP8: so priced, the
+  exponential rates fitted to a GPU and stack's FP8 and BF16 rows agree).  Its ``eta_fa``,
+  ``S_a0`` and ``X_sm`` are the step model's in a prefill pass.
 - ``allreduce``: ``x`` bytes over ``n_g`` GPUs by the stack's own kernel up to ``N_ar`` GPUs (as
   it dispatches: one-shot, two-shot, and beyond ``m_cu`` the faster of NCCL's ring and the switch's
   reduction; a ring over PCIe; hierarchical across domains) and through NCCL beyond.
@@ -214,8 +220,6 @@ _MLA_PRE_AT = _MLA_AT | {eq.s_q: 2 * eq.S, eq.c_att: d_n + d_r + d_v}
 _GQA_PRE_AT = _GQA_AT | {eq.s_q: 2 * eq.S}
 F_mla_pre, M_mla_pre = eq.at(eq.F_attn_core, _MLA_PRE_AT), eq.at(eq.M_kv_read, _MLA_PRE_AT)
 F_gqa_pre, M_gqa_pre = eq.at(eq.F_attn_core, _GQA_PRE_AT), eq.at(eq.M_kv_read, _GQA_PRE_AT)
-#: ... and its per-row work (the step model's F_attn_row: S_a0 context tokens' worth per query row)
-R_mla_pre, R_gqa_pre = eq.at(eq.F_attn_row, _MLA_PRE_AT), eq.at(eq.F_attn_row, _GQA_PRE_AT)
 
 
 #: ... and the per-row work of an MLA decode kernel: each sequence's query rows cost S_a0 context
@@ -274,10 +278,10 @@ OPERATORS: dict[str, sp.Expr] = {
     # prefill attention, MLA and GQA: its law (compute-bound at every measured shape: the FLOPs and
     # the per-row work at eta_fa, a floor) and the bounds on the prefill shapes
     **{f"attn_{kind}_prefill{suffix}": expr
-       for kind, (F, M, R) in (("mla", (F_mla_pre, M_mla_pre, R_mla_pre)),
-                               ("gqa", (F_gqa_pre, M_gqa_pre, R_gqa_pre)))
+       for kind, (F, M, at) in (("mla", (F_mla_pre, M_mla_pre, _MLA_PRE_AT)),
+                                ("gqa", (F_gqa_pre, M_gqa_pre, _GQA_PRE_AT)))
        for suffix, expr in (("", eq.roofline(F, M, eq.P_c)),
-                            ("_law", (F + R) / (eq.eta_fa * eq.P_c) + t_a0),
+                            ("_law", eq.at(eq.t_attn_compute, at) + t_a0),
                             ("_bound", eq._max(F / eq.P_c, M / eq.B_hbm)),
                             ("_bound_l2", eq._max(F / eq.P_c, eq._max(M - C_l2, 0) / eq.B_hbm)))},
     "allreduce": eq.allreduce_time(x_bytes, n_ar),

@@ -85,7 +85,8 @@ P_e = _s("P_e", "dense peak for the routed experts' compute dtype", "FLOP/s", "h
 P_a = _s("P_a", "dense peak for the attention projections' compute dtype", "FLOP/s", "hardware", "P_{a}")
 P_d = _s("P_d", "dense peak for the shared/dense FFN compute dtype", "FLOP/s", "hardware", "P_{d}")
 P_v = _s("P_v", "dense peak for the LM head's compute dtype", "FLOP/s", "hardware", "P_{v}")
-P_c = _s("P_c", "dense peak for the attention core (BF16 MMA)", "FLOP/s", "hardware", "P_{c}")
+P_c = _s("P_c", "dense peak for the attention core (BF16 MMA; FP8 in a prefill pass over an FP8 KV cache, "
+         "whose context kernels multiply in FP8)", "FLOP/s", "hardware", "P_{c}")
 B_hbm = _s("B_hbm", "HBM bandwidth", "B/s", "hardware", "B_{hbm}")
 C_hbm = _s("C_hbm", "HBM capacity", "B", "hardware", "C_{hbm}")
 N_su = _s("N_su", "GPUs per scale-up (NVLink) domain", "1", "hardware", "N_{su}")
@@ -106,7 +107,7 @@ C_host = _s("C_host", "CPU-attached memory reachable per GPU", "B", "hardware", 
 B_c2c = _s("B_c2c", "bandwidth to CPU-attached memory per GPU per direction", "B/s", "hardware",
            "B_{c2c}")
 eta_c = _s("eta_c", "achieved fraction of compute peak", "1", "efficiency", r"\eta_{c}")
-eta_fa = _s("eta_fa", "achieved fraction of the BF16 peak in the attention core's FLOPs (the prefill "
+eta_fa = _s("eta_fa", "achieved fraction of the peak P_c in the attention core's FLOPs (the prefill "
            "attention kernels' fitted fraction in a prefill pass; eta_c in a decode step)", "1", "efficiency",
            r"\eta_{fa}")
 eta_ce = _s("eta_ce", "achieved fraction of the dense peak in the routed experts' grouped GEMMs (the stack's "
@@ -118,6 +119,10 @@ eta_xa = _s("eta_xa", "achieved fraction of HBM bandwidth of the routed experts'
 x_xa = _s("x_xa", "the routed experts pay their per-row activation traffic (1: realistic mode where the "
           "stack carries a grouped-MoE law; 0: bound mode, the roofline)", "1", "efficiency", "x_{xa}",
           nonneg=True)
+X_sm = _s("X_sm", "exponentials per second the attention core's softmax sustains, one per score "
+          "(query row x key x head), not overlapped with its MMAs (fitted to the GQA prefill attention "
+          "kernels: a prefill pass takes the law's value; a decode step, MLA prefill and bound mode "
+          "infinity, the term 0)", "1/s", "efficiency", "X_{sm}")
 S_a0 = _s("S_a0", "context tokens' worth of attention-core work each query row costs beyond its "
            "context (loading the query, the softmax epilogue, writing the output; fitted to attention "
            "kernels: a prefill pass takes the prefill laws' value, a decode step and bound mode 0)",

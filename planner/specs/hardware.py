@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,9 @@ REGIONS = ("global", "china")
 #: DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs") with the
 #: H100 SGLang efficiencies fitted to the measured runs, which ran without overlap.  Reproduced
 #: by ``scripts/derive_overlap_efficiency.py`` (tests/physics/test_step.py checks that the two
-#: agree): 85 ms with the whole shorter side hidden, 163 ms at eta_o = 0, so 0.913.  One point, so
+#: agree): 85 ms with the whole shorter side hidden, 163 ms at eta_o = 0, so 0.911.  One point, so
 #: its uncertainty is wide (0 to 1).
-OVERLAP_EFFICIENCY = 0.913
+OVERLAP_EFFICIENCY = 0.911
 
 
 #: The communication laws' fields of :class:`Efficiency` fitted to a system's measured kernels
@@ -85,6 +86,8 @@ class KernelLaw:
     offset: float = 0.0
     #: s of work per block, one per sequence and KV head (t_r, GQA decode only; 0 elsewhere)
     row: float = 0.0
+    #: softmax exponentials per s (X_sm, GQA prefill only; infinite elsewhere: no such term)
+    softmax: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -275,7 +278,17 @@ class Hardware:
         d["fast_memory_total"] = self.fast_memory_total
         d["gpus"] = self.gpus_per_system
         d["scale_up_domain"] = self.domain_size
-        return d
+        return _no_infinity(d)
+
+
+def _no_infinity(o: Any) -> Any:
+    """``o`` with infinite floats (a kernel law's absent exponential term, ``softmax``) as None,
+    which JSON can carry."""
+    if isinstance(o, dict):
+        return {k: _no_infinity(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return type(o)(_no_infinity(v) for v in o)
+    return None if isinstance(o, float) and math.isinf(o) else o
 
 
 def _provenance(sub: Fields) -> str:
@@ -512,12 +525,13 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
 
 
 #: The constants of a law line fitted to kernels: name -> (required, kind): ``fraction`` in (0, 1],
-#: ``time`` a quantity in s, ``tokens`` one in tokens.
+#: ``time`` a quantity in s, ``tokens`` one in tokens, ``exp_rate`` one in exponentials per s.
 _GEMM_CONSTANTS = {"compute": (True, "fraction"), "hbm": (True, "fraction"), "floor": (True, "time"),
                    "cast": (False, "fraction"), "wave": (False, "fraction")}
 _NCCL_CONSTANTS = {"floor": (True, "time"), "latency": (True, "time"), "efficiency": (True, "fraction")}
 _KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (False, "fraction"), "floor": (True, "time"),
-                     "act": (False, "fraction"), "offset": (False, "tokens"), "row": (False, "time")}
+                     "act": (False, "fraction"), "offset": (False, "tokens"), "row": (False, "time"),
+                     "softmax": (False, "exp_rate")}
 
 
 def _floor(floor: float) -> float:
@@ -540,7 +554,7 @@ def _law_lines(f: Fields, e: Fields, prefix: str, keys: tuple[str, ...], law: ty
             c = sub.sub(name, required=required)
             if c is None:
                 continue
-            if kind in ("time", "tokens"):
+            if kind in ("time", "tokens", "exp_rate"):
                 vals[name] = parse_quantity(c.raw("value"), kind, f.label, c.path("value"))
             else:
                 vals[name] = c.number("value", lo=0.0, hi=1.0, lo_open=True)

@@ -36,6 +36,7 @@ def _registry() -> Any:
     ureg.define("USD = [currency] = dollar = usd")
     ureg.define("GPU = [gpu]")
     ureg.define("token = [token]")
+    ureg.define("exponential = [exponential] = exp")
     return ureg
 
 
@@ -53,6 +54,7 @@ DIMENSIONS: dict[str, tuple[str, str]] = {
     "flops": ("FLOP/s", "a rate such as '989 TFLOP/s' (dense)"),
     "time": ("s", "a time such as '5 us' or '2 ms'"),
     "tokens": ("token", "a token count such as '600 tokens'"),
+    "exp_rate": ("exponential/s", "a rate of exponentials such as '3.9 Texp/s'"),
     "power": ("W", "a power such as '1200 W' or '120 kW'"),
     "usd": ("USD", "an amount such as '3000000 USD'"),
     "usd_per_hour": ("USD/h", "a price such as '5.41 USD/h'"),

@@ -310,15 +310,16 @@ def predict_moe(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.n
 
 
 def _attn_shape(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
-    # decode: an FP8 cache may be attended with FP8 MMAs (TensorRT-LLM's MLA kernels on Blackwell
-    # beat the BF16 peak with one): the FP8 peak for FP8 caches, the BF16 peak for BF16 ones.
-    # Prefill rows are BF16 compute (the table's own dtype), the mean causal context half the prompt.
+    # an FP8 cache may be attended with FP8 MMAs (TensorRT-LLM's MLA decode kernels on Blackwell
+    # beat the BF16 peak with one; the GQA prefill kernels' exponential rate, fitted at the FP8
+    # peak, agrees with their BF16 rows'): the FP8 peak for FP8 caches, the BF16 peak for BF16
+    # ones.  A prefill row's mean causal context is half the prompt.
     kv = d.kv_dtype.iloc[0]
     prefill = kind.endswith("_prefill")
     S = d.isl.to_numpy(float) / 2 if prefill else (d.isl + d.step).to_numpy(float)
     shape = {"b": d.batch.to_numpy(float), "S": S,
              "h": d.heads.to_numpy(float), "b_kv": KV_BYTES[kv],
-             "P_c": hw.flops["fp8" if kv == "fp8" and not prefill else "bf16"], "B_hbm": hw.hbm_bandwidth}
+             "P_c": hw.flops["fp8" if kv == "fp8" else "bf16"], "B_hbm": hw.hbm_bandwidth}
     if kind.startswith("mla"):
         return shape | MLA_DIMS | (MLA_PREFILL_DIMS if prefill else {})
     w = d.window.to_numpy(float)
@@ -369,7 +370,7 @@ def attn_law_seconds(d: pd.DataFrame, hw: Any, kind: str, law: KernelLaw) -> np.
     shape = _attn_shape(d, hw, kind.removesuffix("_mmha"))  # MMHA: its own law on the GQA shape
     return compile_operator(f"attn_{kind}_law")(**shape, eta_a=law.compute, eta_fa=law.compute,
                                                 eta_am=law.hbm, S_a0=law.offset, t_r=law.row,
-                                                t_a0=law.floor)
+                                                X_sm=law.softmax, t_a0=law.floor)
 
 
 def with_attention_kind(df: pd.DataFrame) -> pd.DataFrame:
@@ -712,10 +713,12 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
 
 
 #: the grouped-MoE and attention laws' fitted constants (KernelLaw fields), starting points and
-#: bounds: fractions in (0, 1], the floor 0.1-2000 us, the offset 1-20000 tokens, the block 0.1 ns-10 us
+#: bounds: fractions in (0, 1], the floor 0.1-2000 us, the offset 1-20000 tokens, the block 0.1 ns-10 us,
+#: the exponential rate 0.1-1000 T/s
 KERNEL_PARAMS = {"compute": (0.5, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)),
                  "floor": (10e-6, (0.1e-6, 2000e-6)), "act": (0.5, (0.01, 1.0)),
-                 "offset": (500.0, (1.0, 20000.0)), "row": (50e-9, (0.1e-9, 10e-6))}
+                 "offset": (500.0, (1.0, 20000.0)), "row": (50e-9, (0.1e-9, 10e-6)),
+                 "softmax": (4e12, (1e11, 1e15))}
 
 
 def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[LawFit]:
@@ -769,15 +772,24 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
     groups reach 128 heads per KV head: fitted, its compute side did not bind either), ``row`` t_r
     (GQA decode: each block's work per sequence and KV head, per query head on MMHA),
     ``hbm`` eta_am (decode only: prefill is compute-bound at every measured shape), ``offset``
-    S_a0 (MLA decode, prefill), ``floor`` t_a0 (``LawFit.law`` is ``attn_<kind>``, ``dtype`` the KV dtype)."""
+    S_a0 (MLA decode, prefill), ``softmax`` X_sm (GQA prefill where a cell's rows mix head sizes,
+    64 and 128, which tell the exponentials from the MMAs; not where they hold one head size, as
+    SGLang's FP8 rows and every MLA table do), ``floor`` t_a0
+    (``LawFit.law`` is ``attn_<kind>``, ``dtype`` the KV dtype)."""
     df = attention_kernels()[0] if df is None else df
     out = []
     for kind, dop in with_attention_kind(df).groupby("kind"):
         groups = ((key, d) for key, d in dop.groupby(["gpu", "stack", "kv_dtype"]))
         names = (["compute", "offset", "floor"] if kind.endswith("_prefill")
                  else ["compute", "hbm", "offset", "floor"] if kind == "mla" else ["hbm", "row", "floor"])
+
+        def names_of(d: pd.DataFrame, names=names, kind=kind) -> list[str]:
+            # the exponential rate only where the rows mix head sizes: one head size cannot tell
+            # the exponentials from the MMAs (one exponential and 2 d_head MMA FLOPs per score)
+            return names + ["softmax"] * (kind == "gqa_prefill" and d.head_dim.nunique() > 1)
+
         out += _fit_kernel_law(f"attn_{kind}", groups, lambda d, hw, law, kind=kind: attn_law_seconds(
-            d, hw, kind, law), lambda d, names=names: names)
+            d, hw, kind, law), names_of)
     return out
 
 
@@ -819,6 +831,8 @@ def _gemm_line(f: LawFit, date: str) -> str:
                       f"0.12.0; planner/truth/data/kernels), {date}; median error {f.median_abs_err:.0%}, "
                       f"p90 {f.p90_abs_err:.0%}")
     def shown(name: str, v: float) -> str:
+        if name == "softmax":  # exponentials per s, shown in T/s
+            return f'{{value: "{v / 1e12:.4g} Texp/s", {_se_tag(f.rel_se[name])}}}'
         return _constant(v, f.rel_se[name], name in ("floor", "row"), "tokens" * (name == "offset"))
 
     parts = [f"{name}: {shown(name, v)}" for name, v in f.values.items()]

@@ -117,6 +117,7 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         n_sw=float(rng.choice([1, 2, 4, 8])), B_hb=u(1e10, 1e12), a_su=u(0, 1e-5), B_so=u(1e10, 1e11),
         a_so=u(0, 1e-5), C_host=u(0, 5e11), B_c2c=u(1e11, 5e11), eta_c=u(0.3, 1), eta_fa=u(0.3, 1),
         eta_ce=u(0.3, 1), eta_xa=u(0.03, 1), x_xa=float(rng.integers(0, 2)), S_a0=u(0, 2000),
+        X_sm=u(1e12, 2e13),
         eta_m=u(0.3, 1),
         eta_su=u(0.3, 1), eta_so=u(0.3, 1), eta_ar=u(0.3, 1), a_ar=u(0, 1e-5), tau_k=u(0, 1e-5),
         N_ar=float(rng.choice([2, 4, 8, 72])), t_n0=u(0, 1e-5), a_nc=u(0, 1e-5), eta_nc=u(0.3, 1),

@@ -385,19 +385,24 @@ def _attn_core_compute(hw, m, phase, mode, S, b=1.0):
 def test_prefill_attention_at_its_kernel_law_by_hand():
     # Llama-3.1-8B on one H200 (vLLM fit), one 8192-token prompt: 32 heads of 128 per layer,
     # causal FLOPs 2 x 8192 x 32 x 4096 x 256 (mean context 4096, c_att = 2 d_head) plus the
-    # law's per-row work, S_a0 context tokens' worth per query row, at the law's eta_fa of BF16.
+    # law's per-row work, S_a0 context tokens' worth per query row, at the law's eta_fa of the
+    # peak (FP8 over an FP8 cache), plus one softmax exponential per score, the per-row work
+    # counted as S_a0 keys, at the law's X_sm.
     hw = load_hardware("hgx-h200@vllm")
     m = load_model("llama-3.1-8b")
     t, prec = _attn_core_compute(hw, m, "prefill", "realistic", 8192.0)
     law = hw.efficiency.attn_law("gqa_prefill", prec.kv)
-    assert law is not None and 0 < law.compute <= 1 and law.offset > 0
-    want = 2 * 8192 * 32 * (4096 + law.offset) * 256 / (law.compute * hw.flops["bf16"])
+    assert law is not None and 0 < law.compute <= 1 and law.offset > 0 and math.isfinite(law.softmax)
+    peak = hw.flops["fp8" if prec.kv == "fp8" else "bf16"]
+    want = (2 * 8192 * 32 * (4096 + law.offset) * 256 / (law.compute * peak)
+            + 8192 * 32 * (4096 + law.offset) / law.softmax)
     assert close(t, want, rel=1e-9)
-    # a decode step keeps eta_c and no per-row work; bound mode the peak
+    # a decode step keeps eta_c, the BF16 peak, no per-row work and no exponential term; bound
+    # mode the peak alone
     t, _ = _attn_core_compute(hw, m, "decode", "realistic", 4096.0, b=8.0)
     assert close(t, 2 * 8 * 32 * 4096 * 256 / (hw.efficiency.compute * hw.flops["bf16"]), rel=1e-9)
     t, _ = _attn_core_compute(hw, m, "prefill", "bound", 8192.0)
-    assert close(t, 2 * 8192 * 32 * 4096 * 256 / hw.flops["bf16"], rel=1e-9)
+    assert close(t, 2 * 8192 * 32 * 4096 * 256 / peak, rel=1e-9)
 
 
 def test_routed_experts_at_their_grouped_moe_law_fraction():

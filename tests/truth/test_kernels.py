@@ -6,6 +6,7 @@ import glob
 import gzip
 import hashlib
 import json
+import math
 from importlib import resources
 
 import pandas as pd
@@ -558,14 +559,24 @@ def test_prefill_attention_law_by_hand():
     # GQA prefill: 2 prompts of 1024 tokens, 32 query heads of 128 on the GPU: causal FLOPs
     # 2 b h (2S) S c_att with S = 512 (the mean causal context), c_att = 2 x 128:
     # 2 x 2 x 32 x 1024 x 512 x 256 = 17.18 GFLOP; each query row also costs S_a0 = 600 tokens'
-    # worth: 2 x 2 x 32 x 1024 x 600 x 256 = 20.13 GFLOP; at 0.6 x 989 TFLOP/s plus a 12 us floor
+    # worth: 2 x 2 x 32 x 1024 x 600 x 256 = 20.13 GFLOP; at 0.6 x 989 TFLOP/s plus a 12 us floor;
+    # and one exponential per score, the per-row work counted as 600 keys: 2 x 32 x 1024 x 1112 =
+    # 72.9 M exponentials at 4 T/s = 18.2 us
     t = compile_operator("attn_gqa_prefill_law")(b=2.0, S=512.0, h=32.0, d_head=128.0, P_c=989e12,
-                                                 eta_fa=0.6, S_a0=600.0, t_a0=12e-6, phi_w=0.0, S_w=1.0)
+                                                 eta_fa=0.6, S_a0=600.0, t_a0=12e-6, phi_w=0.0, S_w=1.0,
+                                                 X_sm=4e12)
     flops = 2 * 2 * 32 * 1024 * (512 + 600) * 256
-    assert t == pytest.approx(12e-6 + flops / (0.6 * 989e12), rel=1e-12)
-    # MLA prefill, un-absorbed heads: c_att = d_n + d_r + d_v = 128 + 64 + 128 = 320
+    exps = 2 * 32 * 1024 * (512 + 600)
+    assert t == pytest.approx(12e-6 + flops / (0.6 * 989e12) + exps / 4e12, rel=1e-12)
+    # halving the head size halves the MMA FLOPs, not the exponentials
+    t64 = compile_operator("attn_gqa_prefill_law")(b=2.0, S=512.0, h=32.0, d_head=64.0, P_c=989e12,
+                                                   eta_fa=0.6, S_a0=600.0, t_a0=12e-6, phi_w=0.0, S_w=1.0,
+                                                   X_sm=4e12)
+    assert t64 == pytest.approx(12e-6 + flops / 2 / (0.6 * 989e12) + exps / 4e12, rel=1e-12)
+    # MLA prefill, un-absorbed heads: c_att = d_n + d_r + d_v = 128 + 64 + 128 = 320; no exponential
+    # term (X_sm infinite: its tables hold one head shape)
     t = compile_operator("attn_mla_prefill_law")(b=1.0, S=2048.0, h=128.0, d_n=128.0, d_r=64.0, d_v=128.0,
-                                                 P_c=989e12, eta_fa=0.5, S_a0=0.0, t_a0=20e-6)
+                                                 P_c=989e12, eta_fa=0.5, S_a0=0.0, t_a0=20e-6, X_sm=math.inf)
     assert t == pytest.approx(20e-6 + 2 * 128 * 4096 * 2048 * 320 / (0.5 * 989e12), rel=1e-12)
     # the bound: the same FLOPs at the peak, no per-row work, no floor
     b = compile_operator("attn_mla_prefill_bound")(b=1.0, S=2048.0, h=128.0, d_n=128.0, d_r=64.0, d_v=128.0,
@@ -581,12 +592,13 @@ def test_prefill_attention_law_recovers_known_constants():
     a = serving_kernels(load_table("attention"), ATTN_KEYS)
     a = a[(a.gpu == "hgx-h200") & (a["stack"] == "vllm") & (a.op == "attention_gqa_prefill")
           & (a.kv_dtype == "bf16")].copy()
-    true = KernelLaw(compute=0.55, floor=14e-6, offset=700.0)
+    assert set(a.head_dim) == {64.0, 128.0}  # the two head sizes that tell exponentials from MMAs
+    true = KernelLaw(compute=0.55, floor=14e-6, offset=700.0, softmax=4e12)
     a["latency_us"] = attn_law_seconds(a, hw, "gqa_prefill", true) * 1e6
     (f,) = fit_attention(a)
     assert f.law == "attn_gqa_prefill" and f.dtype == "bf16"
-    assert set(f.values) == {"compute", "offset", "floor"}
-    for name in ("compute", "floor", "offset"):
+    assert set(f.values) == {"compute", "offset", "floor", "softmax"}
+    for name in ("compute", "floor", "offset", "softmax"):
         assert f.values[name] == pytest.approx(getattr(true, name), rel=1e-3), name
 
 
@@ -607,16 +619,40 @@ def test_prefill_attention_law_spec_round_trip_and_bad_unit():
     text = bundled_hardware_path("hgx-h200").read_text("utf-8")
     blank = "\n".join(ln for ln in text.splitlines() if "_prefill_" not in ln) + "\n"
     fit = LawFit("attn_gqa_prefill", "hgx-h200", "vllm", 80,
-                 {"compute": 0.62, "offset": 580.0, "floor": 13e-6},
-                 {"compute": 0.01, "offset": 0.03, "floor": 0.02}, 0.1, 0.2, "bf16")
+                 {"compute": 0.62, "offset": 580.0, "floor": 13e-6, "softmax": 3.5e12},
+                 {"compute": 0.01, "offset": 0.03, "floor": 0.02, "softmax": 0.04}, 0.1, 0.2, "bf16")
     new = render_allreduce(blank, [fit], "2026-12-01")
-    assert 'offset: {value: "580 tokens"' in new
+    assert 'offset: {value: "580 tokens"' in new and 'softmax: {value: "3.5 Texp/s"' in new
     eff = parse_hardware(parse_yaml(new, "h200"), "h200").with_stack("vllm").efficiency
     law = eff.attn_law("gqa_prefill", "bf16")
-    assert (law.compute, law.offset, law.floor, law.hbm) == pytest.approx((0.62, 580.0, 13e-6, 1.0))
+    assert (law.compute, law.offset, law.floor, law.hbm, law.softmax) == pytest.approx(
+        (0.62, 580.0, 13e-6, 1.0, 3.5e12))
     bad = new.replace('"580 tokens"', '"580 us"')
     with pytest.raises(SpecError, match="token count"):
         parse_hardware(parse_yaml(bad, "h200"), "h200")
+    bad = new.replace('"3.5 Texp/s"', '"3.5 TFLOP/s"')
+    with pytest.raises(SpecError, match="rate of exponentials"):
+        parse_hardware(parse_yaml(bad, "h200"), "h200")
+
+
+def test_softmax_rate_doubles_on_blackwell_ultra():
+    # NVIDIA's Blackwell Ultra (B300, GB300) doubles the special-function units' exponential
+    # throughput over Blackwell (B200, GB200) (NVIDIA technical blog, "Making Softmax More
+    # Efficient with NVIDIA Blackwell Ultra"); the rates fitted to the measured GQA prefill kernels,
+    # which were not told, show it: well above an unchanged unit's 1x and at most the claimed 2x
+    # (+10%) on every stack and KV dtype both fit (1.48x to 1.98x as fitted on 2026-12-02)
+    pairs = 0
+    for ultra, base in (("hgx-b300", "hgx-b200"), ("gb300-nvl72", "gb200-nvl72")):
+        u, b = load_hardware(ultra), load_hardware(base)
+        for stack in set(u.stacks) & set(b.stacks):
+            for kv in ("bf16", "fp8"):
+                lu = u.with_stack(stack).efficiency.attn_law("gqa_prefill", kv)
+                lb = b.with_stack(stack).efficiency.attn_law("gqa_prefill", kv)
+                if lu is None or lb is None or math.isinf(lu.softmax) or math.isinf(lb.softmax):
+                    continue
+                pairs += 1
+                assert 1.4 < lu.softmax / lb.softmax < 2.2, (ultra, stack, kv)
+    assert pairs >= 8
 
 
 def test_kernels_of_unknown_routing_are_not_scored(score):
