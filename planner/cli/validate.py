@@ -343,12 +343,13 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
 
     print("\n# grouped MoE law: max(2*3 d f_e max(T_er, n_er t_m) / TP_e / (eta_e P_e), "
           "n_er 3 d f_e b_we / TP_e / (eta_em B_hbm)) + T_er (2 d + 4 f_e / TP_e) 2 B / (eta_ea B_hbm) "
-          "+ t_e0 (moe-planner equations --term op.moe_law), per weight dtype; T_er rows and n_er experts "
-          "on the measured rank under the table's own routing (balanced, power law)")
+          "+ T_moe 2 d 2 B / (eta_et B_hbm) + t_e0 (moe-planner equations --term op.moe_law), per weight "
+          "dtype; T_er rows and n_er experts on the measured rank under the table's own routing (balanced, "
+          "power law), T_moe the tokens entering it")
     print(table([[f.gpu, f.stack, f.dtype, f.n]
-                 + [_v(f, p) for p in ("compute", "hbm", "act", "floor")]
+                 + [_v(f, p) for p in ("compute", "hbm", "act", "token", "floor")]
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in moe],
-                ["gpu", "stack", "dtype", "kernels", "eta_e", "eta_em", "eta_ea", "t_e0",
+                ["gpu", "stack", "dtype", "kernels", "eta_e", "eta_em", "eta_ea", "eta_et", "t_e0",
                  "median |err|", "p90"]))
     print("\n# decode attention laws: MLA max((F + F_row) / (eta_a P_c), (M_kv + M_row) / (eta_am B_hbm)) "
           "+ t_a0, each sequence's query rows S_a0 context tokens' worth (moe-planner equations --term "

@@ -91,6 +91,7 @@ from planner.physics.symbols import (
     eta_o,
     eta_so,
     eta_xa,
+    eta_xt,
     f_d,
     f_dr,
     f_e,
@@ -359,11 +360,29 @@ def expert_activation_bytes(rows: sp.Expr) -> sp.Expr:
     return rows * 2 * (2 * d + 4 * f_e / TP_e)
 
 
+def expert_token_bytes(tokens: sp.Expr) -> sp.Expr:
+    """BF16 bytes each token of a grouped-MoE layer moves once, whatever its rows: its
+    hidden state read (d) and its combined output written (d): ``tokens 2 d 2`` B.  Fitted to
+    measured grouped-MoE kernels (``operators.moe_law``) at its own fraction of HBM bandwidth, which
+    also carries the layer's per-token routing and permutation work; it binds where few of the
+    tokens' rows stay on the rank (wide EP) or the rows are narrow (wide expert TP)."""
+    return tokens * 2 * 2 * d
+
+
 M_act_e = expert_activation_bytes(T_e)
+#: ... per token on the GPU its attention runs on, b s_q: a token's hidden state is read and its
+#: combined output written where it lives (the measured kernels' rank holds every token it
+#: routes; in serving the all-to-all dispatch hands the expert ranks rows, and the combine's
+#: weighted sum lands on the token's own GPU)
+M_tok_e = expert_token_bytes(b * s_q)
+#: The routed experts' activation passes (x_xa = 1: realistic mode with a grouped-MoE law): the
+#: busiest rank's rows' traffic at the law's fraction eta_xa of HBM bandwidth, its own tokens' at
+#: eta_xt.
+t_act_e = x_xa * (M_act_e / (eta_xa * B_hbm) + M_tok_e / (eta_xt * B_hbm))
 #: The grouped GEMMs of the routed experts: the roofline at the experts' own compute fraction, plus
-#: (x_xa = 1) the rows' activation traffic at the grouped-MoE law's fraction of HBM bandwidth.
+#: the activation passes.
 t_experts = (_max(F_experts / (eta_ce * P_e), M_experts / (eta_m * B_hbm))
-             + x_xa * M_act_e / (eta_xa * B_hbm) + n_ke * tau_k)
+             + t_act_e + n_ke * tau_k)
 
 F_shared = 2 * E_s * 3 * d * f_e * b * s_q / TP_a
 M_shared = E_s * 3 * d * f_e * b_wd / TP_a
@@ -619,7 +638,7 @@ _shared_sides = gemm_parts(F_shared, M_shared, P_d, b * s_q, N_shared, "d")
 #: hides is the shorter one's kernel launches and the bandwidth the small shared GEMMs leave unused.
 #: On one stream, the sum.
 t_ffn_moe = (x_ss * _max(t_experts, t_shared,
-                         M_experts / (eta_m * B_hbm) + x_xa * M_act_e / (eta_xa * B_hbm) + _shared_sides[1],
+                         M_experts / (eta_m * B_hbm) + t_act_e + _shared_sides[1],
                          F_experts / (eta_ce * P_e) + _shared_sides[0])
              + (1 - x_ss) * (t_experts + t_shared))
 t_compute_moe = t_attn_proj + t_attn_core + t_ffn_moe
@@ -714,7 +733,7 @@ PARTS: dict[str, sp.Expr] = {
     "attn_core.host": phi_h * M_kv_read / (eta_m * B_c2c),
     "experts.compute": F_experts / (eta_ce * P_e),
     "experts.hbm": M_experts / (eta_m * B_hbm),
-    "experts.act": x_xa * M_act_e / (eta_xa * B_hbm),
+    "experts.act": t_act_e,
     **_sides("shared_experts", gemm_parts(F_shared, M_shared, P_d, b * s_q, N_shared, "d")),
     **_sides("dense_ffn", gemm_parts(F_dense_ffn, M_dense_ffn, P_d, b * s_q, N_dense_ffn, "d")),
     **_sides("lm_head", gemm_parts(F_head, M_head, P_v, b * s_h, N_head, "v")),

@@ -40,8 +40,12 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   ``M_act = T_er (2 d + 4 f_e / TP_e) 2 B`` (each row's BF16 input
   gathered and output written, its gate/up product written and read back by the gated activation:
   the grouped GEMMs, activation, permute and combine are separate kernels, so these cross HBM; it
-  binds at prefill sizes with narrow experts, where the weights are few per row), and a per-kernel
-  floor ``t_e0``.  ``moe_roofline``: peaks, uniform routing (lambda = 1), no padding, no floor.
+  binds at prefill sizes with narrow experts, where the weights are few per row), each entering
+  token's own traffic ``M_tok = T_moe 2 d 2 B`` (its hidden state read and its combined output
+  written, once whatever its rows; with the layer's per-token routing and permutation work) at a
+  fraction ``eta_et`` of HBM bandwidth (it binds at wide EP, where few of a token's rows stay on the
+  rank: DeepSeek-V3's layer at EP 256 and 16384 tokens was predicted 1.5x fast without it), and a
+  per-kernel floor ``t_e0``.  ``moe_roofline``: peaks, uniform routing (lambda = 1), no padding, no floor.
   ``moe_bound``: the same with the fewest experts any routing can touch (``k / EP``: a token's
   experts are distinct) and, as ``gemm_bound``, the weights the L2 cache can hold from the
   previous run not read from HBM: the source's routing can touch fewer experts than uniform
@@ -128,6 +132,7 @@ eta_e = sp.Symbol("eta_e", positive=True)   #: fitted fraction of the dense peak
 eta_em = sp.Symbol("eta_em", positive=True)  #: fitted HBM fraction of a grouped MoE's weight stream
 t_e0 = sp.Symbol("t_e0", nonnegative=True)  #: fitted floor of a grouped MoE kernel, s
 eta_ea = sp.Symbol("eta_ea", positive=True)  #: fitted HBM fraction of a grouped MoE's activation traffic
+eta_et = sp.Symbol("eta_et", positive=True)  #: fitted HBM fraction of a grouped MoE's per-token traffic
 r_kv = sp.Symbol("r_kv", positive=True)     #: MLA latent KV rank
 d_r = sp.Symbol("d_r", positive=True)       #: MLA decoupled RoPE key dimension
 d_n = sp.Symbol("d_n", positive=True)       #: MLA query/key head dimension without RoPE
@@ -168,6 +173,9 @@ OPERATOR_SYMBOLS = {
     "t_e0": (t_e0, "per-kernel floor of a grouped MoE layer: launch, routing, prologue (fitted)", "s"),
     "eta_ea": (eta_ea, "fraction of HBM bandwidth of a grouped MoE layer's per-row activation traffic "
                "(gather, gate/up product, output; fitted)", "1"),
+    "eta_et": (eta_et, "fraction of HBM bandwidth of a grouped MoE layer's per-token traffic (each "
+               "entering token's hidden state read and output written, with its routing and permutation; "
+               "fitted)", "1"),
     "r_kv": (r_kv, "MLA latent KV rank (kv_lora_rank)", "1"),
     "d_r": (d_r, "MLA decoupled RoPE key dimension (qk_rope_head_dim)", "1"),
     "d_n": (d_n, "MLA query/key head dimension without RoPE (qk_nope_head_dim)", "1"),
@@ -205,6 +213,9 @@ F_moe_pad = eq.expert_flops(eq._max(T_er, n_er * eq.t_m))
 #: (d) and its output row written (d), its gate/up product (2 f_e / TP_e) written by the first GEMM
 #: and read back by the gated activation -- (2 d + 4 f_e / TP_e) x 2 B per row, T_er rows
 M_moe_act = eq.expert_activation_bytes(T_er)
+#: ... and the BF16 bytes each token entering the layer moves once (its hidden state read, its
+#: combined output written: 2 d x 2 B), T_moe tokens: the collector hands the rank every token
+M_moe_tok = eq.expert_token_bytes(T_moe)
 #: ... and the weight bytes of the experts it touched
 M_moe_touched = eq.expert_weight_bytes(n_er)
 #: one decode attention kernel: one query token, the heads on this GPU (TP_a = 1), KV not split
@@ -257,7 +268,7 @@ OPERATORS: dict[str, sp.Expr] = {
     # grouped MoE: the step model's expert roofline (its efficiencies), the fitted law, the bound
     "moe": eq.roofline(F_moe, M_moe, eq.P_e),
     "moe_law": eq._max(F_moe_pad / (eta_e * eq.P_e), M_moe_touched / (eta_em * eq.B_hbm))
-    + M_moe_act / (eta_ea * eq.B_hbm) + t_e0,
+    + M_moe_act / (eta_ea * eq.B_hbm) + M_moe_tok / (eta_et * eq.B_hbm) + t_e0,
     # the roofline at the peaks under uniform routing (no padding, no floor); measured kernels beat
     # it where the source's routing touches fewer experts than uniform routing would
     "moe_roofline": eq.at(eq._max(F_moe / eq.P_e, M_moe / eq.B_hbm), {eq.lam: 1}),

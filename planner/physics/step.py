@@ -325,14 +325,15 @@ def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
     if mode not in MODES:
         raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
     if mode == "bound":
-        return dict(eta_c=1.0, eta_fa=1.0, eta_ce=1.0, eta_xa=1.0, x_xa=0.0, S_a0=0.0, X_sm=np.inf, eta_m=1.0,
+        return dict(eta_c=1.0, eta_fa=1.0, eta_ce=1.0, eta_xa=1.0, eta_xt=1.0, x_xa=0.0, S_a0=0.0,
+                    X_sm=np.inf, eta_m=1.0,
                     eta_su=1.0, eta_so=1.0, eta_ar=1.0, eta_nv=1.0, eta_a2a=1.0, tau_k=0.0,
                     eta_o=1.0, t_fixed=0.0, a_su=0.0, a_so=0.0, a_ar=0.0, a_a2a=0.0, **{"lambda": 1.0},
                     r_mem=0.0, **allreduce_values(hw, mode))
     e = hw.efficiency
     a_ar, eta_ar, eta_nv = _stack_allreduce(hw)
-    return dict(eta_c=e.compute, eta_fa=e.compute, eta_ce=e.compute, eta_xa=1.0, x_xa=0.0, S_a0=0.0,
-                X_sm=np.inf, eta_m=e.hbm,
+    return dict(eta_c=e.compute, eta_fa=e.compute, eta_ce=e.compute, eta_xa=1.0, eta_xt=1.0, x_xa=0.0,
+                S_a0=0.0, X_sm=np.inf, eta_m=e.hbm,
                 eta_su=e.scale_up, eta_so=e.scale_out, eta_ar=eta_ar, eta_nv=eta_nv,
                 tau_k=e.kernel_overhead, eta_o=e.overlap, t_fixed=e.step_overhead, a_su=hw.su_latency,
                 a_ar=a_ar,
@@ -434,7 +435,7 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
     if mode == "realistic":
         law = moe_law(hw, prec)
         if law is not None:
-            v.update(eta_ce=law.compute, eta_xa=law.act, x_xa=1.0)
+            v.update(eta_ce=law.compute, eta_xa=law.act, eta_xt=law.token, x_xa=1.0)
     if phase == "prefill":
         # the prefill attention kernels' own law where this stack carries one for the KV dtype; over
         # an FP8 cache they multiply in FP8 (operators: attn_*_prefill_law), so its law is fitted at

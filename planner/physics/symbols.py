@@ -116,9 +116,13 @@ eta_ce = _s("eta_ce", "achieved fraction of the dense peak in the routed experts
 eta_xa = _s("eta_xa", "achieved fraction of HBM bandwidth of the routed experts' per-row activation traffic "
             "(the stack's grouped-MoE kernel law: its input rows gathered, its gate/up product written and "
             "read back, its output written)", "1", "efficiency", r"\eta_{xa}")
-x_xa = _s("x_xa", "the routed experts pay their per-row activation traffic (1: realistic mode where the "
-          "stack carries a grouped-MoE law; 0: bound mode, the roofline)", "1", "efficiency", "x_{xa}",
-          nonneg=True)
+eta_xt = _s("eta_xt", "achieved fraction of HBM bandwidth of the routed experts' per-token activation "
+            "traffic (the stack's grouped-MoE kernel law: each entering token's hidden state read and "
+            "combined output written, with the layer's per-token routing and permutation work)", "1",
+            "efficiency", r"\eta_{xt}")
+x_xa = _s("x_xa", "the routed experts pay their per-row and per-token activation traffic (1: realistic "
+          "mode where the stack carries a grouped-MoE law; 0: bound mode, the roofline)", "1", "efficiency",
+          "x_{xa}", nonneg=True)
 X_sm = _s("X_sm", "exponentials per second the attention core's softmax sustains, one per score "
           "(query row x key x head), not overlapped with its MMAs (fitted to the GQA prefill attention "
           "kernels: a prefill pass takes the law's value; a decode step, MLA prefill and bound mode "

@@ -30,9 +30,9 @@ REGIONS = ("global", "china")
 #: DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs") with the
 #: H100 SGLang efficiencies fitted to the measured runs, which ran without overlap.  Reproduced
 #: by ``scripts/derive_overlap_efficiency.py`` (tests/physics/test_step.py checks that the two
-#: agree): 85 ms with the whole shorter side hidden, 163 ms at eta_o = 0, so 0.911.  One point, so
+#: agree): 84 ms with the whole shorter side hidden, 161 ms at eta_o = 0, so 0.894.  One point, so
 #: its uncertainty is wide (0 to 1).
-OVERLAP_EFFICIENCY = 0.911
+OVERLAP_EFFICIENCY = 0.894
 
 
 #: The communication laws' fields of :class:`Efficiency` fitted to a system's measured kernels
@@ -82,6 +82,8 @@ class KernelLaw:
     compute: float = 1.0
     #: fraction of HBM bandwidth of the per-row activation traffic (eta_ea, MoE only; 1 where not fitted)
     act: float = 1.0
+    #: fraction of HBM bandwidth of the per-token traffic (eta_et, MoE only; 1 where not fitted)
+    token: float = 1.0
     #: context tokens' worth of work per query row (S_a0: prefill attention, MLA decode; 0 elsewhere)
     offset: float = 0.0
     #: s of work per block, one per sequence and KV head (t_r, GQA decode only; 0 elsewhere)
@@ -530,7 +532,8 @@ _GEMM_CONSTANTS = {"compute": (True, "fraction"), "hbm": (True, "fraction"), "fl
                    "cast": (False, "fraction"), "wave": (False, "fraction")}
 _NCCL_CONSTANTS = {"floor": (True, "time"), "latency": (True, "time"), "efficiency": (True, "fraction")}
 _KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (False, "fraction"), "floor": (True, "time"),
-                     "act": (False, "fraction"), "offset": (False, "tokens"), "row": (False, "time"),
+                     "act": (False, "fraction"), "token": (False, "fraction"), "offset": (False, "tokens"),
+                     "row": (False, "time"),
                      "softmax": (False, "exp_rate")}
 
 

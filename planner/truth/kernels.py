@@ -280,7 +280,8 @@ def moe_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: KernelLaw) -> np.
     else:
         rows, touched, _ = measured_rank(d, tile)
     return compile_operator("moe_law")(**_moe_shape(d, hw, dtype), t_m=tile, T_er=rows, n_er=touched,
-                                       eta_e=law.compute, eta_em=law.hbm, eta_ea=law.act, t_e0=law.floor)
+                                       eta_e=law.compute, eta_em=law.hbm, eta_ea=law.act, eta_et=law.token,
+                                       t_e0=law.floor)
 
 
 def predict_moe(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.ndarray:
@@ -716,7 +717,7 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
 #: bounds: fractions in (0, 1], the floor 0.1-2000 us, the offset 1-20000 tokens, the block 0.1 ns-10 us,
 #: the exponential rate 0.1-1000 T/s
 KERNEL_PARAMS = {"compute": (0.5, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)),
-                 "floor": (10e-6, (0.1e-6, 2000e-6)), "act": (0.5, (0.01, 1.0)),
+                 "floor": (10e-6, (0.1e-6, 2000e-6)), "act": (0.5, (0.01, 1.0)), "token": (0.3, (0.01, 1.0)),
                  "offset": (500.0, (1.0, 20000.0)), "row": (50e-9, (0.1e-9, 10e-6)),
                  "softmax": (4e12, (1e11, 1e15))}
 
@@ -746,9 +747,9 @@ def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[
 def fit_moe(df: pd.DataFrame | None = None) -> list[LawFit]:
     """Least squares on log(predicted / measured) of the grouped-MoE law (operator ``moe_law``)
     per (GPU, stack, weight dtype) of the measured serving kernels (:func:`serving_kernels`):
-    ``compute`` eta_e, ``hbm`` eta_em, ``floor`` t_e0 and ``act`` eta_ea (the rows' activation
-    traffic), each row at its table's routing (:mod:`planner.truth.routing`); relative standard
-    errors from s^2 (J^T J)^-1."""
+    ``compute`` eta_e, ``hbm`` eta_em, ``floor`` t_e0, ``act`` eta_ea (the rows' activation
+    traffic) and ``token`` eta_et (the entering tokens' own), each row at its table's routing
+    (:mod:`planner.truth.routing`); relative standard errors from s^2 (J^T J)^-1."""
     from planner.specs.registry import load_hardware
 
     df = moe_kernels() if df is None else df
@@ -760,7 +761,7 @@ def fit_moe(df: pd.DataFrame | None = None) -> list[LawFit]:
 
     groups = ((key, routed(d, key[0])) for key, d in df.groupby(["gpu", "stack", "dtype"]))
     return _fit_kernel_law("moe", groups, lambda d, hw, law: moe_law_seconds(d, hw, d.dtype.iloc[0], law),
-                           lambda d: ["compute", "hbm", "floor", "act"])
+                           lambda d: ["compute", "hbm", "floor", "act", "token"])
 
 
 def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:

@@ -116,7 +116,8 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         N_su=float(rng.choice([8, 72])), B_su=u(1e11, 1e12), x_nvls=float(rng.integers(0, 2)),
         n_sw=float(rng.choice([1, 2, 4, 8])), B_hb=u(1e10, 1e12), a_su=u(0, 1e-5), B_so=u(1e10, 1e11),
         a_so=u(0, 1e-5), C_host=u(0, 5e11), B_c2c=u(1e11, 5e11), eta_c=u(0.3, 1), eta_fa=u(0.3, 1),
-        eta_ce=u(0.3, 1), eta_xa=u(0.03, 1), x_xa=float(rng.integers(0, 2)), S_a0=u(0, 2000),
+        eta_ce=u(0.3, 1), eta_xa=u(0.03, 1), eta_xt=u(0.01, 1), x_xa=float(rng.integers(0, 2)),
+        S_a0=u(0, 2000),
         X_sm=u(1e12, 2e13),
         eta_m=u(0.3, 1),
         eta_su=u(0.3, 1), eta_so=u(0.3, 1), eta_ar=u(0.3, 1), a_ar=u(0, 1e-5), tau_k=u(0, 1e-5),
@@ -446,7 +447,7 @@ def test_shared_experts_on_a_second_stream(seed):
 
     t_e, t_s = num(eq.t_experts), num(eq.t_shared)
     hbm_both = num(eq.M_experts / (eq.eta_m * eq.B_hbm) + eq.x_xa * eq.M_act_e / (eq.eta_xa * eq.B_hbm)
-                   + eq._shared_sides[1])
+                   + eq.x_xa * eq.M_tok_e / (eq.eta_xt * eq.B_hbm) + eq._shared_sides[1])
     serial, parallel = num(eq.t_ffn_moe, N_ss=4.0), num(eq.t_ffn_moe, N_ss=8.0)  # 8 tokens a rank
     assert close(serial, t_e + t_s)
     assert max(t_e, t_s, hbm_both) <= parallel * (1 + 1e-12) and parallel <= serial * (1 + 1e-12)

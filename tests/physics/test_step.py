@@ -439,7 +439,12 @@ def test_routed_experts_pay_their_grouped_moe_laws_activation_pass():
     kw = dict(G=8.0, TP_a=8.0, EP=8.0, TP_e=1.0, E_slots=float(m.E), b=np.array([1.0]), S=np.array([4096.0]),
               phase="prefill")
     rows = hw.efficiency.load_imbalance * 4096 * m.k / 8
-    act = rows * (2 * m.d + 4 * m.f_e) * 2 / (law.act * hw.hbm_bandwidth)
+    # ... and each of the prompt's 4096 tokens, which every GPU of the attention-TP group holds
+    # (TP_a 8 splits the heads, not the tokens), reads its hidden state and writes its combined
+    # output once, 2 d x 2 B, at eta_et
+    tokens = 4096
+    act = (rows * (2 * m.d + 4 * m.f_e) * 2 / (law.act * hw.hbm_bandwidth)
+           + tokens * 2 * m.d * 2 / (law.token * hw.hbm_bandwidth))
     r = evaluate_configs(m, hw, prec, "realistic", **kw)
     assert close(float(np.asarray(r["part.experts.act"]).ravel()[0]), act, rel=1e-9)
     parts = max(float(np.asarray(r[f"part.experts.{s}"]).ravel()[0]) for s in ("compute", "hbm"))

@@ -359,19 +359,24 @@ def test_moe_law_by_hand():
     # one 64-row tile per expert (256 rows): 2 x 3 x 7168 x 2048 x 256 = 2.2549e10 FLOP at
     # 0.5 x 1979 TFLOP/s = 22.79 us: memory-bound.  The rows' activation traffic,
     # (2 x 7168 + 4 x 2048) x 2 B = 45,056 B per row, 6 rows = 270 kB at eta_ea 0.5 x 4.8 TB/s =
-    # 0.113 us, is added
+    # 0.113 us, is added, and the 2 entering tokens' own, 2 x 7168 x 2 B each = 57 kB at eta_et
+    # 0.25 x 4.8 TB/s = 0.048 us
     w = 3 * 7168 * 2048
     row = (2 * 7168 + 4 * 2048) * 2
+    tok = 2 * 7168 * 2
     shape = dict(d=7168.0, f_e=2048.0, TP_e=1.0, b_we=1.0, P_e=1979e12, B_hbm=4.8e12, t_m=64.0, eta_e=0.5,
-                 eta_em=0.8, eta_ea=0.5)
-    t = compile_operator("moe_law")(T_er=6.0, n_er=4.0, t_e0=5e-6, **shape)
-    assert t == pytest.approx(5e-6 + 4 * w / (0.8 * 4.8e12) + 6 * row / (0.5 * 4.8e12), rel=1e-12)
+                 eta_em=0.8, eta_ea=0.5, eta_et=0.25)
+    t = compile_operator("moe_law")(T_er=6.0, n_er=4.0, t_e0=5e-6, T_moe=2.0, **shape)
+    assert t == pytest.approx(5e-6 + 4 * w / (0.8 * 4.8e12) + 6 * row / (0.5 * 4.8e12)
+                              + 2 * tok / (0.25 * 4.8e12), rel=1e-12)
     assert 2 * w * 4 * 64 / (0.5 * 1979e12) < t - 5e-6
     # 24576 rows on all 32 experts (> 32 x 64): compute-bound at 2 x w x 24576 / (0.5 P) = 2.188 ms
     # (the 32 experts' 1.409 GB at 0.8 x 4.8 TB/s: 0.367 ms), plus 24576 x 45,056 B = 1.107 GB of
     # activations at 0.5 x 4.8 TB/s = 0.461 ms
-    t = compile_operator("moe_law")(T_er=24576.0, n_er=32.0, t_e0=0.0, **shape)
-    assert t == pytest.approx(2 * w * 24576 / (0.5 * 1979e12) + 24576 * row / (0.5 * 4.8e12), rel=1e-12)
+    # and the 3072 entering tokens' 3072 x 28,672 B = 88 MB at 0.25 x 4.8 TB/s = 0.073 ms
+    t = compile_operator("moe_law")(T_er=24576.0, n_er=32.0, t_e0=0.0, T_moe=3072.0, **shape)
+    assert t == pytest.approx(2 * w * 24576 / (0.5 * 1979e12) + 24576 * row / (0.5 * 4.8e12)
+                              + 3072 * tok / (0.25 * 4.8e12), rel=1e-12)
     # the bound: the fewest experts (k / EP = 1) and lambda 1; one expert's 44 MB fit in H200's
     # 50 MB L2, so only the compute side binds: 2 x w x 4 / 1979e12
     b = compile_operator("moe_bound")(T_moe=4.0, d=7168.0, f_e=2048.0, k=8.0, E_slots=256.0, EP=8.0,
@@ -422,10 +427,10 @@ def test_moe_and_attention_laws_recover_known_constants():
     hw = load_hardware("hgx-h200").without_stack()
     m = serving_kernels(load_table("moe"), MOE_KEYS)
     m = m[(m.gpu == "hgx-h200") & (m["stack"] == "trtllm") & (m["dtype"] == "fp8") & (m.tp == 1)].copy()
-    true = KernelLaw(compute=0.45, hbm=0.75, floor=30e-6, act=0.4)
+    true = KernelLaw(compute=0.45, hbm=0.75, floor=30e-6, act=0.4, token=0.2)
     m["latency_us"] = moe_law_seconds(m, hw, "fp8", true) * 1e6
     (f,) = fit_moe(m)
-    for name in ("compute", "hbm", "floor", "act"):
+    for name in ("compute", "hbm", "floor", "act", "token"):
         assert f.values[name] == pytest.approx(getattr(true, name), rel=1e-3), name
     assert f.median_abs_err < 1e-6
     a = serving_kernels(load_table("attention"), ATTN_KEYS)
@@ -457,8 +462,8 @@ def test_moe_and_attention_law_spec_round_trip():
     blank = "\n".join(ln for ln in text.splitlines() if not ln.startswith(("    moe_", "    attn_"))) + "\n"
     assert parse_hardware(parse_yaml(blank, "h200"), "h200").with_stack("vllm").efficiency.moe == ()
     fits = [LawFit("moe", "hgx-h200", "vllm", 50,
-                   {"compute": 0.3, "hbm": 0.7, "floor": 40e-6, "act": 0.35},
-                   {"compute": 0.01, "hbm": 0.0, "floor": 0.02, "act": 0.05}, 0.2, 0.5,
+                   {"compute": 0.3, "hbm": 0.7, "floor": 40e-6, "act": 0.35, "token": 0.12},
+                   {"compute": 0.01, "hbm": 0.0, "floor": 0.02, "act": 0.05, "token": 0.03}, 0.2, 0.5,
                    "fp8"),
             LawFit("attn_mla", "hgx-h200", "vllm", 60, {"compute": 0.45, "hbm": 0.8, "floor": 16e-6},
                    {"compute": 0.01, "hbm": 0.01, "floor": 0.01}, 0.1, 0.3, "fp8"),
@@ -468,7 +473,7 @@ def test_moe_and_attention_law_spec_round_trip():
     assert new.count("    moe_fp8:") == 1 and "hbm: {value: 0.7, kind: bound}" in new
     eff = parse_hardware(parse_yaml(new, "h200"), "h200").with_stack("vllm").efficiency
     law = eff.moe_law("fp8")
-    assert (law.compute, law.hbm, law.act) == pytest.approx((0.3, 0.7, 0.35))
+    assert (law.compute, law.hbm, law.act, law.token) == pytest.approx((0.3, 0.7, 0.35, 0.12))
     assert law.floor == pytest.approx(40e-6)
     mla, gqa = eff.attn_law("mla", "fp8"), eff.attn_law("gqa", "bf16")
     assert (mla.compute, mla.hbm, mla.floor) == pytest.approx((0.45, 0.8, 16e-6))
@@ -482,7 +487,7 @@ def test_bundled_specs_carry_physical_moe_and_attention_laws():
             assert eff.moe and eff.attn, (gpu, stack)
             for _, law in eff.moe + eff.attn:
                 assert 0 < law.compute <= 1 and 0 < law.hbm <= 1 and law.floor > 0
-                assert 0 < law.act <= 1
+                assert 0 < law.act <= 1 and 0 < law.token <= 1
             assert {k for k, _ in eff.attn} >= {"gqa_bf16", "gqa_fp8"}
             # every attention law, decode and prefill, charges its query rows some work of their own:
             # context tokens' worth (MLA decode, prefill) or a time per block (GQA decode)
