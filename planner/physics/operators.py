@@ -44,7 +44,7 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   token's own traffic ``M_tok = T_moe 2 d 2 B`` (its hidden state read and its combined output
   written, once whatever its rows; with the layer's per-token routing and permutation work) at a
   fraction ``eta_et`` of HBM bandwidth (it binds at wide EP, where few of a token's rows stay on the
-  rank: DeepSeek-V3's layer at EP 256 and 16384 tokens was predicted 1.5x fast without it), and a
+  rank: DeepSeek-V3's layer at EP 64-256 and 4-16k tokens was predicted 1.3-1.75x fast without it), and a
   per-kernel floor ``t_e0``.  ``moe_roofline``: peaks, uniform routing (lambda = 1), no padding, no floor.
   ``moe_bound``: the same with the fewest experts any routing can touch (``k / EP``: a token's
   experts are distinct) and, as ``gemm_bound``, the weights the L2 cache can hold from the
@@ -286,8 +286,9 @@ OPERATORS: dict[str, sp.Expr] = {
     "attn_gqa_mmha_law": _gqa_law(eq.b * eq.h),
     "attn_gqa_bound": eq._max(F_gqa / eq.P_c, M_gqa / eq.B_hbm),
     "attn_gqa_bound_l2": eq._max(F_gqa / eq.P_c, eq._max(M_gqa - C_l2, 0) / eq.B_hbm),
-    # prefill attention, MLA and GQA: its law (compute-bound at every measured shape: the FLOPs and
-    # the per-row work at eta_fa, a floor) and the bounds on the prefill shapes
+    # prefill attention, MLA and GQA: its law (compute-bound at every measured shape: the step
+    # model's attention-core compute side, the FLOPs and the per-row work at eta_fa and the softmax
+    # exponentials at X_sm, plus a floor) and the bounds on the prefill shapes
     **{f"attn_{kind}_prefill{suffix}": expr
        for kind, (F, M, at) in (("mla", (F_mla_pre, M_mla_pre, _MLA_PRE_AT)),
                                 ("gqa", (F_gqa_pre, M_gqa_pre, _GQA_PRE_AT)))
