@@ -101,6 +101,23 @@ def savefig_to(fig_of: Callable[[], Any], path: str) -> Callable[[str], None]:
     return write
 
 
+def json_safe(obj: Any) -> Any:
+    """JSON-safe: NaN/inf -> None, numpy scalars -> Python, recursively."""
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_safe(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=_json_default, allow_nan=False) + "\n")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +10,7 @@ from planner.cli.common import (
     add_command,
     add_stack,
     check_output_args,
+    json_safe,
     positive_float,
     positive_int,
     print_json,
@@ -149,34 +149,25 @@ def frontier_kwargs(args: argparse.Namespace) -> dict[str, Any]:
                 metric=args.metric, max_ttft=args.max_ttft, acceptance=args.acceptance)
 
 
-def _clean(v: Any) -> Any:
-    import numpy as np
-
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
-
-
 def points_json(df: pd.DataFrame) -> list[dict[str, Any]]:
     import pandas as pd
 
     pts = []
     for _, r in df.iterrows():
-        cfg = {c: _clean(r[c]) for c in CONFIG_COLUMNS if c in r.index and not pd.isna(r[c])}
+        cfg = {c: json_safe(r[c]) for c in CONFIG_COLUMNS if c in r.index and not pd.isna(r[c])}
         pts.append({
-            "tps_per_user": _clean(r.get("tps_per_user")), "tps_per_gpu": _clean(r["tps_per_gpu"]),
-            "tps_per_mw": _clean(r.get("tps_per_mw")),
-            "usd_per_mtok_rental": _clean(r.get("usd_per_mtok_rental")),
-            "bottleneck": r.get("bottleneck"), **({"ttft_s": _clean(r["ttft_s"])} if "ttft_s" in r else {}),
+            "tps_per_user": json_safe(r.get("tps_per_user")), "tps_per_gpu": json_safe(r["tps_per_gpu"]),
+            "tps_per_mw": json_safe(r.get("tps_per_mw")),
+            "usd_per_mtok_rental": json_safe(r.get("usd_per_mtok_rental")),
+            "bottleneck": r.get("bottleneck"),
+            **({"ttft_s": json_safe(r["ttft_s"])} if "ttft_s" in r else {}),
             "config": cfg,
         })
     return pts
 
 
 def _settings(attrs: dict[str, Any]) -> dict[str, Any]:
-    return {k: _clean(v) for k, v in attrs.items()}
+    return {k: json_safe(v) for k, v in attrs.items()}
 
 
 def cmd_frontier(args: argparse.Namespace) -> int:
@@ -243,7 +234,7 @@ def _band_json(band: pd.DataFrame) -> dict[str, Any]:
     a = band.attrs
     return {"samples": a.get("band_samples"), "seed": a.get("band_seed"), "method": a.get("band_method"),
             "quantiles": list(a.get("band_quantiles", ())),
-            "points": [{k: _clean(v) for k, v in r.items()} for r in band.to_dict("records")]}
+            "points": [{k: json_safe(v) for k, v in r.items()} for r in band.to_dict("records")]}
 
 
 def _print_band(band: pd.DataFrame, name: str = "") -> None:
@@ -321,9 +312,9 @@ def _ratio_rows(c: Any, curve: Any) -> list[dict[str, Any]]:
             xs = curve.tps_per_user.to_numpy()
             lo, mid, hi = (float(np.interp(np.log(x), np.log(xs), curve[k].to_numpy(), left=np.nan,
                                            right=np.nan)) for k in ("lo", "mid", "hi"))
-        rows.append({"tps_per_user": _clean(float(x)),
-                     "per_gpu": {"lo": _clean(lo), "mid": _clean(mid), "hi": _clean(hi)},
-                     "per_mw": {"lo": _clean(lo * f), "mid": _clean(mid * f), "hi": _clean(hi * f)}})
+        rows.append({"tps_per_user": json_safe(float(x)),
+                     "per_gpu": {"lo": json_safe(lo), "mid": json_safe(mid), "hi": json_safe(hi)},
+                     "per_mw": {"lo": json_safe(lo * f), "mid": json_safe(mid * f), "hi": json_safe(hi * f)}})
     return rows
 
 
@@ -392,16 +383,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     "speculation": {s["hardware_a"]: c.a.attrs.get("speculation"),
                                     s["hardware_b"]: c.b.attrs.get("speculation")},
                     "power_basis": POWER_BASIS,
-                    "ratio": _ratio_rows(c, ratio_curve), "crossings": _clean(cross),
-                    **({"assumptions": [{k: _clean(v) for k, v in r.items()}
+                    "ratio": _ratio_rows(c, ratio_curve), "crossings": json_safe(cross),
+                    **({"assumptions": [{k: json_safe(v) for k, v in r.items()}
                                         for r in moves.to_dict("records")]} if moves is not None else {}),
-                    "table": [{k: _clean(v) for k, v in r.items()} for r in c.table.to_dict("records")],
+                    "table": [{k: json_safe(v) for k, v in r.items()} for r in c.table.to_dict("records")],
                     "frontiers": {s["hardware_a"]: points_json(c.a), s["hardware_b"]: points_json(c.b)},
                     **({"bands": {s["hardware_a"]: _band_json(bands[0]),
                                   s["hardware_b"]: _band_json(bands[1])},
-                        "largest_ratio_band": _clean(ratio_band)} if bands[0] is not None else {}),
+                        "largest_ratio_band": json_safe(ratio_band)} if bands[0] is not None else {}),
                     **({"explain": {"settings": _settings(e.attrs), "steps": [
-                        {k: _clean(v) for k, v in r.items()} for r in e.to_dict("records")]}}
+                        {k: json_safe(v) for k, v in r.items()} for r in e.to_dict("records")]}}
                        if e is not None else {})})
         return 0
     A, B = s["hardware_a"], s["hardware_b"]

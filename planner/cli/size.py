@@ -11,12 +11,13 @@ from planner.cli.common import (
     add_command,
     add_stack,
     check_output_args,
+    json_safe,
     positive_float,
     positive_int,
     print_json,
     savefig_to,
 )
-from planner.cli.frontier import RATE_SERVING, _clean, workload_parent
+from planner.cli.frontier import RATE_SERVING, workload_parent
 from planner.errors import SpecError
 from planner.outputs import table, write_outputs
 from planner.specs.hardware import REGIONS
@@ -79,7 +80,7 @@ def _override(values: list[str] | None, flag: str, names: list[str]) -> Any:
 
 
 def _money(v: Any, digits: int = 3) -> str:
-    v = _clean(v)
+    v = json_safe(v)
     if v is None:
         return "-"
     if abs(v) >= 1e6:
@@ -90,17 +91,17 @@ def _money(v: Any, digits: int = 3) -> str:
 
 
 def _units(n: Any, unit: str) -> str:
-    n = _clean(n)
+    n = json_safe(n)
     return "-" if n is None else f"{int(n)} {unit}{'' if int(n) == 1 else 's'}"
 
 
 def _pct(v: Any) -> str:
-    v = _clean(v)
+    v = json_safe(v)
     return "-" if v is None else f"{100 * v:.0f}%"
 
 
 def _pool(n: Any, g: Any) -> str:
-    n, g = _clean(n), _clean(g)
+    n, g = json_safe(n), json_safe(g)
     if n is None or g is None or not n:
         return "-"
     return f"{int(n) * int(g)} ({int(n)}x{int(g)})"
@@ -147,14 +148,14 @@ def _infeasible_lines(df: pd.DataFrame) -> None:
 
 
 def _option_json(r: dict[str, Any], figs: dict[str, Any]) -> dict[str, Any]:
-    out = {k: _clean(v) for k, v in r.items() if not k.endswith("_source")
+    out = {k: json_safe(v) for k, v in r.items() if not k.endswith("_source")
            and not (isinstance(v, float) and math.isnan(v))}
     out["figures"] = figs.get(r["hardware"], {})
     return out
 
 
 def _settings(a: dict[str, Any]) -> dict[str, Any]:
-    return {k: _clean(v) if not isinstance(v, list | dict) else v for k, v in a.items() if k != "figures"}
+    return {k: json_safe(v) if not isinstance(v, list | dict) else v for k, v in a.items() if k != "figures"}
 
 
 # ---- the command ---------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from planner.cli.common import add_command, print_json
+from planner.cli.common import add_command, json_safe, print_json
 from planner.errors import SpecError
 from planner.specs.hardware import Hardware, parse_hardware
 from planner.specs.hfconfig import load_hf_config
@@ -156,7 +156,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     if args.json:
         kind = "hardware" if isinstance(spec, Hardware) else "model"
-        print_json({"kind": kind, "file": spec.path, "units": JSON_UNITS[kind], **spec.to_dict()})
+        print_json(json_safe({"kind": kind, "file": spec.path, "units": JSON_UNITS[kind], **spec.to_dict()}))
         return 0
     lines = _hardware_table(spec, args.full) if isinstance(spec, Hardware) else _model_table(spec)
     sys.stdout.write("\n".join(lines) + "\n")

@@ -6,25 +6,8 @@ import argparse
 import math
 from typing import Any
 
-from planner.cli.common import add_command, add_stack, check_output_args, print_json
+from planner.cli.common import add_command, add_stack, check_output_args, json_safe, print_json
 from planner.errors import SpecError
-
-
-def _clean(obj: Any) -> Any:
-    """JSON-safe: NaN/inf -> None, numpy scalars -> Python, recursively."""
-    import numpy as np
-
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _clean(obj.tolist())
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 # ---- validate ---------------------------------------------------------------------------------
@@ -37,7 +20,7 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
     score = score_kernels()
     s = score.summary()
     if args.json:
-        print_json(_clean(s))
+        print_json(json_safe(s))
         return 0
     print(f"# measured kernels ({s['rows']} rows, planner/truth/data/kernels/PROVENANCE.md) against the step "
           "model's operator laws; error = |predicted / measured - 1| in realistic mode (each stack's fit; "
@@ -107,7 +90,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     card = scorecard(load_points(args.points))
     if args.json:
-        print_json(_clean(card.to_dict()))
+        print_json(json_safe(card.to_dict()))
     else:
         print(format_scorecard(card))
     return 1 if card.violations or not card.closed_ok else 0
@@ -132,7 +115,7 @@ def _cmd_runs(args: argparse.Namespace) -> int:
         write_atomic(args.out, lambda tmp: score.per_row().to_csv(tmp, index=False), "--out")
     s = score.summary()
     if args.json:
-        print_json(_clean(s))
+        print_json(json_safe(s))
         return 0
     print(f"# measured runs: {score.source} ({s['rows_total']} rows, {s['rows_scored']} scored)")
     print("# TPOT predicted at each run's own layout; error = |predicted / measured - 1| in realistic mode; "
@@ -188,10 +171,10 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
     if args.out:
         import json
 
-        write_atomic(args.out, json.dumps(_clean(fit.to_dict()), indent=1) + "\n", "--out")
+        write_atomic(args.out, json.dumps(json_safe(fit.to_dict()), indent=1) + "\n", "--out")
     written = write_fit(fit) if args.write else []
     if args.json:
-        print_json(_clean({**fit.to_dict(), "written": written}))
+        print_json(json_safe({**fit.to_dict(), "written": written}))
         return 0
     n = sum(c.n for c in fit.cells)
     print(f"# realistic-mode parameters fitted to {n} scored measured runs ({fit.source}), per GPU "
@@ -295,7 +278,7 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     # not pay an isolated kernel's fixed cost inside their CUDA graphs
     written = write_allreduce(ar + nccl + a2a + gemm + moe + attn) if args.write else []
     if args.json:
-        print_json(_clean({**{k: [f.__dict__ for f in v] for k, v in
+        print_json(json_safe({**{k: [f.__dict__ for f in v] for k, v in
                               {**fits, "gemm": gemm, "moe": moe, "attention": attn}.items()},
                             "written": written}))
         return 0
@@ -397,7 +380,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     result = fit(loo=not args.no_loo)
     written = write(result) if args.write else []
     if args.json:
-        print_json(_clean({**result.to_dict(), "written": written}))
+        print_json(json_safe({**result.to_dict(), "written": written}))
         return 0
     print(f"# calibration of the realistic-mode efficiencies on {len(result.train_ids)} published points")
     print("# residual: log(predicted / measured) per-user rate at each point's own batch (step time); "
@@ -483,7 +466,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         param, factor = args.what_if
         w = what_if(args.model, args.hardware, factor=factor, param=param, at=args.at, **kw)
         if args.json:
-            print_json(_clean(w))
+            print_json(json_safe(w))
             return 0
         print(f"# what if: {w['label']} x{factor:g} on {w['hardware']}, {w['model']} at {args.at:g} "
               f"tokens/s/user ({args.serving}, {args.mode} mode)")
@@ -494,7 +477,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         return 0
     e = elasticities(args.model, args.hardware, at_tps_user=args.at, symbolic=not args.no_symbolic, **kw)
     if args.json:
-        print_json(_clean({"settings": {k: v for k, v in e.attrs.items()},
+        print_json(json_safe({"settings": {k: v for k, v in e.attrs.items()},
                            "elasticities": e.to_dict("records")}))
         return 0
     a = e.attrs

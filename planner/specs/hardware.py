@@ -280,17 +280,7 @@ class Hardware:
         d["fast_memory_total"] = self.fast_memory_total
         d["gpus"] = self.gpus_per_system
         d["scale_up_domain"] = self.domain_size
-        return _no_infinity(d)
-
-
-def _no_infinity(o: Any) -> Any:
-    """``o`` with infinite floats (a kernel law's absent exponential term, ``softmax``) as None,
-    which JSON can carry."""
-    if isinstance(o, dict):
-        return {k: _no_infinity(v) for k, v in o.items()}
-    if isinstance(o, list | tuple):
-        return type(o)(_no_infinity(v) for v in o)
-    return None if isinstance(o, float) and math.isinf(o) else o
+        return d
 
 
 def _provenance(sub: Fields) -> str:

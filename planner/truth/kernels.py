@@ -833,7 +833,7 @@ def _gemm_line(f: LawFit, date: str) -> str:
                       f"p90 {f.p90_abs_err:.0%}")
     def shown(name: str, v: float) -> str:
         if name == "softmax":  # exponentials per s, shown in T/s
-            return f'{{value: "{v / 1e12:.4g} Texp/s", {_se_tag(f.rel_se[name])}}}'
+            return _constant(v / 1e12, f.rel_se[name], False, "Texp/s")
         return _constant(v, f.rel_se[name], name in ("floor", "row"), "tokens" * (name == "offset"))
 
     parts = [f"{name}: {shown(name, v)}" for name, v in f.values.items()]
