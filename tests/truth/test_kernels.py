@@ -9,6 +9,7 @@ import json
 import math
 from importlib import resources
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -442,6 +443,27 @@ def test_moe_and_attention_laws_recover_known_constants():
     assert f.law == "attn_mla" and f.dtype == "bf16"
     for name in ("compute", "hbm", "offset", "floor"):
         assert f.values[name] == pytest.approx(getattr(true, name), rel=1e-3), name
+
+
+def test_kernel_law_fit_is_robust_to_kernels_it_cannot_explain():
+    """One kernel in ten measured 3x slow (another implementation, a mistuned tile): the Huber
+    loss keeps the law's constants within 3% of those the rest were made with and prices the rest
+    within 2% median; by plain squares the constants move 10-14% and the rest 12%."""
+    from planner.specs.hardware import KernelLaw
+    from planner.truth.kernels import MOE_KEYS, fit_moe, moe_law_seconds, serving_kernels
+
+    hw = load_hardware("hgx-h200").without_stack()
+    m = serving_kernels(load_table("moe"), MOE_KEYS)
+    m = m[(m.gpu == "hgx-h200") & (m["stack"] == "trtllm") & (m["dtype"] == "fp8") & (m.tp == 1)].copy()
+    true = KernelLaw(compute=0.45, hbm=0.75, floor=30e-6, act=0.4, token=0.2)
+    clean = moe_law_seconds(m, hw, "fp8", true)
+    slow = np.arange(len(m)) % 10 == 0
+    m["latency_us"] = np.where(slow, 3.0, 1.0) * clean * 1e6
+    (f,) = fit_moe(m)
+    for name in ("compute", "hbm", "floor", "act", "token"):
+        assert f.values[name] == pytest.approx(getattr(true, name), rel=0.03), name
+    pred = moe_law_seconds(m, hw, "fp8", KernelLaw(**f.values))
+    assert np.median(np.abs(pred[~slow] / clean[~slow] - 1)) < 0.02
 
 
 def test_no_moe_or_attention_kernel_beats_its_bound(score):
