@@ -336,16 +336,15 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
                 ["gpu", "stack", "dtype", "kernels", "eta_e", "eta_em", "eta_ea", "eta_et", "t_e0",
                  "median |err|", "p90"]))
     print("\n# decode attention laws: MLA max((F + F_row) / (eta_a P_c), (M_kv + M_row) / (eta_am B_hbm)) "
-          "+ t_a0, each sequence's query rows S_a0 context tokens' worth, M once per pass over a sequence's "
-          "cache, a repeated pass at the share phi_hp from HBM (moe-planner equations --term "
+          "+ t_a0, each sequence's query rows S_a0 context tokens' worth (moe-planner equations --term "
           "op.attn_mla_law); GQA max(F / (eta_a P_c), M_kv / (eta_am B_hbm), b h_kv t_r) + t_a0, t_r per "
           "sequence and KV head (op.attn_gqa_law; per query head on TensorRT-LLM's MMHA fallback, "
           "op.attn_gqa_mmha_law); per KV dtype; scored against kernels only")
     dec = [f for f in attn if not f.law.endswith("_prefill")]
     print(table([[f.law, f.gpu, f.stack, f.dtype, f.n]
-                 + [_v(f, p) for p in ("compute", "hbm", "offset", "row", "repeat", "floor")]
+                 + [_v(f, p) for p in ("compute", "hbm", "offset", "row", "floor")]
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in dec],
-                ["law", "gpu", "stack", "KV", "kernels", "eta_a", "eta_am", "S_a0", "t_r", "phi_hp", "t_a0",
+                ["law", "gpu", "stack", "KV", "kernels", "eta_a", "eta_am", "S_a0", "t_r", "t_a0",
                  "median |err|", "p90"]))
     print("\n# prefill attention laws: (F + F_row) / (eta_fa P_c) + N_exp / X_sm + t_a0, F_row = S_a0 "
           "context tokens' worth per query row, N_exp one softmax exponential per score (GQA only), P_c "

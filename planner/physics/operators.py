@@ -62,9 +62,7 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   sliding window of ``S_w`` tokens).  MLA's law: ``max((F + F_row) / (eta_a P_c), (M + M_row) /
   (eta_am B_hbm)) + t_a0``, each sequence's query rows costing ``S_a0`` context tokens' worth of
   FLOPs and KV bytes beyond its context (``F_row``, ``M_row``: the step model's ``F_attn_row`` and
-  ``M_kv_read`` at ``S = S_a0``), the bytes once per pass the kernel makes over a sequence's cache
-  (``n_hp`` head tiles, each a CTA streaming the whole sequence; a repeated pass at the share
-  ``phi_hp`` that misses L2).  GQA's: ``max(F / (eta_a P_c), M / (eta_am B_hbm), b h_kv t_r) +
+  ``M_kv_read`` at ``S = S_a0``).  GQA's: ``max(F / (eta_a P_c), M / (eta_am B_hbm), b h_kv t_r) +
   t_a0``, one block of issue-bound work ``t_r`` per sequence and KV head that the KV stream hides
   (``attn_gqa_mmha_law``: per query head, TensorRT-LLM's MMHA fallback).  Fitted per GPU, stack and
   KV dtype; the bounds at the peaks without the floor or the per-row work.
@@ -145,8 +143,6 @@ eta_a = sp.Symbol("eta_a", positive=True)   #: fitted fraction of the dense peak
 eta_am = sp.Symbol("eta_am", positive=True)  #: fitted HBM fraction of decode attention's KV read
 t_a0 = sp.Symbol("t_a0", nonnegative=True)  #: fitted floor of a decode attention kernel, s
 t_r = sp.Symbol("t_r", nonnegative=True)    #: fitted time per block (sequence, KV head) of GQA decode, s
-n_hp = sp.Symbol("n_hp", positive=True)     #: MLA decode passes over each sequence's KV (head tiles)
-phi_hp = sp.Symbol("phi_hp", nonnegative=True)  #: fitted share of a repeated KV pass read from HBM
 
 OPERATOR_SYMBOLS = {
     "m": (m_g, "GEMM rows (tokens)", "1"), "n": (n_g, "GEMM output columns", "1"),
@@ -193,11 +189,6 @@ OPERATOR_SYMBOLS = {
     "t_r": (t_r, "per-block work of a GQA decode kernel, one block per sequence and KV head (per query "
             "head on MMHA): loading the query, the softmax, writing the output; overlaps the KV stream "
             "(fitted)", "s"),
-    "n_hp": (n_hp, "passes an MLA decode kernel makes over each sequence's latent KV cache: its CTAs "
-             "along the query heads, each streaming the whole sequence (the stack's dispatch: "
-             "planner.truth.kernels.mla_head_passes)", "1"),
-    "phi_hp": (phi_hp, "share of each repeated pass over a sequence's KV cache that comes from HBM, "
-               "the rest from L2, where another head tile of the same sequence read it (fitted)", "1"),
 }
 
 F_gemm = 2 * m_g * n_g * k_g
@@ -287,9 +278,7 @@ OPERATORS: dict[str, sp.Expr] = {
     "moe_bound": eq.at(eq._max(F_moe / eq.P_e, eq._max(M_moe_min - C_l2, 0) / eq.B_hbm), {eq.lam: 1}),
     # decode attention, MLA absorbed and GQA
     "attn_mla": eq.roofline(F_mla, M_mla, eq.P_c),
-    # the KV stream once per head tile of a sequence, a repeated pass at the share phi_hp that
-    # misses L2 (n_hp = 1: one pass; the step model's decode attention keeps one)
-    "attn_mla_law": _attn_law(F_mla + R_mla, (M_mla + Q_mla) * (1 + phi_hp * (n_hp - 1))),
+    "attn_mla_law": _attn_law(F_mla + R_mla, M_mla + Q_mla),
     "attn_mla_bound": eq._max(F_mla / eq.P_c, M_mla / eq.B_hbm),
     "attn_mla_bound_l2": eq._max(F_mla / eq.P_c, eq._max(M_mla - C_l2, 0) / eq.B_hbm),
     "attn_gqa": eq.roofline(F_gqa, M_gqa, eq.P_c),

@@ -90,9 +90,6 @@ class KernelLaw:
     row: float = 0.0
     #: softmax exponentials per s (X_sm, GQA prefill only; infinite elsewhere: no such term)
     softmax: float = math.inf
-    #: share of a repeated pass over a sequence's KV cache read from HBM (phi_hp, MLA decode where
-    #: its kernel makes more than one; 0 elsewhere)
-    repeat: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -527,7 +524,7 @@ _NCCL_CONSTANTS = {"floor": (True, "time"), "latency": (True, "time"), "efficien
 _KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (False, "fraction"), "floor": (True, "time"),
                      "act": (False, "fraction"), "token": (False, "fraction"), "offset": (False, "tokens"),
                      "row": (False, "time"),
-                     "softmax": (False, "exp_rate"), "repeat": (False, "fraction")}
+                     "softmax": (False, "exp_rate")}
 
 
 def _floor(floor: float) -> float:

@@ -323,8 +323,7 @@ def _attn_shape(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
              "h": d.heads.to_numpy(float), "b_kv": KV_BYTES[kv],
              "P_c": hw.flops["fp8" if kv == "fp8" else "bf16"], "B_hbm": hw.hbm_bandwidth}
     if kind.startswith("mla"):
-        passes = {} if prefill else {"n_hp": mla_head_passes(d, hw)}
-        return shape | MLA_DIMS | (MLA_PREFILL_DIMS if prefill else {}) | passes
+        return shape | MLA_DIMS | (MLA_PREFILL_DIMS if prefill else {})
     w = d.window.to_numpy(float)
     return shape | {"h_kv": d.kv_heads.to_numpy(float), "d_head": d.head_dim.to_numpy(float),
                     "phi_w": (w > 0).astype(float), "S_w": np.where(w > 0, w, 1.0)}
@@ -350,39 +349,6 @@ XQA_BLOCK_FACTOR = 4.0       #: kEnableMinBlockFactor
 XQA_SMS = {"hopper": 132}
 
 
-#: The MLA decode kernels on Blackwell (TensorRT-LLM's trtllm-gen FMHA, which SGLang's
-#: ``trtllm_mla`` backend runs through FlashInfer) as their dispatcher picks them
-#: (``TllmGenFmhaKernel::hashFromRunnerParams`` in TensorRT-LLM's
-#: ``kernels/trtllmGenKernels/fmha/fmhaKernels.h``, Apache-2.0, as read): the low-latency kernel
-#: (``SwapsMmaAbForGeneration``) where the query heads per KV head are at most
-#: :data:`MLA_LOW_LATENCY_HEADS` or ``2 b s_q ceil(h / 16)`` CTAs leave SMs idle, with
-#: :data:`MLA_LOW_LATENCY_TILE` heads per CTA (8 where there are at most 8); else the
-#: high-throughput kernel (``KeepsMmaAbForGeneration``), 64 heads per CTA, 128 heads on a two-CTA
-#: pair that shares one pass (``mUses2CtaMma``, unless the query is FP8 and ``4 b s_q`` CTAs leave
-#: SMs idle).  Each CTA streams its sequence's whole latent cache, so a sequence's cache is read
-#: once per head tile: 32 heads on the low-latency kernel read it twice, and the tables show it
-#: (B200, B300, GB200, GB300, both stacks: 32 heads 1.45-1.6x slower than 16 or 64 at long
-#: contexts, where 1, 2, 4, 8, 16, 64 and 128 heads take the same time).  Hopper's MLA decode
-#: kernels are others (one pass: ``n_hp`` = 1).
-MLA_LOW_LATENCY_HEADS = 32
-MLA_LOW_LATENCY_TILE = 16
-
-
-def mla_head_passes(d: pd.DataFrame, hw: Any) -> np.ndarray:
-    """``n_hp``: the passes each MLA decode row's kernel makes over a sequence's KV cache
-    (:data:`MLA_LOW_LATENCY_HEADS`, the dispatch above; one query token per sequence)."""
-    h, b = d.heads.to_numpy(float), d.batch.to_numpy(float)
-    if hw.family != "blackwell" or not hw.sm_count:
-        return np.ones_like(h)
-    sms = float(hw.sm_count)
-    low = (h <= MLA_LOW_LATENCY_HEADS) | (2 * b * np.ceil(h / MLA_LOW_LATENCY_TILE) <= sms)
-    tile = np.where(h <= 8, 8.0, MLA_LOW_LATENCY_TILE)
-    fp8_q = (d.kv_dtype.astype(str) == "fp8").to_numpy()
-    pair = (h == 128) & (~fp8_q | (4 * b > sms))
-    high = np.where(pair, 1.0, np.ceil(h / 64))
-    return np.where(low, np.ceil(h / tile), high)
-
-
 def attention_kind(d: pd.DataFrame, family: str) -> pd.Series:
     """Each attention row's law kind: ``mla``, ``gqa``, ``mla_prefill``, ``gqa_prefill``, and
     ``gqa_mmha`` for the TensorRT-LLM GQA decode shapes its dispatcher sends to MMHA (rules above,
@@ -406,7 +372,7 @@ def attn_law_seconds(d: pd.DataFrame, hw: Any, kind: str, law: KernelLaw) -> np.
     shape = _attn_shape(d, hw, kind.removesuffix("_mmha"))  # MMHA: its own law on the GQA shape
     return compile_operator(f"attn_{kind}_law")(**shape, eta_a=law.compute, eta_fa=law.compute,
                                                 eta_am=law.hbm, S_a0=law.offset, t_r=law.row,
-                                                X_sm=law.softmax, phi_hp=law.repeat, t_a0=law.floor)
+                                                X_sm=law.softmax, t_a0=law.floor)
 
 
 def with_attention_kind(df: pd.DataFrame) -> pd.DataFrame:
@@ -774,7 +740,7 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
 KERNEL_PARAMS = {"compute": (0.5, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)),
                  "floor": (10e-6, (0.1e-6, 2000e-6)), "act": (0.5, (0.01, 1.0)), "token": (0.3, (0.01, 1.0)),
                  "offset": (500.0, (1.0, 20000.0)), "row": (50e-9, (0.1e-9, 10e-6)),
-                 "softmax": (4e12, (1e11, 1e15)), "repeat": (0.5, (0.01, 1.0))}
+                 "softmax": (4e12, (1e11, 1e15))}
 
 
 def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[LawFit]:
@@ -830,11 +796,8 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
     ``hbm`` eta_am (decode only: prefill is compute-bound at every measured shape), ``offset``
     S_a0 (MLA decode, prefill), ``softmax`` X_sm (GQA prefill where a cell's rows mix head sizes,
     64 and 128, which tell the exponentials from the MMAs; not where they hold one head size, as
-    SGLang's FP8 rows and every MLA table do), ``repeat`` phi_hp (MLA decode where some row's
-    kernel makes more than one pass over a sequence's cache, :func:`mla_head_passes`), ``floor``
-    t_a0 (``LawFit.law`` is ``attn_<kind>``, ``dtype`` the KV dtype)."""
-    from planner.specs.registry import load_hardware
-
+    SGLang's FP8 rows and every MLA table do), ``floor`` t_a0
+    (``LawFit.law`` is ``attn_<kind>``, ``dtype`` the KV dtype)."""
     df = attention_kernels()[0] if df is None else df
     out = []
     for kind, dop in with_attention_kind(df).groupby("kind"):
@@ -845,11 +808,7 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
         def names_of(d: pd.DataFrame, names=names, kind=kind) -> list[str]:
             # the exponential rate only where the rows mix head sizes: one head size cannot tell
             # the exponentials from the MMAs (one exponential and 2 d_head MMA FLOPs per score)
-            # ... and the share of a repeated KV pass from HBM only where some row's kernel makes
-            # more than one (MLA decode on Blackwell: mla_head_passes)
-            repeat = kind == "mla" and bool((mla_head_passes(d, load_hardware(d.gpu.iloc[0])) > 1).any())
-            return (names + ["softmax"] * (kind == "gqa_prefill" and d.head_dim.nunique() > 1)
-                    + ["repeat"] * repeat)
+            return names + ["softmax"] * (kind == "gqa_prefill" and d.head_dim.nunique() > 1)
 
         out += _fit_kernel_law(f"attn_{kind}", groups, lambda d, hw, law, kind=kind: attn_law_seconds(
             d, hw, kind, law), names_of)
