@@ -34,7 +34,8 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   uniform routing: the balanced routing touches ``min(E, N k)`` experts, far more than uniform
   routing at 8-128 tokens, and the power-law one puts the busiest rank on the kernel.  It runs
   every touched expert on at least one whole MMA tile of ``t_m`` rows (grouped GEMM kernels tile
-  each expert apart: ``max(T_er, n_er t_m)`` rows), at fitted fractions ``eta_e`` of the dense
+  each expert apart: ``max(T_er, n_er t_m)`` rows; the tile sized to an expert's mean rows, 16 up
+  to the family's MMA tile: ``planner.truth.kernels.moe_tile``), at fitted fractions ``eta_e`` of the dense
   peak and ``eta_em`` of HBM bandwidth for the ``n_er 3 d f_e b_we / TP_e`` weight bytes, plus
   the rows' activation traffic as a second HBM pass ``M_act / (eta_ea B_hbm)``,
   ``M_act = T_er (2 d + 4 f_e / TP_e) 2 B`` (each row's BF16 input
@@ -206,7 +207,7 @@ M_moe_min = eq.expert_weight_bytes(eq.k / eq.EP)
 #: one whole t_m-row tile (the grouped GEMM tiles each expert's rows apart), max(T_er, n_er t_m)
 #: rows in all -- the padding of experts with fewer rows than a tile, smooth (whole tiles expert by
 #: expert, from the table's own per-expert counts, fit worse: median of the cells' errors 19%
-#: against 17%; the kernels tile a small expert with fewer rows)
+#: against 17%; the kernels tile a small expert with fewer rows, t_m sized to the mean rows)
 F_moe_pad = eq.expert_flops(eq._max(T_er, n_er * eq.t_m))
 #: BF16 activation bytes each token-expert row moves through HBM between the layer's kernels (the
 #: grouped GEMMs, the gated activation, the permute and the combine): its input row gathered in

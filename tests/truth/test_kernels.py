@@ -778,3 +778,14 @@ def test_allreduce_fit_prices_rows_beyond_reach_at_the_nccl_law_it_is_given():
     same, worse = cell(fit_allreduce(nccl)), cell(fit_allreduce(slow))
     assert same.p90_abs_err < 0.5
     assert worse.p90_abs_err > 2 * same.p90_abs_err
+
+
+def test_moe_tile_sized_to_the_rows_by_hand():
+    """A grouped-MoE kernel runs each expert on the smallest power-of-two tile from 16 rows up to
+    the family's MMA tile that holds its mean rows: 1 row (one token, top-8, 8 experts) 16; 20
+    rows 32; 40 rows 64; 100 rows 64 on Hopper and 128 on Blackwell; 1000 rows the family's tile."""
+    from planner.truth.kernels import moe_tile
+
+    rows, touched = np.array([8.0, 20.0, 40.0, 100.0, 1000.0]), np.array([8.0, 1.0, 1.0, 1.0, 1.0])
+    assert moe_tile(rows, touched, 64.0).tolist() == [16.0, 32.0, 64.0, 64.0, 64.0]
+    assert moe_tile(rows, touched, 128.0).tolist() == [16.0, 32.0, 64.0, 128.0, 128.0]
