@@ -3,8 +3,8 @@
 The GEMM, grouped-MoE and attention laws are fitted per (GPU, stack, dtype) to the shipped kernel
 tables (``planner/truth/data/kernels``) with every shape whose key hashes to 0 mod 5 held out, once
 by plain squares and once by the Huber loss the package uses (``planner.truth.kernels.KERNEL_LOSS``),
-and each fit prices the held-out shapes.  Prints, per loss, the (op, GPU, stack) cells whose held-out
-median |error| is above 10% and whose p90 is above 30%, and the held-out median over all of them.
+and each fit prices the held-out shapes.  Prints, per loss, the held-out median |error| and how
+many (op, GPU, stack) cells have a held-out median above 10% and a p90 above 30%.
 
     python scripts/kernel_loss_holdout.py
 """
