@@ -248,7 +248,15 @@ def _cmd_calibrate_runs(args: argparse.Namespace) -> int:
 
 def _large(f: Any, key: str) -> str:
     """The in-switch fraction of an all-reduce fit, or where no row pins it, that it is eta_ar."""
-    return f"{f.values[key]:.3g} ±{f.rel_se[key]:.0%}" if key in f.values else "= eta_ar"
+    return f"{f.values[key]:.3g}{_se_shown(f.rel_se[key])}" if key in f.values else "= eta_ar"
+
+
+def _se_shown(se: float) -> str:
+    """A fitted kernel constant's relative standard error as printed: ``±12%``, ``(bound)`` at a
+    bound of its range, ``(not pinned)`` where no kernel's time depends on it."""
+    if not math.isfinite(se):
+        return " (bound)"
+    return f" ±{se:.0%}" if se > 1e-6 else " (not pinned)"
 
 
 def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
@@ -289,22 +297,22 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
           "latency per pass a_ar and NVLink fraction eta_ar of the one-shot and two-shot kernel, "
           "in-switch fraction eta_nv beyond its 8 MiB; groups larger than the stack's kernel spans "
           "(N_ar: SGLang one host, vLLM 8 GPUs) priced by NCCL's law below")
-    print(table([[f.gpu, f.stack, f.n, f"{f.values[lat] * 1e6:.3g} us ±{f.rel_se[lat]:.0%}",
-                  f"{f.values[eff]:.3g} ±{f.rel_se[eff]:.0%}", _large(f, large),
+    print(table([[f.gpu, f.stack, f.n, f"{f.values[lat] * 1e6:.3g} us{_se_shown(f.rel_se[lat])}",
+                  f"{f.values[eff]:.3g}{_se_shown(f.rel_se[eff])}", _large(f, large),
                   _pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in ar],
                 ["gpu", "stack", "kernels", "a_ar", "eta_ar", "eta_nv", "median |err|", "p90"]))
     print("\n# nccl all-reduce, per system (a library's, not a stack's: the kernel scorecard's NCCL rows): "
           "t_n0 + 2 (n - 1) a_nc + 2 (n - 1)/n x / (eta_nc B_su) (moe-planner equations --term "
           "op.allreduce_nccl): a ring, as measured (latency grows with the GPU count)")
     print(table([[f.gpu, f.n]
-                 + [f"{f.values[p] * 1e6:.3g} us ±{f.rel_se[p]:.0%}" for p in ("floor", "latency")]
-                 + [f"{f.values['efficiency']:.3g} ±{f.rel_se['efficiency']:.0%}", _pct(f.median_abs_err),
-                    _pct(f.p90_abs_err)] for f in nccl],
+                 + [f"{f.values[p] * 1e6:.3g} us{_se_shown(f.rel_se[p])}" for p in ("floor", "latency")]
+                 + [f"{f.values['efficiency']:.3g}{_se_shown(f.rel_se['efficiency'])}",
+                    _pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in nccl],
                 ["gpu", "kernels", "t_n0", "a_nc", "eta_nc", "median |err|", "p90"]))
     print("\n# a2a (low-latency dispatch and combine): t = floor[phase, dtype] + V / (eta_a2a B_su) "
           "(moe-planner equations --term op.a2a, the floor as a_a2a); eta_a2a fitted once per stack "
           "over the systems with the same links; the step model takes eta_a2a, not the floors")
-    print(table([[f.gpu, f.stack, f.n, f"{f.values['efficiency']:.3g} ±{f.rel_se['efficiency']:.0%}",
+    print(table([[f.gpu, f.stack, f.n, f"{f.values['efficiency']:.3g}{_se_shown(f.rel_se['efficiency'])}",
                   ", ".join(f"{k} {v * 1e6:.0f} us" for k, v in f.values.items() if k != "efficiency") or "-",
                   _pct(f.median_abs_err), _pct(f.p90_abs_err), f.source or "-"] for f in a2a],
                 ["gpu", "stack", "kernels", "eta_a2a", "floors", "median |err|", "p90", "note"]))
@@ -313,7 +321,7 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     print(table([[f.gpu, f.stack, f.dtype, f.n] + [
         "-" if p not in f.values else
         (f"{f.values[p] * 1e6:.3g} us" if p == "floor" else f"{f.values[p]:.3g}")
-        + ("" if p not in f.values else f" ±{f.rel_se[p]:.0%}" if f.rel_se[p] > 1e-6 else " (bound)")
+        + ("" if p not in f.values else _se_shown(f.rel_se[p]))
         for p in ("compute", "hbm", "cast", "floor")] + [_pct(f.median_abs_err), _pct(f.p90_abs_err)]
         for f in gemm], ["gpu", "stack", "dtype", "kernels", "eta_g", "eta_gm", "eta_q", "t_g0",
                          "median |err|", "p90"]))
@@ -323,7 +331,7 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
         v = (f"{f.values[p] * 1e6:.3g} us" if p in ("floor", "row")
              else f"{f.values[p]:.0f} tokens" if p == "offset"
              else f"{f.values[p] / 1e12:.3g} Texp/s" if p == "softmax" else f"{f.values[p]:.3g}")
-        return v + (f" ±{f.rel_se[p]:.0%}" if f.rel_se[p] > 1e-6 else " (bound)")
+        return v + _se_shown(f.rel_se[p])
 
     print("\n# grouped MoE law: max(2*3 d f_e max(T_er, n_er t_m) / TP_e / (eta_e P_e), "
           "n_er 3 d f_e b_we / TP_e / (eta_em B_hbm)) + T_er (2 d + 4 f_e / TP_e) 2 B / (eta_ea B_hbm) "

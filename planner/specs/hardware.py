@@ -552,7 +552,7 @@ def _law_lines(f: Fields, e: Fields, prefix: str, keys: tuple[str, ...], law: ty
             else:
                 vals[name] = c.number("value", lo=0.0, hi=1.0, lo_open=True)
             c.number("se", required=False, lo=0.0)
-            c.text("kind", required=False, choices=("fitted", "bound"))
+            c.text("kind", required=False, choices=("fitted", "bound", "unpinned"))
             c.done()
         sub.integer("kernels", required=False)
         sub.text("note", required=False)

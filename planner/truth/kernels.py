@@ -551,7 +551,8 @@ def _solve(res: Any, x0: list[float], bounds: tuple[tuple[float, float], ...]) -
     bounds: the parameters, their relative standard errors (sqrt of the diagonal of
     s^2 (J^T J)^-1 in log space, J the loss-weighted Jacobian at the solution and s^2 twice the
     robust cost per degree of freedom: the squares' estimate where every residual is within
-    the scale) and the absolute errors ``|pred / meas - 1|`` at the solution."""
+    the scale; NaN at a bound of the range, 0 where no residual depends on the parameter) and the
+    absolute errors ``|pred / meas - 1|`` at the solution."""
     from scipy.optimize import least_squares
 
     lo, hi = np.log([b[0] for b in bounds]), np.log([b[1] for b in bounds])
@@ -559,7 +560,13 @@ def _solve(res: Any, x0: list[float], bounds: tuple[tuple[float, float], ...]) -
                         f_scale=KERNEL_LOSS_SCALE)
     dof = max(len(sol.fun) - len(x0), 1)
     cov = 2.0 * float(sol.cost) / dof * np.linalg.pinv(sol.jac.T @ sol.jac)
-    return np.exp(sol.x), np.sqrt(np.maximum(np.diag(cov), 0.0)), np.abs(np.exp(sol.fun) - 1)
+    x = np.exp(sol.x)
+    # a constant at a bound of its range has no standard error: NaN (written kind: bound); one no
+    # residual depends on gets 0 from the pseudo-inverse (kind: unpinned)
+    at_bound = [np.isclose(v, b[0], rtol=1e-4, atol=0.0) or np.isclose(v, b[1], rtol=1e-4, atol=0.0)
+                for v, b in zip(x, bounds, strict=True)]
+    se = np.where(at_bound, np.nan, np.sqrt(np.maximum(np.diag(cov), 0.0)))
+    return x, se, np.abs(np.exp(sol.fun) - 1)
 
 
 def _fit_law(law: str, df: pd.DataFrame, seconds: Any, params: dict[str, tuple[float, Any]],
@@ -611,7 +618,7 @@ def fit_allreduce(nccl: list[LawFit] | None = None) -> list[LawFit]:
     def shared(d: pd.DataFrame, hw: Any, a_ar: float, eta_ar: float) -> np.ndarray:
         return _allreduce_seconds(d, hw, a_ar, eta_ar, eta_ar)
 
-    return [f if f.rel_se[LARGE_EFFICIENCY] > 1e-9 else
+    return [f if not f.rel_se[LARGE_EFFICIENCY] <= 1e-9 else  # 0: not pinned (NaN: at a bound)
             _fit_law("allreduce", df[(df.gpu == f.gpu) & (df["stack"] == f.stack)], shared, two, laws)[0]
             for f in fits]
 
@@ -742,9 +749,6 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
 
         bounds = tuple(GEMM_PARAMS[p][1] for p in names)
         x, se, e = _solve(res, [GEMM_PARAMS[p][0] for p in names], bounds)
-        # a constant pushed to a bound of its range has no standard error (NaN: written kind: bound)
-        se = np.where([np.isclose(v, lo, rtol=1e-4) or np.isclose(v, hi, rtol=1e-4)
-                       for v, (lo, hi) in zip(x, bounds, strict=True)], np.nan, se)
         out.append(LawFit("gemm", gpu, stack, int(len(d)), dict(zip(names, map(float, x), strict=True)),
                           dict(zip(names, map(float, se), strict=True)), float(np.median(e)),
                           float(np.quantile(e, 0.9)), dtype))
@@ -774,8 +778,6 @@ def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[
 
         bounds = tuple(KERNEL_PARAMS[p][1] for p in names)
         x, se, e = _solve(res, [KERNEL_PARAMS[p][0] for p in names], bounds)
-        se = np.where([np.isclose(v, lo, rtol=1e-4) or np.isclose(v, hi, rtol=1e-4)
-                       for v, (lo, hi) in zip(x, bounds, strict=True)], np.nan, se)
         out.append(LawFit(law, gpu, stack, int(len(d)), dict(zip(names, map(float, x), strict=True)),
                           dict(zip(names, map(float, se), strict=True)), float(np.median(e)),
                           float(np.quantile(e, 0.9)), dtype))
@@ -845,8 +847,12 @@ def _constant(v: float, se: float, time: bool, unit: str = "") -> str:
 
 
 def _se_tag(se: float) -> str:
-    # a parameter at a bound of its range has no standard error: said as such
-    return f"se: {yaml_number(se, 3)}, kind: fitted" if math.isfinite(se) and se > 1e-6 else "kind: bound"
+    """``se`` and ``kind`` of a fitted constant: ``bound`` at a bound of its range (its standard
+    error NaN), ``unpinned`` where no kernel's time depends on it (a zero column of the Jacobian:
+    standard error 0; e.g. the compute fraction of an MLA cell whose rows are all memory-bound)."""
+    if not math.isfinite(se):
+        return "kind: bound"
+    return f"se: {yaml_number(se, 3)}, kind: fitted" if se > 1e-6 else "kind: unpinned"
 
 
 #: what each fitted kernel law's spec line says it was fitted to

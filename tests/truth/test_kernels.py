@@ -485,7 +485,7 @@ def test_moe_and_attention_law_spec_round_trip():
     assert parse_hardware(parse_yaml(blank, "h200"), "h200").with_stack("vllm").efficiency.moe == ()
     fits = [LawFit("moe", "hgx-h200", "vllm", 50,
                    {"compute": 0.3, "hbm": 0.7, "floor": 40e-6, "act": 0.35, "token": 0.12},
-                   {"compute": 0.01, "hbm": 0.0, "floor": 0.02, "act": 0.05, "token": 0.03}, 0.2, 0.5,
+                   {"compute": 0.01, "hbm": math.nan, "floor": 0.02, "act": 0.05, "token": 0.03}, 0.2, 0.5,
                    "fp8"),
             LawFit("attn_mla", "hgx-h200", "vllm", 60, {"compute": 0.45, "hbm": 0.8, "floor": 16e-6},
                    {"compute": 0.01, "hbm": 0.01, "floor": 0.01}, 0.1, 0.3, "fp8"),
@@ -789,3 +789,21 @@ def test_moe_tile_sized_to_the_rows_by_hand():
     rows, touched = np.array([8.0, 20.0, 40.0, 100.0, 1000.0]), np.array([8.0, 1.0, 1.0, 1.0, 1.0])
     assert moe_tile(rows, touched, 64.0).tolist() == [16.0, 32.0, 64.0, 64.0, 64.0]
     assert moe_tile(rows, touched, 128.0).tolist() == [16.0, 32.0, 64.0, 128.0, 128.0]
+
+
+def test_law_constants_at_a_bound_or_unpinned_say_so():
+    """A fitted constant at the edge of its range has no standard error (written ``kind: bound``),
+    one no kernel's time depends on has a zero one (``kind: unpinned``); a constant of 5 ns fitted
+    inside a 0.1 ns - 10 us range is neither (an absolute tolerance of 10 ns once took it for the
+    floor)."""
+    from planner.truth.kernels import _se_tag, _solve
+
+    offsets = np.linspace(-0.05, 0.05, 11)
+
+    def res(p: np.ndarray) -> np.ndarray:  # pins p[0] at 5 ns; p[1] moves nothing; p[2] wants 2
+        return np.concatenate([p[0] - np.log(5e-9) + offsets, p[2] - np.log(2.0) + offsets])
+
+    x, se, _ = _solve(res, [1e-8, 0.5, 0.5], ((0.1e-9, 10e-6), (0.01, 1.0), (0.01, 1.0)))
+    assert x[0] == pytest.approx(5e-9, rel=1e-3) and 0 < se[0] < 0.1
+    assert se[1] == 0.0 and x[2] == pytest.approx(1.0) and math.isnan(se[2])
+    assert [_se_tag(v) for v in se] == [f"se: {se[0]:.3g}, kind: fitted", "kind: unpinned", "kind: bound"]
