@@ -321,7 +321,7 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     print(table([[f.gpu, f.stack, f.dtype, f.n] + [
         "-" if p not in f.values else
         (f"{f.values[p] * 1e6:.3g} us" if p == "floor" else f"{f.values[p]:.3g}")
-        + ("" if p not in f.values else _se_shown(f.rel_se[p]))
+        + _se_shown(f.rel_se[p])
         for p in ("compute", "hbm", "cast", "floor")] + [_pct(f.median_abs_err), _pct(f.p90_abs_err)]
         for f in gemm], ["gpu", "stack", "dtype", "kernels", "eta_g", "eta_gm", "eta_q", "t_g0",
                          "median |err|", "p90"]))
