@@ -65,7 +65,11 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   FLOPs and KV bytes beyond its context (``F_row``, ``M_row``: the step model's ``F_attn_row`` and
   ``M_kv_read`` at ``S = S_a0``).  GQA's: ``max(F / (eta_a P_c), M / (eta_am B_hbm), b h_kv t_r) +
   t_a0``, one block of issue-bound work ``t_r`` per sequence and KV head that the KV stream hides
-  (``attn_gqa_mmha_law``: per query head, TensorRT-LLM's MMHA fallback).  Fitted per GPU, stack and
+  (``attn_gqa_mmha_law``: per query head, TensorRT-LLM's MMHA fallback).  Where a split-KV
+  (multi-block) kernel's dispatcher is modelled (TensorRT-LLM's XQA and MMHA on Hopper), each block
+  runs as ``n_sub`` CTAs: one CTA's share of the stream at its own rate, ``M / (b h_kv n_sub
+  beta_c)``, joins the max, and every CTA costs SM time ``t_c`` plus ``t_q`` per query-head element,
+  ``n_sub (blocks t_c + b h d_head t_q) / N_sm`` (:func:`_gqa_law`).  Fitted per GPU, stack and
   KV dtype; the bounds at the peaks without the floor or the per-row work.
   ``*_bound_l2`` (``moe_bound_l2``, ``attn_*_bound_l2``): as ``gemm_bound``, the bytes the L2 cache
   (``C_L2``) can hold from the previous run of the same kernel on the same buffers need not come
@@ -144,6 +148,10 @@ eta_a = sp.Symbol("eta_a", positive=True)   #: fitted fraction of the dense peak
 eta_am = sp.Symbol("eta_am", positive=True)  #: fitted HBM fraction of decode attention's KV read
 t_a0 = sp.Symbol("t_a0", nonnegative=True)  #: fitted floor of a decode attention kernel, s
 t_r = sp.Symbol("t_r", nonnegative=True)    #: fitted time per block (sequence, KV head) of GQA decode, s
+n_sub = sp.Symbol("n_sub", positive=True)   #: CTAs (sub-sequences) per block of a split-KV decode kernel
+beta_c = sp.Symbol("beta_c", positive=True)  #: fitted rate one CTA streams its share of the KV cache at, B/s
+t_c = sp.Symbol("t_c", nonnegative=True)    #: fitted SM time per CTA of a split-KV decode kernel, s
+t_q = sp.Symbol("t_q", nonnegative=True)    #: fitted SM time per CTA per query-head element, s
 
 OPERATOR_SYMBOLS = {
     "m": (m_g, "GEMM rows (tokens)", "1"), "n": (n_g, "GEMM output columns", "1"),
@@ -190,6 +198,15 @@ OPERATOR_SYMBOLS = {
     "t_r": (t_r, "per-block work of a GQA decode kernel, one block per sequence and KV head (per query "
             "head on MMHA): loading the query, the softmax, writing the output; overlaps the KV stream "
             "(fitted)", "s"),
+    "n_sub": (n_sub, "CTAs per block of a split-KV (multi-block) decode kernel, each streaming 1 / n_sub of "
+              "the block's context: the dispatcher's count (TensorRT-LLM on Hopper: "
+              "planner.truth.kernels.xqa_subsequences, mmha_subsequences; 1 elsewhere)", "1"),
+    "beta_c": (beta_c, "rate one CTA of a decode kernel streams its share of the KV cache at (fitted; "
+               "infinite where not fitted)", "B/s"),
+    "t_c": (t_c, "SM time per CTA of a split-KV decode kernel: its prologue, its partial result written "
+            "and reduced (fitted; 0 where not fitted)", "s"),
+    "t_q": (t_q, "SM time per CTA per element of its query heads (h / h_kv heads of d_head: loading them, "
+            "writing their partial outputs; fitted; 0 where not fitted)", "s"),
 }
 
 F_gemm = 2 * m_g * n_g * k_g
@@ -249,14 +266,30 @@ def _attn_law(F: sp.Expr, M: sp.Expr) -> sp.Expr:
 
 
 def _gqa_law(blocks: sp.Expr) -> sp.Expr:
-    """GQA decode: the KV stream (or the FLOPs) or the kernel's blocks, whichever is longer, and a
-    floor.  One block per sequence and KV head (the XQA and FlashAttention-style kernels load a KV
-    head once for its whole query group; TensorRT-LLM's MMHA fallback runs one per query head),
-    each costing ``t_r`` of issue-bound work the KV stream of the other blocks hides: measured on
-    H200 with TensorRT-LLM, 32 query / 8 KV heads of 128, the time is flat in the context up to
-    128 tokens at 0.29 us per sequence (0.036 us per block) and from 512 tokens tracks the KV
-    stream at ~85% of HBM bandwidth, where a sum of the two would be 1.6x slower."""
-    return eq._max(F_gqa / (eta_a * eq.P_c), M_gqa / (eta_am * eq.B_hbm), blocks * t_r) + t_a0
+    """GQA decode: the KV stream (or the FLOPs), the kernel's blocks or one CTA's share of the
+    stream, whichever is longest, the split-KV CTAs' own SM time, and a floor.
+
+    One block per sequence and KV head (the XQA and FlashAttention-style kernels load a KV head
+    once for its whole query group; TensorRT-LLM's MMHA fallback runs one per query head), each
+    costing ``t_r`` of issue-bound work the KV stream of the other blocks hides: measured on H200
+    with TensorRT-LLM, 32 query / 8 KV heads of 128, the time is flat in the context up to 128
+    tokens at 0.29 us per sequence (0.036 us per block) and from 512 tokens tracks the KV stream,
+    where a sum of the two would be 1.6x slower.
+
+    A split-KV (multi-block) kernel runs each block as ``n_sub`` CTAs, each streaming
+    ``1 / n_sub`` of its context: one CTA's share ``M / (blocks_kv n_sub)`` at the rate ``beta_c``
+    one CTA reaches bounds the kernel where few long sequences leave the GPU's SMs idle (the
+    dispatcher caps ``n_sub``: TensorRT-LLM's XQA at about ``sqrt(8 S / 128)``), and every CTA
+    costs ``t_c`` of SM time (its prologue, its partial result written and reduced) plus ``t_q``
+    per element of the query heads it serves, ``N_sm`` CTAs at a time.  Measured on H200 with
+    TensorRT-LLM (BF16 cache, 32 / 8 heads of 128), the same 134 MB of KV took 54-68 us split as
+    1 x 32768, 4 x 8192, 16 x 2048 or 64 x 512 (sequences x context), and 537 MB 145-151 us: the
+    stream's marginal rate is ~96% of HBM bandwidth and the split CTAs cost a near-constant
+    ~30 us once the grid is capped; one eta_am for all (the law without these terms) takes ~60%.
+    With ``n_sub = 1``, ``beta_c`` infinite and ``t_c = t_q = 0`` it is the unsplit law."""
+    per_cta = M_gqa / (eq.b * h_kv * n_sub) / beta_c   # a block's KV is its KV head's, whatever its heads
+    cta = n_sub * (blocks * t_c + eq.b * eq.h * d_head * t_q) / eq.N_sm
+    return eq._max(F_gqa / (eta_a * eq.P_c), M_gqa / (eta_am * eq.B_hbm), blocks * t_r, per_cta) + cta + t_a0
 
 
 OPERATORS: dict[str, sp.Expr] = {

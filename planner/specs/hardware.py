@@ -90,6 +90,13 @@ class KernelLaw:
     row: float = 0.0
     #: softmax exponentials per s (X_sm, GQA prefill only; infinite elsewhere: no such term)
     softmax: float = math.inf
+    #: B/s one CTA of a split-KV decode kernel streams its share of the KV cache at (beta_c;
+    #: infinite where not fitted: no such bound)
+    stream: float = math.inf
+    #: s of SM time per CTA of a split-KV decode kernel (t_c; 0 where not fitted)
+    cta: float = 0.0
+    #: s of SM time per CTA per query-head element (t_q; 0 where not fitted)
+    query: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -524,7 +531,8 @@ _NCCL_CONSTANTS = {"floor": (True, "time"), "latency": (True, "time"), "efficien
 _KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (False, "fraction"), "floor": (True, "time"),
                      "act": (False, "fraction"), "token": (False, "fraction"), "offset": (False, "tokens"),
                      "row": (False, "time"),
-                     "softmax": (False, "exp_rate")}
+                     "softmax": (False, "exp_rate"), "stream": (False, "bandwidth"), "cta": (False, "time"),
+                     "query": (False, "time")}
 
 
 def _floor(floor: float) -> float:
@@ -547,7 +555,7 @@ def _law_lines(f: Fields, e: Fields, prefix: str, keys: tuple[str, ...], law: ty
             c = sub.sub(name, required=required)
             if c is None:
                 continue
-            if kind in ("time", "tokens", "exp_rate"):
+            if kind in ("time", "tokens", "exp_rate", "bandwidth"):
                 vals[name] = parse_quantity(c.raw("value"), kind, f.label, c.path("value"))
             else:
                 vals[name] = c.number("value", lo=0.0, hi=1.0, lo_open=True)

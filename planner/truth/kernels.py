@@ -361,24 +361,50 @@ def _attn_shape(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
 XQA_MAX_GROUP = 32
 XQA_TOKENS_PER_BLOCK = 128   #: kMinHistoryTokensPerBlock: context tokens per multi-block CTA
 XQA_BLOCK_FACTOR = 4.0       #: kEnableMinBlockFactor
-#: SMs of the GPU the occupancy test counts: 132 on H100 SXM5 (NVIDIA H100 Tensor Core GPU
-#: Architecture whitepaper); the H200 is the same GH100
-XQA_SMS = {"hopper": 132}
+XQA_WAVE_FACTOR = 8.0        #: kTargetWaveFactor: the most CTAs per SM the multi-block count aims at
+#: the GPU families whose TensorRT-LLM decode dispatch (XQA or MMHA, each split-KV) is modelled
+XQA_FAMILIES = ("hopper",)
 
 
-def attention_kind(d: pd.DataFrame, family: str) -> pd.Series:
+def xqa_subsequences(S: Any, blocks: Any, sms: float) -> np.ndarray:
+    """CTAs per (sequence, KV head) block of TensorRT-LLM's XQA decode kernel (its multi-block
+    count, ``computeMultiBlockCount`` in ``decoderXQAImplJIT.cpp``, as read): one per 128 context
+    tokens, at most ``round(sqrt(8 n))`` of them ("otherwise the final reduction may dominate"),
+    cut by ``floor`` to the wave factor where ``blocks n / SMs`` exceeds 8 CTAs per SM, at least
+    one.  (Its cap on the workspace, 6,000 sub-sequences, never binds under that wave factor below
+    750 SMs.)"""
+    S, blocks = np.asarray(S, float), np.asarray(blocks, float)
+    n = np.floor(S / XQA_TOKENS_PER_BLOCK)
+    n = np.maximum(np.minimum(n, np.round(np.sqrt(n * 8.0))), 1.0)
+    adj = blocks * n / sms / XQA_WAVE_FACTOR
+    return np.maximum(np.where(adj > 1.0, np.floor(n / np.maximum(adj, 1.0)), n), 1.0)
+
+
+def mmha_subsequences(S: Any, blocks: Any, sms: float) -> np.ndarray:
+    """CTAs per (sequence, query head) block of TensorRT-LLM's MMHA decode kernel in multi-block
+    mode (``multi_block_grid_setup`` in ``decoderMaskedMultiheadAttentionLaunch.h``, as read):
+    enough to give every SM a CTA, ``ceil(SMs / blocks)``, at most one per 128 context tokens
+    (``ceil((S + 1) / 128)``: a CTA runs at least one unrolled loop over the KV), at least one.
+    The source multiplies the SMs by the kernel's resident CTAs per SM, an occupancy query we
+    cannot read from a table: taken as 1 (against 2, 4 and 8, which fit the H200 BF16 MMHA rows at
+    median 8.5, 8.9 and 9.2% against 7.8%)."""
+    S, blocks = np.asarray(S, float), np.asarray(blocks, float)
+    return np.clip(np.ceil(sms / blocks), 1.0, np.ceil((S + 1.0) / XQA_TOKENS_PER_BLOCK))
+
+
+def attention_kind(d: pd.DataFrame, family: str, sm_count: int = 0) -> pd.Series:
     """Each attention row's law kind: ``mla``, ``gqa``, ``mla_prefill``, ``gqa_prefill``, and
     ``gqa_mmha`` for the TensorRT-LLM GQA decode shapes its dispatcher sends to MMHA (rules above,
-    :data:`XQA_MAX_GROUP`), on a GPU of ``family``."""
+    :data:`XQA_MAX_GROUP`), on a GPU of ``family`` with ``sm_count`` SMs."""
     kind = d["op"].astype(str).str.removeprefix("attention_")
     gqa = (kind == "gqa") & (d["stack"].astype(str) == "trtllm")
     h, h_kv = d.heads.to_numpy(float), np.maximum(d.kv_heads.to_numpy(float), 1.0)
     mmha = h / h_kv > XQA_MAX_GROUP
-    if family in XQA_SMS:
+    if family in XQA_FAMILIES:
         ctx = (d.isl + d.step).to_numpy(float)
         per_seq = np.maximum(1.0, np.floor(ctx / XQA_TOKENS_PER_BLOCK))  # multi-block CTAs
         blocks = XQA_BLOCK_FACTOR * h_kv * d.batch.to_numpy(float) * per_seq
-        mmha |= (h == h_kv) | (blocks < XQA_SMS[family])
+        mmha |= (h == h_kv) | (blocks < sm_count)
     return kind.where(~(gqa.to_numpy() & mmha), "gqa_mmha")
 
 
@@ -387,9 +413,30 @@ def attn_law_seconds(d: pd.DataFrame, hw: Any, kind: str, law: KernelLaw) -> np.
     ``gqa_prefill``) on rows ``d``."""
     # a prefill law's compute fraction is the step model's eta_fa; each law takes the constants it has
     shape = _attn_shape(d, hw, kind.removesuffix("_mmha"))  # MMHA: its own law on the GQA shape
-    return compile_operator(f"attn_{kind}_law")(**shape, eta_a=law.compute, eta_fa=law.compute,
-                                                eta_am=law.hbm, S_a0=law.offset, t_r=law.row,
-                                                X_sm=law.softmax, t_a0=law.floor)
+    return compile_operator(f"attn_{kind}_law")(**shape, **_split_kv(d, hw, kind), eta_a=law.compute,
+                                                eta_fa=law.compute, eta_am=law.hbm, S_a0=law.offset,
+                                                t_r=law.row, X_sm=law.softmax, t_a0=law.floor,
+                                                beta_c=law.stream, t_c=law.cta, t_q=law.query)
+
+
+def split_kv(d: pd.DataFrame, family: str, kind: str) -> bool:
+    """Whether rows ``d`` (one stack) of decode law ``kind`` ran a split-KV kernel whose
+    dispatcher we model: TensorRT-LLM's XQA and MMHA on :data:`XQA_FAMILIES`."""
+    return (kind in ("gqa", "gqa_mmha") and family in XQA_FAMILIES
+            and bool((d["stack"].astype(str) == "trtllm").all()))
+
+
+def _split_kv(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
+    """``n_sub`` (CTAs per block: :func:`xqa_subsequences`, :func:`mmha_subsequences`; 1 where the
+    dispatcher is not modelled) and ``N_sm`` of GQA decode rows ``d``."""
+    sms = float(hw.sm_count or 1)
+    if not split_kv(d, hw.family, kind):
+        return {"n_sub": np.ones(len(d)), "N_sm": sms}
+    S = (d.isl + d.step).to_numpy(float)
+    b = d.batch.to_numpy(float)
+    if kind == "gqa":
+        return {"n_sub": xqa_subsequences(S, b * d.kv_heads.to_numpy(float), sms), "N_sm": sms}
+    return {"n_sub": mmha_subsequences(S, b * d.heads.to_numpy(float), sms), "N_sm": sms}
 
 
 def with_attention_kind(df: pd.DataFrame) -> pd.DataFrame:
@@ -398,7 +445,8 @@ def with_attention_kind(df: pd.DataFrame) -> pd.DataFrame:
 
     kind = pd.Series("", index=df.index, dtype=object)
     for gpu, idx in df.groupby("gpu").groups.items():
-        kind.loc[idx] = attention_kind(df.loc[idx], load_hardware(gpu).family).to_numpy(object)
+        hw = load_hardware(gpu)
+        kind.loc[idx] = attention_kind(df.loc[idx], hw.family, hw.sm_count).to_numpy(object)
     return df.assign(kind=kind)
 
 
@@ -761,7 +809,8 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
 KERNEL_PARAMS = {"compute": (0.5, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)),
                  "floor": (10e-6, (0.1e-6, 2000e-6)), "act": (0.5, (0.01, 1.0)), "token": (0.3, (0.01, 1.0)),
                  "offset": (500.0, (1.0, 20000.0)), "row": (50e-9, (0.1e-9, 10e-6)),
-                 "softmax": (4e12, (1e11, 1e15))}
+                 "softmax": (4e12, (1e11, 1e15)), "stream": (20e9, (0.1e9, 10e12)),
+                 "cta": (1e-6, (1e-9, 100e-6)), "query": (0.5e-9, (1e-13, 1e-7))}
 
 
 def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[LawFit]:
@@ -817,6 +866,8 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
     64 and 128, which tell the exponentials from the MMAs; not where they hold one head size, as
     SGLang's FP8 rows and every MLA table do), ``floor`` t_a0
     (``LawFit.law`` is ``attn_<kind>``, ``dtype`` the KV dtype)."""
+    from planner.specs.registry import load_hardware
+
     df = attention_kernels()[0] if df is None else df
     out = []
     for kind, dop in with_attention_kind(df).groupby("kind"):
@@ -826,8 +877,16 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
 
         def names_of(d: pd.DataFrame, names=names, kind=kind) -> list[str]:
             # the exponential rate only where the rows mix head sizes: one head size cannot tell
-            # the exponentials from the MMAs (one exponential and 2 d_head MMA FLOPs per score)
-            return names + ["softmax"] * (kind == "gqa_prefill" and d.head_dim.nunique() > 1)
+            # the exponentials from the MMAs (one exponential and 2 d_head MMA FLOPs per score);
+            # a split-KV kernel's CTA terms where its dispatcher is modelled: on MMHA, whose
+            # blocks are single query heads, the CTA's cost t_c takes the place of the block's
+            # t_r and its query head's t_q (fitted together, t_r ran to its bound and its
+            # standard error was 190%)
+            split = split_kv(d, load_hardware(d.gpu.iloc[0]).family, kind)
+            if split and kind == "gqa_mmha":  # a block is one CTA's query head: t_c is its t_r
+                return ["hbm", "floor", "stream", "cta"]
+            return (names + ["softmax"] * (kind == "gqa_prefill" and d.head_dim.nunique() > 1)
+                    + ["stream", "cta", "query"] * split)
 
         out += _fit_kernel_law(f"attn_{kind}", groups, lambda d, hw, law, kind=kind: attn_law_seconds(
             d, hw, kind, law), names_of)
@@ -878,7 +937,11 @@ def _gemm_line(f: LawFit, date: str) -> str:
     def shown(name: str, v: float) -> str:
         if name == "softmax":  # exponentials per s, shown in T/s
             return _constant(v / 1e12, f.rel_se[name], False, "Texp/s")
-        return _constant(v, f.rel_se[name], name in ("floor", "row"), "tokens" * (name == "offset"))
+        if name == "stream":  # one CTA's rate, shown in GB/s
+            return _constant(v / 1e9, f.rel_se[name], False, "GB/s")
+        if name == "query":  # per query-head element, shown in ps
+            return _constant(v * 1e12, f.rel_se[name], False, "ps")
+        return _constant(v, f.rel_se[name], name in ("floor", "row", "cta"), "tokens" * (name == "offset"))
 
     parts = [f"{name}: {shown(name, v)}" for name, v in f.values.items()]
     return f"    {_law_key(f)}: {{{', '.join(parts)}, kernels: {f.n}, note: {note}}}"

@@ -400,8 +400,10 @@ def test_attention_laws_by_hand():
     assert t == pytest.approx(10e-6 + 2 * 64 * 128 * 4296 * 1088 / (0.5 * 989e12), rel=1e-12)
     # GQA decode, 8 sequences, 8 query / 1 KV head of 128, BF16 cache, a 128-token window on a
     # 1000-token context: 2 x 8 x 128 x 1 x 128 x 2 B = 524 kB at 0.8 x 3.35 TB/s = 0.1957 us
+    # (one CTA per block: n_sub = 1, no per-CTA rate or cost, as where no split-KV dispatcher is modelled)
     gqa = dict(b=8.0, S=1000.0, h=8.0, h_kv=1.0, d_head=128.0, b_kv=2.0, phi_w=1.0, S_w=128.0, P_c=989e12,
-               B_hbm=3.35e12, eta_a=1.0, eta_am=0.8, t_a0=3e-6)
+               B_hbm=3.35e12, eta_a=1.0, eta_am=0.8, t_a0=3e-6, n_sub=1.0, N_sm=132.0, beta_c=math.inf,
+               t_c=0.0, t_q=0.0)
     t = compile_operator("attn_gqa_law")(**gqa, t_r=0.0)
     assert t == pytest.approx(3e-6 + 2 * 8 * 128 * 128 * 2 / (0.8 * 3.35e12), rel=1e-12)
     # the blocks' own work overlaps the KV stream: 8 sequences x 1 KV head x 20 ns = 0.16 us is
@@ -411,6 +413,29 @@ def test_attention_laws_by_hand():
     assert compile_operator("attn_gqa_mmha_law")(**gqa, t_r=20e-9) == pytest.approx(3e-6 + 1.28e-6, rel=1e-12)
     assert set(arguments("attn_mla_law")) == {"b", "S", "h", "b_kv", "r_kv", "d_r", "P_c", "B_hbm", "eta_a",
                                               "eta_am", "t_a0", "S_a0"}
+
+
+def test_split_kv_decode_by_hand():
+    # TensorRT-LLM's XQA multi-block count (computeMultiBlockCount) on 132 SMs: one CTA per 128
+    # context tokens, at most round(sqrt(8 n)), cut to 8 CTAs per SM, at least one
+    from planner.truth.kernels import mmha_subsequences, xqa_subsequences
+
+    S = np.array([32768.0, 2048.0, 100.0, 2048.0])
+    blocks = np.array([8.0, 512.0, 1.0, 16384.0])
+    # 256 -> round(45.25) = 45 (8 x 45 / 132 = 2.7 per SM); 16 -> 11, 512 x 11 / 132 = 42.7 per SM
+    # is 5.33 x the 8 aimed at -> floor(11 / 5.33) = 2; floor(100 / 128) = 0 -> 1; 16384 blocks -> 1
+    assert xqa_subsequences(S, blocks, 132).tolist() == [45.0, 2.0, 1.0, 1.0]
+    # MMHA: ceil(132 / blocks) CTAs, at most ceil((S + 1) / 128): 17 (= ceil(2049 / 128)); 5; 1
+    assert mmha_subsequences([2048.0, 512.0, 2048.0], [8.0, 8.0, 200.0], 132).tolist() == [17.0, 5.0, 1.0]
+    # one sequence of 32768 tokens, 8 query / 1 KV head of 128, BF16 cache, 45 CTAs: the KV
+    # stream 2 x 32768 x 128 x 2 B = 16.78 MB at 0.9 x 3.35 TB/s = 5.56 us is shorter than one CTA's
+    # 1 / 45 of it at 20 GB/s = 18.64 us; the CTAs cost 45 x (1 us + 8 x 128 x 0.6 ns) / 132 SMs
+    M = 2 * 32768 * 128 * 2
+    t = compile_operator("attn_gqa_law")(b=1.0, S=32768.0, h=8.0, h_kv=1.0, d_head=128.0, b_kv=2.0, phi_w=0.0,
+                                         S_w=1.0, P_c=989e12, B_hbm=3.35e12, eta_a=1.0, eta_am=0.9, t_a0=3e-6,
+                                         t_r=10e-9, n_sub=45.0, N_sm=132.0, beta_c=20e9, t_c=1e-6, t_q=0.6e-9)
+    assert t == pytest.approx(M / 45 / 20e9 + 45 * (1e-6 + 8 * 128 * 0.6e-9) / 132 + 3e-6, rel=1e-12)
+    assert t == pytest.approx(22.19e-6, rel=1e-3)
 
 
 def test_moe_and_attention_laws_recover_known_constants():
@@ -490,8 +515,12 @@ def test_moe_and_attention_law_spec_round_trip():
             LawFit("attn_mla", "hgx-h200", "vllm", 60, {"compute": 0.45, "hbm": 0.8, "floor": 16e-6},
                    {"compute": 0.01, "hbm": 0.01, "floor": 0.01}, 0.1, 0.3, "fp8"),
             LawFit("attn_gqa", "hgx-h200", "vllm", 70, {"hbm": 0.6, "floor": 12e-6},
-                   {"hbm": 0.01, "floor": 0.01}, 0.1, 0.3, "bf16")]
+                   {"hbm": 0.01, "floor": 0.01}, 0.1, 0.3, "bf16"),
+            LawFit("attn_gqa", "hgx-h200", "vllm", 70,
+                   {"hbm": 0.9, "floor": 7e-6, "stream": 20e9, "cta": 3e-6, "query": 0.64e-9},
+                   {"hbm": 0.01, "floor": 0.01, "stream": 0.02, "cta": 0.02, "query": 0.05}, 0.1, 0.3, "fp8")]
     new = render_allreduce(blank, fits, "2026-12-01")
+    assert 'stream: {value: "20 GB/s"' in new and 'query: {value: "640 ps"' in new
     assert new.count("    moe_fp8:") == 1 and "hbm: {value: 0.7, kind: bound}" in new
     eff = parse_hardware(parse_yaml(new, "h200"), "h200").with_stack("vllm").efficiency
     law = eff.moe_law("fp8")
@@ -499,7 +528,11 @@ def test_moe_and_attention_law_spec_round_trip():
     assert law.floor == pytest.approx(40e-6)
     mla, gqa = eff.attn_law("mla", "fp8"), eff.attn_law("gqa", "bf16")
     assert (mla.compute, mla.hbm, mla.floor) == pytest.approx((0.45, 0.8, 16e-6))
-    assert gqa.compute == 1.0 and gqa.hbm == pytest.approx(0.6) and eff.attn_law("gqa", "fp8") is None
+    assert gqa.compute == 1.0 and gqa.hbm == pytest.approx(0.6)
+    # a law without the split-KV terms has none (no per-CTA bound, no CTA time)
+    assert (gqa.stream, gqa.cta, gqa.query) == (math.inf, 0.0, 0.0)
+    split = eff.attn_law("gqa", "fp8")
+    assert (split.stream, split.cta, split.query) == pytest.approx((20e9, 3e-6, 0.64e-9))
     assert render_allreduce(new, fits, "2026-12-01") == new
 
 
@@ -512,9 +545,12 @@ def test_bundled_specs_carry_physical_moe_and_attention_laws():
                 assert 0 < law.act <= 1 and 0 < law.token <= 1
             assert {k for k, _ in eff.attn} >= {"gqa_bf16", "gqa_fp8"}
             # every attention law, decode and prefill, charges its query rows some work of their own:
-            # context tokens' worth (MLA decode, prefill) or a time per block (GQA decode)
+            # context tokens' worth (MLA decode, prefill) or a time per block (GQA decode; on
+            # TensorRT-LLM's Hopper MMHA, whose blocks are one CTA's query head, a time per CTA)
             for key, law in eff.attn:
-                if key.startswith("gqa") and not key.startswith("gqa_prefill"):
+                if key.startswith("gqa_mmha") and law.cta > 0:
+                    assert 0 < law.cta < 10e-6 and law.row == 0 and law.offset == 0, (gpu, stack, key)
+                elif key.startswith("gqa") and not key.startswith("gqa_prefill"):
                     assert 0 < law.row < 1e-6 and law.offset == 0, (gpu, stack, key)
                 else:
                     assert 0 < law.offset < 5000 and law.row == 0, (gpu, stack, key)
@@ -705,13 +741,13 @@ def test_tensorrt_llm_decode_attention_dispatch_by_hand():
         "step":     [0, 0, 0, 0, 0, 0, 0]})
     # blocks: 4 x 8 x 64 x 16; MHA; group 64; 4 x 8 x 1 x 1 = 32 < 132; 4 x 8 x 16 = 512;
     # group 32; 4 x 8 x 4 x 4 = 512
-    assert attention_kind(rows, "hopper").tolist() == ["gqa", "gqa_mmha", "gqa_mmha", "gqa_mmha", "gqa",
-                                                       "gqa", "gqa"]
+    assert attention_kind(rows, "hopper", 132).tolist() == ["gqa", "gqa_mmha", "gqa_mmha", "gqa_mmha",
+                                                            "gqa", "gqa", "gqa"]
     assert attention_kind(rows, "blackwell").tolist() == ["gqa", "gqa", "gqa_mmha", "gqa", "gqa", "gqa",
                                                           "gqa"]
-    assert set(attention_kind(rows.assign(stack="vllm"), "hopper")) == {"gqa"}
+    assert set(attention_kind(rows.assign(stack="vllm"), "hopper", 132)) == {"gqa"}
     mla = rows.assign(op="attention_mla_prefill", heads=128, kv_heads=0)
-    assert set(attention_kind(mla, "hopper")) == {"mla_prefill"}
+    assert set(attention_kind(mla, "hopper", 132)) == {"mla_prefill"}
 
 
 def test_tensorrt_llm_specs_carry_the_mmha_law_and_other_stacks_do_not():
