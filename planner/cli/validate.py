@@ -296,19 +296,22 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     print("\n# allreduce (CUDA-graph custom all-reduce; moe-planner equations --term op.allreduce): "
           "latency per pass a_ar and NVLink fraction eta_ar of the one-shot and two-shot kernel, "
           "in-switch fraction eta_nv beyond its 8 MiB; groups larger than the stack's kernel spans "
-          "(N_ar: SGLang one host, vLLM 8 GPUs) priced by NCCL's law below")
+          "(N_ar: SGLang one host, vLLM 8 GPUs; over PCIe vLLM and SGLang 2, TensorRT-LLM none) priced "
+          "by NCCL's law below (a stack none of whose rows its kernel spans: not pinned)")
     print(table([[f.gpu, f.stack, f.n, f"{f.values[lat] * 1e6:.3g} us{_se_shown(f.rel_se[lat])}",
                   f"{f.values[eff]:.3g}{_se_shown(f.rel_se[eff])}", _large(f, large),
                   _pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in ar],
                 ["gpu", "stack", "kernels", "a_ar", "eta_ar", "eta_nv", "median |err|", "p90"]))
     print("\n# nccl all-reduce, per system (a library's, not a stack's: the kernel scorecard's NCCL rows): "
           "t_n0 + 2 (n - 1) a_nc + 2 (n - 1)/n x / (eta_nc B_su) (moe-planner equations --term "
-          "op.allreduce_nccl): a ring, as measured (latency grows with the GPU count)")
+          "op.allreduce_nccl): a ring, as measured (latency grows with the GPU count); over PCIe a ring "
+          "beyond one switch's n_sw GPUs at max(1 / B_su, (1 / n_sw) / (eta_hb B_hb)) per byte")
     print(table([[f.gpu, f.n]
                  + [f"{f.values[p] * 1e6:.3g} us{_se_shown(f.rel_se[p])}" for p in ("floor", "latency")]
-                 + [f"{f.values['efficiency']:.3g}{_se_shown(f.rel_se['efficiency'])}",
-                    _pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in nccl],
-                ["gpu", "kernels", "t_n0", "a_nc", "eta_nc", "median |err|", "p90"]))
+                 + [f"{f.values[p]:.3g}{_se_shown(f.rel_se[p])}" if p in f.values else "-"
+                    for p in ("efficiency", "bridge")]
+                 + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in nccl],
+                ["gpu", "kernels", "t_n0", "a_nc", "eta_nc", "eta_hb", "median |err|", "p90"]))
     print("\n# a2a (low-latency dispatch and combine): t = floor[phase, dtype] + V / (eta_a2a B_su) "
           "(moe-planner equations --term op.a2a, the floor as a_a2a); eta_a2a fitted once per stack "
           "over the systems with the same links; the step model takes eta_a2a, not the floors")

@@ -85,6 +85,7 @@ from planner.physics.symbols import (
     eta_c,
     eta_ce,
     eta_fa,
+    eta_hb,
     eta_m,
     eta_nc,
     eta_nv,
@@ -440,8 +441,11 @@ def su_seconds_per_byte(phi: sp.Expr = phi_hb) -> sp.Expr:
     """Seconds per byte a GPU sends to its in-domain peers, at full bandwidth: its own link
     ``1 / B_su`` (each GPU's traffic to all its peers shares its one link per direction: an NVLink
     port set, or a PCIe x16), or the host bridge where the share ``phi`` of it crosses one,
-    ``phi / B_hb``, whichever is slower."""
-    return _max(1 / B_su, phi / B_hb)
+    ``phi / (eta_hb B_hb)``, whichever is slower: peer traffic through the CPU's root complex
+    reaches the fraction ``eta_hb`` of the bridge's bandwidth relative to peers under one switch
+    (RTX PRO 6000 server, NCCL: rings over 2 GPUs in one switch move 39 GB/s of bus bandwidth at
+    512 MiB, over 4 and 8 GPUs, which cross the host, 26 and 21 GB/s)."""
+    return _max(1 / B_su, phi / (eta_hb * B_hb))
 
 
 def a2a_volume(n_destinations: sp.Expr, bytes_per_elem: sp.Expr, tokens: sp.Expr = b_send) -> sp.Expr:

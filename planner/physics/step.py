@@ -256,6 +256,15 @@ def moe_law(hw: Hardware, prec: Precisions) -> Any:
 #:   _SUPPORTED_WORLD_SIZES`` in vLLM's ``distributed/device_communicators/custom_all_reduce.py``).
 #:   Measured on GB300 NVL72: 13 us over 8 GPUs, 46 us over 16 (NCCL's fitted ring: 49 us).
 ALLREDUCE_REACH: dict[str, int | str] = {"sglang": "host", "vllm": 8}
+#: ... and over PCIe (a scale-up domain without NVLink), where the custom kernels step back:
+#: vLLM's (and SGLang's copy of it) is disabled beyond 2 GPUs ("Custom allreduce is disabled because
+#: it's not supported on more than two PCIe-only GPUs": ``CustomAllreduce.__init__`` in vLLM's
+#: ``distributed/device_communicators/custom_all_reduce.py``), so it spans 2 (peer-to-peer over the
+#: switch); TensorRT-LLM's automatic strategy takes NCCL wherever the group has no NVLink
+#: (``AllreduceOp::selectImplementation``: ``if (isAuto && !mIsNVLINKSupported) return NCCL``), so
+#: its kernel spans 1.  Measured on the RTX PRO 6000 server: TensorRT-LLM's "custom" all-reduce over
+#: 2 GPUs takes NCCL's 6.4 us at 256 B, vLLM's and SGLang's 4.3-4.5 us (NCCL's 6.3 us).
+ALLREDUCE_REACH_PCIE: dict[str, int] = {"sglang": 2, "vllm": 2, "trtllm": 1}
 
 
 #: Tokens per attention rank up to which a stack's decode step runs the shared experts on a second
@@ -301,6 +310,13 @@ def _stack_allreduce(hw: Hardware) -> tuple[float, float, float]:
             e.allreduce_large_efficiency if e.allreduce_large_efficiency is not None else eta_ar)
 
 
+def bridge_efficiency(hw: Hardware, mode: str) -> float:
+    """``eta_hb``: the fraction of the host bridge's bandwidth peer traffic that leaves its PCIe
+    switch reaches, from the system's fitted NCCL law (1 in bound mode, on NVLink, or unfitted)."""
+    law = hw.nccl_allreduce
+    return 1.0 if mode == "bound" or law is None else law.bridge
+
+
 def allreduce_values(hw: Hardware, mode: str, stack: str | None = None) -> dict[str, float]:
     """``N_ar`` (the GPUs the all-reduce kernel of ``stack``, default the one in use, spans), its
     message limits ``m_o4``, ``m_o8``, ``m_cu`` (:data:`ALLREDUCE_ONESHOT`) and NCCL's ring
@@ -310,7 +326,10 @@ def allreduce_values(hw: Hardware, mode: str, stack: str | None = None) -> dict[
     if mode == "bound":
         return dict(N_ar=1e12, t_n0=0.0, a_nc=0.0, eta_nc=1.0, m_o4=0.0, m_o8=0.0, m_cu=0.0)
     name = hw.stack if stack is None else stack
-    reach = ALLREDUCE_REACH.get(name, hw.domain_size)
+    if hw.su_link == "pcie":
+        reach: int | str = ALLREDUCE_REACH_PCIE.get(name, ALLREDUCE_REACH_PCIE["vllm"])
+    else:
+        reach = ALLREDUCE_REACH.get(name, hw.domain_size)
     n_ar = min(hw.gpus_per_host if reach == "host" else int(reach), hw.domain_size)
     o4, o8 = ALLREDUCE_ONESHOT.get(name, ALLREDUCE_ONESHOT["vllm"])
     out = dict(N_ar=float(n_ar), m_o4=float(o4), m_o8=float(o8), m_cu=float(ALLREDUCE_CUSTOM_LIMIT))
@@ -418,6 +437,7 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
         P_c=hw.flops["bf16"], B_hbm=hw.hbm_bandwidth, C_hbm=hw.hbm_capacity,
         N_su=hw.domain_size, B_su=hw.su_bandwidth, B_so=hw.so_bandwidth,
         x_nvls=float(hw.in_switch_reduction), n_sw=hw.su_switch_gpus, B_hb=hw.su_bridge_bandwidth,
+        eta_hb=bridge_efficiency(hw, mode),
         C_host=hw.host_capacity, B_c2c=max(hw.host_bandwidth, 1.0),
         G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots, s_kv=s_kv,
         # the scale-out copies: one per remote domain reached where the kernels forward inside a

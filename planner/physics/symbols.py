@@ -138,8 +138,8 @@ eta_ar = _s("eta_ar", "achieved fraction of scale-up bandwidth in an all-reduce"
 a_ar = _s("a_ar", "latency per pass of an all-reduce inside a scale-up domain", "s", "efficiency",
           r"\alpha_{ar}", nonneg=True)
 N_ar = _s("N_ar", "GPUs the serving stack's own all-reduce kernel spans; a larger group goes through NCCL "
-         "(SGLang: one host; vLLM: 8 GPUs; TensorRT-LLM: the scale-up domain; bound mode: every group, "
-         "the in-switch reduction everywhere)", "1",
+         "(SGLang: one host; vLLM: 8 GPUs; TensorRT-LLM: the scale-up domain; over PCIe vLLM and SGLang 2, "
+         "TensorRT-LLM 1; bound mode: every group, the in-switch reduction everywhere)", "1",
          "efficiency", "N_{ar}")
 m_o4 = _s("m_o4", "largest message (bytes per GPU) the stack's custom all-reduce sends one-shot over 3 or 4 "
          "GPUs; larger, two-shot (vLLM's and SGLang's kernel: 512 KiB; TensorRT-LLM: its custom-kernel "
@@ -157,6 +157,10 @@ a_nc = _s("a_nc", "latency per ring step of an NCCL all-reduce (fitted to the sy
           "efficiency", r"\alpha_{nc}", nonneg=True)
 eta_nc = _s("eta_nc", "achieved fraction of scale-up bandwidth in an NCCL all-reduce's ring (fitted to the "
             "system's NCCL kernels)", "1", "efficiency", r"\eta_{nc}")
+eta_hb = _s("eta_hb", "achieved fraction of the host bridge's bandwidth B_hb for scale-up traffic that "
+            "leaves its PCIe switch and crosses the CPU's root complex (fitted to the system's NCCL "
+            "kernels, whose rings stay in one switch over n_sw GPUs and cross the host beyond; 1 on NVLink: "
+            "no bridge)", "1", "efficiency", r"\eta_{hb}")
 eta_a2a = _s("eta_a2a", "achieved fraction of scale-up bandwidth in an expert all-to-all", "1", "efficiency",
              r"\eta_{a2a}")
 a_a2a = _s("a_a2a", "latency per phase (dispatch or combine) of an expert all-to-all in a scale-up domain",

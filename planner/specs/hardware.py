@@ -107,6 +107,9 @@ class NcclLaw:
     floor: float       #: t_n0, s per call
     latency: float     #: a_ar of the ring, s per step
     efficiency: float  #: eta_ar of the ring, fraction of the scale-up bandwidth
+    #: eta_hb, fraction of the host bridge's bandwidth where a ring leaves its PCIe switch (fitted
+    #: on PCIe systems only; 1: no bridge, or not fitted)
+    bridge: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -527,7 +530,8 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
 #: ``time`` a quantity in s, ``tokens`` one in tokens, ``exp_rate`` one in exponentials per s.
 _GEMM_CONSTANTS = {"compute": (True, "fraction"), "hbm": (True, "fraction"), "floor": (True, "time"),
                    "cast": (False, "fraction"), "wave": (False, "fraction")}
-_NCCL_CONSTANTS = {"floor": (True, "time"), "latency": (True, "time"), "efficiency": (True, "fraction")}
+_NCCL_CONSTANTS = {"floor": (True, "time"), "latency": (True, "time"), "efficiency": (True, "fraction"),
+                   "bridge": (False, "fraction")}
 _KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (False, "fraction"), "floor": (True, "time"),
                      "act": (False, "fraction"), "token": (False, "fraction"), "offset": (False, "tokens"),
                      "row": (False, "time"),

@@ -140,13 +140,15 @@ def _allreduce_seconds(d: pd.DataFrame, hw: Any, a_ar: float, eta_ar: float, eta
     return compile_operator("allreduce")(
         x=d.bytes.to_numpy(float), n_g=d.num_gpus.to_numpy(float), N_su=float(hw.domain_size),
         B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_ar=eta_ar, eta_nv=eta_nv, eta_so=eta_so,
-        a_ar=a_ar, a_so=a_so, **allreduce_values(hw, mode, str(d["stack"].iloc[0])), **link_symbols(hw))
+        a_ar=a_ar, a_so=a_so, **allreduce_values(hw, mode, str(d["stack"].iloc[0])), **link_symbols(hw, mode))
 
 
-def link_symbols(hw: Any) -> dict[str, float]:
-    """The scale-up link type's symbols (x_nvls, n_sw, B_hb) of system ``hw``."""
+def link_symbols(hw: Any, mode: str = "realistic") -> dict[str, float]:
+    """The scale-up link type's symbols (x_nvls, n_sw, B_hb, eta_hb) of system ``hw``."""
+    from planner.physics.step import bridge_efficiency
+
     return {"x_nvls": float(hw.in_switch_reduction), "n_sw": float(hw.su_switch_gpus),
-            "B_hb": hw.su_bridge_bandwidth}
+            "B_hb": hw.su_bridge_bandwidth, "eta_hb": bridge_efficiency(hw, mode)}
 
 
 def _a2a_seconds(d: pd.DataFrame, hw: Any, a_a2a: Any, eta_a2a: float) -> np.ndarray:
@@ -169,13 +171,15 @@ def _per_system(df: pd.DataFrame, mode: str, seconds: Any) -> np.ndarray:
     return out
 
 
-def nccl_seconds(d: pd.DataFrame, hw: Any, floor: float, latency: float, efficiency: float) -> np.ndarray:
-    """NCCL's all-reduce law (operator ``allreduce_nccl``) on rows ``d`` of system ``hw``."""
+def nccl_seconds(d: pd.DataFrame, hw: Any, floor: float, latency: float, efficiency: float,
+                 bridge: float = 1.0) -> np.ndarray:
+    """NCCL's all-reduce law (operator ``allreduce_nccl``) on rows ``d`` of system ``hw``, its ring
+    crossing a PCIe host bridge at the fraction ``bridge`` (eta_hb)."""
     return compile_operator("allreduce_nccl")(
         x=d.bytes.to_numpy(float), n_g=d.num_gpus.to_numpy(float), N_su=float(hw.domain_size),
         B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_nc=efficiency, eta_so=hw.efficiency.scale_out,
         a_nc=latency, a_so=hw.so_latency, t_n0=floor,
-        **{k: v for k, v in link_symbols(hw).items() if k != "x_nvls"})
+        **{k: v for k, v in link_symbols(hw).items() if k != "x_nvls"} | {"eta_hb": bridge})
 
 
 def predict_allreduce(df: pd.DataFrame, mode: str) -> np.ndarray:
@@ -185,7 +189,7 @@ def predict_allreduce(df: pd.DataFrame, mode: str) -> np.ndarray:
     def seconds(d: pd.DataFrame, hw: Any, e: dict[str, float]) -> np.ndarray:
         law = hw.nccl_allreduce
         if mode == "realistic" and law is not None and (d.op == "allreduce_nccl").all():
-            return nccl_seconds(d, hw, law.floor, law.latency, law.efficiency)
+            return nccl_seconds(d, hw, law.floor, law.latency, law.efficiency, law.bridge)
         return _allreduce_seconds(d, hw, e["a_ar"], e["eta_ar"], e["eta_nv"], e["a_so"], e["eta_so"], mode)
 
     return _per_system(df, mode, seconds)
@@ -674,9 +678,19 @@ def fit_allreduce(nccl: list[LawFit] | None = None) -> list[LawFit]:
 def fit_nccl(df: pd.DataFrame | None = None) -> list[LawFit]:
     """NCCL's all-reduce law per system, fitted to its measured NCCL kernels (CUDA-graph ones, the
     fastest algorithm per size): ``t_n0 + 2 (n - 1) a_nc + 2 (n - 1)/n x / (eta_nc B_su)``
-    (operator ``allreduce_nccl``), robust least squares on log(predicted / measured) in log space."""
+    (operator ``allreduce_nccl``), robust least squares on log(predicted / measured) in log space;
+    on a PCIe system (GPUs under more than one switch) also the host bridge's fraction ``bridge``
+    (eta_hb), which the rings that leave one switch pay: ``max(1 / B_su, (1 / n_sw) / (eta_hb
+    B_hb))`` seconds per byte."""
+    from planner.specs.registry import load_hardware
+
     df = serving_allreduces(load_table("allreduce")) if df is None else df
-    return _fit_law("nccl_allreduce", df[df.op == "allreduce_nccl"], nccl_seconds, NCCL_PARAMS)
+    d = df[df.op == "allreduce_nccl"]
+    # over PCIe a ring beyond one switch's GPUs crosses the host: its bridge fraction eta_hb too
+    pcie = d.gpu.map(lambda g: load_hardware(g).su_switch_gpus < load_hardware(g).domain_size).astype(bool)
+    fits = (_fit_law("nccl_allreduce", d[~pcie], nccl_seconds, NCCL_PARAMS)
+            + _fit_law("nccl_allreduce", d[pcie], nccl_seconds, NCCL_PARAMS | {"bridge": (0.6, (0.05, 1.0))}))
+    return sorted(fits, key=lambda f: f.gpu)
 
 
 def render_collectives(text: str, f: LawFit, date: str) -> str:
@@ -685,7 +699,8 @@ def render_collectives(text: str, f: LawFit, date: str) -> str:
     note = json.dumps(f"fitted to {f.n} measured NCCL all-reduce kernels of this system (aiconfigurator-core "
                       f"0.12.0; planner/truth/data/kernels), {date}; median error {f.median_abs_err:.0%}, "
                       f"p90 {f.p90_abs_err:.0%}")
-    parts = [f"{name}: {_constant(v, f.rel_se[name], name != 'efficiency')}" for name, v in f.values.items()]
+    parts = [f"{name}: {_constant(v, f.rel_se[name], name not in ('efficiency', 'bridge'))}"
+             for name, v in f.values.items()]
     block = ["collectives:", f"  nccl_allreduce: {{{', '.join(parts)}, kernels: {f.n}, note: {note}}}"]
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.rstrip() == "collectives:"), None)

@@ -114,7 +114,8 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         b_disp=u(0.5, 2), b_comb=2.0, P_e=u(1e14, 1e16), P_a=u(1e14, 1e16), P_d=u(1e14, 1e16),
         P_v=u(1e14, 1e16), P_c=u(1e14, 1e16), B_hbm=u(1e12, 1e13), C_hbm=u(8e10, 3e11),
         N_su=float(rng.choice([8, 72])), B_su=u(1e11, 1e12), x_nvls=float(rng.integers(0, 2)),
-        n_sw=float(rng.choice([1, 2, 4, 8])), B_hb=u(1e10, 1e12), a_su=u(0, 1e-5), B_so=u(1e10, 1e11),
+        n_sw=float(rng.choice([1, 2, 4, 8])), B_hb=u(1e10, 1e12), eta_hb=u(0.3, 1), a_su=u(0, 1e-5),
+        B_so=u(1e10, 1e11),
         a_so=u(0, 1e-5), C_host=u(0, 5e11), B_c2c=u(1e11, 5e11), eta_c=u(0.3, 1), eta_fa=u(0.3, 1),
         eta_ce=u(0.3, 1), eta_xa=u(0.03, 1), eta_xt=u(0.01, 1), x_xa=float(rng.integers(0, 2)),
         S_a0=u(0, 2000),
@@ -271,7 +272,8 @@ def test_ridge_points():
 
 
 #: the link-type symbols of an NVSwitch domain of 8 (in-switch reduction, one switch)
-NVSWITCH = {REGISTRY["x_nvls"].symbol: 1, REGISTRY["n_sw"].symbol: 8, REGISTRY["B_hb"].symbol: 450e9}
+NVSWITCH = {REGISTRY["x_nvls"].symbol: 1, REGISTRY["n_sw"].symbol: 8, REGISTRY["B_hb"].symbol: 450e9,
+            REGISTRY["eta_hb"].symbol: 1}
 
 
 #: a stack's custom-kernel limits as vLLM's kernel has them: one-shot below 512 KiB over 3-4 GPUs

@@ -59,38 +59,50 @@ def test_ep8_pcie_all_to_all_of_one_decode_step_by_hand():
     # its 64 / 8 = 8 tokens.  A token's 8 experts reach 7 x (1 - (7/8)^8) = 4.5947 other GPUs;
     # INT4 W4A16 experts multiply in BF16, so 2 B per element: 8 x 4.5947 x 7168 x 2 = 526,961 B.
     # 6 of the 7 peers sit under other PCIe switches (2 GPUs per switch): 6/7 of the bytes cross
-    # the 31.5 GB/s host bridge, slower than the GPU's own 63 GB/s link:
-    # max(1 / 63e9, (6/7) / 31.5e9) = 1 / 36.75e9 s per byte.  At the measured alltoall's 0.5 of
-    # that and 9.5 us per phase: 526,961 / (0.5 x 36.75e9) + 9.5e-6 = 38.18 us.
+    # the 31.5 GB/s host bridge, at its fitted fraction 0.6247 (NCCL's rings that leave a switch),
+    # slower than the GPU's own 63 GB/s link: max(1 / 63e9, (6/7) / (0.6247 x 31.5e9)) = 1 / 22.96e9
+    # s per byte.  At the measured alltoall's 0.8 of that and 9.5 us per phase:
+    # 526,961 / (0.8 x 22.96e9) + 9.5e-6 = 38.19 us.
     r = decode_step("kimi-k2-thinking", "rtx-pro-6000-server", gpus=8, batch=64, context=2048,
                     tp_attn=8, ep=8, mtp=None)
     volume = 8 * 7 * (1 - (7 / 8) ** 8) * 7168 * 2
     assert volume == pytest.approx(526_961, abs=1)
-    per_byte = max(1 / 63e9, (6 / 7) / 31.5e9)
-    assert 1 / per_byte == pytest.approx(36.75e9)
-    assert r.terms["dispatch"] == pytest.approx(volume * per_byte / 0.5 + 9.5e-6, rel=1e-9)
-    assert r.terms["dispatch"] == pytest.approx(38.18e-6, rel=1e-3)
+    per_byte = max(1 / 63e9, (6 / 7) / (0.6247 * 31.5e9))
+    assert 1 / per_byte == pytest.approx(22.96e9, rel=1e-3)
+    assert r.terms["dispatch"] == pytest.approx(volume * per_byte / 0.8 + 9.5e-6, rel=1e-9)
+    assert r.terms["dispatch"] == pytest.approx(38.19e-6, rel=1e-3)
     assert r.terms["combine"] == pytest.approx(r.terms["dispatch"], rel=1e-12)  # BF16 both ways
     # the same node over NVSwitch would have no bridge: the GPU's own link alone
     nv = load_hardware("rtx-pro-6000-server").replace(su_link="nvlink", su_switch_gpus=8,
                                                        su_bridge_bandwidth=63e9)
     r_nv = decode_step("kimi-k2-thinking", nv, gpus=8, batch=64, context=2048, tp_attn=8, ep=8, mtp=None)
-    assert r_nv.terms["dispatch"] == pytest.approx(volume / (0.5 * 63e9) + 9.5e-6, rel=1e-9)
+    assert r_nv.terms["dispatch"] == pytest.approx(volume / (0.8 * 63e9) + 9.5e-6, rel=1e-9)
 
 
-def test_pcie_all_reduce_is_a_ring_without_in_switch_reduction():
-    # the attention-output all-reduce over TP 8: 64 tokens x 7168 x 2 B = 917,504 B; a ring moves
-    # 2 x 7/8 of it (PCIe switches do not reduce), at 0.392 of 63 GB/s (the ring's one hop per
-    # switch leaving it rides the 2 x 31.5 GB/s uplink: no slower), + 2 x 7 ring steps of 1.76 us.
-    # The same server on NVLink (no stack fitted: vLLM's kernel rule): 917,504 B over 8 is at least
-    # 256 KiB, so two-shot: the same 2 x 7/8 volume in two passes
+def test_pcie_all_reduce_is_nccls_ring_without_in_switch_reduction():
+    # the attention-output all-reduce over TP 8: 64 tokens x 7168 x 2 B = 917,504 B.  Over PCIe
+    # the custom kernels span 2 GPUs at most (vLLM's rule, the system having no fitted stack), so
+    # 8 GPUs go through NCCL's fitted ring: t_n0 3.378 us + 2 x 7 steps of 1.638 us + 2 x 7/8 of
+    # the bytes (PCIe switches do not reduce) at 0.5551 of the slower of the 63 GB/s link and the
+    # ring's one hop per switch leaving it, (1/2) / (0.6247 x 31.5 GB/s): 1 / 39.36 GB/s
     r = decode_step("kimi-k2-thinking", "rtx-pro-6000-server", gpus=8, batch=64, context=2048,
                     tp_attn=8, ep=8, mtp=None)
     m = 64 * 7168 * 2
-    assert r.terms["allreduce_attn"] == pytest.approx(1.75 * m / (0.392 * 63e9) + 14 * 1.76e-6, rel=1e-9)
+    per_byte = max(1 / 63e9, 0.5 / (0.6247 * 31.5e9))
+    assert 1 / per_byte == pytest.approx(39.36e9, rel=1e-3)
+    assert r.terms["allreduce_attn"] == pytest.approx(3.378e-6 + 14 * 1.638e-6 + 1.75 * m * per_byte / 0.5551,
+                                                      rel=1e-9)
+    # over TP 2 the two GPUs share a switch and vLLM's own kernel runs, priced over PCIe as a ring
+    # of 2 at its fitted constants: 2 x 2.153 us + m at 0.6011 x 63 GB/s (2 x (2 - 1)/2 m = m)
+    r2 = decode_step("kimi-k2-thinking", "rtx-pro-6000-server", gpus=8, batch=64, context=2048,
+                     tp_attn=2, ep=8, mtp=None)
+    m2 = 64 / 4 * 7168 * 2  # attention DP 4: 16 sequences per rank
+    assert r2.terms["allreduce_attn"] == pytest.approx(2 * 2.153e-6 + m2 / (0.6011 * 63e9), rel=1e-9)
+    # the same server on NVLink (no stack fitted: vLLM's kernel rule, spanning the domain): 917,504 B
+    # over 8 is at least 256 KiB, so two-shot: the same 2 x 7/8 volume in two passes of its own kernel
     nv = load_hardware("rtx-pro-6000-server").replace(su_link="nvlink", su_switch_gpus=8)
     r_nv = decode_step("kimi-k2-thinking", nv, gpus=8, batch=64, context=2048, tp_attn=8, ep=8, mtp=None)
-    assert r_nv.terms["allreduce_attn"] == pytest.approx(1.75 * m / (0.392 * 63e9) + 2 * 1.76e-6, rel=1e-9)
+    assert r_nv.terms["allreduce_attn"] == pytest.approx(1.75 * m / (0.6011 * 63e9) + 2 * 2.153e-6, rel=1e-9)
 
 
 def test_a_changed_nvswitch_domain_stays_one_switch():

@@ -312,7 +312,7 @@ def test_a2a_law_by_hand():
     # reaches 7 x (1 - (7/8)^8) = 4.5947 other ranks; 8 x 4.5947 x 7168 x 1 B = 263,479 B at
     # 450 GB/s = 0.58551 us, plus the phase latency
     t = compile_operator("a2a")(tokens=8.0, b_phase=1.0, EP=8.0, k=8.0, d=7168.0, B_su=450e9,
-                                eta_a2a=1.0, a_a2a=10e-6, N_su=8.0, n_sw=8.0, B_hb=450e9)
+                                eta_a2a=1.0, a_a2a=10e-6, N_su=8.0, n_sw=8.0, B_hb=450e9, eta_hb=1.0)
     assert t == pytest.approx(10e-6 + 8 * 7 * (1 - (7 / 8) ** 8) * 7168 / 450e9, rel=1e-12)
 
 
@@ -560,8 +560,39 @@ def test_nccl_law_by_hand():
     # 1 MB over 8 GPUs of one NVLink domain as a ring: t_n0 5 us + 2 x 7 steps x 1 us + the ring
     # volume 2 x 7/8 x 1e6 B = 1.75 MB at 0.5 x 450 GB/s = 7.778 us: 26.778 us
     t = compile_operator("allreduce_nccl")(x=1e6, n_g=8.0, N_su=8.0, B_su=450e9, B_so=50e9, eta_nc=0.5,
-                                           eta_so=1.0, a_nc=1e-6, a_so=8e-6, t_n0=5e-6, n_sw=8.0, B_hb=450e9)
+                                           eta_so=1.0, a_nc=1e-6, a_so=8e-6, t_n0=5e-6, n_sw=8.0, B_hb=450e9,
+                                           eta_hb=1.0)
     assert t == pytest.approx(5e-6 + 14e-6 + 1.75e6 / (0.5 * 450e9), rel=1e-12)
+    # over PCIe, 2 GPUs per switch, a 31.5 GB/s bridge share per GPU reached at 0.6: a ring of 2
+    # stays in its switch (63 GB/s link): 5 + 2 x 1 us + 1e6 / (0.5 x 63e9) = 38.75 us; a ring of 4
+    # leaves it, one hop per switch, half a GPU's traffic on the bridge: max(1 / 63e9, 0.5 / (0.6 x
+    # 31.5e9)) = 1 / 37.8e9 s per byte: 5 + 6 x 1 us + 1.5e6 / (0.5 x 37.8e9) = 90.37 us
+    pcie = dict(x=1e6, N_su=8.0, B_su=63e9, B_so=50e9, eta_nc=0.5, eta_so=1.0, a_nc=1e-6, a_so=8e-6,
+                t_n0=5e-6, n_sw=2.0, B_hb=31.5e9, eta_hb=0.6)
+    assert compile_operator("allreduce_nccl")(n_g=2.0, **pcie) == pytest.approx(38.746e-6, rel=1e-4)
+    assert compile_operator("allreduce_nccl")(n_g=4.0, **pcie) == pytest.approx(
+        11e-6 + 1.5e6 / (0.5 * 37.8e9), rel=1e-12)
+    assert compile_operator("allreduce_nccl")(n_g=4.0, **pcie) == pytest.approx(90.37e-6, rel=1e-4)
+
+
+def test_pcie_all_reduce_reach_per_stack():
+    # over PCIe vLLM's custom all-reduce (and SGLang's copy) is disabled beyond 2 GPUs and
+    # TensorRT-LLM's automatic strategy takes NCCL without NVLink: the measured "custom" rows of
+    # the RTX PRO 6000 server say the same, TensorRT-LLM's at 256 B within 10% of NCCL's own rows at
+    # 2, 4 and 8 GPUs, vLLM's and SGLang's faster than NCCL's over 2 GPUs only
+    from planner.physics.step import allreduce_values
+
+    hw = load_hardware("rtx-pro-6000-server")
+    assert [allreduce_values(hw, "realistic", s)["N_ar"] for s in ("trtllm", "vllm", "sglang")] == [1, 2, 2]
+    assert allreduce_values(load_hardware("hgx-h200"), "realistic", "trtllm")["N_ar"] == 8  # NVLink
+    t = load_table("allreduce").query("gpu == 'rtx-pro-6000-server' and bytes == 256 and "
+                                      "not variant.str.contains('eager', case=False)")
+    best = t.groupby(["op", "stack", "num_gpus"]).latency_us.min()
+    for n in (2, 4, 8):
+        nccl = best["allreduce_nccl", "nccl", n]
+        assert best["allreduce_custom", "trtllm", n] == pytest.approx(nccl, rel=0.10)
+        for stack in ("vllm", "sglang"):
+            assert (best["allreduce_custom", stack, n] < 0.8 * nccl) == (n == 2), (stack, n)
 
 
 def test_sglang_allreduce_beyond_one_host_is_priced_as_nccl():
@@ -605,7 +636,11 @@ def test_nccl_law_spec_round_trip():
     assert new.index("collectives:") < new.index("stacks:")
     law = parse_hardware(parse_yaml(new, "h200"), "h200").nccl_allreduce
     assert (law.floor, law.latency, law.efficiency) == pytest.approx((5e-6, 1e-6, 0.6))
+    assert law.bridge == 1.0  # no bridge fraction fitted on NVLink
     assert render_allreduce(new, [fit], "2026-12-01") == new
+    # a PCIe system's law carries its host bridge's fraction
+    pcie = load_hardware("rtx-pro-6000-server").nccl_allreduce
+    assert 0.3 < pcie.bridge < 1.0
 
 
 def test_nccl_fit_sees_a_ring():
