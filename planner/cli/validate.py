@@ -348,19 +348,22 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in moe],
                 ["gpu", "stack", "dtype", "kernels", "eta_e", "eta_em", "eta_ea", "eta_et", "t_e0",
                  "median |err|", "p90"]))
-    print("\n# decode attention laws: MLA max((F + F_row) / (eta_a P_c), (M_kv + M_row) / (eta_am B_hbm)) "
-          "+ t_a0, each sequence's query rows S_a0 context tokens' worth (moe-planner equations --term "
-          "op.attn_mla_law); GQA max(F / (eta_a P_c), M_kv / (eta_am B_hbm), b h_kv t_r, M_kv / (b h_kv "
-          "n_sub beta_c)) + n_sub (b h_kv t_c + b h d_head t_q) / N_sm + t_a0, t_r per sequence and KV "
+    print("\n# decode attention laws: MLA max((F + F_row) / (eta_a P_c), (M_kv + M_row) (1 + phi_rp (n_ht - "
+          "1)) / (eta_am B_hbm)) + t_a0, each sequence's query rows S_a0 context tokens' worth, n_ht head "
+          "tiles streaming the KV where trtllm-gen's dispatch is modelled (Blackwell TensorRT-LLM, SGLang) "
+          "(moe-planner equations --term op.attn_mla_law); GQA max(F / (eta_a P_c), M_kv / (eta_am "
+          "B_hbm), b h_kv t_r, M_kv / (b h_kv n_sub beta_c)) + n_sub (b h_kv t_c + b h d_head t_q) / "
+          "N_sm + t_a0, t_r per sequence and KV "
           "head, n_sub split-KV CTAs per block where the dispatcher is modelled (TensorRT-LLM on Hopper; "
           "else 1, no beta_c, t_c, t_q) (op.attn_gqa_law; per query head on TensorRT-LLM's MMHA fallback, "
           "op.attn_gqa_mmha_law); per KV dtype; scored against kernels only")
     dec = [f for f in attn if not f.law.endswith("_prefill")]
     print(table([[f.law, f.gpu, f.stack, f.dtype, f.n]
-                 + [_v(f, p) for p in ("compute", "hbm", "offset", "row", "stream", "cta", "query", "floor")]
+                 + [_v(f, p) for p in ("compute", "hbm", "offset", "repeat", "row", "stream", "cta", "query",
+                                       "floor")]
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in dec],
-                ["law", "gpu", "stack", "KV", "kernels", "eta_a", "eta_am", "S_a0", "t_r", "beta_c", "t_c",
-                 "t_q", "t_a0", "median |err|", "p90"]))
+                ["law", "gpu", "stack", "KV", "kernels", "eta_a", "eta_am", "S_a0", "phi_rp", "t_r", "beta_c",
+                 "t_c", "t_q", "t_a0", "median |err|", "p90"]))
     print("\n# prefill attention laws: (F + F_row) / (eta_fa P_c) + N_exp / X_sm + t_a0, F_row = S_a0 "
           "context tokens' worth per query row, N_exp one softmax exponential per score (GQA only), P_c "
           "the BF16 peak (FP8 over an FP8 cache) (moe-planner equations --term op.attn_gqa_prefill_law); "

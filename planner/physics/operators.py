@@ -56,7 +56,10 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
 - ``attn_mla`` / ``attn_mla_law`` / ``attn_mla_bound``: one MLA decode attention kernel (absorbed,
   FlashMLA-style): ``b`` sequences of ``S`` context tokens, ``h`` query heads on the GPU; the step
   model's ``F_attn_core = 2 b h S (2 r_kv + d_r)`` and ``M_kv_read = b S (r_kv + d_r) b_kv`` (latent
-  KV not split, s_kv = 1, one query token).
+  KV not split, s_kv = 1, one query token).  Where the dispatcher runs a sequence's heads as
+  ``n_ht`` tiles (trtllm-gen on Blackwell: 16-head tiles at up to 32 heads), each tile's CTA
+  streams the whole KV, the share ``phi_rp`` of every repeated pass from HBM: the law's KV bytes
+  times ``1 + phi_rp (n_ht - 1)``.
 - ``attn_gqa`` / ``attn_gqa_law`` / ``attn_gqa_bound``: one GQA (MHA) decode attention kernel:
   ``F = 4 b h S d_head`` (c_att = 2 d_head) and ``M = 2 b S h_kv d_head b_kv`` (e_kv = 2 h_kv
   d_head, ``h_kv`` KV heads on the GPU), over the window-limited context ``S_eff`` (phi_w = 1: a
@@ -149,6 +152,8 @@ eta_am = sp.Symbol("eta_am", positive=True)  #: fitted HBM fraction of decode at
 t_a0 = sp.Symbol("t_a0", nonnegative=True)  #: fitted floor of a decode attention kernel, s
 t_r = sp.Symbol("t_r", nonnegative=True)    #: fitted time per block (sequence, KV head) of GQA decode, s
 n_sub = sp.Symbol("n_sub", positive=True)   #: CTAs (sub-sequences) per block of a split-KV decode kernel
+n_ht = sp.Symbol("n_ht", positive=True)     #: head tiles per sequence that each stream an MLA decode's KV
+phi_rp = sp.Symbol("phi_rp", nonnegative=True)  #: fitted share of a repeated KV pass read from HBM
 beta_c = sp.Symbol("beta_c", positive=True)  #: fitted rate one CTA streams its share of the KV cache at, B/s
 t_c = sp.Symbol("t_c", nonnegative=True)    #: fitted SM time per CTA of a split-KV decode kernel, s
 t_q = sp.Symbol("t_q", nonnegative=True)    #: fitted SM time per CTA per query-head element, s
@@ -198,6 +203,11 @@ OPERATOR_SYMBOLS = {
     "t_r": (t_r, "per-block work of a GQA decode kernel, one block per sequence and KV head (per query "
             "head on MMHA): loading the query, the softmax, writing the output; overlaps the KV stream "
             "(fitted)", "s"),
+    "n_ht": (n_ht, "head tiles per sequence of an MLA decode kernel, each a CTA streaming the sequence's "
+             "whole latent KV (trtllm-gen's dispatch on Blackwell: planner.truth.kernels.mla_head_tiles; 1 "
+             "elsewhere)", "1"),
+    "phi_rp": (phi_rp, "share of each repeated pass over the KV (a second head tile's) that comes from HBM, "
+               "the rest hitting L2 (fitted; 0 where not fitted)", "1"),
     "n_sub": (n_sub, "CTAs per block of a split-KV (multi-block) decode kernel, each streaming 1 / n_sub of "
               "the block's context: the dispatcher's count (TensorRT-LLM on Hopper: "
               "planner.truth.kernels.xqa_subsequences, mmha_subsequences; 1 elsewhere)", "1"),
@@ -312,7 +322,8 @@ OPERATORS: dict[str, sp.Expr] = {
     "moe_bound": eq.at(eq._max(F_moe / eq.P_e, eq._max(M_moe_min - C_l2, 0) / eq.B_hbm), {eq.lam: 1}),
     # decode attention, MLA absorbed and GQA
     "attn_mla": eq.roofline(F_mla, M_mla, eq.P_c),
-    "attn_mla_law": _attn_law(F_mla + R_mla, M_mla + Q_mla),
+    # each of the n_ht head tiles streams the KV; the share phi_rp of a repeated pass misses L2
+    "attn_mla_law": _attn_law(F_mla + R_mla, (M_mla + Q_mla) * (1 + phi_rp * (n_ht - 1))),
     "attn_mla_bound": eq._max(F_mla / eq.P_c, M_mla / eq.B_hbm),
     "attn_mla_bound_l2": eq._max(F_mla / eq.P_c, eq._max(M_mla - C_l2, 0) / eq.B_hbm),
     "attn_gqa": eq.roofline(F_gqa, M_gqa, eq.P_c),

@@ -97,6 +97,9 @@ class KernelLaw:
     cta: float = 0.0
     #: s of SM time per CTA per query-head element (t_q; 0 where not fitted)
     query: float = 0.0
+    #: share of each repeated pass over an MLA decode's KV (a further head tile's) read from HBM
+    #: (phi_rp; 0 where not fitted: one pass)
+    repeat: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -536,7 +539,7 @@ _KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (False, "fraction"),
                      "act": (False, "fraction"), "token": (False, "fraction"), "offset": (False, "tokens"),
                      "row": (False, "time"),
                      "softmax": (False, "exp_rate"), "stream": (False, "bandwidth"), "cta": (False, "time"),
-                     "query": (False, "time")}
+                     "query": (False, "time"), "repeat": (False, "fraction")}
 
 
 def _floor(floor: float) -> float:

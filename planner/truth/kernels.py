@@ -417,10 +417,45 @@ def attn_law_seconds(d: pd.DataFrame, hw: Any, kind: str, law: KernelLaw) -> np.
     ``gqa_prefill``) on rows ``d``."""
     # a prefill law's compute fraction is the step model's eta_fa; each law takes the constants it has
     shape = _attn_shape(d, hw, kind.removesuffix("_mmha"))  # MMHA: its own law on the GQA shape
-    return compile_operator(f"attn_{kind}_law")(**shape, **_split_kv(d, hw, kind), eta_a=law.compute,
-                                                eta_fa=law.compute, eta_am=law.hbm, S_a0=law.offset,
-                                                t_r=law.row, X_sm=law.softmax, t_a0=law.floor,
-                                                beta_c=law.stream, t_c=law.cta, t_q=law.query)
+    split = _split_kv(d, hw, kind) | _mla_tiles(d, hw, kind)
+    return compile_operator(f"attn_{kind}_law")(**shape, **split, eta_a=law.compute, eta_fa=law.compute,
+                                                eta_am=law.hbm, S_a0=law.offset, t_r=law.row,
+                                                X_sm=law.softmax, t_a0=law.floor, beta_c=law.stream,
+                                                t_c=law.cta, t_q=law.query, phi_rp=law.repeat)
+
+
+#: trtllm-gen's MLA decode dispatch (``selectMlaGenerationKernel`` / ``useSwapsMmaAbMlaGenKernel``
+#: in TensorRT-LLM's ``fmhaKernels.h``, which FlashInfer's ``trtllm-gen`` MLA decode, SGLang's
+#: ``trtllm_mla`` backend, mirrors; as read): the low-latency kernel (SwapsMmaAb) tiles the heads
+#: 16 at a time (8 at up to 8 heads) and runs where there are at most 32 heads, or where its CTAs
+#: fit the SMs, ``b ceil(h / 16) <= SMs``, and each CTA's share of the context, split over
+#: ``min(ceil(S / 256), max(1, floor(SMs / (b ceil(h / 16)))))`` CTAs, is at most 1,024 tokens;
+#: otherwise one tile of 64 heads (KeepsMmaAb; 128 heads on a 2-CTA cluster that loads the KV once).
+TRTLLM_GEN_MLA_TILE = 16
+TRTLLM_GEN_STEP_KV = 256
+TRTLLM_GEN_MAX_SEQ_PER_CTA = 1024
+#: the (family, stack) pairs whose MLA decode kernels take that dispatch
+TRTLLM_GEN_MLA = {("blackwell", "trtllm"), ("blackwell", "sglang")}
+
+
+def mla_head_tiles(b: Any, h: Any, S: Any, sms: float) -> np.ndarray:
+    """Head tiles per sequence that each stream an MLA decode's whole KV under trtllm-gen's
+    dispatch (:data:`TRTLLM_GEN_MLA_TILE` ...): ``ceil(h / 16)`` on the low-latency kernel, 1 on the
+    64-head kernel."""
+    b, h, S = (np.asarray(x, float) for x in (b, h, S))
+    tiles = np.ceil(h / TRTLLM_GEN_MLA_TILE)
+    ctas = b * tiles
+    per_seq = np.minimum(np.ceil(S / TRTLLM_GEN_STEP_KV), np.maximum(1.0, np.floor(sms / ctas)))
+    low_latency = (h <= 32) | ((ctas <= sms) & (np.ceil(S / per_seq) <= TRTLLM_GEN_MAX_SEQ_PER_CTA))
+    return np.where(low_latency, tiles, 1.0)
+
+
+def _mla_tiles(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
+    """``n_ht`` of MLA decode rows ``d`` (one stack): :func:`mla_head_tiles` where the stack's
+    kernels take trtllm-gen's dispatch on this family, else 1."""
+    if kind != "mla" or (hw.family, str(d["stack"].iloc[0])) not in TRTLLM_GEN_MLA or not hw.sm_count:
+        return {"n_ht": np.ones(len(d))}
+    return {"n_ht": mla_head_tiles(d.batch, d.heads, d.isl + d.step, float(hw.sm_count))}
 
 
 def split_kv(d: pd.DataFrame, family: str, kind: str) -> bool:
@@ -825,7 +860,8 @@ KERNEL_PARAMS = {"compute": (0.5, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)),
                  "floor": (10e-6, (0.1e-6, 2000e-6)), "act": (0.5, (0.01, 1.0)), "token": (0.3, (0.01, 1.0)),
                  "offset": (500.0, (1.0, 20000.0)), "row": (50e-9, (0.1e-9, 10e-6)),
                  "softmax": (4e12, (1e11, 1e15)), "stream": (20e9, (0.1e9, 10e12)),
-                 "cta": (1e-6, (1e-9, 100e-6)), "query": (0.5e-9, (1e-13, 1e-7))}
+                 "cta": (1e-6, (1e-9, 100e-6)), "query": (0.5e-9, (1e-13, 1e-7)),
+                 "repeat": (0.5, (1e-3, 1.0))}
 
 
 def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[LawFit]:
@@ -897,9 +933,12 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
             # blocks are single query heads, the CTA's cost t_c takes the place of the block's
             # t_r and its query head's t_q (fitted together, t_r ran to its bound and its
             # standard error was 190%)
-            split = split_kv(d, load_hardware(d.gpu.iloc[0]).family, kind)
+            family = load_hardware(d.gpu.iloc[0]).family
+            split = split_kv(d, family, kind)
             if split and kind == "gqa_mmha":  # a block is one CTA's query head: t_c is its t_r
                 return ["hbm", "floor", "stream", "cta"]
+            if kind == "mla" and (family, str(d["stack"].iloc[0])) in TRTLLM_GEN_MLA:
+                return names + ["repeat"]  # head tiles that each stream the KV
             return (names + ["softmax"] * (kind == "gqa_prefill" and d.head_dim.nunique() > 1)
                     + ["stream", "cta", "query"] * split)
 

@@ -391,12 +391,12 @@ def test_attention_laws_by_hand():
     # = 7.3014e10 FLOP -> 147.65 us; 64 x 4096 x 576 x 1 B = 151.0 MB -> 39.32 us: compute-bound
     t = compile_operator("attn_mla_law")(b=64.0, S=4096.0, h=128.0, b_kv=1.0, r_kv=512.0, d_r=64.0,
                                          P_c=989e12, B_hbm=4.8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6,
-                                         S_a0=0.0)
+                                         S_a0=0.0, n_ht=1.0, phi_rp=0.0)
     assert t == pytest.approx(10e-6 + 2 * 64 * 128 * 4096 * 1088 / (0.5 * 989e12), rel=1e-12)
     # each sequence's query rows cost S_a0 = 200 context tokens' worth more: 4296 in place of 4096
     t = compile_operator("attn_mla_law")(b=64.0, S=4096.0, h=128.0, b_kv=1.0, r_kv=512.0, d_r=64.0,
                                          P_c=989e12, B_hbm=4.8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6,
-                                         S_a0=200.0)
+                                         S_a0=200.0, n_ht=1.0, phi_rp=0.0)
     assert t == pytest.approx(10e-6 + 2 * 64 * 128 * 4296 * 1088 / (0.5 * 989e12), rel=1e-12)
     # GQA decode, 8 sequences, 8 query / 1 KV head of 128, BF16 cache, a 128-token window on a
     # 1000-token context: 2 x 8 x 128 x 1 x 128 x 2 B = 524 kB at 0.8 x 3.35 TB/s = 0.1957 us
@@ -412,7 +412,33 @@ def test_attention_laws_by_hand():
     assert compile_operator("attn_gqa_law")(**gqa, t_r=50e-9) == pytest.approx(3e-6 + 0.4e-6, rel=1e-12)
     assert compile_operator("attn_gqa_mmha_law")(**gqa, t_r=20e-9) == pytest.approx(3e-6 + 1.28e-6, rel=1e-12)
     assert set(arguments("attn_mla_law")) == {"b", "S", "h", "b_kv", "r_kv", "d_r", "P_c", "B_hbm", "eta_a",
-                                              "eta_am", "t_a0", "S_a0"}
+                                              "eta_am", "t_a0", "S_a0", "n_ht", "phi_rp"}
+
+
+def test_mla_head_tiles_by_hand():
+    # trtllm-gen's MLA decode dispatch on 148 SMs: up to 32 heads the low-latency kernel, 16-head
+    # tiles (32 heads: 2 tiles, each streaming the KV); beyond, the 16-head kernel only where its
+    # b ceil(h / 16) CTAs fit the SMs and each CTA's share of the context, over min(ceil(S / 256),
+    # max(1, floor(148 / CTAs))) CTAs per sequence, is at most 1,024 tokens; else one 64-head tile
+    from planner.truth.kernels import mla_head_tiles
+
+    b = [8, 8, 8, 8, 8, 64]
+    h = [32, 16, 8, 64, 64, 128]
+    S = [131072, 131072, 131072, 131072, 2048, 512]
+    # 64 heads x 8 sequences: 32 CTAs, floor(148 / 32) = 4 per sequence: 131072 / 4 = 32768 tokens
+    # each (> 1024: one 64-head tile), 2048 / 4 = 512 (<= 1024: four 16-head tiles); 128 x 64: 512
+    # CTAs > 148 SMs
+    assert mla_head_tiles(b, h, S, 148).tolist() == [2.0, 1.0, 1.0, 1.0, 4.0, 1.0]
+    # 8 sequences of 32768 tokens, 32 heads, FP8 latent cache, 2 head tiles each streaming the KV,
+    # the second from HBM at the share 0.5: 8 x 32768 x 576 B = 151.0 MB x 1.5 at 0.8 x 8 TB/s =
+    # 35.39 us, above the compute side (2 x 8 x 32 x 32768 x 1088 FLOP at 0.5 x 2.25 PFLOP/s =
+    # 16.2 us), + 10 us
+    M = 8 * 32768 * 576
+    t = compile_operator("attn_mla_law")(b=8.0, S=32768.0, h=32.0, b_kv=1.0, r_kv=512.0, d_r=64.0,
+                                         P_c=2.25e15, B_hbm=8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6, S_a0=0.0,
+                                         n_ht=2.0, phi_rp=0.5)
+    assert t == pytest.approx(10e-6 + 1.5 * M / (0.8 * 8e12), rel=1e-12)
+    assert t == pytest.approx(45.39e-6, rel=1e-3)
 
 
 def test_split_kv_decode_by_hand():
@@ -514,6 +540,9 @@ def test_moe_and_attention_law_spec_round_trip():
                    "fp8"),
             LawFit("attn_mla", "hgx-h200", "vllm", 60, {"compute": 0.45, "hbm": 0.8, "floor": 16e-6},
                    {"compute": 0.01, "hbm": 0.01, "floor": 0.01}, 0.1, 0.3, "fp8"),
+            LawFit("attn_mla", "hgx-h200", "vllm", 60,
+                   {"compute": 0.5, "hbm": 0.7, "floor": 11e-6, "repeat": 0.55},
+                   {"compute": 0.01, "hbm": 0.01, "floor": 0.01, "repeat": 0.05}, 0.1, 0.3, "bf16"),
             LawFit("attn_gqa", "hgx-h200", "vllm", 70, {"hbm": 0.6, "floor": 12e-6},
                    {"hbm": 0.01, "floor": 0.01}, 0.1, 0.3, "bf16"),
             LawFit("attn_gqa", "hgx-h200", "vllm", 70,
@@ -528,6 +557,8 @@ def test_moe_and_attention_law_spec_round_trip():
     assert law.floor == pytest.approx(40e-6)
     mla, gqa = eff.attn_law("mla", "fp8"), eff.attn_law("gqa", "bf16")
     assert (mla.compute, mla.hbm, mla.floor) == pytest.approx((0.45, 0.8, 16e-6))
+    # no head-tile term (one KV pass) unless fitted
+    assert mla.repeat == 0.0 and eff.attn_law("mla", "bf16").repeat == pytest.approx(0.55)
     assert gqa.compute == 1.0 and gqa.hbm == pytest.approx(0.6)
     # a law without the split-KV terms has none (no per-CTA bound, no CTA time)
     assert (gqa.stream, gqa.cta, gqa.query) == (math.inf, 0.0, 0.0)
