@@ -364,16 +364,18 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in dec],
                 ["law", "gpu", "stack", "KV", "kernels", "eta_a", "eta_am", "S_a0", "phi_rp", "t_r", "beta_c",
                  "t_c", "t_q", "t_a0", "median |err|", "p90"]))
-    print("\n# prefill attention laws: (F + F_row) / (eta_fa P_c) + N_exp / X_sm + t_a0, F_row = S_a0 "
-          "context tokens' worth per query row, N_exp one softmax exponential per score (GQA only), P_c "
+    print("\n# prefill attention laws: (F + F_row) / (eta_fa P_c) + N_exp / X_sm + kappa_lc N_sm (F_lc / "
+          "(eta_fa P_c) + N_exp_lc / X_sm) + t_a0, F_row = S_a0 context tokens' worth per query row, N_exp "
+          "one softmax exponential per score (GQA only), F_lc and N_exp_lc the longest CTA's (t_qt = 128 "
+          "query rows of one head attending the whole prompt), P_c "
           "the BF16 peak (FP8 over an FP8 cache) (moe-planner equations --term op.attn_gqa_prefill_law); "
           "the step model's prefill pass takes eta_fa, S_a0 and X_sm, per KV dtype")
     pre = [f for f in attn if f.law.endswith("_prefill")]
     print(table([[f.law, f.gpu, f.stack, f.dtype, f.n]
-                 + [_v(f, p) for p in ("compute", "offset", "softmax", "floor")]
+                 + [_v(f, p) for p in ("compute", "offset", "softmax", "tail", "floor")]
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in pre],
-                ["law", "gpu", "stack", "KV", "kernels", "eta_fa", "S_a0", "X_sm", "t_a0", "median |err|",
-                 "p90"]))
+                ["law", "gpu", "stack", "KV", "kernels", "eta_fa", "S_a0", "X_sm", "kappa_lc", "t_a0",
+                 "median |err|", "p90"]))
     if written:
         print(f"# wrote the all-reduce (stacks' and NCCL's), all-to-all, GEMM, grouped-MoE and attention "
               f"laws into the stacks: and collectives: entries of {len(written)} hardware specs: "

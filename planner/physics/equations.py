@@ -98,6 +98,7 @@ from planner.physics.symbols import (
     f_e,
     h,
     k,
+    kappa_lc,
     lam,
     m_cu,
     m_o4,
@@ -127,6 +128,7 @@ from planner.physics.symbols import (
     t_m,
     t_n,
     t_n0,
+    t_qt,
     tau_k,
     x_fw,
     x_g,
@@ -293,7 +295,17 @@ F_attn_row = 2 * b * s_q * (h / TP_a) * S_a0 * c_att
 #: at d_head = 64 the exponentials weigh twice what they do at 128; FlashAttention-3, Shah et al.
 #: 2024: the H100 SXM5's 989 TFLOP/s of BF16 MMA against 3.9 TFLOP/s of exponentials).
 N_exp = b * s_q * (h / TP_a) * (S_eff + S_a0)
-t_attn_compute = (F_attn_core + F_attn_row) / (eta_fa * P_c) + N_exp / X_sm
+#: The longest CTA of a prefill (causal) attention kernel: the last query tile of a prompt, t_qt
+#: rows of one head attending the whole prompt S_c_eff (and their per-row work), on one SM:
+#: N_sm times its work at the kernel's rate.  A greedy schedule of uneven CTAs ends at most one
+#: such CTA after the GPU's share of the total (Graham's list-scheduling bound), the share
+#: kappa_lc of it as measured: it binds where few heads and prompts leave few CTAs (one prompt
+#: of 16k tokens and one head on the GPU: 128 tiles for 148 SMs, the law otherwise 2.5x fast).
+#: 0 in decode and bound mode (kappa_lc = 0).
+F_attn_lc = 2 * _min(s_q, t_qt) * (S_c_eff + S_a0) * c_att
+N_exp_lc = _min(s_q, t_qt) * (S_c_eff + S_a0)
+t_attn_lc = kappa_lc * N_sm * (F_attn_lc / (eta_fa * P_c) + N_exp_lc / X_sm)
+t_attn_compute = (F_attn_core + F_attn_row) / (eta_fa * P_c) + N_exp / X_sm + t_attn_lc
 
 def expert_flops(rows: sp.Expr) -> sp.Expr:
     """FLOPs of ``rows`` token-expert rows through a routed expert's three d x f_e / TP_e

@@ -90,8 +90,11 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   size, at ``X_sm`` per second (GQA only: its tables mix head sizes 64 and 128, which tell the
   exponentials from the MMAs; the MLA tables hold one head shape, so there ``X_sm`` is infinite).
   ``P_c`` is the FP8 peak over an FP8 cache (the context kernels multiply in FP8: so priced, the
-  exponential rates fitted to a GPU and stack's FP8 and BF16 rows agree).  Its ``eta_fa``,
-  ``S_a0`` and ``X_sm`` are the step model's in a prefill pass.
+  exponential rates fitted to a GPU and stack's FP8 and BF16 rows agree).  The longest CTA (the
+  last ``t_qt`` query rows of one head, attending the whole prompt) adds ``kappa_lc N_sm (F_lc /
+  (eta_fa P_c) + N_exp_lc / X_sm)``: uneven CTAs scheduled greedily end at most one longest CTA
+  after the GPU's share of the total (the step model's ``t_attn_lc``).  Its ``eta_fa``,
+  ``S_a0``, ``X_sm`` and ``kappa_lc`` are the step model's in a prefill pass.
 - ``allreduce``: ``x`` bytes over ``n_g`` GPUs by the stack's own kernel up to ``N_ar`` GPUs (as
   it dispatches: one-shot, two-shot, and beyond ``m_cu`` the faster of NCCL's ring and the switch's
   reduction; a ring over PCIe; hierarchical across domains) and through NCCL beyond.
@@ -255,8 +258,8 @@ F_gqa, M_gqa = eq.at(eq.F_attn_core, _GQA_AT), eq.at(eq.M_kv_read, _GQA_AT)
 #: one prefill attention kernel: ``b`` prompts of ``2 S`` tokens each attending causally (mean
 #: context S, as the step model's prefill pass), the heads on this GPU; MLA un-absorbed (each head
 #: a d_n + d_r key and a d_v value: c_att = d_n + d_r + d_v), GQA as in decode
-_MLA_PRE_AT = _MLA_AT | {eq.s_q: 2 * eq.S, eq.c_att: d_n + d_r + d_v}
-_GQA_PRE_AT = _GQA_AT | {eq.s_q: 2 * eq.S}
+_MLA_PRE_AT = _MLA_AT | {eq.s_q: 2 * eq.S, eq.S_c: 2 * eq.S, eq.c_att: d_n + d_r + d_v}
+_GQA_PRE_AT = _GQA_AT | {eq.s_q: 2 * eq.S, eq.S_c: 2 * eq.S}
 F_mla_pre, M_mla_pre = eq.at(eq.F_attn_core, _MLA_PRE_AT), eq.at(eq.M_kv_read, _MLA_PRE_AT)
 F_gqa_pre, M_gqa_pre = eq.at(eq.F_attn_core, _GQA_PRE_AT), eq.at(eq.M_kv_read, _GQA_PRE_AT)
 

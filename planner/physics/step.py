@@ -340,19 +340,25 @@ def allreduce_values(hw: Hardware, mode: str, stack: str | None = None) -> dict[
     return dict(out, t_n0=0.0, a_nc=a_ar, eta_nc=eta_ar)
 
 
+#: Query rows per CTA of a prefill attention kernel (t_qt): FlashAttention-3's Hopper forward tile
+#: at head dims above 64 (``tile_size_fwd_sm90``: kBlockM 128; 192 at 64), FlashAttention's
+#: Blackwell forward at one query stage (128)
+PREFILL_TILE_Q = 128.0
+
+
 def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
     if mode not in MODES:
         raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
     if mode == "bound":
         return dict(eta_c=1.0, eta_fa=1.0, eta_ce=1.0, eta_xa=1.0, eta_xt=1.0, x_xa=0.0, S_a0=0.0,
-                    X_sm=np.inf, eta_m=1.0,
+                    X_sm=np.inf, kappa_lc=0.0, t_qt=PREFILL_TILE_Q, eta_m=1.0,
                     eta_su=1.0, eta_so=1.0, eta_ar=1.0, eta_nv=1.0, eta_a2a=1.0, tau_k=0.0,
                     eta_o=1.0, t_fixed=0.0, a_su=0.0, a_so=0.0, a_ar=0.0, a_a2a=0.0, **{"lambda": 1.0},
                     r_mem=0.0, **allreduce_values(hw, mode))
     e = hw.efficiency
     a_ar, eta_ar, eta_nv = _stack_allreduce(hw)
     return dict(eta_c=e.compute, eta_fa=e.compute, eta_ce=e.compute, eta_xa=1.0, eta_xt=1.0, x_xa=0.0,
-                S_a0=0.0, X_sm=np.inf, eta_m=e.hbm,
+                S_a0=0.0, X_sm=np.inf, kappa_lc=0.0, t_qt=PREFILL_TILE_Q, eta_m=e.hbm,
                 eta_su=e.scale_up, eta_so=e.scale_out, eta_ar=eta_ar, eta_nv=eta_nv,
                 tau_k=e.kernel_overhead, eta_o=e.overlap, t_fixed=e.step_overhead, a_su=hw.su_latency,
                 a_ar=a_ar,
@@ -465,7 +471,7 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
                if mode == "realistic" else None)
         fp8 = kv == "fp8" and "fp8" in hw.flops
         if law is not None:
-            v.update(eta_fa=law.compute, S_a0=law.offset, X_sm=law.softmax)
+            v.update(eta_fa=law.compute, S_a0=law.offset, X_sm=law.softmax, kappa_lc=law.tail)
         if fp8 and (law is not None or mode == "bound"):
             v["P_c"] = hw.flops["fp8"]
     return v

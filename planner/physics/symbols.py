@@ -127,6 +127,15 @@ X_sm = _s("X_sm", "exponentials per second the attention core's softmax sustains
           "(query row x key x head), not overlapped with its MMAs (fitted to the GQA prefill attention "
           "kernels: a prefill pass takes the law's value; a decode step, MLA prefill and bound mode "
           "infinity, the term 0)", "1/s", "efficiency", "X_{sm}")
+kappa_lc = _s("kappa_lc", "time of a prefill attention kernel's longest CTA (the last query tile of a "
+              "causal prompt, attending the whole prompt) beyond the GPU's share of the total, relative "
+              "to that CTA's work at the kernel's mean rate per SM: greedy scheduling of uneven CTAs "
+              "ends at most one longest CTA after the mean (kappa_lc = 1; fitted to the prefill attention "
+              "kernels: a prefill pass takes the law's value, a decode step and bound mode 0)", "1",
+              "efficiency", r"\kappa_{lc}", nonneg=True)
+t_qt = _s("t_qt", "query rows per CTA of a prefill attention kernel (128: FlashAttention-3's Hopper tile "
+          "at head dims above 64, hopper/tile_size.h; FlashAttention's Blackwell forward at one query "
+          "stage)", "1", "efficiency", "t_{qt}")
 S_a0 = _s("S_a0", "context tokens' worth of attention-core work each query row costs beyond its "
            "context (loading the query, the softmax epilogue, writing the output; fitted to attention "
            "kernels: a prefill pass takes the prefill laws' value, a decode step and bound mode 0)",

@@ -32,7 +32,7 @@ import pandas as pd
 
 from planner.errors import SpecError
 from planner.physics.operators import compile_operator
-from planner.physics.step import TILE_M, allreduce_values, gemm_tiles
+from planner.physics.step import PREFILL_TILE_Q, TILE_M, allreduce_values, bridge_efficiency, gemm_tiles
 from planner.specs.hardware import GemmLaw, KernelLaw
 from planner.specs.reading import yaml_number
 from planner.truth.routing import measured_rank
@@ -145,8 +145,6 @@ def _allreduce_seconds(d: pd.DataFrame, hw: Any, a_ar: float, eta_ar: float, eta
 
 def link_symbols(hw: Any, mode: str = "realistic") -> dict[str, float]:
     """The scale-up link type's symbols (x_nvls, n_sw, B_hb, eta_hb) of system ``hw``."""
-    from planner.physics.step import bridge_efficiency
-
     return {"x_nvls": float(hw.in_switch_reduction), "n_sw": float(hw.su_switch_gpus),
             "B_hb": hw.su_bridge_bandwidth, "eta_hb": bridge_efficiency(hw, mode)}
 
@@ -421,7 +419,8 @@ def attn_law_seconds(d: pd.DataFrame, hw: Any, kind: str, law: KernelLaw) -> np.
     return compile_operator(f"attn_{kind}_law")(**shape, **split, eta_a=law.compute, eta_fa=law.compute,
                                                 eta_am=law.hbm, S_a0=law.offset, t_r=law.row,
                                                 X_sm=law.softmax, t_a0=law.floor, beta_c=law.stream,
-                                                t_c=law.cta, t_q=law.query, phi_rp=law.repeat)
+                                                t_c=law.cta, t_q=law.query, phi_rp=law.repeat,
+                                                kappa_lc=law.tail, t_qt=PREFILL_TILE_Q)
 
 
 #: trtllm-gen's MLA decode dispatch (``selectMlaGenerationKernel`` / ``useSwapsMmaAbMlaGenKernel``
@@ -861,7 +860,7 @@ KERNEL_PARAMS = {"compute": (0.5, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)),
                  "offset": (500.0, (1.0, 20000.0)), "row": (50e-9, (0.1e-9, 10e-6)),
                  "softmax": (4e12, (1e11, 1e15)), "stream": (20e9, (0.1e9, 10e12)),
                  "cta": (1e-6, (1e-9, 100e-6)), "query": (0.5e-9, (1e-13, 1e-7)),
-                 "repeat": (0.5, (1e-3, 1.0))}
+                 "repeat": (0.5, (1e-3, 1.0)), "tail": (0.5, (1e-4, 10.0))}
 
 
 def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[LawFit]:
@@ -923,7 +922,7 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
     out = []
     for kind, dop in with_attention_kind(df).groupby("kind"):
         groups = ((key, d) for key, d in dop.groupby(["gpu", "stack", "kv_dtype"]))
-        names = (["compute", "offset", "floor"] if kind.endswith("_prefill")
+        names = (["compute", "offset", "floor", "tail"] if kind.endswith("_prefill")
                  else ["compute", "hbm", "offset", "floor"] if kind == "mla" else ["hbm", "row", "floor"])
 
         def names_of(d: pd.DataFrame, names=names, kind=kind) -> list[str]:

@@ -119,7 +119,7 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         a_so=u(0, 1e-5), C_host=u(0, 5e11), B_c2c=u(1e11, 5e11), eta_c=u(0.3, 1), eta_fa=u(0.3, 1),
         eta_ce=u(0.3, 1), eta_xa=u(0.03, 1), eta_xt=u(0.01, 1), x_xa=float(rng.integers(0, 2)),
         S_a0=u(0, 2000),
-        X_sm=u(1e12, 2e13),
+        X_sm=u(1e12, 2e13), kappa_lc=u(0, 2), t_qt=128.0,
         eta_m=u(0.3, 1),
         eta_su=u(0.3, 1), eta_so=u(0.3, 1), eta_ar=u(0.3, 1), a_ar=u(0, 1e-5), tau_k=u(0, 1e-5),
         N_ar=float(rng.choice([2, 4, 8, 72])), t_n0=u(0, 1e-5), a_nc=u(0, 1e-5), eta_nc=u(0.3, 1),

@@ -387,15 +387,19 @@ def test_prefill_attention_at_its_kernel_law_by_hand():
     # causal FLOPs 2 x 8192 x 32 x 4096 x 256 (mean context 4096, c_att = 2 d_head) plus the
     # law's per-row work, S_a0 context tokens' worth per query row, at the law's eta_fa of the
     # peak (FP8 over an FP8 cache), plus one softmax exponential per score, the per-row work
-    # counted as S_a0 keys, at the law's X_sm.
+    # counted as S_a0 keys, at the law's X_sm; plus the longest CTA, the last 128 query rows of
+    # one head over the whole 8192-token prompt, 132 SMs' worth of its time at the law's kappa_lc.
     hw = load_hardware("hgx-h200@vllm")
     m = load_model("llama-3.1-8b")
     t, prec = _attn_core_compute(hw, m, "prefill", "realistic", 8192.0)
     law = hw.efficiency.attn_law("gqa_prefill", prec.kv)
     assert law is not None and 0 < law.compute <= 1 and law.offset > 0 and math.isfinite(law.softmax)
+    assert law.tail > 0 and hw.sm_count == 132
     peak = hw.flops["fp8" if prec.kv == "fp8" else "bf16"]
     want = (2 * 8192 * 32 * (4096 + law.offset) * 256 / (law.compute * peak)
-            + 8192 * 32 * (4096 + law.offset) / law.softmax)
+            + 8192 * 32 * (4096 + law.offset) / law.softmax
+            + law.tail * 132 * (2 * 128 * (8192 + law.offset) * 256 / (law.compute * peak)
+                                + 128 * (8192 + law.offset) / law.softmax))
     assert close(t, want, rel=1e-9)
     # a decode step keeps eta_c, the BF16 peak, no per-row work and no exponential term; bound
     # mode the peak alone

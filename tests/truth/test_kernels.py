@@ -691,21 +691,32 @@ def test_prefill_attention_law_by_hand():
     # worth: 2 x 2 x 32 x 1024 x 600 x 256 = 20.13 GFLOP; at 0.6 x 989 TFLOP/s plus a 12 us floor;
     # and one exponential per score, the per-row work counted as 600 keys: 2 x 32 x 1024 x 1112 =
     # 72.9 M exponentials at 4 T/s = 18.2 us
+    lc = dict(kappa_lc=0.0, t_qt=128.0, N_sm=132.0)  # no longest-CTA term first
     t = compile_operator("attn_gqa_prefill_law")(b=2.0, S=512.0, h=32.0, d_head=128.0, P_c=989e12,
                                                  eta_fa=0.6, S_a0=600.0, t_a0=12e-6, phi_w=0.0, S_w=1.0,
-                                                 X_sm=4e12)
+                                                 X_sm=4e12, **lc)
     flops = 2 * 2 * 32 * 1024 * (512 + 600) * 256
     exps = 2 * 32 * 1024 * (512 + 600)
     assert t == pytest.approx(12e-6 + flops / (0.6 * 989e12) + exps / 4e12, rel=1e-12)
     # halving the head size halves the MMA FLOPs, not the exponentials
     t64 = compile_operator("attn_gqa_prefill_law")(b=2.0, S=512.0, h=32.0, d_head=64.0, P_c=989e12,
                                                    eta_fa=0.6, S_a0=600.0, t_a0=12e-6, phi_w=0.0, S_w=1.0,
-                                                   X_sm=4e12)
+                                                   X_sm=4e12, **lc)
     assert t64 == pytest.approx(12e-6 + flops / 2 / (0.6 * 989e12) + exps / 4e12, rel=1e-12)
+    # the longest CTA, 128 query rows of one head attending the whole 1024-token prompt and their
+    # per-row work: 2 x 128 x (1024 + 600) x 256 FLOPs and 128 x 1624 exponentials, on one of 132
+    # SMs (132 times its time at the kernel's rate), at kappa_lc = 0.8
+    tl = compile_operator("attn_gqa_prefill_law")(b=2.0, S=512.0, h=32.0, d_head=128.0, P_c=989e12,
+                                                  eta_fa=0.6, S_a0=600.0, t_a0=12e-6, phi_w=0.0, S_w=1.0,
+                                                  X_sm=4e12, **(lc | {"kappa_lc": 0.8}))
+    tail = 0.8 * 132 * (2 * 128 * 1624 * 256 / (0.6 * 989e12) + 128 * 1624 / 4e12)
+    assert tl == pytest.approx(t + tail, rel=1e-12)
+    assert tail == pytest.approx(24.43e-6, rel=1e-3)
     # MLA prefill, un-absorbed heads: c_att = d_n + d_r + d_v = 128 + 64 + 128 = 320; no exponential
     # term (X_sm infinite: its tables hold one head shape)
     t = compile_operator("attn_mla_prefill_law")(b=1.0, S=2048.0, h=128.0, d_n=128.0, d_r=64.0, d_v=128.0,
-                                                 P_c=989e12, eta_fa=0.5, S_a0=0.0, t_a0=20e-6, X_sm=math.inf)
+                                                 P_c=989e12, eta_fa=0.5, S_a0=0.0, t_a0=20e-6, X_sm=math.inf,
+                                                 **lc)
     assert t == pytest.approx(20e-6 + 2 * 128 * 4096 * 2048 * 320 / (0.5 * 989e12), rel=1e-12)
     # the bound: the same FLOPs at the peak, no per-row work, no floor
     b = compile_operator("attn_mla_prefill_bound")(b=1.0, S=2048.0, h=128.0, d_n=128.0, d_r=64.0, d_v=128.0,
@@ -722,12 +733,12 @@ def test_prefill_attention_law_recovers_known_constants():
     a = a[(a.gpu == "hgx-h200") & (a["stack"] == "vllm") & (a.op == "attention_gqa_prefill")
           & (a.kv_dtype == "bf16")].copy()
     assert set(a.head_dim) == {64.0, 128.0}  # the two head sizes that tell exponentials from MMAs
-    true = KernelLaw(compute=0.55, floor=14e-6, offset=700.0, softmax=4e12)
+    true = KernelLaw(compute=0.55, floor=14e-6, offset=700.0, softmax=4e12, tail=0.8)
     a["latency_us"] = attn_law_seconds(a, hw, "gqa_prefill", true) * 1e6
     (f,) = fit_attention(a)
     assert f.law == "attn_gqa_prefill" and f.dtype == "bf16"
-    assert set(f.values) == {"compute", "offset", "floor", "softmax"}
-    for name in ("compute", "floor", "offset", "softmax"):
+    assert set(f.values) == {"compute", "offset", "floor", "softmax", "tail"}
+    for name in ("compute", "floor", "offset", "softmax", "tail"):
         assert f.values[name] == pytest.approx(getattr(true, name), rel=1e-3), name
 
 
