@@ -353,9 +353,9 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
           "tiles streaming the KV where trtllm-gen's dispatch is modelled (Blackwell TensorRT-LLM, SGLang) "
           "(moe-planner equations --term op.attn_mla_law); GQA max(F / (eta_a P_c), M_kv / (eta_am "
           "B_hbm), b h_kv t_r, M_kv / (b h_kv n_sub beta_c)) + n_sub (b h_kv t_c + b h d_head t_q) / "
-          "N_sm + t_a0, t_r per sequence and KV "
-          "head, n_sub split-KV CTAs per block where the dispatcher is modelled (TensorRT-LLM on Hopper; "
-          "else 1, no beta_c, t_c, t_q) (op.attn_gqa_law; per query head on TensorRT-LLM's MMHA fallback, "
+          "N_sm + t_a0, t_r per sequence and KV head, n_sub split-KV CTAs per block where the "
+          "dispatcher is modelled (TensorRT-LLM, SGLang and vLLM on Hopper; else 1, no beta_c, t_c, t_q) "
+          "(op.attn_gqa_law; per query head on TensorRT-LLM's MMHA fallback, "
           "op.attn_gqa_mmha_law); per KV dtype; scored against kernels only")
     dec = [f for f in attn if not f.law.endswith("_prefill")]
     print(table([[f.law, f.gpu, f.stack, f.dtype, f.n]

@@ -69,7 +69,8 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   ``M_kv_read`` at ``S = S_a0``).  GQA's: ``max(F / (eta_a P_c), M / (eta_am B_hbm), b h_kv t_r) +
   t_a0``, one block of issue-bound work ``t_r`` per sequence and KV head that the KV stream hides
   (``attn_gqa_mmha_law``: per query head, TensorRT-LLM's MMHA fallback).  Where a split-KV
-  (multi-block) kernel's dispatcher is modelled (TensorRT-LLM's XQA and MMHA on Hopper), each block
+  (multi-block) kernel's dispatcher is modelled (TensorRT-LLM's XQA and MMHA, SGLang's and vLLM's
+  FlashAttention-3, on Hopper), each block
   runs as ``n_sub`` CTAs: one CTA's share of the stream at its own rate, ``M / (b h_kv n_sub
   beta_c)``, joins the max, and every CTA costs SM time ``t_c`` plus ``t_q`` per query-head element,
   ``n_sub (blocks t_c + b h d_head t_q) / N_sm`` (:func:`_gqa_law`).  Fitted per GPU, stack and
@@ -212,8 +213,9 @@ OPERATOR_SYMBOLS = {
     "phi_rp": (phi_rp, "share of each repeated pass over the KV (a second head tile's) that comes from HBM, "
                "the rest hitting L2 (fitted; 0 where not fitted)", "1"),
     "n_sub": (n_sub, "CTAs per block of a split-KV (multi-block) decode kernel, each streaming 1 / n_sub of "
-              "the block's context: the dispatcher's count (TensorRT-LLM on Hopper: "
-              "planner.truth.kernels.xqa_subsequences, mmha_subsequences; 1 elsewhere)", "1"),
+              "the block's context: the dispatcher's count (on Hopper: planner.truth.kernels."
+              "xqa_subsequences, mmha_subsequences for TensorRT-LLM, fa3_splits for SGLang and vLLM; 1 "
+              "elsewhere)", "1"),
     "beta_c": (beta_c, "rate one CTA of a decode kernel streams its share of the KV cache at (fitted; "
                "infinite where not fitted)", "B/s"),
     "t_c": (t_c, "SM time per CTA of a split-KV decode kernel: its prologue, its partial result written "

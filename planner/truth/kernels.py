@@ -457,11 +457,41 @@ def _mla_tiles(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
     return {"n_ht": mla_head_tiles(d.batch, d.heads, d.isl + d.step, float(hw.sm_count))}
 
 
+#: FlashAttention-3's split-KV count on Hopper, which SGLang's ``fa3`` and vLLM's FlashAttention
+#: decode backends run (their tables' kernels there: 6,370 and 6,440 of each cell's ~6,500 rows):
+#: ``num_splits_heuristic`` in flash-attention's ``hopper/heuristics.h`` over ``b h_kv`` query
+#: blocks (decode packs a KV head's query group into one 128-row block) and ``ceil(S / 128)`` KV
+#: blocks, called with at most 128 splits; vLLM caps them at 16 under CUDA graphs
+#: (``_DEFAULT_MAX_NUM_SPLITS_FOR_CUDA_GRAPH`` in its ``v1/attention/backends/flash_attn.py``)
+FA3_MAX_SPLITS = {"sglang": 128, "vllm": 16}
+FA3_BLOCK_N = 128
+FA3_FAMILIES = ("hopper",)
+
+
+def fa3_splits(blocks: Any, S: Any, sms: float, max_splits: int) -> np.ndarray:
+    """KV splits per query block of FlashAttention-3's decode (``num_splits_heuristic``, as read):
+    one where the ``blocks`` fill 80% of the SMs or a block has at most 4 KV blocks of 128 tokens;
+    else the fewest splits whose wave efficiency ``w / ceil(w)`` (``w = blocks splits / SMs``)
+    reaches 85% of the best over 1 .. min(max_splits, SMs, KV blocks)."""
+    blocks, S = np.asarray(blocks, float), np.asarray(S, float)
+    n_blocks = np.ceil(S / FA3_BLOCK_N)
+    top = np.minimum(np.minimum(max_splits, sms), n_blocks)
+    s = np.arange(1, int(max(max_splits, 1)) + 1, dtype=float)
+    waves = blocks[:, None] * s[None, :] / sms
+    eff = np.where(s[None, :] <= top[:, None], waves / np.ceil(waves), 0.0)
+    best = eff.max(axis=1, initial=0.0)
+    first = np.argmax(eff >= 0.85 * best[:, None], axis=1) + 1.0
+    return np.where((blocks >= 0.8 * sms) | (n_blocks <= 4), 1.0, first)
+
+
 def split_kv(d: pd.DataFrame, family: str, kind: str) -> bool:
     """Whether rows ``d`` (one stack) of decode law ``kind`` ran a split-KV kernel whose
-    dispatcher we model: TensorRT-LLM's XQA and MMHA on :data:`XQA_FAMILIES`."""
-    return (kind in ("gqa", "gqa_mmha") and family in XQA_FAMILIES
-            and bool((d["stack"].astype(str) == "trtllm").all()))
+    dispatcher we model: TensorRT-LLM's XQA and MMHA on :data:`XQA_FAMILIES`, SGLang's and vLLM's
+    FlashAttention-3 on :data:`FA3_FAMILIES`."""
+    stacks = set(d["stack"].astype(str))
+    return ((kind in ("gqa", "gqa_mmha") and family in XQA_FAMILIES and stacks == {"trtllm"})
+            or (kind == "gqa" and family in FA3_FAMILIES and len(stacks) == 1
+                and stacks <= set(FA3_MAX_SPLITS)))
 
 
 def _split_kv(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
@@ -472,6 +502,12 @@ def _split_kv(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
         return {"n_sub": np.ones(len(d)), "N_sm": sms}
     S = (d.isl + d.step).to_numpy(float)
     b = d.batch.to_numpy(float)
+    stack = str(d["stack"].iloc[0])
+    if stack in FA3_MAX_SPLITS:  # FlashAttention-3 splits the window-limited context it loads
+        w = d.window.to_numpy(float)
+        loaded = np.where(w > 0, np.minimum(S, w), S)
+        return {"n_sub": fa3_splits(b * d.kv_heads.to_numpy(float), loaded, sms, FA3_MAX_SPLITS[stack]),
+                "N_sm": sms}
     if kind == "gqa":
         return {"n_sub": xqa_subsequences(S, b * d.kv_heads.to_numpy(float), sms), "N_sm": sms}
     return {"n_sub": mmha_subsequences(S, b * d.heads.to_numpy(float), sms), "N_sm": sms}

@@ -451,6 +451,15 @@ def test_split_kv_decode_by_hand():
     # 256 -> round(45.25) = 45 (8 x 45 / 132 = 2.7 per SM); 16 -> 11, 512 x 11 / 132 = 42.7 per SM
     # is 5.33 x the 8 aimed at -> floor(11 / 5.33) = 2; floor(100 / 128) = 0 -> 1; 16384 blocks -> 1
     assert xqa_subsequences(S, blocks, 132).tolist() == [45.0, 2.0, 1.0, 1.0]
+    # FlashAttention-3 (SGLang, vLLM): 8 KV-head blocks of one 32768-token sequence on 132 SMs, 256
+    # KV blocks of 128: the best wave efficiency is 1 (33 splits: 2 waves); the fewest splits at 85%
+    # of it: 8 x 15 / 132 = 0.91 (14: 0.848); under vLLM's CUDA-graph cap of 16 the best is 0.97
+    # (16), 85% of it 0.82: 14.  48 blocks: 5 splits (1.82 waves, 0.91); 200 blocks fill 80% of
+    # the SMs: 1; 512 tokens are 4 KV blocks: 1
+    from planner.truth.kernels import fa3_splits
+
+    assert fa3_splits([8, 48, 200, 1], [32768, 32768, 32768, 512], 132, 128).tolist() == [15.0, 5.0, 1.0, 1.0]
+    assert fa3_splits([8], [32768], 132, 16).tolist() == [14.0]
     # MMHA: ceil(132 / blocks) CTAs, at most ceil((S + 1) / 128): 17 (= ceil(2049 / 128)); 5; 1
     assert mmha_subsequences([2048.0, 512.0, 2048.0], [8.0, 8.0, 200.0], 132).tolist() == [17.0, 5.0, 1.0]
     # one sequence of 32768 tokens, 8 query / 1 KV head of 128, BF16 cache, 45 CTAs: the KV
