@@ -263,6 +263,7 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     from planner.outputs import table
     from planner.truth.kernels import (
         ALLREDUCE_PARAMS,
+        CONSTANT_UNITS,
         borrowed_a2a,
         fit_a2a,
         fit_allreduce,
@@ -331,11 +332,8 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     def _v(f: Any, p: str) -> str:
         if p not in f.values:
             return "-"
-        v = (f"{f.values[p] * 1e6:.3g} us" if p in ("floor", "row", "cta")
-             else f"{f.values[p]:.0f} tokens" if p == "offset"
-             else f"{f.values[p] / 1e9:.3g} GB/s" if p == "stream"
-             else f"{f.values[p] * 1e12:.3g} ps" if p == "query"
-             else f"{f.values[p] / 1e12:.3g} Texp/s" if p == "softmax" else f"{f.values[p]:.3g}")
+        scale, unit = CONSTANT_UNITS.get(p, (1.0, ""))
+        v = f"{f.values[p] * scale:{'.0f' if unit == 'tokens' else '.3g'}}" + (f" {unit}" if unit else "")
         return v + _se_shown(f.rel_se[p])
 
     print("\n# grouped MoE law: max(2*3 d f_e max(T_er, n_er t_m) / TP_e / (eta_e P_e), "
@@ -369,7 +367,7 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
           "one softmax exponential per score (GQA only), F_lc and N_exp_lc the longest CTA's (t_qt = 128 "
           "query rows of one head attending the whole prompt), P_c "
           "the BF16 peak (FP8 over an FP8 cache) (moe-planner equations --term op.attn_gqa_prefill_law); "
-          "the step model's prefill pass takes eta_fa, S_a0 and X_sm, per KV dtype")
+          "the step model's prefill pass takes eta_fa, S_a0, X_sm and kappa_lc, per KV dtype")
     pre = [f for f in attn if f.law.endswith("_prefill")]
     print(table([[f.law, f.gpu, f.stack, f.dtype, f.n]
                  + [_v(f, p) for p in ("compute", "offset", "softmax", "tail", "floor")]

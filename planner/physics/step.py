@@ -317,6 +317,12 @@ def bridge_efficiency(hw: Hardware, mode: str) -> float:
     return 1.0 if mode == "bound" or law is None else law.bridge
 
 
+def link_symbols(hw: Hardware, mode: str = "realistic") -> dict[str, float]:
+    """The scale-up link type's symbols (x_nvls, n_sw, B_hb, eta_hb) of system ``hw``."""
+    return {"x_nvls": float(hw.in_switch_reduction), "n_sw": float(hw.su_switch_gpus),
+            "B_hb": hw.su_bridge_bandwidth, "eta_hb": bridge_efficiency(hw, mode)}
+
+
 def allreduce_values(hw: Hardware, mode: str, stack: str | None = None) -> dict[str, float]:
     """``N_ar`` (the GPUs the all-reduce kernel of ``stack``, default the one in use, spans), its
     message limits ``m_o4``, ``m_o8``, ``m_cu`` (:data:`ALLREDUCE_ONESHOT`) and NCCL's ring
@@ -442,8 +448,7 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
         P_d=hw.flops[prec.compute["dense_ffn"]], P_v=hw.flops[prec.compute["embeddings"]],
         P_c=hw.flops["bf16"], B_hbm=hw.hbm_bandwidth, C_hbm=hw.hbm_capacity,
         N_su=hw.domain_size, B_su=hw.su_bandwidth, B_so=hw.so_bandwidth,
-        x_nvls=float(hw.in_switch_reduction), n_sw=hw.su_switch_gpus, B_hb=hw.su_bridge_bandwidth,
-        eta_hb=bridge_efficiency(hw, mode),
+        **link_symbols(hw, mode),
         C_host=hw.host_capacity, B_c2c=max(hw.host_bandwidth, 1.0),
         G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots, s_kv=s_kv,
         # the scale-out copies: one per remote domain reached where the kernels forward inside a

@@ -32,7 +32,7 @@ import pandas as pd
 
 from planner.errors import SpecError
 from planner.physics.operators import compile_operator
-from planner.physics.step import PREFILL_TILE_Q, TILE_M, allreduce_values, bridge_efficiency, gemm_tiles
+from planner.physics.step import PREFILL_TILE_Q, TILE_M, allreduce_values, gemm_tiles, link_symbols
 from planner.specs.hardware import GemmLaw, KernelLaw
 from planner.specs.reading import yaml_number
 from planner.truth.routing import measured_rank
@@ -143,12 +143,6 @@ def _allreduce_seconds(d: pd.DataFrame, hw: Any, a_ar: float, eta_ar: float, eta
         a_ar=a_ar, a_so=a_so, **allreduce_values(hw, mode, str(d["stack"].iloc[0])), **link_symbols(hw, mode))
 
 
-def link_symbols(hw: Any, mode: str = "realistic") -> dict[str, float]:
-    """The scale-up link type's symbols (x_nvls, n_sw, B_hb, eta_hb) of system ``hw``."""
-    return {"x_nvls": float(hw.in_switch_reduction), "n_sw": float(hw.su_switch_gpus),
-            "B_hb": hw.su_bridge_bandwidth, "eta_hb": bridge_efficiency(hw, mode)}
-
-
 def _a2a_seconds(d: pd.DataFrame, hw: Any, a_a2a: Any, eta_a2a: float) -> np.ndarray:
     """The all-to-all law on phase rows ``d`` of system ``hw``."""
     return compile_operator("a2a")(
@@ -170,14 +164,17 @@ def _per_system(df: pd.DataFrame, mode: str, seconds: Any) -> np.ndarray:
 
 
 def nccl_seconds(d: pd.DataFrame, hw: Any, floor: float, latency: float, efficiency: float,
-                 bridge: float = 1.0) -> np.ndarray:
+                 bridge: float | None = None) -> np.ndarray:
     """NCCL's all-reduce law (operator ``allreduce_nccl``) on rows ``d`` of system ``hw``, its ring
-    crossing a PCIe host bridge at the fraction ``bridge`` (eta_hb)."""
+    crossing a PCIe host bridge at the fraction ``bridge`` (eta_hb; the system's NCCL law's where
+    not given)."""
+    link = {k: v for k, v in link_symbols(hw).items() if k != "x_nvls"}
+    if bridge is not None:  # a fit's trial value
+        link["eta_hb"] = bridge
     return compile_operator("allreduce_nccl")(
         x=d.bytes.to_numpy(float), n_g=d.num_gpus.to_numpy(float), N_su=float(hw.domain_size),
         B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_nc=efficiency, eta_so=hw.efficiency.scale_out,
-        a_nc=latency, a_so=hw.so_latency, t_n0=floor,
-        **{k: v for k, v in link_symbols(hw).items() if k != "x_nvls"} | {"eta_hb": bridge})
+        a_nc=latency, a_so=hw.so_latency, t_n0=floor, **link)
 
 
 def predict_allreduce(df: pd.DataFrame, mode: str) -> np.ndarray:
@@ -187,7 +184,7 @@ def predict_allreduce(df: pd.DataFrame, mode: str) -> np.ndarray:
     def seconds(d: pd.DataFrame, hw: Any, e: dict[str, float]) -> np.ndarray:
         law = hw.nccl_allreduce
         if mode == "realistic" and law is not None and (d.op == "allreduce_nccl").all():
-            return nccl_seconds(d, hw, law.floor, law.latency, law.efficiency, law.bridge)
+            return nccl_seconds(d, hw, law.floor, law.latency, law.efficiency)
         return _allreduce_seconds(d, hw, e["a_ar"], e["eta_ar"], e["eta_nv"], e["a_so"], e["eta_so"], mode)
 
     return _per_system(df, mode, seconds)
@@ -449,10 +446,16 @@ def mla_head_tiles(b: Any, h: Any, S: Any, sms: float) -> np.ndarray:
     return np.where(low_latency, tiles, 1.0)
 
 
+def head_tiled(d: pd.DataFrame, family: str, kind: str) -> bool:
+    """Whether MLA decode rows ``d`` (one stack) ran trtllm-gen's head-tiled kernels
+    (:data:`TRTLLM_GEN_MLA`)."""
+    return kind == "mla" and (family, str(d["stack"].iloc[0])) in TRTLLM_GEN_MLA
+
+
 def _mla_tiles(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
     """``n_ht`` of MLA decode rows ``d`` (one stack): :func:`mla_head_tiles` where the stack's
     kernels take trtllm-gen's dispatch on this family, else 1."""
-    if kind != "mla" or (hw.family, str(d["stack"].iloc[0])) not in TRTLLM_GEN_MLA or not hw.sm_count:
+    if not head_tiled(d, hw.family, kind) or not hw.sm_count:
         return {"n_ht": np.ones(len(d))}
     return {"n_ht": mla_head_tiles(d.batch, d.heads, d.isl + d.step, float(hw.sm_count))}
 
@@ -495,8 +498,9 @@ def split_kv(d: pd.DataFrame, family: str, kind: str) -> bool:
 
 
 def _split_kv(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
-    """``n_sub`` (CTAs per block: :func:`xqa_subsequences`, :func:`mmha_subsequences`; 1 where the
-    dispatcher is not modelled) and ``N_sm`` of GQA decode rows ``d``."""
+    """``n_sub`` (CTAs per block: :func:`xqa_subsequences`, :func:`mmha_subsequences`,
+    :func:`fa3_splits`; 1 where the dispatcher is not modelled) and ``N_sm`` of GQA decode rows
+    ``d``."""
     sms = float(hw.sm_count or 1)
     if not split_kv(d, hw.family, kind):
         return {"n_sub": np.ones(len(d)), "N_sm": sms}
@@ -757,7 +761,8 @@ def fit_nccl(df: pd.DataFrame | None = None) -> list[LawFit]:
     df = serving_allreduces(load_table("allreduce")) if df is None else df
     d = df[df.op == "allreduce_nccl"]
     # over PCIe a ring beyond one switch's GPUs crosses the host: its bridge fraction eta_hb too
-    pcie = d.gpu.map(lambda g: load_hardware(g).su_switch_gpus < load_hardware(g).domain_size).astype(bool)
+    pcie = d.gpu.map({g: (hw := load_hardware(g)).su_switch_gpus < hw.domain_size for g in d.gpu.unique()})
+    pcie = pcie.astype(bool)
     fits = (_fit_law("nccl_allreduce", d[~pcie], nccl_seconds, NCCL_PARAMS)
             + _fit_law("nccl_allreduce", d[pcie], nccl_seconds, NCCL_PARAMS | {"bridge": (0.6, (0.05, 1.0))}))
     return sorted(fits, key=lambda f: f.gpu)
@@ -972,7 +977,7 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
             split = split_kv(d, family, kind)
             if split and kind == "gqa_mmha":  # a block is one CTA's query head: t_c is its t_r
                 return ["hbm", "floor", "stream", "cta"]
-            if kind == "mla" and (family, str(d["stack"].iloc[0])) in TRTLLM_GEN_MLA:
+            if head_tiled(d, family, kind):
                 return names + ["repeat"]  # head tiles that each stream the KV
             return (names + ["softmax"] * (kind == "gqa_prefill" and d.head_dim.nunique() > 1)
                     + ["stream", "cta", "query"] * split)
@@ -985,6 +990,12 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
 _LAW_LINE = re.compile(
     r"^    (allreduce(?=_(?:latency|efficiency|large_efficiency):)|a2a(?=_[a-z0-9_]+:)"
     r"|(?:gemm|moe|attn)_[a-z0-9_]+(?=:))")
+
+
+#: A kernel law's constants that carry a unit, as the spec lines and ``calibrate --kernels`` show
+#: them: (factor from SI, unit); the rest are fractions
+CONSTANT_UNITS = {"floor": (1e6, "us"), "row": (1e6, "us"), "cta": (1e6, "us"), "offset": (1.0, "tokens"),
+                  "softmax": (1e-12, "Texp/s"), "stream": (1e-9, "GB/s"), "query": (1e12, "ps")}
 
 
 def _constant(v: float, se: float, time: bool, unit: str = "") -> str:
@@ -1024,13 +1035,8 @@ def _gemm_line(f: LawFit, date: str) -> str:
                       f"0.12.0; planner/truth/data/kernels), {date}; median error {f.median_abs_err:.0%}, "
                       f"p90 {f.p90_abs_err:.0%}")
     def shown(name: str, v: float) -> str:
-        if name == "softmax":  # exponentials per s, shown in T/s
-            return _constant(v / 1e12, f.rel_se[name], False, "Texp/s")
-        if name == "stream":  # one CTA's rate, shown in GB/s
-            return _constant(v / 1e9, f.rel_se[name], False, "GB/s")
-        if name == "query":  # per query-head element, shown in ps
-            return _constant(v * 1e12, f.rel_se[name], False, "ps")
-        return _constant(v, f.rel_se[name], name in ("floor", "row", "cta"), "tokens" * (name == "offset"))
+        scale, unit = CONSTANT_UNITS.get(name, (1.0, ""))
+        return _constant(v * scale, f.rel_se[name], False, unit)
 
     parts = [f"{name}: {shown(name, v)}" for name, v in f.values.items()]
     return f"    {_law_key(f)}: {{{', '.join(parts)}, kernels: {f.n}, note: {note}}}"
