@@ -337,10 +337,12 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
         return v + _se_shown(f.rel_se[p])
 
     print("\n# grouped MoE law: max(2*3 d f_e max(T_er, n_er t_m) / TP_e / (eta_e P_e), "
-          "n_er 3 d f_e b_we / TP_e / (eta_em B_hbm)) + T_er (2 d + 4 f_e / TP_e) 2 B / (eta_ea B_hbm) "
+          "n_er 3 d f_e b_we / TP_e / (eta_em B_hbm)) + T_ea (2 d + 4 f_e / TP_e) 2 B / (eta_ea B_hbm) "
           "+ T_moe 2 d 2 B / (eta_et B_hbm) + t_e0 (moe-planner equations --term op.moe_law), per weight "
-          "dtype; T_er rows and n_er experts on the measured rank under the table's own routing (balanced, "
-          "power law), T_moe the tokens entering it")
+          "dtype (a _triton suffix: SGLang's Triton path on Blackwell, fitted apart); T_er rows and n_er "
+          "experts on the measured rank under the table's own routing (balanced, power law), T_ea the slots "
+          "its activation passes carry (all T_moe k on SGLang's masked Triton path at EP > 1), T_moe the "
+          "tokens entering it")
     print(table([[f.gpu, f.stack, f.dtype, f.n]
                  + [_v(f, p) for p in ("compute", "hbm", "act", "token", "floor")]
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in moe],

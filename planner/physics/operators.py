@@ -38,7 +38,9 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   to the family's MMA tile: ``planner.truth.kernels.moe_tile``), at fitted fractions ``eta_e`` of the dense
   peak and ``eta_em`` of HBM bandwidth for the ``n_er 3 d f_e b_we / TP_e`` weight bytes, plus
   the rows' activation traffic as a second HBM pass ``M_act / (eta_ea B_hbm)``,
-  ``M_act = T_er (2 d + 4 f_e / TP_e) 2 B`` (each row's BF16 input
+  ``M_act = T_ea (2 d + 4 f_e / TP_e) 2 B`` over the ``T_ea`` slots its buffers hold (``T_er``;
+  on SGLang's raw Triton path at EP > 1, handed every token with its remote slots masked, all
+  ``T_moe k``: :mod:`planner.truth.routing`) (each row's BF16 input
   gathered and output written, its gate/up product written and read back by the gated activation:
   the grouped GEMMs, activation, permute and combine are separate kernels, so these cross HBM; it
   binds at prefill sizes with narrow experts, where the weights are few per row), each entering
@@ -140,6 +142,7 @@ C_l2 = sp.Symbol("C_L2", positive=True)     #: L2 cache capacity, B
 T_moe = sp.Symbol("T_moe", positive=True)   #: tokens entering a MoE layer on one rank
 T_er = sp.Symbol("T_er", positive=True)     #: token-expert rows a measured MoE kernel's rank ran
 n_er = sp.Symbol("n_er", positive=True)     #: distinct experts that rank touched
+T_ea = sp.Symbol("T_ea", positive=True)     #: token-expert slots that kernel's activation passes carry
 eta_e = sp.Symbol("eta_e", positive=True)   #: fitted fraction of the dense peak of a grouped MoE
 eta_em = sp.Symbol("eta_em", positive=True)  #: fitted HBM fraction of a grouped MoE's weight stream
 t_e0 = sp.Symbol("t_e0", nonnegative=True)  #: fitted floor of a grouped MoE kernel, s
@@ -185,6 +188,8 @@ OPERATOR_SYMBOLS = {
     "T_er": (T_er, "token-expert rows the rank of a measured grouped-MoE kernel ran (its table's "
              "routing, planner.truth.routing)", "token"),
     "n_er": (n_er, "distinct experts that rank touched (its table's routing)", "1"),
+    "T_ea": (T_ea, "token-expert rows the activation buffers of that kernel carry: T_er, and on SGLang's "
+             "raw Triton path at EP > 1 every slot of the tokens with one on the rank", "token"),
     "eta_e": (eta_e, "fraction of the dense peak a grouped MoE kernel reaches (fitted per GPU, stack, dtype)",
               "1"),
     "eta_em": (eta_em, "fraction of HBM bandwidth a grouped MoE kernel streams its weights at (fitted)", "1"),
@@ -244,8 +249,9 @@ F_moe_pad = eq.expert_flops(eq._max(T_er, n_er * eq.t_m))
 #: BF16 activation bytes each token-expert row moves through HBM between the layer's kernels (the
 #: grouped GEMMs, the gated activation, the permute and the combine): its input row gathered in
 #: (d) and its output row written (d), its gate/up product (2 f_e / TP_e) written by the first GEMM
-#: and read back by the gated activation -- (2 d + 4 f_e / TP_e) x 2 B per row, T_er rows
-M_moe_act = eq.expert_activation_bytes(T_er)
+#: and read back by the gated activation -- (2 d + 4 f_e / TP_e) x 2 B per row, T_ea rows (T_er, or
+#: every slot of every token where the GEMMs mask the remote ones but the buffers hold them)
+M_moe_act = eq.expert_activation_bytes(T_ea)
 #: ... and the BF16 bytes each token entering the layer moves once (its hidden state read, its
 #: combined output written: 2 d x 2 B), T_moe tokens: the collector hands the rank every token
 M_moe_tok = eq.expert_token_bytes(T_moe)

@@ -235,11 +235,33 @@ MOE_LAW_DTYPE = {("bf16", "bf16"): ("bf16",), ("fp16", "bf16"): ("bf16",),
                  ("int4_g32", "bf16"): ("int4_wo",)}
 
 
-def moe_law(hw: Hardware, prec: Precisions) -> Any:
-    """The stack's fitted grouped-MoE law for the routed experts' weight format (None if none)."""
+#: Architectures SGLang runs on FlashInfer's TensorRT-LLM MoE on Blackwell; every other takes its
+#: Triton fused MoE, the law fitted apart (``moe_<dtype>_triton``).  Its server arguments
+#: (sglang/srt/server_args.py, 0.5.x), with no all-to-all backend and the runner left on auto:
+#: DeepseekV3ForCausalLM (FP8, NVFP4, and Kimi K2's INT4), Qwen3MoeForCausalLM (BF16, FP8,
+#: NVFP4), GptOssForCausalLM (MXFP4, FlashInfer's TensorRT-LLM kernels).  The kernel tables agree
+#: shape by shape: their FlashInfer rows are these models' layers, their Triton rows Mixtral's,
+#: Llama 4's, MiniMax-M2's and others.
+SGLANG_TRTLLM_MOE = ("deepseek_v3", "kimi_k2", "qwen3_moe", "gpt_oss")
+
+
+def moe_path(hw: Hardware, model: Model) -> str:
+    """The grouped-MoE implementation the stack runs ``model``'s experts on: ``""`` for its main
+    one, ``"triton"`` for SGLang's Triton fused MoE on Blackwell (:data:`SGLANG_TRTLLM_MOE`)."""
+    if hw.stack == "sglang" and hw.family == "blackwell" and model.architecture not in SGLANG_TRTLLM_MOE:
+        return "triton"
+    return ""
+
+
+def moe_law(hw: Hardware, prec: Precisions, model: Model | None = None) -> Any:
+    """The stack's fitted grouped-MoE law for the routed experts' weight format on the
+    implementation it runs ``model``'s experts on (:func:`moe_path`; its main one's where that
+    has no law of the format, or no model is given), None if none."""
     key = (prec.weights["routed_experts"], prec.compute["routed_experts"])
+    path = moe_path(hw, model) if model is not None else ""
     for dt in MOE_LAW_DTYPE.get(key, ()):
-        law = hw.efficiency.moe_law(dt)
+        law = hw.efficiency.moe_law(dt, path) if path else None
+        law = hw.efficiency.moe_law(dt) if law is None else law
         if law is not None:
             return law
     return None
@@ -464,7 +486,7 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
     v.update(_efficiencies(hw, mode))
     v.update(gemm_law_values(hw, prec, mode))
     if mode == "realistic":
-        law = moe_law(hw, prec)
+        law = moe_law(hw, prec, model)
         if law is not None:
             v.update(eta_ce=law.compute, eta_xa=law.act, eta_xt=law.token, x_xa=1.0)
     if phase == "prefill":

@@ -30,9 +30,13 @@ REGIONS = ("global", "china")
 #: DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs") with the
 #: H100 SGLang efficiencies fitted to the measured runs, which ran without overlap.  Reproduced
 #: by ``scripts/derive_overlap_efficiency.py`` (tests/physics/test_step.py checks that the two
-#: agree): 84 ms with the whole shorter side hidden, 162 ms at eta_o = 0, so 0.897.  One point, so
-#: its uncertainty is wide (0 to 1).
-OVERLAP_EFFICIENCY = 0.897
+#: agree): 91.94 ms with the whole shorter side hidden, 170 ms at eta_o = 0, against 91.91 ms
+#: measured, so 1 (its ceiling: the model reaches the point only with all of it hidden).  The
+#: step prices those experts with SGLang's Triton grouped-MoE law (its compute fraction 0.30 of
+#: the FP8 peak once the kernels' masked slots are read right, where 0.97 had put the same point
+#: at 84 ms and eta_o at 0.897); under DeepEP SGLang runs DeepGEMM's grouped GEMMs, for which no
+#: kernels are measured.  One point, so its uncertainty is wide (0 to 1).
+OVERLAP_EFFICIENCY = 1.0
 
 
 #: The communication laws' fields of :class:`Efficiency` fitted to a system's measured kernels
@@ -59,6 +63,11 @@ class GemmLaw:
 
 #: MoE weight dtypes a ``stacks:`` entry may carry a fitted grouped-MoE law for (``moe_<dtype>``)
 MOE_LAW_DTYPES = ("bf16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "int4_wo")
+#: a stack's second grouped-MoE implementation on one GPU, whose law is fitted apart
+#: (``moe_<dtype>_<path>``): SGLang's Triton fused MoE on Blackwell, beside FlashInfer's
+#: TensorRT-LLM MoE (planner.truth.kernels.MOE_SECOND_PATHS, planner.physics.step.moe_law)
+MOE_LAW_PATHS = ("triton",)
+MOE_LAW_KEYS = MOE_LAW_DTYPES + tuple(f"{dt}_{p}" for p in MOE_LAW_PATHS for dt in MOE_LAW_DTYPES)
 #: decode and prefill attention laws a ``stacks:`` entry may carry (``attn_<kind>_<KV dtype>`` keys;
 #: kinds ``mla``, ``gqa``, ``gqa_mmha`` (TensorRT-LLM's MMHA fallback: planner.truth.kernels.attention_kind),
 #: ``mla_prefill``, ``gqa_prefill``)
@@ -164,9 +173,10 @@ class Efficiency:
         """The fitted GEMM law of ``dtype`` (None where this stack has none)."""
         return dict(self.gemm).get(dtype)
 
-    def moe_law(self, dtype: str) -> KernelLaw | None:
-        """The fitted grouped-MoE law of weight dtype ``dtype`` (None where this stack has none)."""
-        return dict(self.moe).get(dtype)
+    def moe_law(self, dtype: str, path: str = "") -> KernelLaw | None:
+        """The fitted grouped-MoE law of weight dtype ``dtype`` on the stack's main implementation,
+        or on its second one ``path`` (:data:`MOE_LAW_PATHS`; None where this stack has none)."""
+        return dict(self.moe).get(f"{dtype}_{path}" if path else dtype)
 
     def attn_law(self, kind: str, kv_dtype: str) -> KernelLaw | None:
         """The fitted decode attention law of ``kind`` (mla, gqa) and ``kv_dtype`` (or None)."""
@@ -503,7 +513,7 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
         changes: dict[str, Any] = {}
         for fld, prefix, keys, law, constants in (
                 ("gemm", "gemm_", GEMM_LAW_DTYPES, GemmLaw, _GEMM_CONSTANTS),
-                ("moe", "moe_", MOE_LAW_DTYPES, KernelLaw, _KERNEL_CONSTANTS),
+                ("moe", "moe_", MOE_LAW_KEYS, KernelLaw, _KERNEL_CONSTANTS),
                 ("attn", "attn_", ATTN_LAW_KEYS, KernelLaw, _KERNEL_CONSTANTS),
                 ("a2a_floors", "a2a_", A2A_FLOOR_KEYS, _floor, {"floor": (True, "time")})):
             laws = _law_lines(f, e, prefix, keys, law, constants)

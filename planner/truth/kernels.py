@@ -33,7 +33,7 @@ import pandas as pd
 from planner.errors import SpecError
 from planner.physics.operators import compile_operator
 from planner.physics.step import PREFILL_TILE_Q, TILE_M, allreduce_values, gemm_tiles, link_symbols
-from planner.specs.hardware import GemmLaw, KernelLaw
+from planner.specs.hardware import MOE_LAW_PATHS, GemmLaw, KernelLaw
 from planner.specs.reading import yaml_number
 from planner.truth.routing import measured_rank
 
@@ -286,17 +286,36 @@ def moe_tile(rows: np.ndarray, touched: np.ndarray, family_tile: float) -> np.nd
     return np.clip(2.0 ** np.ceil(np.log2(per)), min(MOE_MIN_TILE, family_tile), family_tile)
 
 
+#: (stack, GPU family, table variant) -> the second grouped-MoE implementation those kernels are,
+#: fitted apart (spec key ``moe_<dtype>_<path>``, :data:`planner.specs.hardware.MOE_LAW_PATHS`):
+#: SGLang on Blackwell runs FlashInfer's TensorRT-LLM MoE for the architectures its server
+#: arguments pick it for and its Triton fused MoE for the rest
+#: (:data:`planner.physics.step.SGLANG_TRTLLM_MOE`); the tables hold both, shape by shape.  One law
+#: for both (last round) predicted the FlashInfer BF16 kernels 1.16x slow and the Triton ones 0.71x.
+MOE_SECOND_PATHS = {("sglang", "blackwell", "sglang_fused_moe_triton"): "triton"}
+
+
+def moe_path(d: pd.DataFrame) -> pd.Series:
+    """Each MoE row's implementation: ``""`` for its stack's main one, else its name in
+    :data:`MOE_SECOND_PATHS`."""
+    from planner.specs.registry import load_hardware
+
+    family = d.gpu.map(lambda g: load_hardware(g).family)
+    return pd.Series([MOE_SECOND_PATHS.get(k, "") for k in zip(d["stack"], family, d.variant, strict=True)],
+                     index=d.index, dtype=str)
+
+
 def moe_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: KernelLaw) -> np.ndarray:
     """The fitted grouped-MoE law (operator ``moe_law``) on rows ``d`` of one weight dtype, each at
     the rows and distinct experts its measured rank ran under the table's routing
     (:func:`planner.truth.routing.measured_rank`), on the tile :func:`moe_tile` sizes to them."""
     tile = TILE_M.get(hw.family, 1.0)
     if "rank_rows" in d:  # set once by fit_moe, which evaluates the law many times
-        rows, touched = d["rank_rows"].to_numpy(float), d["rank_experts"].to_numpy(float)
+        rows, touched, slots = (d[c].to_numpy(float) for c in ("rank_rows", "rank_experts", "rank_slots"))
     else:
-        rows, touched, _ = measured_rank(d, tile)
+        rows, touched, _, slots = measured_rank(d, tile)
     return compile_operator("moe_law")(**_moe_shape(d, hw, dtype), t_m=moe_tile(rows, touched, tile),
-                                       T_er=rows, n_er=touched,
+                                       T_er=rows, n_er=touched, T_ea=slots,
                                        eta_e=law.compute, eta_em=law.hbm, eta_ea=law.act, eta_et=law.token,
                                        t_e0=law.floor)
 
@@ -309,13 +328,14 @@ def predict_moe(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.n
     from planner.specs.registry import load_hardware
 
     out = np.full(len(df), np.nan)
-    for (gpu, stack, dtype), idx in df.groupby(["gpu", "stack", "dtype"]).groups.items():
+    paths = df.assign(path=moe_path(df))
+    for (gpu, stack, dtype, path), idx in paths.groupby(["gpu", "stack", "dtype", "path"]).groups.items():
         hw = _system(load_hardware(gpu), stack, mode)
         if MOE_DTYPES[dtype][0] not in hw.flops:
             continue
         r, pos = df.loc[idx], df.index.get_indexer(idx)
         shape = _moe_shape(r, hw, dtype)
-        law = hw.efficiency.moe_law(dtype) if mode == "realistic" else None
+        law = hw.efficiency.moe_law(dtype, path) if mode == "realistic" else None
         if law is not None:
             out[pos] = moe_law_seconds(r, hw, dtype, law)
         elif mode == "bound":
@@ -936,10 +956,11 @@ def fit_moe(df: pd.DataFrame | None = None) -> list[LawFit]:
     df = df[[MOE_DTYPES[dt][0] in load_hardware(g).flops for g, dt in zip(df.gpu, df.dtype, strict=True)]]
 
     def routed(d: pd.DataFrame, gpu: str) -> pd.DataFrame:
-        rows, touched, _ = measured_rank(d, TILE_M.get(load_hardware(gpu).family, 1.0))
-        return d.assign(rank_rows=rows, rank_experts=touched)
+        rows, touched, _, slots = measured_rank(d, TILE_M.get(load_hardware(gpu).family, 1.0))
+        return d.assign(rank_rows=rows, rank_experts=touched, rank_slots=slots)
 
-    groups = ((key, routed(d, key[0])) for key, d in df.groupby(["gpu", "stack", "dtype"]))
+    df = df.assign(law_key=df.dtype.astype(str) + moe_path(df).map(lambda p: f"_{p}" if p else ""))
+    groups = ((key, routed(d, key[0])) for key, d in df.groupby(["gpu", "stack", "law_key"]))
     return _fit_kernel_law("moe", groups, lambda d, hw, law: moe_law_seconds(d, hw, d.dtype.iloc[0], law),
                            lambda d: ["compute", "hbm", "floor", "act", "token"])
 
@@ -1030,8 +1051,13 @@ def _law_key(f: LawFit) -> str:
 def _gemm_line(f: LawFit, date: str) -> str:
     """The spec line of a fitted GEMM, grouped-MoE or attention law (``gemm_<dtype>``,
     ``moe_<dtype>``, ``attn_<kind>_<KV dtype>``)."""
-    what = _LAW_WHAT[f.law].format(dt=f.dtype)
-    note = json.dumps(f"fitted to {f.n} measured {what} of this GPU and stack (aiconfigurator-core "
+    dt, path = f.dtype, ""
+    if f.law == "moe":
+        path = next((p for p in MOE_LAW_PATHS if dt.endswith(f"_{p}")), "")
+        dt = dt.removesuffix(f"_{path}") if path else dt
+    what = _LAW_WHAT[f.law].format(dt=dt) + " of this GPU and stack"
+    what += f" on the stack's {path.capitalize()} path" if path else ""
+    note = json.dumps(f"fitted to {f.n} measured {what} (aiconfigurator-core "
                       f"0.12.0; planner/truth/data/kernels), {date}; median error {f.median_abs_err:.0%}, "
                       f"p90 {f.p90_abs_err:.0%}")
     def shown(name: str, v: float) -> str:

@@ -22,10 +22,10 @@ Source: the aiconfigurator collector's routing helpers (``collector/helper.py``:
 power-law logits, Apache-2.0, NVIDIA), as read; the facts only, re-expressed here.
 
 :func:`measured_rank` gives, per table row, the rank's token-expert rows ``T_er``, its distinct
-experts touched ``n_er`` and the rows padded to whole tiles expert by expert, which the
-grouped-MoE law (``moe_law`` in :mod:`planner.physics.operators`) takes in place of uniform
-routing.  Power-law rows are the mean of :data:`DRAWS` draws from a fixed seed (the collector's
-own draws are not seeded).
+experts touched ``n_er``, the rows padded to whole tiles expert by expert and the slots its
+activation passes carry ``T_ea``, which the grouped-MoE law (``moe_law`` in
+:mod:`planner.physics.operators`) takes in place of uniform routing.  Power-law rows are the
+mean of :data:`DRAWS` draws from a fixed seed (the collector's own draws are not seeded).
 
 Both routings' logits mark each token's constructed experts high and every other expert equally
 low.  The SGLang and vLLM collectors pass DeepSeek-V3's layer through its group-limited router
@@ -36,16 +36,16 @@ rank 0's one expert gets every token, and the measured kernels follow it.  On th
 it moves the DeepSeek layer's SGLang and vLLM kernels' median predicted / measured at EP 32-256
 from 0.76-0.85 to 0.83-1.07 (laws refitted), in line with their balanced rows (0.85-1.25).
 
-SGLang's raw Triton path at EP > 1 (:data:`CLAMPED_VARIANTS`) feeds the rank the tokens with a
-slot on it and clamps their remote slots to expert 0 (weight zero): the rank runs every slot of
-those tokens, the remote ones on expert 0.  Rebuilt: the Qwen3-30B layer on H200 at 4096 tokens and
-EP 8 runs 32768 rows, 28672 of them on expert 0, 309 GFLOP, in 311 us (313 us at the BF16 peak;
-660 us at EP 1, the same rows over 128 experts).  The law prices those rows like any others, at
-its one compute fraction; refitted, SGLang's dtype cells with such kernels fall on Blackwell from
-21-39% to 16-30% median error (fp8_block and BF16; p90 52-73% to 46-59%), on Hopper fp8_block
-and W4A16 from 13-28% to 11-22%, while Hopper BF16 rises a point (22-27% to 23-28%).  A separate
-fraction for the clamped rows fits better still (Blackwell BF16 27%) but lands at 0.12-0.27 on
-Blackwell and at its ceiling 1 on Hopper: not one physical rate, so not taken.
+SGLang's raw Triton path at EP > 1 (:data:`MASKED_VARIANTS`) is handed every token with all ``k``
+of its slots, the remote ones masked: its grouped GEMMs run the rank's own rows only, while its
+activation and combine passes run over buffers of all ``N k`` slots (``T_ea`` of the law).
+Measured: the Qwen3-235B layer (hidden 4096, expert 1536, 128 experts, top 8) on H200 in BF16 at
+4096 balanced tokens takes 4898, 2639, 1440, 856, 575, 440, 371 and 346 us at EP 1 to 128, about
+330 us + 4570 us / EP: the rank's own rows shrink as 1/EP, a part that does not remains (330 us
+is the ``N k`` slots' activation bytes at ~70% of HBM bandwidth).  Pricing the remote slots as
+GEMM rows on expert 0 (read so last round) would have the EP 8 kernel run at 1.46x the BF16
+peak.  Refitted, SGLang's grouped-MoE cells fall on H200 from 15.5% to 12.4% median error
+(p90 41.7% to 34.2%) and on H100 from 12.9% to 10.8% (40.0% to 29.4%).
 TensorRT-LLM's min-latency kernels, whose group-limited router runs on an uninitialised bias, are
 not scored at all (:data:`planner.truth.kernels.UNKNOWN_ROUTING_VARIANTS`).
 """
@@ -61,11 +61,10 @@ import pandas as pd
 #: group-limited router the stack's collector applies to that layer's logits: DeepSeek-V3/R1's
 #: (8 groups of 32, 4 kept) in the SGLang and vLLM collectors
 GROUP_LIMITED = {(stack, 7168, 2048, 256, 8): (8, 4) for stack in ("sglang", "vllm")}
-#: kernels timed on SGLang's raw Triton path, which at EP > 1 runs every slot of the tokens with a
-#: slot on the rank, the remote ones clamped to expert 0 with weight zero (the collector's SGLang
-#: MoE benchmark: "clamp -1 to 0; the zero weight still ensures no contribution"); the layers with
-#: a group-limited router (:data:`GROUP_LIMITED`) go through SGLang's MoE layer instead
-CLAMPED_VARIANTS = ("sglang_fused_moe_triton",)
+#: kernels timed on SGLang's raw Triton path, which at EP > 1 is handed every token with its remote
+#: slots masked: the GEMMs skip them, the activation and combine buffers hold all N k slots; the
+#: layers with a group-limited router (:data:`GROUP_LIMITED`) go through SGLang's MoE layer instead
+MASKED_VARIANTS = ("sglang_fused_moe_triton",)
 #: power-law draws averaged per shape, and their seed
 DRAWS = 8
 SEED = 20260427
@@ -166,20 +165,16 @@ def _power_law_ids(counts: np.ndarray, n: int, k: int) -> np.ndarray:
     return np.repeat(order, np.rint(counts[order]).astype(np.int64)).reshape(k, n).T
 
 
-def _on_rank0(ids: np.ndarray, local: int, clamp: bool = False) -> np.ndarray:
+def _on_rank0(ids: np.ndarray, local: int) -> np.ndarray:
     """Rank 0's per-expert rows from every token's experts ``ids`` (rank 0 holds experts
-    ``0 .. local - 1``).  ``clamp``: SGLang's raw Triton path at EP > 1, which also runs the remote
-    slots of each token with a slot on rank 0, on expert 0."""
+    ``0 .. local - 1``)."""
     mine = ids < local
-    c = np.bincount(ids[mine], minlength=local).astype(float)
-    if clamp:
-        c[0] += float((~mine[mine.any(axis=1)]).sum())
-    return c
+    return np.bincount(ids[mine], minlength=local).astype(float)
 
 
 @cache
 def _rank(n: int, e: int, k: int, ep: int, distribution: str, groups: tuple[int, int] | None = None,
-          clamp: bool = False) -> tuple[float, float, float, float]:
+          masked: bool = False) -> tuple[float, float, float, float, float]:
     local = e // ep
     if distribution == "balanced":
         ids = [_balanced_ids(n, e, k)]
@@ -187,7 +182,7 @@ def _rank(n: int, e: int, k: int, ep: int, distribution: str, groups: tuple[int,
         alpha = float(distribution.removeprefix("power_law_"))
         rng = np.random.default_rng(SEED)
         counts = [_power_law_counts(n, e, k, ep, alpha, rng) for _ in range(DRAWS)]
-        if groups is None and not clamp:  # rank 0's own counts: no need to assign tokens
+        if groups is None:  # rank 0's own counts: no need to assign tokens
             ids = None
             draws = [c[:local] for c in counts]
         else:
@@ -197,16 +192,19 @@ def _rank(n: int, e: int, k: int, ep: int, distribution: str, groups: tuple[int,
     if ids is not None:
         if groups is not None:
             ids = [_group_limited(x, e, k, *groups) for x in ids]
-        draws = [_on_rank0(x, local, clamp) for x in ids]
+        draws = [_on_rank0(x, local) for x in ids]
     c = np.asarray(draws, float)
+    rows = float(c.sum(axis=1).mean())
     pad = {t: float((np.ceil(c / t) * t).sum(axis=1).mean()) for t in (64.0, 128.0)}
-    return float(c.sum(axis=1).mean()), float((c > 0).sum(axis=1).mean()), pad[64.0], pad[128.0]
+    return rows, float((c > 0).sum(axis=1).mean()), pad[64.0], pad[128.0], float(n * k) if masked else rows
 
 
-def measured_rank(d: pd.DataFrame, tile: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def measured_rank(d: pd.DataFrame, tile: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per row of a MoE table (``tokens``, ``experts``, ``topk``, ``ep``, ``distribution``): the
-    measured rank's token-expert rows ``T_er``, distinct experts touched ``n_er`` and rows padded
-    to whole ``tile``-row tiles expert by expert (64 or 128)."""
+    measured rank's token-expert rows ``T_er``, distinct experts touched ``n_er``, rows padded
+    to whole ``tile``-row tiles expert by expert (64 or 128) and the slots its activation passes
+    carry ``T_ea`` (``T_er``; every slot of every token on the masked path,
+    :data:`MASKED_VARIANTS`)."""
     col = 2 if tile == 64.0 else 3
     blank = pd.Series("", index=d.index)
     zero = pd.Series(0, index=d.index)
@@ -217,7 +215,7 @@ def measured_rank(d: pd.DataFrame, tile: float) -> tuple[np.ndarray, np.ndarray,
     out = []
     for n, e, k, ep, dist, stack, variant, h, f in keys:
         groups = GROUP_LIMITED.get((stack, h, f, e, k))
-        clamp = variant in CLAMPED_VARIANTS and ep > 1 and groups is None
-        out.append(_rank(n, e, k, ep, dist, groups, clamp))
-    v = np.array(out, float).reshape(-1, 4)
-    return v[:, 0], v[:, 1], v[:, col]
+        masked = variant in MASKED_VARIANTS and ep > 1 and groups is None
+        out.append(_rank(n, e, k, ep, dist, groups, masked))
+    v = np.array(out, float).reshape(-1, 5)
+    return v[:, 0], v[:, 1], v[:, col], v[:, 4]

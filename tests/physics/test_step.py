@@ -327,7 +327,8 @@ def test_default_overlap_efficiency_is_its_derivation():
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     eta, t0, t1, _ = script.derive()
-    assert t1 < script.TPOT_MEASURED < t0  # the measured decode lies between none and all hidden
+    assert script.TPOT_MEASURED < t0  # overlap is needed to reach the measured decode
+    assert eta == pytest.approx(min(max((t0 - script.TPOT_MEASURED) / (t0 - t1), 0.0), 1.0), abs=1e-12)
     assert OVERLAP_EFFICIENCY == pytest.approx(eta, abs=5e-4)
 
 
@@ -427,6 +428,30 @@ def test_routed_experts_at_their_grouped_moe_law_fraction():
         r = evaluate_configs(m, hw, prec, mode, **kw)
         got = float(np.asarray(r["part.experts.compute"]).ravel()[0])
         assert close(got, lam * F / (eta * hw.flops["fp8"]), rel=1e-9), mode
+
+
+def test_sglang_on_blackwell_prices_each_architecture_on_the_moe_it_runs():
+    # SGLang's server arguments put DeepSeek-V3 and Qwen3-MoE layers on FlashInfer's TensorRT-LLM
+    # MoE on Blackwell and every other architecture (Mixtral, MiniMax-M2) on its Triton fused MoE,
+    # whose law is fitted apart (moe_<dtype>_triton); on Hopper, and on other stacks, one law
+    from planner.physics.step import moe_law, moe_path
+
+    b200 = load_hardware("hgx-b200@sglang")
+    for name, path in (("deepseek-r1", ""), ("qwen3-235b-a22b", ""), ("mixtral-8x7b", "triton"),
+                       ("minimax-m2.5", "triton")):
+        m = load_model(name)
+        assert moe_path(b200, m) == path, name
+    mixtral, qwen = load_model("mixtral-8x7b"), load_model("qwen3-235b-a22b")
+    prec = resolve_precisions(mixtral, b200, "bf16")
+    triton, main = b200.efficiency.moe_law("bf16", "triton"), b200.efficiency.moe_law("bf16")
+    assert triton is not None and main is not None and triton != main
+    assert moe_law(b200, prec, mixtral) == triton and moe_law(b200, prec, qwen) == main
+    assert moe_law(b200, prec) == main  # no model: the main implementation
+    # a format the Triton path has no law for (NVFP4: FlashInfer's rows only) takes the main law
+    fp4 = resolve_precisions(mixtral, b200, "nvfp4")
+    assert moe_law(b200, fp4, mixtral) == moe_law(b200, fp4)
+    for other in ("hgx-h200@sglang", "hgx-b200@trtllm", "hgx-b200@vllm"):
+        assert moe_path(load_hardware(other), mixtral) == "", other
 
 
 def test_routed_experts_pay_their_grouped_moe_laws_activation_pass():

@@ -367,15 +367,19 @@ def test_moe_law_by_hand():
     tok = 2 * 7168 * 2
     shape = dict(d=7168.0, f_e=2048.0, TP_e=1.0, b_we=1.0, P_e=1979e12, B_hbm=4.8e12, t_m=64.0, eta_e=0.5,
                  eta_em=0.8, eta_ea=0.5, eta_et=0.25)
-    t = compile_operator("moe_law")(T_er=6.0, n_er=4.0, t_e0=5e-6, T_moe=2.0, **shape)
+    t = compile_operator("moe_law")(T_er=6.0, n_er=4.0, T_ea=6.0, t_e0=5e-6, T_moe=2.0, **shape)
     assert t == pytest.approx(5e-6 + 4 * w / (0.8 * 4.8e12) + 6 * row / (0.5 * 4.8e12)
                               + 2 * tok / (0.25 * 4.8e12), rel=1e-12)
     assert 2 * w * 4 * 64 / (0.5 * 1979e12) < t - 5e-6
+    # SGLang's masked Triton path, handed both tokens with all 8 slots: the buffers carry 16 slots
+    # (16 x 45,056 B at 0.5 x 4.8 TB/s = 0.300 us), the GEMMs and weights are the same 6 rows'
+    masked = compile_operator("moe_law")(T_er=6.0, n_er=4.0, T_ea=16.0, t_e0=5e-6, T_moe=2.0, **shape)
+    assert masked - t == pytest.approx(10 * row / (0.5 * 4.8e12), rel=1e-9)
     # 24576 rows on all 32 experts (> 32 x 64): compute-bound at 2 x w x 24576 / (0.5 P) = 2.188 ms
     # (the 32 experts' 1.409 GB at 0.8 x 4.8 TB/s: 0.367 ms), plus 24576 x 45,056 B = 1.107 GB of
     # activations at 0.5 x 4.8 TB/s = 0.461 ms
     # and the 3072 entering tokens' 3072 x 28,672 B = 88 MB at 0.25 x 4.8 TB/s = 0.073 ms
-    t = compile_operator("moe_law")(T_er=24576.0, n_er=32.0, t_e0=0.0, T_moe=3072.0, **shape)
+    t = compile_operator("moe_law")(T_er=24576.0, n_er=32.0, T_ea=24576.0, t_e0=0.0, T_moe=3072.0, **shape)
     assert t == pytest.approx(2 * w * 24576 / (0.5 * 1979e12) + 24576 * row / (0.5 * 4.8e12)
                               + 3072 * tok / (0.25 * 4.8e12), rel=1e-12)
     # the bound: the fewest experts (k / EP = 1) and lambda 1; one expert's 44 MB fit in H200's

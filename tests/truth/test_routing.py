@@ -10,10 +10,15 @@ import pytest
 from planner.truth.routing import _power_law_ids, measured_rank
 
 
-def _rows(tokens, experts, topk, ep, distribution, tile=64.0, **cols):
+def _rank(tokens, experts, topk, ep, distribution, tile=64.0, **cols):
     d = pd.DataFrame({"tokens": tokens, "experts": experts, "topk": topk, "ep": ep,
                       "distribution": distribution, **cols})
     return measured_rank(d, tile)
+
+
+def _rows(*args, **kw):
+    """Rows, experts touched and padded rows (not the activation slots)."""
+    return _rank(*args, **kw)[:3]
 
 
 def test_balanced_routing_by_hand():
@@ -91,18 +96,25 @@ def test_group_limited_router_on_the_power_law_rows():
     assert (grouped <= 1024 * 256 / np.array(eps)).all()  # at most N on each of the E / EP experts
 
 
-def test_sglang_raw_triton_path_runs_the_clamped_slots_on_expert_0():
+def test_sglang_raw_triton_path_masks_the_remote_slots_in_its_gemms_not_its_buffers():
     # 128 experts, top 8, 32 tokens, balanced (stride 16): at EP 8 rank 0 holds experts 0-15 and every
-    # token has exactly one slot there (token t < 16 on expert t, token 16 + j on expert j), 32 rows.
-    # SGLang's raw Triton path runs all 8 slots of those 32 tokens, the 7 remote ones each on expert
-    # 0: 32 x 8 = 256 rows, 16 experts; its FlashInfer kernels and TensorRT-LLM's run the 32
+    # token has exactly one slot there (token t < 16 on expert t, token 16 + j on expert j): 32 rows
+    # on 16 experts, two each, for every implementation.  SGLang's raw Triton path is handed all 32
+    # tokens with their 8 slots, the 7 remote ones masked: its activation buffers carry 32 x 8 = 256
+    # slots; its FlashInfer kernels and TensorRT-LLM's carry their 32 rows
     kw = dict(experts=[128] * 3, topk=[8] * 3, ep=[8] * 3, distribution=["balanced"] * 3,
               hidden=[2048] * 3, inter=[768] * 3)
-    rows, touched, pad = _rows([32] * 3, stack=["sglang", "sglang", "trtllm"],
-                               variant=["sglang_fused_moe_triton", "sglang_flashinfer_trtllm_moe",
-                                        "moe_torch_flow_cutlass"], **kw)
-    assert list(rows) == [256, 32, 32] and list(touched) == [16, 16, 16]
-    assert pad[0] == 15 * 64 + 4 * 64  # expert 0's 2 + 224 rows in four 64-row tiles, one tile each else
-    # at EP 1 nothing is remote
-    assert _rows([32], stack=["sglang"], variant=["sglang_fused_moe_triton"], **{
-        k: v[:1] for k, v in kw.items() if k != "ep"}, ep=[1])[0][0] == 256
+    rows, touched, pad, slots = _rank([32] * 3, stack=["sglang", "sglang", "trtllm"],
+                                      variant=["sglang_fused_moe_triton", "sglang_flashinfer_trtllm_moe",
+                                               "moe_torch_flow_cutlass"], **kw)
+    assert list(rows) == [32, 32, 32] and list(touched) == [16, 16, 16]
+    assert list(pad) == [16 * 64] * 3  # one 64-row tile per touched expert
+    assert list(slots) == [256, 32, 32]
+    # at EP 1 nothing is masked: 256 rows, 256 slots
+    one = _rank([32], stack=["sglang"], variant=["sglang_fused_moe_triton"],
+                **{k: v[:1] for k, v in kw.items() if k != "ep"}, ep=[1])
+    assert (one[0][0], one[3][0]) == (256, 256)
+    # power-law rows at EP 4: the rank's own rows are its draw's, the buffers every slot (64 x 8)
+    pl = _rank([64], stack=["sglang"], variant=["sglang_fused_moe_triton"], experts=[128], topk=[8],
+               ep=[4], distribution=["power_law_1.01"], hidden=[2048], inter=[768])
+    assert pl[0][0] < 512 and pl[3][0] == 512
