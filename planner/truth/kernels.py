@@ -371,7 +371,9 @@ def _attn_shape(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
 #: XQA kernel (tensor cores, a KV head's query group loaded once) runs a GQA decode only where
 #: the group ``h / h_kv`` is at most :data:`XQA_MAX_GROUP`, the heads are not plain MHA
 #: (``h = h_kv``: "do not use XQA kernel for vanilla MHA case for performance reasons") and the
-#: grid fills the GPU, ``4 h_kv b max(1, floor(S / 128)) >= SMs``; every other shape falls back
+#: grid fills the GPU, ``4 h_kv b max(1, floor(S / 128)) >= SMs``, the last only over a BF16
+#: cache: with BF16 queries and an FP8 cache XQA runs whatever the grid, "because MMHA does not
+#: support this combination" (``DecoderXQARunner::shouldUse``, 2026); every other shape falls back
 #: to the masked multi-head attention kernel (MMHA), priced by its own fitted law
 #: (``attn_gqa_mmha_<KV dtype>``, the same expression, other constants).  On Blackwell
 #: (trtllm-gen kernels, whose dispatcher we have not read) the tables show the group limit alone:
@@ -423,7 +425,8 @@ def attention_kind(d: pd.DataFrame, family: str, sm_count: int = 0) -> pd.Series
         ctx = (d.isl + d.step).to_numpy(float)
         per_seq = np.maximum(1.0, np.floor(ctx / XQA_TOKENS_PER_BLOCK))  # multi-block CTAs
         blocks = XQA_BLOCK_FACTOR * h_kv * d.batch.to_numpy(float) * per_seq
-        mmha |= (h == h_kv) | (blocks < sm_count)
+        fp8 = d["kv_dtype"].astype(str).to_numpy() == "fp8"  # MMHA has no BF16-query, FP8-cache path
+        mmha |= (h == h_kv) | ((blocks < sm_count) & ~fp8)
     return kind.where(~(gqa.to_numpy() & mmha), "gqa_mmha")
 
 

@@ -818,12 +818,13 @@ def test_kernels_of_unknown_routing_are_not_scored(score):
 
 def test_tensorrt_llm_decode_attention_dispatch_by_hand():
     # TensorRT-LLM's XQA runs a GQA decode on Hopper only for groups of at most 32 query heads per
-    # KV head, never plain MHA, and only where 4 h_kv b max(1, floor(S / 128)) reaches the 132 SMs;
-    # the rest is MMHA.  On Blackwell only the group limit is applied; other stacks have one kernel.
+    # KV head, never plain MHA, and over a BF16 cache only where 4 h_kv b max(1, floor(S / 128))
+    # reaches the 132 SMs; the rest is MMHA.  On Blackwell only the group limit is applied; other
+    # stacks have one kernel.
     from planner.truth.kernels import attention_kind
 
     rows = pd.DataFrame({
-        "op": "attention_gqa", "stack": "trtllm",
+        "op": "attention_gqa", "stack": "trtllm", "kv_dtype": "bf16",
         "heads":    [32, 64, 64, 32, 32, 64, 32],
         "kv_heads": [8, 64, 1, 8, 8, 2, 8],
         "batch":    [64, 64, 64, 1, 1, 64, 4],
@@ -836,6 +837,11 @@ def test_tensorrt_llm_decode_attention_dispatch_by_hand():
     assert attention_kind(rows, "blackwell").tolist() == ["gqa", "gqa", "gqa_mmha", "gqa", "gqa", "gqa",
                                                           "gqa"]
     assert set(attention_kind(rows.assign(stack="vllm"), "hopper", 132)) == {"gqa"}
+    # over an FP8 cache with BF16 queries, which MMHA cannot take, XQA runs the low-occupancy shape
+    # too (the fourth); plain MHA and groups over 32, which XQA does not support, stay on MMHA
+    fp8 = rows.assign(kv_dtype="fp8")
+    assert attention_kind(fp8, "hopper", 132).tolist() == ["gqa", "gqa_mmha", "gqa_mmha", "gqa", "gqa", "gqa",
+                                                           "gqa"]
     mla = rows.assign(op="attention_mla_prefill", heads=128, kv_heads=0)
     assert set(attention_kind(mla, "hopper", 132)) == {"mla_prefill"}
 
