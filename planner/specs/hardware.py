@@ -47,6 +47,11 @@ COMM_LAW_FIELDS = ("allreduce_latency", "allreduce_efficiency", "allreduce_large
 
 #: GEMM dtypes a ``stacks:`` entry may carry a fitted GEMM law for (``gemm_<dtype>`` keys)
 GEMM_LAW_DTYPES = ("bf16", "fp8", "fp8_block", "nvfp4")
+#: a stack's second GEMM implementation of one dtype, whose law is fitted apart
+#: (``gemm_<dtype>_<path>``): vLLM's block-FP8 GEMMs on Hopper whose shape DeepGEMM does not take
+#: run its fallback kernel (planner.truth.kernels.gemm_path)
+GEMM_LAW_PATHS = ("fallback",)
+GEMM_LAW_KEYS = GEMM_LAW_DTYPES + tuple(f"{dt}_{p}" for p in GEMM_LAW_PATHS for dt in GEMM_LAW_DTYPES)
 
 
 @dataclass(frozen=True)
@@ -169,9 +174,10 @@ class Efficiency:
     moe: tuple[tuple[str, KernelLaw], ...] = ()
     attn: tuple[tuple[str, KernelLaw], ...] = ()
 
-    def gemm_law(self, dtype: str) -> GemmLaw | None:
-        """The fitted GEMM law of ``dtype`` (None where this stack has none)."""
-        return dict(self.gemm).get(dtype)
+    def gemm_law(self, dtype: str, path: str = "") -> GemmLaw | None:
+        """The fitted GEMM law of ``dtype`` on the stack's main kernel, or on its second one
+        ``path`` (:data:`GEMM_LAW_PATHS`; None where this stack has none)."""
+        return dict(self.gemm).get(f"{dtype}_{path}" if path else dtype)
 
     def moe_law(self, dtype: str, path: str = "") -> KernelLaw | None:
         """The fitted grouped-MoE law of weight dtype ``dtype`` on the stack's main implementation,
@@ -512,7 +518,7 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
         e.raw("covariance_log", required=False)  # of the fitted log-parameters (uncertainty bands)
         changes: dict[str, Any] = {}
         for fld, prefix, keys, law, constants in (
-                ("gemm", "gemm_", GEMM_LAW_DTYPES, GemmLaw, _GEMM_CONSTANTS),
+                ("gemm", "gemm_", GEMM_LAW_KEYS, GemmLaw, _GEMM_CONSTANTS),
                 ("moe", "moe_", MOE_LAW_KEYS, KernelLaw, _KERNEL_CONSTANTS),
                 ("attn", "attn_", ATTN_LAW_KEYS, KernelLaw, _KERNEL_CONSTANTS),
                 ("a2a_floors", "a2a_", A2A_FLOOR_KEYS, _floor, {"floor": (True, "time")})):

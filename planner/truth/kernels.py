@@ -33,7 +33,7 @@ import pandas as pd
 from planner.errors import SpecError
 from planner.physics.operators import compile_operator
 from planner.physics.step import PREFILL_TILE_Q, TILE_M, allreduce_values, gemm_tiles, link_symbols
-from planner.specs.hardware import MOE_LAW_PATHS, GemmLaw, KernelLaw
+from planner.specs.hardware import GEMM_LAW_PATHS, MOE_LAW_PATHS, GemmLaw, KernelLaw
 from planner.specs.reading import yaml_number
 from planner.truth.routing import measured_rank
 
@@ -105,6 +105,27 @@ def gemm_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: GemmLaw) -> np.n
         eta_gm=law.hbm, w_g=law.wave, eta_q=law.cast, b_q=GEMM_CAST_BYTES[dtype], t_g0=law.floor)
 
 
+#: vLLM's block-FP8 linear layers run DeepGEMM only where the weight's N is a multiple of 64 and
+#: its K of 128 (``should_use_deepgemm_for_fp8_linear`` in vLLM's ``utils/deep_gemm.py``, as read);
+#: other shapes take its fallback kernel.  On Hopper the tables' block-FP8 rows off that rule
+#: (N = 32, K = 32 or 64) take 160-190 us at every size, against 58-86 us for DeepGEMM's, and are
+#: fitted apart (``gemm_fp8_block_fallback``); on Blackwell they are within 7% of the rest.
+DEEPGEMM_MULTIPLE_N, DEEPGEMM_MULTIPLE_K = 64, 128
+GEMM_SECOND_PATHS = {("vllm", "hopper", "fp8_block"): "fallback"}
+
+
+def gemm_path(d: pd.DataFrame) -> pd.Series:
+    """Each GEMM row's kernel: ``""`` for its stack's main one, ``"fallback"`` for vLLM's
+    block-FP8 GEMMs on Hopper whose shape DeepGEMM does not take (:data:`GEMM_SECOND_PATHS`)."""
+    from planner.specs.registry import load_hardware
+
+    family = d.gpu.map(lambda g: load_hardware(g).family)
+    off = ((d.n % DEEPGEMM_MULTIPLE_N != 0) | (d.k % DEEPGEMM_MULTIPLE_K != 0)).to_numpy()
+    paths = [GEMM_SECOND_PATHS.get(key, "") if o else ""
+             for key, o in zip(zip(d["stack"], family, d.dtype, strict=True), off, strict=True)]
+    return pd.Series(paths, index=d.index, dtype=str)
+
+
 def predict_gemm(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.ndarray:
     """Predicted seconds of each GEMM row.  ``bound``: the L2-aware lower bound ``gemm_bound``
     (``hbm_roofline``: the plain bound-mode roofline instead); ``realistic``: the stack's fitted
@@ -113,7 +134,8 @@ def predict_gemm(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.
     from planner.specs.registry import load_hardware
 
     out = np.full(len(df), np.nan)
-    for (gpu, stack, dtype), idx in df.groupby(["gpu", "stack", "dtype"]).groups.items():
+    paths = df.assign(path=gemm_path(df))
+    for (gpu, stack, dtype, path), idx in paths.groupby(["gpu", "stack", "dtype", "path"]).groups.items():
         hw = _system(load_hardware(gpu), stack, mode)
         comp, bi, bw, bo = GEMM_DTYPES[dtype]
         if comp not in hw.flops:
@@ -122,7 +144,7 @@ def predict_gemm(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.
         pos = df.index.get_indexer(idx)
         shape = {"m": r.m.to_numpy(float), "n": r.n.to_numpy(float), "k_gemm": r.k.to_numpy(float),
                  "b_in": bi, "b_w": bw, "P": hw.flops[comp], "B_hbm": hw.hbm_bandwidth}
-        law = hw.efficiency.gemm_law(dtype) if mode == "realistic" else None
+        law = hw.efficiency.gemm_law(dtype, path) if mode == "realistic" else None
         if law is not None:
             out[pos] = gemm_law_seconds(r, hw, dtype, law)
         elif mode == "bound" and not hbm_roofline:
@@ -895,8 +917,9 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
     from planner.specs.registry import load_hardware
 
     df = load_table("gemm") if df is None else df
+    df = df.assign(path=gemm_path(df))
     out = []
-    for (gpu, stack, dtype), d in df.groupby(["gpu", "stack", "dtype"]):
+    for (gpu, stack, dtype, path), d in df.groupby(["gpu", "stack", "dtype", "path"]):
         hw = load_hardware(gpu).without_stack()
         if GEMM_DTYPES[dtype][0] not in hw.flops:
             continue
@@ -912,7 +935,7 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
         x, se, e = _solve(res, [GEMM_PARAMS[p][0] for p in names], bounds)
         out.append(LawFit("gemm", gpu, stack, int(len(d)), dict(zip(names, map(float, x), strict=True)),
                           dict(zip(names, map(float, se), strict=True)), float(np.median(e)),
-                          float(np.quantile(e, 0.9)), dtype))
+                          float(np.quantile(e, 0.9)), f"{dtype}_{path}" if path else dtype))
     return out
 
 
@@ -1047,6 +1070,10 @@ _LAW_WHAT = {"gemm": "{dt} GEMMs", "moe": "{dt} grouped-MoE kernels",
              "attn_gqa_prefill": "GQA prefill attention kernels (BF16 compute, {dt} KV cache)"}
 
 
+#: how a spec note names a second implementation (MOE_LAW_PATHS, GEMM_LAW_PATHS)
+_PATH_WORDS = {"triton": "Triton fused MoE", "fallback": "fallback kernel (shapes DeepGEMM does not take)"}
+
+
 def _law_key(f: LawFit) -> str:
     return f"{f.law}_{f.dtype}" if f.law in _LAW_WHAT else f.law
 
@@ -1055,11 +1082,12 @@ def _gemm_line(f: LawFit, date: str) -> str:
     """The spec line of a fitted GEMM, grouped-MoE or attention law (``gemm_<dtype>``,
     ``moe_<dtype>``, ``attn_<kind>_<KV dtype>``)."""
     dt, path = f.dtype, ""
-    if f.law == "moe":
-        path = next((p for p in MOE_LAW_PATHS if dt.endswith(f"_{p}")), "")
+    if f.law in ("moe", "gemm"):
+        path = next((p for p in (MOE_LAW_PATHS if f.law == "moe" else GEMM_LAW_PATHS)
+                     if dt.endswith(f"_{p}")), "")
         dt = dt.removesuffix(f"_{path}") if path else dt
     what = _LAW_WHAT[f.law].format(dt=dt) + " of this GPU and stack"
-    what += f" on the stack's {path.capitalize()} path" if path else ""
+    what += f" on its {_PATH_WORDS[path]}" if path else ""
     note = json.dumps(f"fitted to {f.n} measured {what} (aiconfigurator-core "
                       f"0.12.0; planner/truth/data/kernels), {date}; median error {f.median_abs_err:.0%}, "
                       f"p90 {f.p90_abs_err:.0%}")

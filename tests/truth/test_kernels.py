@@ -141,12 +141,41 @@ def test_bundled_specs_carry_physical_gemm_laws():
         hw = load_hardware(gpu)
         for stack, eff in hw.stacks.items():
             dts = {"bf16", "fp8", "fp8_block"} | ({"nvfp4"} if "fp4" in hw.flops else set())
+            # vLLM's block-FP8 GEMMs off DeepGEMM's shapes on Hopper: a second law (gemm_path)
+            if stack == "vllm" and hw.family == "hopper":
+                dts |= {"fp8_block_fallback"}
             assert {d for d, _ in eff.gemm} == dts, (gpu, stack)
             for _, law in eff.gemm:
                 assert 0 < law.compute <= 1 and 0 < law.hbm <= 1 and 0 < law.cast <= 1 and law.floor >= 0
                 assert 0 < law.wave <= 1  # every one of these GPUs states its SMs
     # a spec's efficiency: block (no stack) has none: GEMMs fall back to the roofline
     assert load_hardware("hgx-h200").without_stack().efficiency.gemm == ()
+
+
+def test_vllm_block_fp8_gemms_off_deepgemm_shapes_take_the_fallback_law_by_hand():
+    # vLLM runs a block-FP8 linear layer on DeepGEMM only for N a multiple of 64 and K of 128; on
+    # Hopper the rest take its fallback kernel, fitted apart; other dtypes, stacks and Blackwell keep
+    # one law
+    from planner.truth.kernels import gemm_path
+
+    rows = pd.DataFrame({"gpu": ["hgx-h200"] * 5 + ["hgx-b200", "hgx-h200", "hgx-h200"],
+                         "stack": ["vllm"] * 5 + ["vllm", "sglang", "vllm"],
+                         "dtype": ["fp8_block"] * 7 + ["fp8"],
+                         "m": 16, "n": [4096, 32, 4096, 4096, 96, 32, 32, 32],
+                         "k": [7168, 7168, 64, 192, 7168, 7168, 7168, 7168]})
+    assert gemm_path(rows).tolist() == ["", "fallback", "fallback", "fallback", "fallback", "", "", ""]
+    h200 = load_hardware("hgx-h200@vllm").efficiency
+    main_law, fallback = h200.gemm_law("fp8_block"), h200.gemm_law("fp8_block", "fallback")
+    assert main_law is not None and fallback is not None and fallback.floor > 2 * main_law.floor
+    assert load_hardware("hgx-b200@vllm").efficiency.gemm_law("fp8_block", "fallback") is None
+    # priced so, the table's fallback rows (N = 32, K = 32 or 64: 160-190 us) are within 15%
+    g = load_table("gemm")
+    off = g[(g.gpu == "hgx-h200") & (g["stack"] == "vllm") & (g.dtype == "fp8_block") & (g.n == 32)]
+    from planner.truth.kernels import predict_gemm
+
+    pred = predict_gemm(off.reset_index(drop=True), "realistic")
+    err = np.abs(pred / (off.latency_us.to_numpy() * 1e-6) - 1)
+    assert np.median(err) < 0.15
 
 
 def test_gemm_law_spec_round_trip():
