@@ -126,6 +126,11 @@ def gemm_path(d: pd.DataFrame) -> pd.Series:
     return pd.Series(paths, index=d.index, dtype=str)
 
 
+def law_key(d: pd.DataFrame, paths: pd.Series) -> pd.Series:
+    """Each row's spec key suffix: its dtype, and ``_<path>`` on a second implementation."""
+    return d.dtype.astype(str) + paths.map(lambda p: f"_{p}" if p else "")
+
+
 def predict_gemm(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.ndarray:
     """Predicted seconds of each GEMM row.  ``bound``: the L2-aware lower bound ``gemm_bound``
     (``hbm_roofline``: the plain bound-mode roofline instead); ``realistic``: the stack's fitted
@@ -917,9 +922,9 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
     from planner.specs.registry import load_hardware
 
     df = load_table("gemm") if df is None else df
-    df = df.assign(path=gemm_path(df))
+    df = df.assign(law_key=law_key(df, gemm_path(df)))
     out = []
-    for (gpu, stack, dtype, path), d in df.groupby(["gpu", "stack", "dtype", "path"]):
+    for (gpu, stack, dtype, key), d in df.groupby(["gpu", "stack", "dtype", "law_key"]):
         hw = load_hardware(gpu).without_stack()
         if GEMM_DTYPES[dtype][0] not in hw.flops:
             continue
@@ -935,7 +940,7 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
         x, se, e = _solve(res, [GEMM_PARAMS[p][0] for p in names], bounds)
         out.append(LawFit("gemm", gpu, stack, int(len(d)), dict(zip(names, map(float, x), strict=True)),
                           dict(zip(names, map(float, se), strict=True)), float(np.median(e)),
-                          float(np.quantile(e, 0.9)), f"{dtype}_{path}" if path else dtype))
+                          float(np.quantile(e, 0.9)), key))
     return out
 
 
@@ -985,7 +990,7 @@ def fit_moe(df: pd.DataFrame | None = None) -> list[LawFit]:
         rows, touched, _, slots = measured_rank(d, TILE_M.get(load_hardware(gpu).family, 1.0))
         return d.assign(rank_rows=rows, rank_experts=touched, rank_slots=slots)
 
-    df = df.assign(law_key=df.dtype.astype(str) + moe_path(df).map(lambda p: f"_{p}" if p else ""))
+    df = df.assign(law_key=law_key(df, moe_path(df)))
     groups = ((key, routed(d, key[0])) for key, d in df.groupby(["gpu", "stack", "law_key"]))
     return _fit_kernel_law("moe", groups, lambda d, hw, law: moe_law_seconds(d, hw, d.dtype.iloc[0], law),
                            lambda d: ["compute", "hbm", "floor", "act", "token"])
