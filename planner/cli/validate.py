@@ -304,15 +304,18 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
                   _pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in ar],
                 ["gpu", "stack", "kernels", "a_ar", "eta_ar", "eta_nv", "median |err|", "p90"]))
     print("\n# nccl all-reduce, per system (a library's, not a stack's: the kernel scorecard's NCCL rows): "
-          "t_n0 + 2 (n - 1) a_nc + 2 (n - 1)/n x / (eta_nc B_su) (moe-planner equations --term "
+          "t_n0 + min over NCCL's protocols of 2 (n - 1) a_p + r_p 2 (n - 1)/n x / (eta_nc B_su), LL (a_nl, "
+          "r = 2), LL128 (a_nm, r = 16/15), Simple (a_nc, r = 1) (moe-planner equations --term "
           "op.allreduce_nccl): a ring, as measured (latency grows with the GPU count); over PCIe a ring "
           "beyond one switch's n_sw GPUs at max(1 / B_su, (1 / n_sw) / (eta_hb B_hb)) per byte")
     print(table([[f.gpu, f.n]
-                 + [f"{f.values[p] * 1e6:.3g} us{_se_shown(f.rel_se[p])}" for p in ("floor", "latency")]
+                 + [f"{f.values[p] * 1e6:.3g} us{_se_shown(f.rel_se[p])}"
+                    for p in ("floor", "latency_ll", "latency_ll128", "latency")]
                  + [f"{f.values[p]:.3g}{_se_shown(f.rel_se[p])}" if p in f.values else "-"
                     for p in ("efficiency", "bridge")]
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in nccl],
-                ["gpu", "kernels", "t_n0", "a_nc", "eta_nc", "eta_hb", "median |err|", "p90"]))
+                ["gpu", "kernels", "t_n0", "a_nl", "a_nm", "a_nc", "eta_nc", "eta_hb", "median |err|",
+                 "p90"]))
     print("\n# a2a (low-latency dispatch and combine): t = floor[phase, dtype] + V / (eta_a2a B_su) "
           "(moe-planner equations --term op.a2a, the floor as a_a2a); eta_a2a fitted once per stack "
           "over the systems with the same links; the step model takes eta_a2a, not the floors")

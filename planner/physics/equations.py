@@ -67,6 +67,8 @@ from planner.physics.symbols import (
     a_a2a,
     a_ar,
     a_nc,
+    a_nl,
+    a_nm,
     a_so,
     b,
     b_a,
@@ -553,14 +555,28 @@ def allreduce_ring_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
     return (ring + 2 * (n_in - 1) * a_ar + 2 * (n_out - 1) * a_so) * indicator(n > 1)
 
 
+#: NCCL's protocols, by the bytes each moves per byte of data (NCCL's ``src/include/device.h``:
+#: an LL line is 8 bytes of data and 8 of flags, an LL128 line 128 bytes of which 8 are flags;
+#: Simple moves the data alone and pays a fence per chunk) and the symbol of its latency per step
+NCCL_PROTOCOLS = (("LL", sp.Integer(2), a_nl), ("LL128", sp.Rational(16, 15), a_nm),
+                  ("Simple", sp.Integer(1), a_nc))
+
+
 def allreduce_nccl_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
     """The same all-reduce through NCCL, as its measured kernels run it  [s]: a ring or tree
-    (:func:`allreduce_ring_time`) at NCCL's own latency per step ``a_nc`` and bandwidth fraction
-    ``eta_nc``, plus a fixed cost per call ``t_n0`` (the measured small-message latency grows with
-    the GPU count: H200 6, 9 and 16 us for 2, 4 and 8 GPUs, as a ring's does and a two-shot
-    kernel's does not; at 512 MiB over 8 H200 it moves the ring's volume at 78% of NVLink's peak,
-    and no in-switch reduction's)."""
-    return t_n0 + at(allreduce_ring_time(m, n), {a_ar: a_nc, eta_ar: eta_nc})
+    (:func:`allreduce_ring_time`) at NCCL's own bandwidth fraction ``eta_nc``, on the fastest of its
+    protocols (:data:`NCCL_PROTOCOLS`: LL at twice the ring's volume and the least latency per step
+    ``a_nl``, LL128 at 16/15 of it and ``a_nm``, Simple at the volume itself and the most, ``a_nc``),
+    plus a fixed cost per call ``t_n0``.  The small-message latency grows with the GPU count (H200
+    6, 9 and 16 us for 2, 4 and 8 GPUs, as a ring's does and a two-shot kernel's does not); at 512
+    MiB over 8 H200 the ring's volume moves at 78% of NVLink's peak, and no in-switch reduction's;
+    between them the protocols hand over (one protocol's law left the measured 1-8 MiB messages at
+    0.5-0.8 of measured).  NCCL picks its protocol by its own cost model; the law takes the fastest."""
+    n_in, n_out = _ar_split(n)
+    volume = _allreduce_ring_seconds(m, n, eta_nc) + _allreduce_so_seconds(m, n)
+    between = 2 * (n_out - 1) * a_so
+    ring = _min(*(r * volume + 2 * (n_in - 1) * a + between for _, r, a in NCCL_PROTOCOLS))
+    return t_n0 + ring * indicator(n > 1)
 
 
 def allreduce_kernel_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:

@@ -102,8 +102,10 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   it dispatches: one-shot, two-shot, and beyond ``m_cu`` the faster of NCCL's ring and the switch's
   reduction; a ring over PCIe; hierarchical across domains) and through NCCL beyond.
 - ``allreduce_nccl``: the same call through NCCL as its measured tables ran it: a ring or tree
-  (no in-switch reduction: ``x_nvls`` = 0), so ``2 (n_g - 1)`` latencies ``a_nc`` and the ring
-  volume ``2 (n_g - 1)/n_g x`` at ``eta_nc``, plus a fixed cost per call ``t_n0``.  The measured
+  (no in-switch reduction: ``x_nvls`` = 0), so ``2 (n_g - 1)`` latencies and the ring volume
+  ``2 (n_g - 1)/n_g x`` at ``eta_nc``, on the fastest of NCCL's protocols (LL: twice the volume,
+  latency ``a_nl`` per step; LL128: 16/15 of it, ``a_nm``; Simple: the volume, ``a_nc``), plus a
+  fixed cost per call ``t_n0``.  The measured
   small-message latency grows with the GPU count (H200: 6, 9 and 16 us for 2, 4 and 8 GPUs), as a
   ring's does and a two-shot kernel's does not.
 - ``a2a``: one dispatch or combine phase of ``tokens`` per GPU inside one domain, to the
@@ -353,7 +355,8 @@ OPERATORS: dict[str, sp.Expr] = {
                             ("_bound", eq._max(F / eq.P_c, M / eq.B_hbm)),
                             ("_bound_l2", eq._max(F / eq.P_c, eq._max(M - C_l2, 0) / eq.B_hbm)))},
     "allreduce": eq.allreduce_time(x_bytes, n_ar),
-    # NCCL as measured: ring (latency 2 (n - 1) a_nc, volume 2 (n - 1)/n x), no in-switch reduction
+    # NCCL as measured: ring (latency 2 (n - 1) a per step, volume 2 (n - 1)/n x) on its fastest
+    # protocol, no in-switch reduction
     "allreduce_nccl": eq.allreduce_nccl_time(x_bytes, n_ar),
     # one phase inside a domain: every other EP rank a token's k experts reach, uniform routing
     # (the instance is the EP group, inside one domain: G = EP)

@@ -348,11 +348,13 @@ def link_symbols(hw: Hardware, mode: str = "realistic") -> dict[str, float]:
 def allreduce_values(hw: Hardware, mode: str, stack: str | None = None) -> dict[str, float]:
     """``N_ar`` (the GPUs the all-reduce kernel of ``stack``, default the one in use, spans), its
     message limits ``m_o4``, ``m_o8``, ``m_cu`` (:data:`ALLREDUCE_ONESHOT`) and NCCL's ring
-    constants ``t_n0``, ``a_nc``, ``eta_nc`` (the system's fitted NCCL law; where it has none, a
-    ring at the stack's own constants).  Bound mode: no group falls to NCCL, and every message
+    constants ``t_n0``, ``a_nl``, ``a_nm``, ``a_nc``, ``eta_nc`` (the system's fitted NCCL law,
+    a latency per step for each protocol; where it has none, a ring at the stack's own constants,
+    one latency).  Bound mode: no group falls to NCCL, and every message
     takes the least volume at the links' peaks."""
     if mode == "bound":
-        return dict(N_ar=1e12, t_n0=0.0, a_nc=0.0, eta_nc=1.0, m_o4=0.0, m_o8=0.0, m_cu=0.0)
+        return dict(N_ar=1e12, t_n0=0.0, a_nc=0.0, a_nl=0.0, a_nm=0.0, eta_nc=1.0, m_o4=0.0, m_o8=0.0,
+                    m_cu=0.0)
     name = hw.stack if stack is None else stack
     if hw.su_link == "pcie":
         reach: int | str = ALLREDUCE_REACH_PCIE.get(name, ALLREDUCE_REACH_PCIE["vllm"])
@@ -363,9 +365,9 @@ def allreduce_values(hw: Hardware, mode: str, stack: str | None = None) -> dict[
     out = dict(N_ar=float(n_ar), m_o4=float(o4), m_o8=float(o8), m_cu=float(ALLREDUCE_CUSTOM_LIMIT))
     law = hw.nccl_allreduce
     if law is not None:
-        return dict(out, t_n0=law.floor, a_nc=law.latency, eta_nc=law.efficiency)
+        return dict(out, t_n0=law.floor, eta_nc=law.efficiency, **law.protocol_latencies())
     a_ar, eta_ar, _ = _stack_allreduce(hw)
-    return dict(out, t_n0=0.0, a_nc=a_ar, eta_nc=eta_ar)
+    return dict(out, t_n0=0.0, a_nc=a_ar, a_nl=a_ar, a_nm=a_ar, eta_nc=eta_ar)
 
 
 #: Query rows per CTA of a prefill attention kernel (t_qt): FlashAttention-3's Hopper forward tile

@@ -162,8 +162,14 @@ eta_nv = _s("eta_nv", "achieved fraction of scale-up bandwidth of a large all-re
            "(NVLink SHARP; fitted to the stack's all-reduce kernels)", "1", "efficiency", r"\eta_{nv}")
 t_n0 = _s("t_n0", "fixed cost of one NCCL all-reduce call: launch, proxy, protocol setup (fitted to the "
           "system's NCCL kernels)", "s", "efficiency", "t_{n0}", nonneg=True)
-a_nc = _s("a_nc", "latency per ring step of an NCCL all-reduce (fitted to the system's NCCL kernels)", "s",
-          "efficiency", r"\alpha_{nc}", nonneg=True)
+a_nc = _s("a_nc", "latency per ring step of an NCCL all-reduce on its Simple protocol (fitted to the "
+          "system's NCCL kernels)", "s", "efficiency", r"\alpha_{nc}", nonneg=True)
+a_nl = _s("a_nl", "latency per ring step of an NCCL all-reduce on its LL protocol, which moves twice the "
+          "data (fitted to the system's NCCL kernels; a_nc where not fitted)", "s", "efficiency",
+          r"\alpha_{nl}", nonneg=True)
+a_nm = _s("a_nm", "latency per ring step of an NCCL all-reduce on its LL128 protocol, which moves 16/15 "
+          "of the data (fitted to the system's NCCL kernels; a_nc where not fitted)", "s", "efficiency",
+          r"\alpha_{nm}", nonneg=True)
 eta_nc = _s("eta_nc", "achieved fraction of scale-up bandwidth in an NCCL all-reduce's ring (fitted to the "
             "system's NCCL kernels)", "1", "efficiency", r"\eta_{nc}")
 eta_hb = _s("eta_hb", "achieved fraction of the host bridge's bandwidth B_hb for scale-up traffic that "

@@ -125,11 +125,20 @@ class NcclLaw:
     fitted to its kernels (``moe-planner calibrate --kernels``); a library's, not a stack's."""
 
     floor: float       #: t_n0, s per call
-    latency: float     #: a_ar of the ring, s per step
-    efficiency: float  #: eta_ar of the ring, fraction of the scale-up bandwidth
+    latency: float     #: a_nc, s per ring step on NCCL's Simple protocol
+    efficiency: float  #: eta_nc of the ring, fraction of the scale-up bandwidth
     #: eta_hb, fraction of the host bridge's bandwidth where a ring leaves its PCIe switch (fitted
     #: on PCIe systems only; 1: no bridge, or not fitted)
     bridge: float = 1.0
+    #: a_nl and a_nm, s per ring step on the LL and LL128 protocols (0: not fitted, ``latency``'s:
+    #: one protocol)
+    latency_ll: float = 0.0
+    latency_ll128: float = 0.0
+
+    def protocol_latencies(self) -> dict[str, float]:
+        """``a_nl``, ``a_nm``, ``a_nc``: each protocol's latency per step, Simple's where not fitted."""
+        return {"a_nl": self.latency_ll or self.latency, "a_nm": self.latency_ll128 or self.latency,
+                "a_nc": self.latency}
 
 
 @dataclass(frozen=True)
@@ -553,7 +562,8 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
 _GEMM_CONSTANTS = {"compute": (True, "fraction"), "hbm": (True, "fraction"), "floor": (True, "time"),
                    "cast": (False, "fraction"), "wave": (False, "fraction")}
 _NCCL_CONSTANTS = {"floor": (True, "time"), "latency": (True, "time"), "efficiency": (True, "fraction"),
-                   "bridge": (False, "fraction")}
+                   "bridge": (False, "fraction"), "latency_ll": (False, "time"),
+                   "latency_ll128": (False, "time")}
 _KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (False, "fraction"), "floor": (True, "time"),
                      "act": (False, "fraction"), "token": (False, "fraction"), "offset": (False, "tokens"),
                      "row": (False, "time"),

@@ -191,17 +191,21 @@ def _per_system(df: pd.DataFrame, mode: str, seconds: Any) -> np.ndarray:
 
 
 def nccl_seconds(d: pd.DataFrame, hw: Any, floor: float, latency: float, efficiency: float,
+                 latency_ll: float | None = None, latency_ll128: float | None = None,
                  bridge: float | None = None) -> np.ndarray:
-    """NCCL's all-reduce law (operator ``allreduce_nccl``) on rows ``d`` of system ``hw``, its ring
-    crossing a PCIe host bridge at the fraction ``bridge`` (eta_hb; the system's NCCL law's where
-    not given)."""
+    """NCCL's all-reduce law (operator ``allreduce_nccl``) on rows ``d`` of system ``hw``: latency
+    per ring step ``latency`` on the Simple protocol, ``latency_ll`` and ``latency_ll128`` on LL and
+    LL128 (None: Simple's, one protocol), its ring crossing a PCIe host bridge at the fraction
+    ``bridge`` (eta_hb; the system's NCCL law's where not given)."""
     link = {k: v for k, v in link_symbols(hw).items() if k != "x_nvls"}
     if bridge is not None:  # a fit's trial value
         link["eta_hb"] = bridge
+    ll = latency if latency_ll is None else latency_ll
+    ll128 = latency if latency_ll128 is None else latency_ll128
     return compile_operator("allreduce_nccl")(
         x=d.bytes.to_numpy(float), n_g=d.num_gpus.to_numpy(float), N_su=float(hw.domain_size),
         B_su=hw.su_bandwidth, B_so=hw.so_bandwidth, eta_nc=efficiency, eta_so=hw.efficiency.scale_out,
-        a_nc=latency, a_so=hw.so_latency, t_n0=floor, **link)
+        a_nc=latency, a_nl=ll, a_nm=ll128, a_so=hw.so_latency, t_n0=floor, **link)
 
 
 def predict_allreduce(df: pd.DataFrame, mode: str) -> np.ndarray:
@@ -211,7 +215,8 @@ def predict_allreduce(df: pd.DataFrame, mode: str) -> np.ndarray:
     def seconds(d: pd.DataFrame, hw: Any, e: dict[str, float]) -> np.ndarray:
         law = hw.nccl_allreduce
         if mode == "realistic" and law is not None and (d.op == "allreduce_nccl").all():
-            return nccl_seconds(d, hw, law.floor, law.latency, law.efficiency)
+            lat = law.protocol_latencies()
+            return nccl_seconds(d, hw, law.floor, law.latency, law.efficiency, lat["a_nl"], lat["a_nm"])
         return _allreduce_seconds(d, hw, e["a_ar"], e["eta_ar"], e["eta_nv"], e["a_so"], e["eta_so"], mode)
 
     return _per_system(df, mode, seconds)
@@ -687,8 +692,9 @@ def score_kernels() -> KernelScore:
 ALLREDUCE_PARAMS = {"allreduce_latency": (3e-6, (0.1e-6, 50e-6)), "allreduce_efficiency": (0.5, (0.05, 1.0)),
                     "allreduce_large_efficiency": (0.5, (0.05, 1.0))}
 LARGE_EFFICIENCY = "allreduce_large_efficiency"  #: eta_nv's name, fitted only where a row pins it
-NCCL_PARAMS = {"floor": (3e-6, (0.1e-6, 50e-6)), "latency": (1e-6, (0.05e-6, 20e-6)),
-               "efficiency": (0.5, (0.05, 1.0))}
+NCCL_PARAMS = {"floor": (3e-6, (0.1e-6, 50e-6)), "latency": (3e-6, (0.05e-6, 20e-6)),
+               "efficiency": (0.5, (0.05, 1.0)), "latency_ll": (0.8e-6, (0.05e-6, 20e-6)),
+               "latency_ll128": (2e-6, (0.05e-6, 20e-6))}
 #: bounds of the all-to-all law's constants: the bandwidth fraction, the floor of each phase
 A2A_BOUNDS = {"efficiency": (0.02, 1.0), "floor": (0.1e-6, 400e-6)}
 #: all-to-all kernels of one stack that another stack runs as they are: SGLang's low-latency
@@ -801,8 +807,9 @@ def fit_allreduce(nccl: list[LawFit] | None = None) -> list[LawFit]:
 
 def fit_nccl(df: pd.DataFrame | None = None) -> list[LawFit]:
     """NCCL's all-reduce law per system, fitted to its measured NCCL kernels (CUDA-graph ones, the
-    fastest algorithm per size): ``t_n0 + 2 (n - 1) a_nc + 2 (n - 1)/n x / (eta_nc B_su)``
-    (operator ``allreduce_nccl``), robust least squares on log(predicted / measured) in log space;
+    fastest algorithm per size): ``t_n0 + min over protocols of 2 (n - 1) a_p + r_p 2 (n - 1)/n x /
+    (eta_nc B_su)`` (operator ``allreduce_nccl``: LL r = 2, latency_ll; LL128 16/15, latency_ll128;
+    Simple 1, latency), robust least squares on log(predicted / measured) in log space;
     on a PCIe system (GPUs under more than one switch) also the host bridge's fraction ``bridge``
     (eta_hb), which the rings that leave one switch pay: ``max(1 / B_su, (1 / n_sw) / (eta_hb
     B_hb))`` seconds per byte."""
@@ -824,7 +831,7 @@ def render_collectives(text: str, f: LawFit, date: str) -> str:
     note = json.dumps(f"fitted to {f.n} measured NCCL all-reduce kernels of this system (aiconfigurator-core "
                       f"0.12.0; planner/truth/data/kernels), {date}; median error {f.median_abs_err:.0%}, "
                       f"p90 {f.p90_abs_err:.0%}")
-    parts = [f"{name}: {_constant(v, f.rel_se[name], name not in ('efficiency', 'bridge'))}"
+    parts = [f"{name}: {_constant(v, f.rel_se[name], name.startswith(('floor', 'latency')))}"
              for name, v in f.values.items()]
     block = ["collectives:", f"  nccl_allreduce: {{{', '.join(parts)}, kernels: {f.n}, note: {note}}}"]
     lines = text.splitlines()

@@ -123,6 +123,7 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         eta_m=u(0.3, 1),
         eta_su=u(0.3, 1), eta_so=u(0.3, 1), eta_ar=u(0.3, 1), a_ar=u(0, 1e-5), tau_k=u(0, 1e-5),
         N_ar=float(rng.choice([2, 4, 8, 72])), t_n0=u(0, 1e-5), a_nc=u(0, 1e-5), eta_nc=u(0.3, 1),
+        a_nl=u(0, 1e-5), a_nm=u(0, 1e-5),
         eta_nv=u(0.3, 1), m_o4=u(0, 1e6), m_o8=u(0, 1e6), m_cu=u(0, 1e8),
         eta_a2a=u(0.3, 1), a_a2a=u(0, 1e-4), eta_o=u(0, 1),
         t_fixed=u(0, 1e-3), r_mem=u(0, 0.2),
@@ -293,10 +294,10 @@ def test_tp_allreduce_time():
     # - bound mode (limits 0, peaks, no latency): the switch's m / B_su = 2.2222 us for 1e6 B
     m, n = sp.symbols("m n", positive=True)
     R = {r: REGISTRY[r].symbol for r in ("B_su", "eta_ar", "a_ar", "N_su", "B_so", "eta_so", "a_so",
-                                         "eta_nv", "t_n0", "a_nc", "eta_nc", "N_ar")}
+                                         "eta_nv", "t_n0", "a_nc", "a_nl", "a_nm", "eta_nc", "N_ar")}
     base = {R["B_su"]: 450e9, R["eta_ar"]: 1.0, R["a_ar"]: 1e-6, R["N_su"]: 8, R["B_so"]: 50e9,
             R["eta_so"]: 1.0, R["a_so"]: 5e-6, R["N_ar"]: 8, R["eta_nv"]: 0.5, R["t_n0"]: 10e-6,
-            R["a_nc"]: 1e-6, R["eta_nc"]: 1.0, **NVSWITCH, **VLLM_LIMITS}
+            R["a_nc"]: 1e-6, R["a_nl"]: 1e-6, R["a_nm"]: 1e-6, R["eta_nc"]: 1.0, **NVSWITCH, **VLLM_LIMITS}
     t = eq.allreduce_time(m, n)
     assert close(t.xreplace({**base, m: 1e6, n: 8}), 5.888888888888889e-6)
     assert close(t.xreplace({**base, m: 1e5, n: 8}), 2.5555555555555556e-6)
@@ -304,6 +305,7 @@ def test_tp_allreduce_time():
     assert close(t.xreplace({**base, m: 16e6, n: 8}), 73.11111111111111e-6)
     assert close(t.xreplace({**base, R["eta_nv"]: 0.3, m: 16e6, n: 8}), 86.22222222222222e-6)
     bound = {**base, R["eta_ar"]: 1.0, R["eta_nv"]: 1.0, R["a_ar"]: 0, R["t_n0"]: 0, R["a_nc"]: 0,
+             R["a_nl"]: 0, R["a_nm"]: 0,
              **{REGISTRY[k].symbol: 0 for k in ("m_o4", "m_o8", "m_cu")}}
     assert close(t.xreplace({**bound, m: 1e6, n: 8}), 1e6 / 450e9)
     # one GPU: no communication
@@ -333,9 +335,10 @@ def test_allreduce_beyond_the_stacks_kernel_goes_through_nccl():
     # on GB300 NVL72: 3.8 and 27 us)
     m, n = sp.symbols("m n", positive=True)
     r = {k: REGISTRY[k].symbol for k in ("B_su", "eta_ar", "a_ar", "N_su", "B_so", "eta_so", "a_so", "N_ar",
-                                         "t_n0", "a_nc", "eta_nc")}
+                                         "t_n0", "a_nc", "a_nl", "a_nm", "eta_nc")}
     base = {m: 256.0, r["B_su"]: 900e9, r["eta_ar"]: 1.0, r["a_ar"]: 3.7e-6, r["N_su"]: 72, r["B_so"]: 100e9,
             r["eta_so"]: 1.0, r["a_so"]: 5e-6, r["N_ar"]: 4, r["t_n0"]: 6.5e-6, r["a_nc"]: 1.4e-6,
+            r["a_nl"]: 1.4e-6, r["a_nm"]: 1.4e-6,
             r["eta_nc"]: 0.5, **NVSWITCH, REGISTRY["n_sw"].symbol: 72, REGISTRY["eta_nv"].symbol: 0.5,
             **VLLM_LIMITS}
     assert close(eq.allreduce_time(m, n).xreplace({**base, n: 4}), 3.7e-6 + 3 * 256 / 900e9)
