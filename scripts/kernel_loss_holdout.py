@@ -46,12 +46,12 @@ def held_out_errors(loss: str) -> pd.DataFrame:
     parts = []
     gemm = kern.load_table("gemm").reset_index(drop=True)
     # a law's key: the dtype and, on a stack's second implementation, its path (bf16_triton ...)
-    gemm = gemm.assign(_law="gemm", _dtype=kern.law_key(gemm, kern.gemm_path(gemm)), op="gemm")
+    gemm = gemm.assign(_law="gemm", _dtype=kern.law_key(gemm, kern.gemm_paths(gemm)), op="gemm")
     test = _held_out(gemm, ["gpu", "stack", "dtype", "m", "n", "k"])
     parts.append(_score(gemm[test], kern.fit_gemm(gemm[~test]), lambda d, hw, f: kern.gemm_law_seconds(
         d, hw, d.dtype.iloc[0], GemmLaw(**f.values))))
     moe = kern.moe_kernels().reset_index(drop=True)
-    moe = moe.assign(_law="moe", _dtype=kern.law_key(moe, kern.moe_path(moe)), op="moe")
+    moe = moe.assign(_law="moe", _dtype=kern.law_key(moe, kern.moe_paths(moe)), op="moe")
     test = _held_out(moe, kern.MOE_KEYS)
     parts.append(_score(moe[test], kern.fit_moe(moe[~test]), lambda d, hw, f: kern.moe_law_seconds(
         d, hw, d.dtype.iloc[0], KernelLaw(**f.values))))

@@ -190,8 +190,8 @@ OPERATOR_SYMBOLS = {
     "T_er": (T_er, "token-expert rows the rank of a measured grouped-MoE kernel ran (its table's "
              "routing, planner.truth.routing)", "token"),
     "n_er": (n_er, "distinct experts that rank touched (its table's routing)", "1"),
-    "T_ea": (T_ea, "token-expert rows the activation buffers of that kernel carry: T_er, and on SGLang's "
-             "raw Triton path at EP > 1 every slot of the tokens with one on the rank", "token"),
+    "T_ea": (T_ea, "token-expert slots the activation buffers of that kernel carry: T_er, and on SGLang's "
+             "raw Triton path at EP > 1 every slot of every token handed to the rank, T_moe k", "token"),
     "eta_e": (eta_e, "fraction of the dense peak a grouped MoE kernel reaches (fitted per GPU, stack, dtype)",
               "1"),
     "eta_em": (eta_em, "fraction of HBM bandwidth a grouped MoE kernel streams its weights at (fitted)", "1"),

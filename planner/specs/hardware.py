@@ -49,7 +49,7 @@ COMM_LAW_FIELDS = ("allreduce_latency", "allreduce_efficiency", "allreduce_large
 GEMM_LAW_DTYPES = ("bf16", "fp8", "fp8_block", "nvfp4")
 #: a stack's second GEMM implementation of one dtype, whose law is fitted apart
 #: (``gemm_<dtype>_<path>``): vLLM's block-FP8 GEMMs on Hopper whose shape DeepGEMM does not take
-#: run its fallback kernel (planner.truth.kernels.gemm_path)
+#: run its fallback kernel (planner.truth.kernels.gemm_paths)
 GEMM_LAW_PATHS = ("fallback",)
 GEMM_LAW_KEYS = GEMM_LAW_DTYPES + tuple(f"{dt}_{p}" for p in GEMM_LAW_PATHS for dt in GEMM_LAW_DTYPES)
 

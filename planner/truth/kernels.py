@@ -114,7 +114,7 @@ DEEPGEMM_MULTIPLE_N, DEEPGEMM_MULTIPLE_K = 64, 128
 GEMM_SECOND_PATHS = {("vllm", "hopper", "fp8_block"): "fallback"}
 
 
-def gemm_path(d: pd.DataFrame) -> pd.Series:
+def gemm_paths(d: pd.DataFrame) -> pd.Series:
     """Each GEMM row's kernel: ``""`` for its stack's main one, ``"fallback"`` for vLLM's
     block-FP8 GEMMs on Hopper whose shape DeepGEMM does not take (:data:`GEMM_SECOND_PATHS`)."""
     from planner.specs.registry import load_hardware
@@ -139,7 +139,7 @@ def predict_gemm(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.
     from planner.specs.registry import load_hardware
 
     out = np.full(len(df), np.nan)
-    paths = df.assign(path=gemm_path(df))
+    paths = df.assign(path=gemm_paths(df))
     for (gpu, stack, dtype, path), idx in paths.groupby(["gpu", "stack", "dtype", "path"]).groups.items():
         hw = _system(load_hardware(gpu), stack, mode)
         comp, bi, bw, bo = GEMM_DTYPES[dtype]
@@ -327,7 +327,7 @@ def moe_tile(rows: np.ndarray, touched: np.ndarray, family_tile: float) -> np.nd
 MOE_SECOND_PATHS = {("sglang", "blackwell", "sglang_fused_moe_triton"): "triton"}
 
 
-def moe_path(d: pd.DataFrame) -> pd.Series:
+def moe_paths(d: pd.DataFrame) -> pd.Series:
     """Each MoE row's implementation: ``""`` for its stack's main one, else its name in
     :data:`MOE_SECOND_PATHS`."""
     from planner.specs.registry import load_hardware
@@ -360,7 +360,7 @@ def predict_moe(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -> np.n
     from planner.specs.registry import load_hardware
 
     out = np.full(len(df), np.nan)
-    paths = df.assign(path=moe_path(df))
+    paths = df.assign(path=moe_paths(df))
     for (gpu, stack, dtype, path), idx in paths.groupby(["gpu", "stack", "dtype", "path"]).groups.items():
         hw = _system(load_hardware(gpu), stack, mode)
         if MOE_DTYPES[dtype][0] not in hw.flops:
@@ -929,7 +929,7 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
     from planner.specs.registry import load_hardware
 
     df = load_table("gemm") if df is None else df
-    df = df.assign(law_key=law_key(df, gemm_path(df)))
+    df = df.assign(law_key=law_key(df, gemm_paths(df)))
     out = []
     for (gpu, stack, dtype, key), d in df.groupby(["gpu", "stack", "dtype", "law_key"]):
         hw = load_hardware(gpu).without_stack()
@@ -997,7 +997,7 @@ def fit_moe(df: pd.DataFrame | None = None) -> list[LawFit]:
         rows, touched, _, slots = measured_rank(d, TILE_M.get(load_hardware(gpu).family, 1.0))
         return d.assign(rank_rows=rows, rank_experts=touched, rank_slots=slots)
 
-    df = df.assign(law_key=law_key(df, moe_path(df)))
+    df = df.assign(law_key=law_key(df, moe_paths(df)))
     groups = ((key, routed(d, key[0])) for key, d in df.groupby(["gpu", "stack", "law_key"]))
     return _fit_kernel_law("moe", groups, lambda d, hw, law: moe_law_seconds(d, hw, d.dtype.iloc[0], law),
                            lambda d: ["compute", "hbm", "floor", "act", "token"])

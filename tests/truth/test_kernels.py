@@ -141,7 +141,7 @@ def test_bundled_specs_carry_physical_gemm_laws():
         hw = load_hardware(gpu)
         for stack, eff in hw.stacks.items():
             dts = {"bf16", "fp8", "fp8_block"} | ({"nvfp4"} if "fp4" in hw.flops else set())
-            # vLLM's block-FP8 GEMMs off DeepGEMM's shapes on Hopper: a second law (gemm_path)
+            # vLLM's block-FP8 GEMMs off DeepGEMM's shapes on Hopper: a second law (gemm_paths)
             if stack == "vllm" and hw.family == "hopper":
                 dts |= {"fp8_block_fallback"}
             assert {d for d, _ in eff.gemm} == dts, (gpu, stack)
@@ -156,14 +156,14 @@ def test_vllm_block_fp8_gemms_off_deepgemm_shapes_take_the_fallback_law_by_hand(
     # vLLM runs a block-FP8 linear layer on DeepGEMM only for N a multiple of 64 and K of 128; on
     # Hopper the rest take its fallback kernel, fitted apart; other dtypes, stacks and Blackwell keep
     # one law
-    from planner.truth.kernels import gemm_path
+    from planner.truth.kernels import gemm_paths
 
     rows = pd.DataFrame({"gpu": ["hgx-h200"] * 5 + ["hgx-b200", "hgx-h200", "hgx-h200"],
                          "stack": ["vllm"] * 5 + ["vllm", "sglang", "vllm"],
                          "dtype": ["fp8_block"] * 7 + ["fp8"],
                          "m": 16, "n": [4096, 32, 4096, 4096, 96, 32, 32, 32],
                          "k": [7168, 7168, 64, 192, 7168, 7168, 7168, 7168]})
-    assert gemm_path(rows).tolist() == ["", "fallback", "fallback", "fallback", "fallback", "", "", ""]
+    assert gemm_paths(rows).tolist() == ["", "fallback", "fallback", "fallback", "fallback", "", "", ""]
     h200 = load_hardware("hgx-h200@vllm").efficiency
     main_law, fallback = h200.gemm_law("fp8_block"), h200.gemm_law("fp8_block", "fallback")
     assert main_law is not None and fallback is not None and fallback.floor > 2 * main_law.floor
