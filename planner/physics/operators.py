@@ -379,7 +379,7 @@ def compile_operator(name: str) -> Any:
 
     args = arguments(name)
     by_name = {k: v.symbol for k, v in REGISTRY.items()} | {k: v[0] for k, v in OPERATOR_SYMBOLS.items()}
-    fn = sp.lambdify([by_name[a] for a in args], OPERATORS[name], modules="numpy", printer=_Printer)
+    fn = sp.lambdify([by_name[a] for a in args], OPERATORS[name], modules="numpy", printer=_Printer, cse=True)
 
     def call(**values: Any) -> Any:
         return fn(*(values[a] for a in args))

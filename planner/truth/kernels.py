@@ -119,11 +119,12 @@ def gemm_paths(d: pd.DataFrame) -> pd.Series:
     block-FP8 GEMMs on Hopper whose shape DeepGEMM does not take (:data:`GEMM_SECOND_PATHS`)."""
     from planner.specs.registry import load_hardware
 
-    family = d.gpu.map(lambda g: load_hardware(g).family)
-    off = ((d.n % DEEPGEMM_MULTIPLE_N != 0) | (d.k % DEEPGEMM_MULTIPLE_K != 0)).to_numpy()
-    paths = [GEMM_SECOND_PATHS.get(key, "") if o else ""
-             for key, o in zip(zip(d["stack"], family, d.dtype, strict=True), off, strict=True)]
-    return pd.Series(paths, index=d.index, dtype=str)
+    family = d.gpu.map({g: load_hardware(g).family for g in d.gpu.unique()})
+    off = (d.n % DEEPGEMM_MULTIPLE_N != 0) | (d.k % DEEPGEMM_MULTIPLE_K != 0)
+    paths = pd.Series("", index=d.index, dtype=str)
+    for (stack, fam, dtype), path in GEMM_SECOND_PATHS.items():
+        paths[off & (d["stack"] == stack) & (family == fam) & (d.dtype == dtype)] = path
+    return paths
 
 
 def law_key(d: pd.DataFrame, paths: pd.Series) -> pd.Series:
@@ -332,9 +333,11 @@ def moe_paths(d: pd.DataFrame) -> pd.Series:
     :data:`MOE_SECOND_PATHS`."""
     from planner.specs.registry import load_hardware
 
-    family = d.gpu.map(lambda g: load_hardware(g).family)
-    return pd.Series([MOE_SECOND_PATHS.get(k, "") for k in zip(d["stack"], family, d.variant, strict=True)],
-                     index=d.index, dtype=str)
+    family = d.gpu.map({g: load_hardware(g).family for g in d.gpu.unique()})
+    paths = pd.Series("", index=d.index, dtype=str)
+    for (stack, fam, variant), path in MOE_SECOND_PATHS.items():
+        paths[(d["stack"] == stack) & (family == fam) & (d.variant == variant)] = path
+    return paths
 
 
 def moe_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: KernelLaw) -> np.ndarray:
@@ -791,7 +794,7 @@ def fit_allreduce(nccl: list[LawFit] | None = None) -> list[LawFit]:
 
     df = serving_allreduces(load_table("allreduce"))
     df = df[df.op == "allreduce_custom"]
-    df = df[df.num_gpus <= df.gpu.map(lambda g: load_hardware(g).domain_size)]
+    df = df[df.num_gpus <= df.gpu.map({g: load_hardware(g).domain_size for g in df.gpu.unique()})]
     fits = _fit_law("allreduce", df, _allreduce_seconds, ALLREDUCE_PARAMS, laws)
     # where no row takes the in-switch branch (PCIe has none; or NCCL's ring is faster on every
     # large row) its fraction is not pinned: refitted without it, eta_nv = eta_ar
