@@ -42,7 +42,7 @@ activation and combine passes run over buffers of all ``N k`` slots (``T_ea`` of
 Measured: the Qwen3-235B layer (hidden 4096, expert 1536, 128 experts, top 8) on H200 in BF16 at
 4096 balanced tokens takes 4898, 2639, 1440, 856, 575, 440, 371 and 346 us at EP 1 to 128, about
 330 us + 4570 us / EP: the rank's own rows shrink as 1/EP, a part that does not remains (330 us
-is the ``N k`` slots' activation bytes at ~70% of HBM bandwidth).  Pricing the remote slots as
+is the ``N k`` slots' activation bytes, 0.94 GB, at ~60% of HBM bandwidth).  Pricing the remote slots as
 GEMM rows on expert 0 (read so last round) would have the EP 8 kernel run at 1.46x the BF16
 peak.  Refitted, SGLang's grouped-MoE cells fall on H200 from 15.5% to 12.4% median error
 (p90 41.7% to 34.2%) and on H100 from 12.9% to 10.8% (40.0% to 29.4%).
