@@ -114,17 +114,24 @@ DEEPGEMM_MULTIPLE_N, DEEPGEMM_MULTIPLE_K = 64, 128
 GEMM_SECOND_PATHS = {("vllm", "hopper", "fp8_block"): "fallback"}
 
 
-def gemm_paths(d: pd.DataFrame) -> pd.Series:
-    """Each GEMM row's kernel: ``""`` for its stack's main one, ``"fallback"`` for vLLM's
-    block-FP8 GEMMs on Hopper whose shape DeepGEMM does not take (:data:`GEMM_SECOND_PATHS`)."""
+def _second_paths(d: pd.DataFrame, paths_by_key: dict[tuple[str, str, str], str], column: str,
+                  where: Any = True) -> pd.Series:
+    """Each table row's implementation: the path ``paths_by_key`` gives its (stack, GPU family,
+    ``column``) where ``where`` holds, else ``""`` (its stack's main one)."""
     from planner.specs.registry import load_hardware
 
     family = d.gpu.map({g: load_hardware(g).family for g in d.gpu.unique()})
-    off = (d.n % DEEPGEMM_MULTIPLE_N != 0) | (d.k % DEEPGEMM_MULTIPLE_K != 0)
     paths = pd.Series("", index=d.index, dtype=str)
-    for (stack, fam, dtype), path in GEMM_SECOND_PATHS.items():
-        paths[off & (d["stack"] == stack) & (family == fam) & (d.dtype == dtype)] = path
+    for (stack, fam, value), path in paths_by_key.items():
+        paths[where & (d["stack"] == stack) & (family == fam) & (d[column] == value)] = path
     return paths
+
+
+def gemm_paths(d: pd.DataFrame) -> pd.Series:
+    """Each GEMM row's kernel: ``""`` for its stack's main one, ``"fallback"`` for vLLM's
+    block-FP8 GEMMs on Hopper whose shape DeepGEMM does not take (:data:`GEMM_SECOND_PATHS`)."""
+    off = (d.n % DEEPGEMM_MULTIPLE_N != 0) | (d.k % DEEPGEMM_MULTIPLE_K != 0)
+    return _second_paths(d, GEMM_SECOND_PATHS, "dtype", off)
 
 
 def law_key(d: pd.DataFrame, paths: pd.Series) -> pd.Series:
@@ -331,13 +338,7 @@ MOE_SECOND_PATHS = {("sglang", "blackwell", "sglang_fused_moe_triton"): "triton"
 def moe_paths(d: pd.DataFrame) -> pd.Series:
     """Each MoE row's implementation: ``""`` for its stack's main one, else its name in
     :data:`MOE_SECOND_PATHS`."""
-    from planner.specs.registry import load_hardware
-
-    family = d.gpu.map({g: load_hardware(g).family for g in d.gpu.unique()})
-    paths = pd.Series("", index=d.index, dtype=str)
-    for (stack, fam, variant), path in MOE_SECOND_PATHS.items():
-        paths[(d["stack"] == stack) & (family == fam) & (d.variant == variant)] = path
-    return paths
+    return _second_paths(d, MOE_SECOND_PATHS, "variant")
 
 
 def moe_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: KernelLaw) -> np.ndarray:

@@ -173,8 +173,8 @@ def _on_rank0(ids: np.ndarray, local: int) -> np.ndarray:
 
 
 @cache
-def _rank(n: int, e: int, k: int, ep: int, distribution: str, groups: tuple[int, int] | None = None,
-          masked: bool = False) -> tuple[float, float, float, float, float]:
+def _rank(n: int, e: int, k: int, ep: int, distribution: str,
+          groups: tuple[int, int] | None = None) -> tuple[float, float, float, float]:
     local = e // ep
     if distribution == "balanced":
         ids = [_balanced_ids(n, e, k)]
@@ -194,9 +194,8 @@ def _rank(n: int, e: int, k: int, ep: int, distribution: str, groups: tuple[int,
             ids = [_group_limited(x, e, k, *groups) for x in ids]
         draws = [_on_rank0(x, local) for x in ids]
     c = np.asarray(draws, float)
-    rows = float(c.sum(axis=1).mean())
     pad = {t: float((np.ceil(c / t) * t).sum(axis=1).mean()) for t in (64.0, 128.0)}
-    return rows, float((c > 0).sum(axis=1).mean()), pad[64.0], pad[128.0], float(n * k) if masked else rows
+    return float(c.sum(axis=1).mean()), float((c > 0).sum(axis=1).mean()), pad[64.0], pad[128.0]
 
 
 def measured_rank(d: pd.DataFrame, tile: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -212,10 +211,11 @@ def measured_rank(d: pd.DataFrame, tile: float) -> tuple[np.ndarray, np.ndarray,
                d["ep"].astype(int), d["distribution"].astype(str), d.get("stack", blank).astype(str),
                d.get("variant", blank).astype(str), d.get("hidden", zero).astype(int),
                d.get("inter", zero).astype(int), strict=True)
-    out = []
+    out, masked = [], []
     for n, e, k, ep, dist, stack, variant, h, f in keys:
         groups = GROUP_LIMITED.get((stack, h, f, e, k))
-        masked = variant in MASKED_VARIANTS and ep > 1 and groups is None
-        out.append(_rank(n, e, k, ep, dist, groups, masked))
-    v = np.array(out, float).reshape(-1, 5)
-    return v[:, 0], v[:, 1], v[:, col], v[:, 4]
+        masked.append(variant in MASKED_VARIANTS and ep > 1 and groups is None)
+        out.append(_rank(n, e, k, ep, dist, groups))
+    v = np.array(out, float).reshape(-1, 4)
+    slots = np.where(masked, d["tokens"].to_numpy(float) * d["topk"].to_numpy(float), v[:, 0])
+    return v[:, 0], v[:, 1], v[:, col], slots
