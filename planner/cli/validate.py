@@ -352,8 +352,10 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
                 ["gpu", "stack", "dtype", "kernels", "eta_e", "eta_em", "eta_ea", "eta_et", "t_e0",
                  "median |err|", "p90"]))
     print("\n# decode attention laws: MLA max((F + F_row) / (eta_a P_c), (M_kv + M_row) (1 + phi_rp (n_ht - "
-          "1)) / (eta_am B_hbm)) + t_a0, each sequence's query rows S_a0 context tokens' worth, n_ht head "
-          "tiles streaming the KV where trtllm-gen's dispatch is modelled (Blackwell TensorRT-LLM, SGLang) "
+          "1)) / (eta_am B_hbm)) + n_sub b (n_hc t_c + h (r_kv + d_r) t_q) / N_sm + t_a0, each sequence's "
+          "query rows S_a0 context tokens' worth; where trtllm-gen's dispatch is modelled (Blackwell "
+          "TensorRT-LLM, SGLang) n_ht CTAs streaming each sequence's KV (head tiles x value slices), n_sub KV "
+          "splits of n_hc CTAs, each costing t_c and t_q per query-head element (else 1, 1, no t_c, t_q) "
           "(moe-planner equations --term op.attn_mla_law); GQA max(F / (eta_a P_c), M_kv / (eta_am "
           "B_hbm), b h_kv t_r, M_kv / (b h_kv n_sub beta_c)) + n_sub (b h_kv t_c + b h d_head t_q) / "
           "N_sm + t_a0, t_r per sequence and KV head, n_sub split-KV CTAs per block where the "

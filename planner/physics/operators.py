@@ -59,9 +59,14 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   FlashMLA-style): ``b`` sequences of ``S`` context tokens, ``h`` query heads on the GPU; the step
   model's ``F_attn_core = 2 b h S (2 r_kv + d_r)`` and ``M_kv_read = b S (r_kv + d_r) b_kv`` (latent
   KV not split, s_kv = 1, one query token).  Where the dispatcher runs a sequence's heads as
-  ``n_ht`` tiles (trtllm-gen on Blackwell: 16-head tiles at up to 32 heads), each tile's CTA
-  streams the whole KV, the share ``phi_rp`` of every repeated pass from HBM: the law's KV bytes
-  times ``1 + phi_rp (n_ht - 1)``.
+  ``n_ht`` CTAs that each stream the whole KV (trtllm-gen on Blackwell: 16-head tiles at up to 32
+  heads, times the value-dimension slices it cuts where the grid leaves SMs idle), the share
+  ``phi_rp`` of every repeated pass from HBM: the law's KV bytes times ``1 + phi_rp (n_ht - 1)``;
+  and each of its ``b n_sub n_hc`` CTAs (``n_sub`` KV splits of ``n_hc`` CTAs per sequence)
+  costs SM time ``t_c``, each split ``t_q`` per element of its query heads (``h (r_kv + d_r)``),
+  ``N_sm`` at a time: measured with TensorRT-LLM on B200 at 1,024 sequences of 2 tokens, 16-head
+  CTAs cost ~6.6 us of SM time each, 64-head ones 8.5 us (BF16 cache) and 12 us (FP8), time the KV
+  stream and a per-sequence offset cannot carry (predicted up to 2.6x fast at 64 and 128 heads).
 - ``attn_gqa`` / ``attn_gqa_law`` / ``attn_gqa_bound``: one GQA (MHA) decode attention kernel:
   ``F = 4 b h S d_head`` (c_att = 2 d_head) and ``M = 2 b S h_kv d_head b_kv`` (e_kv = 2 h_kv
   d_head, ``h_kv`` KV heads on the GPU), over the window-limited context ``S_eff`` (phi_w = 1: a
@@ -162,6 +167,7 @@ t_a0 = sp.Symbol("t_a0", nonnegative=True)  #: fitted floor of a decode attentio
 t_r = sp.Symbol("t_r", nonnegative=True)    #: fitted time per block (sequence, KV head) of GQA decode, s
 n_sub = sp.Symbol("n_sub", positive=True)   #: CTAs (sub-sequences) per block of a split-KV decode kernel
 n_ht = sp.Symbol("n_ht", positive=True)     #: head tiles per sequence that each stream an MLA decode's KV
+n_hc = sp.Symbol("n_hc", positive=True)     #: CTAs per sequence and KV split of an MLA decode kernel
 phi_rp = sp.Symbol("phi_rp", nonnegative=True)  #: fitted share of a repeated KV pass read from HBM
 beta_c = sp.Symbol("beta_c", positive=True)  #: fitted rate one CTA streams its share of the KV cache at, B/s
 t_c = sp.Symbol("t_c", nonnegative=True)    #: fitted SM time per CTA of a split-KV decode kernel, s
@@ -214,21 +220,24 @@ OPERATOR_SYMBOLS = {
     "t_r": (t_r, "per-block work of a GQA decode kernel, one block per sequence and KV head (per query "
             "head on MMHA): loading the query, the softmax, writing the output; overlaps the KV stream "
             "(fitted)", "s"),
-    "n_ht": (n_ht, "head tiles per sequence of an MLA decode kernel, each a CTA streaming the sequence's "
-             "whole latent KV (trtllm-gen's dispatch on Blackwell: planner.truth.kernels.mla_head_tiles; 1 "
-             "elsewhere)", "1"),
+    "n_ht": (n_ht, "CTAs per sequence of an MLA decode kernel that each stream the sequence's whole latent "
+             "KV range: head tiles x value-dimension slices (trtllm-gen's dispatch on Blackwell: "
+             "planner.truth.kernels.mla_dispatch; 1 elsewhere)", "1"),
+    "n_hc": (n_hc, "CTAs per sequence and KV split of an MLA decode kernel: its head tiles times its value-"
+             "dimension slices (2 on trtllm-gen's 128-head 2-CTA kernel; 1 elsewhere)", "1"),
     "phi_rp": (phi_rp, "share of each repeated pass over the KV (a second head tile's) that comes from HBM, "
                "the rest hitting L2 (fitted; 0 where not fitted)", "1"),
     "n_sub": (n_sub, "CTAs per block of a split-KV (multi-block) decode kernel, each streaming 1 / n_sub of "
               "the block's context: the dispatcher's count (on Hopper: planner.truth.kernels."
-              "xqa_subsequences, mmha_subsequences for TensorRT-LLM, fa3_splits for SGLang and vLLM; 1 "
-              "elsewhere)", "1"),
+              "xqa_subsequences, mmha_subsequences for TensorRT-LLM, fa3_splits for SGLang and vLLM; MLA "
+              "on Blackwell: mla_dispatch's KV splits; 1 elsewhere)", "1"),
     "beta_c": (beta_c, "rate one CTA of a decode kernel streams its share of the KV cache at (fitted; "
                "infinite where not fitted)", "B/s"),
     "t_c": (t_c, "SM time per CTA of a split-KV decode kernel: its prologue, its partial result written "
             "and reduced (fitted; 0 where not fitted)", "s"),
-    "t_q": (t_q, "SM time per CTA per element of its query heads (h / h_kv heads of d_head: loading them, "
-            "writing their partial outputs; fitted; 0 where not fitted)", "s"),
+    "t_q": (t_q, "SM time per CTA per element of its query heads (GQA: h / h_kv heads of d_head; MLA: a "
+            "KV split's h heads of r_kv + d_r): loading them, writing their partial outputs; fitted; 0 "
+            "where not fitted)", "s"),
 }
 
 F_gemm = 2 * m_g * n_g * k_g
@@ -336,7 +345,8 @@ OPERATORS: dict[str, sp.Expr] = {
     # decode attention, MLA absorbed and GQA
     "attn_mla": eq.roofline(F_mla, M_mla, eq.P_c),
     # each of the n_ht head tiles streams the KV; the share phi_rp of a repeated pass misses L2
-    "attn_mla_law": _attn_law(F_mla + R_mla, (M_mla + Q_mla) * (1 + phi_rp * (n_ht - 1))),
+    "attn_mla_law": _attn_law(F_mla + R_mla, (M_mla + Q_mla) * (1 + phi_rp * (n_ht - 1)))
+    + n_sub * eq.b * (n_hc * t_c + eq.h * (r_kv + d_r) * t_q) / eq.N_sm,
     "attn_mla_bound": eq._max(F_mla / eq.P_c, M_mla / eq.B_hbm),
     "attn_mla_bound_l2": eq._max(F_mla / eq.P_c, eq._max(M_mla - C_l2, 0) / eq.B_hbm),
     "attn_gqa": eq.roofline(F_gqa, M_gqa, eq.P_c),

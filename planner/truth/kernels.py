@@ -493,16 +493,34 @@ TRTLLM_GEN_MAX_SEQ_PER_CTA = 1024
 TRTLLM_GEN_MLA = {("blackwell", "trtllm"), ("blackwell", "sglang")}
 
 
-def mla_head_tiles(b: Any, h: Any, S: Any, sms: float) -> np.ndarray:
-    """Head tiles per sequence that each stream an MLA decode's whole KV under trtllm-gen's
-    dispatch (:data:`TRTLLM_GEN_MLA_TILE` ...): ``ceil(h / 16)`` on the low-latency kernel, 1 on the
-    64-head kernel."""
+def mla_dispatch(b: Any, h: Any, S: Any, sms: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """trtllm-gen's MLA decode grid per sequence (:data:`TRTLLM_GEN_MLA_TILE` ...): ``(n_ht, n_hc,
+    n_sub)``, the CTAs that each stream the sequence's whole KV range (head tiles x value-dimension
+    slices; the 128-head kernel's 2-CTA cluster loads it once), the CTAs per KV split (those, 2 on
+    that cluster) and the KV splits.  The splits fill the SMs, ``min(ceil(S / 256), max(1,
+    floor(SMs / CTAs)))``; where the grid then fills at most half of them (all of them at one
+    sequence, the source's DeepSeek-V3 minimum-latency mode) and the kernel is not the 2-CTA one,
+    the 512-wide value dimension is cut in 4 slices of 128 (where it fills at most a quarter, half
+    at one sequence) or 2 of 256, and the splits recounted (``computeNumCtas`` in TensorRT-LLM's ``fmhaKernels.h``, as read)."""
     b, h, S = (np.asarray(x, float) for x in (b, h, S))
     tiles = np.ceil(h / TRTLLM_GEN_MLA_TILE)
     ctas = b * tiles
     per_seq = np.minimum(np.ceil(S / TRTLLM_GEN_STEP_KV), np.maximum(1.0, np.floor(sms / ctas)))
-    low_latency = (h <= 32) | ((ctas <= sms) & (np.ceil(S / per_seq) <= TRTLLM_GEN_MAX_SEQ_PER_CTA))
-    return np.where(low_latency, tiles, 1.0)
+    low = (h <= 32) | ((ctas <= sms) & (np.ceil(S / per_seq) <= TRTLLM_GEN_MAX_SEQ_PER_CTA))
+    pair = ~low & (h > 64)                      # 2-CTA cluster, each 256 of the value dimension
+    x = np.where(pair, 2.0, 1.0)                # CTAs per sequence along x before the KV split
+    y = np.where(low, tiles, 1.0)               # head tiles
+    max_kv = np.ceil(S / TRTLLM_GEN_STEP_KV)
+
+    def splits(y: np.ndarray) -> np.ndarray:
+        return np.minimum(max_kv, np.maximum(1.0, np.floor(sms / (x * y * b))))
+
+    kv = splits(y)
+    total = x * y * kv * b
+    corr = np.where(b == 1, 1.0, 2.0)
+    vsplit = np.where(pair | (total * corr > sms), 1.0, np.where(total * 2 * corr <= sms, 4.0, 2.0))
+    kv = np.where(vsplit > 1, splits(y * vsplit), kv)
+    return y * vsplit, x * y * vsplit, kv
 
 
 def head_tiled(d: pd.DataFrame, family: str, kind: str) -> bool:
@@ -512,11 +530,13 @@ def head_tiled(d: pd.DataFrame, family: str, kind: str) -> bool:
 
 
 def _mla_tiles(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
-    """``n_ht`` of MLA decode rows ``d`` (one stack): :func:`mla_head_tiles` where the stack's
-    kernels take trtllm-gen's dispatch on this family, else 1."""
+    """``n_ht``, ``n_hc`` and ``n_sub`` of MLA decode rows ``d`` (one stack): :func:`mla_dispatch`
+    where the stack's kernels take trtllm-gen's dispatch on this family, else 1 (``n_sub`` from
+    :func:`_split_kv`)."""
     if not head_tiled(d, hw.family, kind) or not hw.sm_count:
-        return {"n_ht": np.ones(len(d))}
-    return {"n_ht": mla_head_tiles(d.batch, d.heads, d.isl + d.step, float(hw.sm_count))}
+        return {"n_ht": np.ones(len(d)), "n_hc": np.ones(len(d))}
+    n_ht, n_hc, n_kv = mla_dispatch(d.batch, d.heads, d.isl + d.step, float(hw.sm_count))
+    return {"n_ht": n_ht, "n_hc": n_hc, "n_sub": n_kv}
 
 
 #: FlashAttention-3's split-KV count on Hopper, which SGLang's ``fa3`` and vLLM's FlashAttention
@@ -1041,7 +1061,7 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
             if split and kind == "gqa_mmha":  # a block is one CTA's query head: t_c is its t_r
                 return ["hbm", "floor", "stream", "cta"]
             if head_tiled(d, family, kind):
-                return names + ["repeat"]  # head tiles that each stream the KV
+                return names + ["repeat", "cta", "query"]  # head tiles that each stream the KV
             return (names + ["softmax"] * (kind == "gqa_prefill" and d.head_dim.nunique() > 1)
                     + ["stream", "cta", "query"] * split)
 

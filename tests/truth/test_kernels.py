@@ -424,14 +424,16 @@ def test_attention_laws_by_hand():
     # MLA decode, 64 sequences of 4096 tokens, 128 heads on the GPU, FP8 latent cache, at the BF16
     # peak 989 TFLOP/s x 0.5 and 4.8 TB/s x 0.8, floor 10 us: 2 x 64 x 128 x 4096 x (2 x 512 + 64)
     # = 7.3014e10 FLOP -> 147.65 us; 64 x 4096 x 576 x 1 B = 151.0 MB -> 39.32 us: compute-bound
+    # (one CTA per sequence, no CTA cost: as where trtllm-gen's dispatch is not modelled)
+    unsplit = dict(n_sub=1.0, n_hc=1.0, t_c=0.0, t_q=0.0, N_sm=132.0)
     t = compile_operator("attn_mla_law")(b=64.0, S=4096.0, h=128.0, b_kv=1.0, r_kv=512.0, d_r=64.0,
                                          P_c=989e12, B_hbm=4.8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6,
-                                         S_a0=0.0, n_ht=1.0, phi_rp=0.0)
+                                         S_a0=0.0, n_ht=1.0, phi_rp=0.0, **unsplit)
     assert t == pytest.approx(10e-6 + 2 * 64 * 128 * 4096 * 1088 / (0.5 * 989e12), rel=1e-12)
     # each sequence's query rows cost S_a0 = 200 context tokens' worth more: 4296 in place of 4096
     t = compile_operator("attn_mla_law")(b=64.0, S=4096.0, h=128.0, b_kv=1.0, r_kv=512.0, d_r=64.0,
                                          P_c=989e12, B_hbm=4.8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6,
-                                         S_a0=200.0, n_ht=1.0, phi_rp=0.0)
+                                         S_a0=200.0, n_ht=1.0, phi_rp=0.0, **unsplit)
     assert t == pytest.approx(10e-6 + 2 * 64 * 128 * 4296 * 1088 / (0.5 * 989e12), rel=1e-12)
     # GQA decode, 8 sequences, 8 query / 1 KV head of 128, BF16 cache, a 128-token window on a
     # 1000-token context: 2 x 8 x 128 x 1 x 128 x 2 B = 524 kB at 0.8 x 3.35 TB/s = 0.1957 us
@@ -447,23 +449,35 @@ def test_attention_laws_by_hand():
     assert compile_operator("attn_gqa_law")(**gqa, t_r=50e-9) == pytest.approx(3e-6 + 0.4e-6, rel=1e-12)
     assert compile_operator("attn_gqa_mmha_law")(**gqa, t_r=20e-9) == pytest.approx(3e-6 + 1.28e-6, rel=1e-12)
     assert set(arguments("attn_mla_law")) == {"b", "S", "h", "b_kv", "r_kv", "d_r", "P_c", "B_hbm", "eta_a",
-                                              "eta_am", "t_a0", "S_a0", "n_ht", "phi_rp"}
+                                              "eta_am", "t_a0", "S_a0", "n_ht", "phi_rp", "n_sub", "n_hc", "t_c",
+                                              "t_q", "N_sm"}
 
 
-def test_mla_head_tiles_by_hand():
+def test_mla_dispatch_by_hand():
     # trtllm-gen's MLA decode dispatch on 148 SMs: up to 32 heads the low-latency kernel, 16-head
     # tiles (32 heads: 2 tiles, each streaming the KV); beyond, the 16-head kernel only where its
     # b ceil(h / 16) CTAs fit the SMs and each CTA's share of the context, over min(ceil(S / 256),
     # max(1, floor(148 / CTAs))) CTAs per sequence, is at most 1,024 tokens; else one 64-head tile
-    from planner.truth.kernels import mla_head_tiles
+    # (128 heads: a 2-CTA cluster loading the KV once).  The KV splits fill the SMs; where the grid
+    # still leaves half of them idle (all of them at one sequence) the value dimension is cut in
+    # 2 or 4 slices, each re-streaming the KV, and the splits are recounted
+    from planner.truth.kernels import mla_dispatch
 
-    b = [8, 8, 8, 8, 8, 64]
-    h = [32, 16, 8, 64, 64, 128]
-    S = [131072, 131072, 131072, 131072, 2048, 512]
+    b = [8, 8, 8, 8, 8, 64, 1, 2, 1]
+    h = [32, 16, 8, 64, 64, 128, 16, 16, 128]
+    S = [131072, 131072, 131072, 131072, 2048, 512, 131072, 1024, 65536]
+    n_ht, n_hc, n_kv = mla_dispatch(b, h, S, 148)
+    # 32 heads x 8: 16 CTAs, floor(148 / 16) = 9 splits, 144 CTAs (x 2 > 148: no value slices);
     # 64 heads x 8 sequences: 32 CTAs, floor(148 / 32) = 4 per sequence: 131072 / 4 = 32768 tokens
-    # each (> 1024: one 64-head tile), 2048 / 4 = 512 (<= 1024: four 16-head tiles); 128 x 64: 512
-    # CTAs > 148 SMs
-    assert mla_head_tiles(b, h, S, 148).tolist() == [2.0, 1.0, 1.0, 1.0, 4.0, 1.0]
+    # each (> 1024: one 64-head tile, 18 splits), 2048 / 4 = 512 (<= 1024: four 16-head tiles, 4
+    # splits); 128 x 64: 512 CTAs > 148 SMs, the 2-CTA kernel, 148 / 128: one split; one sequence of
+    # 16 heads: 148 splits, 148 CTAs <= 148: two value slices (148 x 2 > 148), 74 splits; two of
+    # 1024 tokens: 4 splits, 8 CTAs, 8 x 2 x 2 <= 148: four slices, 4 splits (ceil(1024 / 256));
+    # one of 128 heads, 65536 tokens: 8 CTAs, 18 splits of 3641 tokens > 1024: the 2-CTA kernel,
+    # 74 splits, no slices
+    assert n_ht.tolist() == [2.0, 1.0, 1.0, 1.0, 4.0, 1.0, 2.0, 4.0, 1.0]
+    assert n_hc.tolist() == [2.0, 1.0, 1.0, 1.0, 4.0, 2.0, 2.0, 4.0, 2.0]
+    assert n_kv.tolist() == [9.0, 18.0, 18.0, 18.0, 4.0, 1.0, 74.0, 4.0, 74.0]
     # 8 sequences of 32768 tokens, 32 heads, FP8 latent cache, 2 head tiles each streaming the KV,
     # the second from HBM at the share 0.5: 8 x 32768 x 576 B = 151.0 MB x 1.5 at 0.8 x 8 TB/s =
     # 35.39 us, above the compute side (2 x 8 x 32 x 32768 x 1088 FLOP at 0.5 x 2.25 PFLOP/s =
@@ -471,8 +485,17 @@ def test_mla_head_tiles_by_hand():
     M = 8 * 32768 * 576
     t = compile_operator("attn_mla_law")(b=8.0, S=32768.0, h=32.0, b_kv=1.0, r_kv=512.0, d_r=64.0,
                                          P_c=2.25e15, B_hbm=8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6, S_a0=0.0,
-                                         n_ht=2.0, phi_rp=0.5)
+                                         n_ht=2.0, phi_rp=0.5, n_sub=9.0, n_hc=2.0, t_c=0.0, t_q=0.0, N_sm=148.0)
     assert t == pytest.approx(10e-6 + 1.5 * M / (0.8 * 8e12), rel=1e-12)
+    # ... and the CTAs' own SM time: 9 splits x 2 tiles x 8 sequences = 144 CTAs of 4 us, and each
+    # split's query heads, 8 x 32 x 576 elements x 9 at 50 ps, over 148 SMs: (576 + 66.36) us / 148
+    cta = 9 * 8 * (2 * 4e-6 + 32 * 576 * 50e-12) / 148
+    assert cta * 1e6 == pytest.approx((576 + 66.3552) / 148, rel=1e-12)
+    t2 = compile_operator("attn_mla_law")(b=8.0, S=32768.0, h=32.0, b_kv=1.0, r_kv=512.0, d_r=64.0,
+                                          P_c=2.25e15, B_hbm=8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6, S_a0=0.0,
+                                          n_ht=2.0, phi_rp=0.5, n_sub=9.0, n_hc=2.0, t_c=4e-6, t_q=50e-12,
+                                          N_sm=148.0)
+    assert t2 - t == pytest.approx(cta, rel=1e-9)
     assert t == pytest.approx(45.39e-6, rel=1e-3)
 
 
