@@ -501,7 +501,8 @@ def mla_dispatch(b: Any, h: Any, S: Any, sms: float) -> tuple[np.ndarray, np.nda
     floor(SMs / CTAs)))``; where the grid then fills at most half of them (all of them at one
     sequence, the source's DeepSeek-V3 minimum-latency mode) and the kernel is not the 2-CTA one,
     the 512-wide value dimension is cut in 4 slices of 128 (where it fills at most a quarter, half
-    at one sequence) or 2 of 256, and the splits recounted (``computeNumCtas`` in TensorRT-LLM's ``fmhaKernels.h``, as read)."""
+    at one sequence) or 2 of 256, and the splits recounted (``computeNumCtas`` in TensorRT-LLM's
+    ``fmhaKernels.h``, as read)."""
     b, h, S = (np.asarray(x, float) for x in (b, h, S))
     tiles = np.ceil(h / TRTLLM_GEN_MLA_TILE)
     ctas = b * tiles

@@ -449,8 +449,8 @@ def test_attention_laws_by_hand():
     assert compile_operator("attn_gqa_law")(**gqa, t_r=50e-9) == pytest.approx(3e-6 + 0.4e-6, rel=1e-12)
     assert compile_operator("attn_gqa_mmha_law")(**gqa, t_r=20e-9) == pytest.approx(3e-6 + 1.28e-6, rel=1e-12)
     assert set(arguments("attn_mla_law")) == {"b", "S", "h", "b_kv", "r_kv", "d_r", "P_c", "B_hbm", "eta_a",
-                                              "eta_am", "t_a0", "S_a0", "n_ht", "phi_rp", "n_sub", "n_hc", "t_c",
-                                              "t_q", "N_sm"}
+                                              "eta_am", "t_a0", "S_a0", "n_ht", "phi_rp", "n_sub", "n_hc",
+                                              "t_c", "t_q", "N_sm"}
 
 
 def test_mla_dispatch_by_hand():
@@ -483,18 +483,16 @@ def test_mla_dispatch_by_hand():
     # 35.39 us, above the compute side (2 x 8 x 32 x 32768 x 1088 FLOP at 0.5 x 2.25 PFLOP/s =
     # 16.2 us), + 10 us
     M = 8 * 32768 * 576
-    t = compile_operator("attn_mla_law")(b=8.0, S=32768.0, h=32.0, b_kv=1.0, r_kv=512.0, d_r=64.0,
-                                         P_c=2.25e15, B_hbm=8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6, S_a0=0.0,
-                                         n_ht=2.0, phi_rp=0.5, n_sub=9.0, n_hc=2.0, t_c=0.0, t_q=0.0, N_sm=148.0)
+    shape = dict(b=8.0, S=32768.0, h=32.0, b_kv=1.0, r_kv=512.0, d_r=64.0, P_c=2.25e15, B_hbm=8e12,
+                 eta_a=0.5, eta_am=0.8, t_a0=10e-6, S_a0=0.0, n_ht=2.0, phi_rp=0.5, n_sub=9.0, n_hc=2.0,
+                 N_sm=148.0)
+    t = compile_operator("attn_mla_law")(**shape, t_c=0.0, t_q=0.0)
     assert t == pytest.approx(10e-6 + 1.5 * M / (0.8 * 8e12), rel=1e-12)
     # ... and the CTAs' own SM time: 9 splits x 2 tiles x 8 sequences = 144 CTAs of 4 us, and each
     # split's query heads, 8 x 32 x 576 elements x 9 at 50 ps, over 148 SMs: (576 + 66.36) us / 148
     cta = 9 * 8 * (2 * 4e-6 + 32 * 576 * 50e-12) / 148
     assert cta * 1e6 == pytest.approx((576 + 66.3552) / 148, rel=1e-12)
-    t2 = compile_operator("attn_mla_law")(b=8.0, S=32768.0, h=32.0, b_kv=1.0, r_kv=512.0, d_r=64.0,
-                                          P_c=2.25e15, B_hbm=8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6, S_a0=0.0,
-                                          n_ht=2.0, phi_rp=0.5, n_sub=9.0, n_hc=2.0, t_c=4e-6, t_q=50e-12,
-                                          N_sm=148.0)
+    t2 = compile_operator("attn_mla_law")(**shape, t_c=4e-6, t_q=50e-12)
     assert t2 - t == pytest.approx(cta, rel=1e-9)
     assert t == pytest.approx(45.39e-6, rel=1e-3)
 
