@@ -341,16 +341,18 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
 
     print("\n# grouped MoE law: max(2*3 d f_e max(T_er, n_er t_m) / TP_e / (eta_e P_e), "
           "n_er 3 d f_e b_we / TP_e / (eta_em B_hbm)) + T_ea (2 d + 4 f_e / TP_e) 2 B / (eta_ea B_hbm) "
-          "+ T_moe 2 d 2 B / (eta_et B_hbm) + t_e0 (moe-planner equations --term op.moe_law), per weight "
-          "dtype (a _triton suffix: SGLang's Triton path on Blackwell, fitted apart); T_er rows and n_er "
-          "experts on the measured rank under the table's own routing (balanced, power law), T_ea the slots "
-          "its activation passes carry (all T_moe k on SGLang's masked Triton path at EP > 1), T_moe the "
-          "tokens entering it")
+          "+ T_moe 2 d 2 B / (eta_et B_hbm) + n_ez (2 f_e / TP_e + d) t_z / N_sm + t_e0 (moe-planner "
+          "equations --term op.moe_law), per weight dtype (a _triton suffix: SGLang's Triton path on "
+          "Blackwell, fitted apart); T_er rows and n_er experts on the measured rank under the table's own "
+          "routing (balanced, power law), T_ea the slots its activation passes carry (all T_moe k on "
+          "SGLang's masked Triton path at EP > 1), n_ez the remote experts that path launches zero-writing "
+          "blocks for, T_moe the tokens entering it; eta_em 'few' on the Triton kernel's few-token default "
+          "config (T_moe <= experts on the rank, not block-FP8)")
     print(table([[f.gpu, f.stack, f.dtype, f.n]
-                 + [_v(f, p) for p in ("compute", "hbm", "act", "token", "floor")]
+                 + [_v(f, p) for p in ("compute", "hbm", "few", "act", "token", "mask", "floor")]
                  + [_pct(f.median_abs_err), _pct(f.p90_abs_err)] for f in moe],
-                ["gpu", "stack", "dtype", "kernels", "eta_e", "eta_em", "eta_ea", "eta_et", "t_e0",
-                 "median |err|", "p90"]))
+                ["gpu", "stack", "dtype", "kernels", "eta_e", "eta_em", "eta_em few", "eta_ea", "eta_et",
+                 "t_z", "t_e0", "median |err|", "p90"]))
     print("\n# decode attention laws: MLA max((F + F_row) / (eta_a P_c), (M_kv + M_row) (1 + phi_rp (n_ht - "
           "1)) / (eta_am B_hbm)) + n_sub b (n_hc t_c + h (r_kv + d_r) t_q) / N_sm + t_a0, each sequence's "
           "query rows S_a0 context tokens' worth; where trtllm-gen's dispatch is modelled (Blackwell "

@@ -150,6 +150,8 @@ T_moe = sp.Symbol("T_moe", positive=True)   #: tokens entering a MoE layer on on
 T_er = sp.Symbol("T_er", positive=True)     #: token-expert rows a measured MoE kernel's rank ran
 n_er = sp.Symbol("n_er", positive=True)     #: distinct experts that rank touched
 T_ea = sp.Symbol("T_ea", positive=True)     #: token-expert slots that kernel's activation passes carry
+n_ez = sp.Symbol("n_ez", nonnegative=True)  #: remote experts a masked grouped-MoE kernel launches blocks for
+t_z = sp.Symbol("t_z", nonnegative=True)    #: fitted SM time per output column of a masked expert's block, s
 eta_e = sp.Symbol("eta_e", positive=True)   #: fitted fraction of the dense peak of a grouped MoE
 eta_em = sp.Symbol("eta_em", positive=True)  #: fitted HBM fraction of a grouped MoE's weight stream
 t_e0 = sp.Symbol("t_e0", nonnegative=True)  #: fitted floor of a grouped MoE kernel, s
@@ -198,6 +200,11 @@ OPERATOR_SYMBOLS = {
     "n_er": (n_er, "distinct experts that rank touched (its table's routing)", "1"),
     "T_ea": (T_ea, "token-expert slots the activation buffers of that kernel carry: T_er, and on SGLang's "
              "raw Triton path at EP > 1 every slot of every token handed to the rank, T_moe k", "token"),
+    "n_ez": (n_ez, "remote experts SGLang's masked Triton path launches blocks for at EP > 1: the distinct "
+             "experts the tokens route to on other ranks, each a row of blocks in both grouped GEMMs' grids "
+             "that writes its zero rows and exits (0 elsewhere)", "1"),
+    "t_z": (t_z, "SM time per output column of such a masked expert's blocks (fitted; 0 where not fitted)",
+            "s"),
     "eta_e": (eta_e, "fraction of the dense peak a grouped MoE kernel reaches (fitted per GPU, stack, dtype)",
               "1"),
     "eta_em": (eta_em, "fraction of HBM bandwidth a grouped MoE kernel streams its weights at (fitted)", "1"),
@@ -268,6 +275,12 @@ M_moe_act = eq.expert_activation_bytes(T_ea)
 M_moe_tok = eq.expert_token_bytes(T_moe)
 #: ... and the weight bytes of the experts it touched
 M_moe_touched = eq.expert_weight_bytes(n_er)
+#: ... and, on SGLang's masked Triton path, the blocks its grouped GEMMs launch for the remote
+#: experts the tokens route to: one row of blocks each across both GEMMs' output columns (the gate
+#: and up projections' 2 f_e / TP_e, the down projection's d), each writing its zero rows and
+#: exiting, N_sm at a time (``moe_align_block_size`` sorts every slot by its global expert, the
+#: remote ones mapped to -1; ``fused_moe_kernel`` writes zeros for those blocks)
+t_moe_mask = n_ez * (2 * eq.f_e / eq.TP_e + eq.d) * t_z / eq.N_sm
 #: one decode attention kernel: one query token, the heads on this GPU (TP_a = 1), KV not split
 _MLA_AT = {eq.s_q: 1, eq.TP_a: 1, eq.s_kv: 1, eq.phi_w: 0, eq.S_w: eq.S, eq.c_att: 2 * r_kv + d_r,
            eq.e_kv: r_kv + d_r}
@@ -334,7 +347,7 @@ OPERATORS: dict[str, sp.Expr] = {
     # grouped MoE: the step model's expert roofline (its efficiencies), the fitted law, the bound
     "moe": eq.roofline(F_moe, M_moe, eq.P_e),
     "moe_law": eq._max(F_moe_pad / (eta_e * eq.P_e), M_moe_touched / (eta_em * eq.B_hbm))
-    + M_moe_act / (eta_ea * eq.B_hbm) + M_moe_tok / (eta_et * eq.B_hbm) + t_e0,
+    + M_moe_act / (eta_ea * eq.B_hbm) + M_moe_tok / (eta_et * eq.B_hbm) + t_moe_mask + t_e0,
     # the roofline at the peaks under uniform routing (no padding, no floor); measured kernels beat
     # it where the source's routing touches fewer experts than uniform routing would
     "moe_roofline": eq.at(eq._max(F_moe / eq.P_e, M_moe / eq.B_hbm), {eq.lam: 1}),

@@ -114,6 +114,13 @@ class KernelLaw:
     #: share of each repeated pass over an MLA decode's KV (a further head tile's) read from HBM
     #: (phi_rp; 0 where not fitted: one pass)
     repeat: float = 0.0
+    #: fraction of HBM bandwidth of the weight stream on a Triton fused-MoE kernel's few-token
+    #: default config (at most as many tokens as local experts; eta_em there; 0 where not fitted:
+    #: ``hbm``)
+    few: float = 0.0
+    #: s of SM time per output column of each remote expert's blocks on SGLang's masked Triton
+    #: path (t_z; 0 where not fitted)
+    mask: float = 0.0
     #: the longest CTA's time beyond the GPU's share, relative to its work at the mean rate per SM
     #: (kappa_lc, prefill attention only; 0 where not fitted: no such term)
     tail: float = 0.0
@@ -568,7 +575,8 @@ _KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (False, "fraction"),
                      "act": (False, "fraction"), "token": (False, "fraction"), "offset": (False, "tokens"),
                      "row": (False, "time"),
                      "softmax": (False, "exp_rate"), "stream": (False, "bandwidth"), "cta": (False, "time"),
-                     "query": (False, "time"), "repeat": (False, "fraction"), "tail": (False, "factor")}
+                     "query": (False, "time"), "repeat": (False, "fraction"), "tail": (False, "factor"),
+                     "few": (False, "fraction"), "mask": (False, "time")}
 
 
 def _floor(floor: float) -> float:

@@ -341,18 +341,62 @@ def moe_paths(d: pd.DataFrame) -> pd.Series:
     return _second_paths(d, MOE_SECOND_PATHS, "variant")
 
 
+#: Table variants timed on the Triton fused-MoE kernel at its default configs (SGLang's
+#: ``get_default_config`` in ``fused_moe_triton_config.py``, as read; the shapes have no tuned
+#: config file of that Triton version): unless the weights are block-quantized, it takes a
+#: few-token config (``BLOCK_SIZE_M`` 16, ``N`` 32, ``K`` 64, ``GROUP_SIZE_M`` 1) where the kernel
+#: is handed at most as many tokens as the rank holds experts, ``M <= E``, else 64 x 64 x 32
+TRITON_DEFAULT_CONFIG_VARIANTS = ("sglang_fused_moe_triton",)
+#: the dtypes whose default config has no few-token case (block-quantized FP8: one config)
+TRITON_ONE_CONFIG_DTYPES = ("fp8_block",)
+
+
+def few_token_config(d: pd.DataFrame) -> np.ndarray:
+    """Whether each MoE row ran a Triton fused-MoE kernel's few-token default config
+    (:data:`TRITON_DEFAULT_CONFIG_VARIANTS`): tokens handed to the kernel (every token, on the
+    masked path too) at most the rank's experts."""
+    variant = d.get("variant", pd.Series("", index=d.index)).astype(str)
+    return (variant.isin(TRITON_DEFAULT_CONFIG_VARIANTS).to_numpy()
+            & ~d["dtype"].astype(str).isin(TRITON_ONE_CONFIG_DTYPES).to_numpy()
+            & (d.tokens.to_numpy(float) <= d.experts.to_numpy(float) / d.ep.to_numpy(float)))
+
+
+#: The Marlin grouped-MoE kernel (SGLang's and vLLM's ``fused_marlin_moe``; table variants naming
+#: ``marlin``) takes as its block of rows per expert the first of :data:`MARLIN_BLOCKS_M` that the
+#: tokens handed to it, times top-k, spread over the rank's experts fill less than 0.9 of, else
+#: the last (``M k / E / block_size_m < 0.9``, ``E = w1.shape[0]``, the rank's experts: every
+#: token counted as if all its slots were local; as read in vLLM's ``fused_marlin_moe.py``)
+MARLIN_BLOCKS_M = (8.0, 16.0, 32.0, 48.0, 64.0)
+
+
+def marlin_block_m(tokens: Any, topk: Any, local_experts: Any) -> np.ndarray:
+    """The Marlin MoE kernel's ``block_size_m`` (:data:`MARLIN_BLOCKS_M`): its tile ``t_m``."""
+    per = np.asarray(tokens, float) * np.asarray(topk, float) / np.asarray(local_experts, float)
+    out = np.full(per.shape, MARLIN_BLOCKS_M[-1])
+    for b in reversed(MARLIN_BLOCKS_M):
+        out = np.where(per / b < 0.9, b, out)
+    return out
+
+
 def moe_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: KernelLaw) -> np.ndarray:
     """The fitted grouped-MoE law (operator ``moe_law``) on rows ``d`` of one weight dtype, each at
     the rows and distinct experts its measured rank ran under the table's routing
-    (:func:`planner.truth.routing.measured_rank`), on the tile :func:`moe_tile` sizes to them."""
+    (:func:`planner.truth.routing.measured_rank`), on the tile :func:`moe_tile` sizes to them
+    (a Marlin kernel's own, :func:`marlin_block_m`); the weight stream at ``law.few`` on a Triton
+    kernel's few-token config (:func:`few_token_config`) where fitted."""
     tile = TILE_M.get(hw.family, 1.0)
+    cols = ("rank_rows", "rank_experts", "rank_slots", "rank_remote")
     if "rank_rows" in d:  # set once by fit_moe, which evaluates the law many times
-        rows, touched, slots = (d[c].to_numpy(float) for c in ("rank_rows", "rank_experts", "rank_slots"))
+        rows, touched, slots, remote = (d[c].to_numpy(float) for c in cols)
     else:
-        rows, touched, _, slots = measured_rank(d, tile)
-    return compile_operator("moe_law")(**_moe_shape(d, hw, dtype), t_m=moe_tile(rows, touched, tile),
-                                       T_er=rows, n_er=touched, T_ea=slots,
-                                       eta_e=law.compute, eta_em=law.hbm, eta_ea=law.act, eta_et=law.token,
+        rows, touched, _, slots, remote = measured_rank(d, tile)
+    hbm = np.where(few_token_config(d), law.few, law.hbm) if law.few > 0 else law.hbm
+    marlin = d.get("variant", pd.Series("", index=d.index)).astype(str).str.contains("marlin").to_numpy()
+    t_m = np.where(marlin, marlin_block_m(d.tokens, d.topk, d.experts / d.ep), moe_tile(rows, touched, tile))
+    return compile_operator("moe_law")(**_moe_shape(d, hw, dtype), t_m=t_m,
+                                       T_er=rows, n_er=touched, T_ea=slots, n_ez=remote,
+                                       N_sm=float(hw.sm_count or 1), t_z=law.mask,
+                                       eta_e=law.compute, eta_em=hbm, eta_ea=law.act, eta_et=law.token,
                                        t_e0=law.floor)
 
 
@@ -984,7 +1028,8 @@ KERNEL_PARAMS = {"compute": (0.5, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)),
                  "offset": (500.0, (1.0, 20000.0)), "row": (50e-9, (0.1e-9, 10e-6)),
                  "softmax": (4e12, (1e11, 1e15)), "stream": (20e9, (0.1e9, 10e12)),
                  "cta": (1e-6, (1e-9, 100e-6)), "query": (0.5e-9, (1e-13, 1e-7)),
-                 "repeat": (0.5, (1e-3, 1.0)), "tail": (0.5, (1e-4, 10.0))}
+                 "repeat": (0.5, (1e-3, 1.0)), "tail": (0.5, (1e-4, 10.0)),
+                 "few": (0.7, (0.01, 1.0)), "mask": (1e-9, (1e-13, 1e-6))}
 
 
 def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[LawFit]:
@@ -1019,13 +1064,18 @@ def fit_moe(df: pd.DataFrame | None = None) -> list[LawFit]:
     df = df[[MOE_DTYPES[dt][0] in load_hardware(g).flops for g, dt in zip(df.gpu, df.dtype, strict=True)]]
 
     def routed(d: pd.DataFrame, gpu: str) -> pd.DataFrame:
-        rows, touched, _, slots = measured_rank(d, TILE_M.get(load_hardware(gpu).family, 1.0))
-        return d.assign(rank_rows=rows, rank_experts=touched, rank_slots=slots)
+        rows, touched, _, slots, remote = measured_rank(d, TILE_M.get(load_hardware(gpu).family, 1.0))
+        return d.assign(rank_rows=rows, rank_experts=touched, rank_slots=slots, rank_remote=remote)
+
+    def names(d: pd.DataFrame) -> list[str]:
+        # the few-token config's weight stream and the masked blocks only where the cell has such rows
+        return (["compute", "hbm", "floor", "act", "token"] + ["few"] * bool(few_token_config(d).any())
+                + ["mask"] * bool((d.rank_remote > 0).any()))
 
     df = df.assign(law_key=law_key(df, moe_paths(df)))
     groups = ((key, routed(d, key[0])) for key, d in df.groupby(["gpu", "stack", "law_key"]))
     return _fit_kernel_law("moe", groups, lambda d, hw, law: moe_law_seconds(d, hw, d.dtype.iloc[0], law),
-                           lambda d: ["compute", "hbm", "floor", "act", "token"])
+                           names)
 
 
 def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
@@ -1079,7 +1129,8 @@ _LAW_LINE = re.compile(
 #: A kernel law's constants that carry a unit, as the spec lines and ``calibrate --kernels`` show
 #: them: (factor from SI, unit); the rest are fractions
 CONSTANT_UNITS = {"floor": (1e6, "us"), "row": (1e6, "us"), "cta": (1e6, "us"), "offset": (1.0, "tokens"),
-                  "softmax": (1e-12, "Texp/s"), "stream": (1e-9, "GB/s"), "query": (1e12, "ps")}
+                  "softmax": (1e-12, "Texp/s"), "stream": (1e-9, "GB/s"), "query": (1e12, "ps"),
+                  "mask": (1e9, "ns")}
 
 
 def _constant(v: float, se: float, time: bool, unit: str = "") -> str:

@@ -174,7 +174,7 @@ def _on_rank0(ids: np.ndarray, local: int) -> np.ndarray:
 
 @cache
 def _rank(n: int, e: int, k: int, ep: int, distribution: str,
-          groups: tuple[int, int] | None = None) -> tuple[float, float, float, float]:
+          groups: tuple[int, int] | None = None) -> tuple[float, float, float, float, float]:
     local = e // ep
     if distribution == "balanced":
         ids = [_balanced_ids(n, e, k)]
@@ -185,6 +185,7 @@ def _rank(n: int, e: int, k: int, ep: int, distribution: str,
         if groups is None:  # rank 0's own counts: no need to assign tokens
             ids = None
             draws = [c[:local] for c in counts]
+            every = [float((np.rint(c) > 0).sum()) for c in counts]
         else:
             ids = [_power_law_ids(c, n, k) for c in counts]
     else:
@@ -193,17 +194,20 @@ def _rank(n: int, e: int, k: int, ep: int, distribution: str,
         if groups is not None:
             ids = [_group_limited(x, e, k, *groups) for x in ids]
         draws = [_on_rank0(x, local) for x in ids]
+        every = [float(len(np.unique(x))) for x in ids]
     c = np.asarray(draws, float)
     pad = {t: float((np.ceil(c / t) * t).sum(axis=1).mean()) for t in (64.0, 128.0)}
-    return float(c.sum(axis=1).mean()), float((c > 0).sum(axis=1).mean()), pad[64.0], pad[128.0]
+    return (float(c.sum(axis=1).mean()), float((c > 0).sum(axis=1).mean()), pad[64.0], pad[128.0],
+            float(np.mean(every)))
 
 
-def measured_rank(d: pd.DataFrame, tile: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def measured_rank(d: pd.DataFrame, tile: float) -> tuple[np.ndarray, ...]:
     """Per row of a MoE table (``tokens``, ``experts``, ``topk``, ``ep``, ``distribution``): the
     measured rank's token-expert rows ``T_er``, distinct experts touched ``n_er``, rows padded
-    to whole ``tile``-row tiles expert by expert (64 or 128) and the slots its activation passes
+    to whole ``tile``-row tiles expert by expert (64 or 128), the slots its activation passes
     carry ``T_ea`` (``T_er``; every slot of every token on the masked path,
-    :data:`MASKED_VARIANTS`)."""
+    :data:`MASKED_VARIANTS`) and the remote experts the masked path launches blocks for
+    ``n_ez`` (the distinct experts the tokens route to on other ranks; 0 elsewhere)."""
     col = 2 if tile == 64.0 else 3
     blank = pd.Series("", index=d.index)
     zero = pd.Series(0, index=d.index)
@@ -216,6 +220,7 @@ def measured_rank(d: pd.DataFrame, tile: float) -> tuple[np.ndarray, np.ndarray,
         groups = GROUP_LIMITED.get((stack, h, f, e, k))
         masked.append(variant in MASKED_VARIANTS and ep > 1 and groups is None)
         out.append(_rank(n, e, k, ep, dist, groups))
-    v = np.array(out, float).reshape(-1, 4)
+    v = np.array(out, float).reshape(-1, 5)
     slots = np.where(masked, d["tokens"].to_numpy(float) * d["topk"].to_numpy(float), v[:, 0])
-    return v[:, 0], v[:, 1], v[:, col], slots
+    remote = np.where(masked, np.maximum(v[:, 4] - v[:, 1], 0.0), 0.0)
+    return v[:, 0], v[:, 1], v[:, col], slots, remote

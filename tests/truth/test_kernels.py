@@ -397,20 +397,25 @@ def test_moe_law_by_hand():
     row = (2 * 7168 + 4 * 2048) * 2
     tok = 2 * 7168 * 2
     shape = dict(d=7168.0, f_e=2048.0, TP_e=1.0, b_we=1.0, P_e=1979e12, B_hbm=4.8e12, t_m=64.0, eta_e=0.5,
-                 eta_em=0.8, eta_ea=0.5, eta_et=0.25)
-    t = compile_operator("moe_law")(T_er=6.0, n_er=4.0, T_ea=6.0, t_e0=5e-6, T_moe=2.0, **shape)
+                 eta_em=0.8, eta_ea=0.5, eta_et=0.25, N_sm=132.0, t_z=4e-9)
+    t = compile_operator("moe_law")(T_er=6.0, n_er=4.0, T_ea=6.0, n_ez=0.0, t_e0=5e-6, T_moe=2.0, **shape)
     assert t == pytest.approx(5e-6 + 4 * w / (0.8 * 4.8e12) + 6 * row / (0.5 * 4.8e12)
                               + 2 * tok / (0.25 * 4.8e12), rel=1e-12)
     assert 2 * w * 4 * 64 / (0.5 * 1979e12) < t - 5e-6
     # SGLang's masked Triton path, handed both tokens with all 8 slots: the buffers carry 16 slots
-    # (16 x 45,056 B at 0.5 x 4.8 TB/s = 0.300 us), the GEMMs and weights are the same 6 rows'
-    masked = compile_operator("moe_law")(T_er=6.0, n_er=4.0, T_ea=16.0, t_e0=5e-6, T_moe=2.0, **shape)
-    assert masked - t == pytest.approx(10 * row / (0.5 * 4.8e12), rel=1e-9)
+    # (16 x 45,056 B at 0.5 x 4.8 TB/s = 0.300 us), the GEMMs and weights are the same 6 rows';
+    # the 10 remote slots on 10 distinct experts each launch a row of blocks across the
+    # 2 x 2048 + 7168 = 11,264 output columns, 4 ns of SM time per column, 132 SMs: 3.413 us
+    masked = compile_operator("moe_law")(T_er=6.0, n_er=4.0, T_ea=16.0, n_ez=10.0, t_e0=5e-6, T_moe=2.0,
+                                         **shape)
+    assert (10 * 11264 * 4e-9 / 132) * 1e6 == pytest.approx(3.4133, abs=1e-4)
+    assert masked - t == pytest.approx(10 * row / (0.5 * 4.8e12) + 10 * 11264 * 4e-9 / 132, rel=1e-9)
     # 24576 rows on all 32 experts (> 32 x 64): compute-bound at 2 x w x 24576 / (0.5 P) = 2.188 ms
     # (the 32 experts' 1.409 GB at 0.8 x 4.8 TB/s: 0.367 ms), plus 24576 x 45,056 B = 1.107 GB of
     # activations at 0.5 x 4.8 TB/s = 0.461 ms
     # and the 3072 entering tokens' 3072 x 28,672 B = 88 MB at 0.25 x 4.8 TB/s = 0.073 ms
-    t = compile_operator("moe_law")(T_er=24576.0, n_er=32.0, T_ea=24576.0, t_e0=0.0, T_moe=3072.0, **shape)
+    t = compile_operator("moe_law")(T_er=24576.0, n_er=32.0, T_ea=24576.0, n_ez=0.0, t_e0=0.0, T_moe=3072.0,
+                                    **shape)
     assert t == pytest.approx(2 * w * 24576 / (0.5 * 1979e12) + 24576 * row / (0.5 * 4.8e12)
                               + 3072 * tok / (0.25 * 4.8e12), rel=1e-12)
     # the bound: the fewest experts (k / EP = 1) and lambda 1; one expert's 44 MB fit in H200's
@@ -1006,3 +1011,28 @@ def test_law_constants_at_a_bound_or_unpinned_say_so():
     assert x[0] == pytest.approx(5e-9, rel=1e-3) and 0 < se[0] < 0.1
     assert se[1] == 0.0 and x[2] == pytest.approx(1.0) and math.isnan(se[2])
     assert [_se_tag(v) for v in se] == [f"se: {se[0]:.3g}, kind: fitted", "kind: unpinned", "kind: bound"]
+
+
+def test_few_token_config_by_hand():
+    # SGLang's Triton fused MoE at its default configs: the few-token config where the kernel is
+    # handed at most as many tokens as the rank holds experts (128 / EP 8 = 16: 16 tokens yes, 32
+    # no; at EP 1, 128 yes), never for block-quantized FP8 weights (one config), nor for other
+    # implementations
+    from planner.truth.kernels import few_token_config
+
+    d = pd.DataFrame({"variant": ["sglang_fused_moe_triton"] * 4 + ["sglang_flashinfer_trtllm_moe"],
+                      "dtype": ["bf16", "bf16", "bf16", "fp8_block", "bf16"],
+                      "tokens": [16, 32, 128, 16, 16], "experts": [128] * 5, "ep": [8, 8, 1, 8, 8]})
+    assert few_token_config(d).tolist() == [True, False, True, False, False]
+
+
+def test_marlin_block_m_by_hand():
+    # fused_marlin_moe's block of rows per expert: the first of 8, 16, 32, 48, 64 with
+    # M k / E / block < 0.9, E the rank's experts.  Kimi K2's 384 experts over EP 8 (48 local),
+    # top 8: 1 token, 1/6 row per expert: 8; 40 tokens, 6.67: 8 (0.83); 48 tokens, 8 rows: 16 (8 / 8
+    # = 1.0 is not below 0.9); 128 tokens, 21.3: 32 (21.3 / 32 = 0.67); at EP 1, 4096 tokens, 85.3
+    # rows per expert: no block is large enough, 64
+    from planner.truth.kernels import marlin_block_m
+
+    got = marlin_block_m([1, 40, 48, 128, 4096], [8] * 5, [48, 48, 48, 48, 384])
+    assert got.tolist() == [8.0, 8.0, 16.0, 32.0, 64.0]

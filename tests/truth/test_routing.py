@@ -101,20 +101,23 @@ def test_sglang_raw_triton_path_masks_the_remote_slots_in_its_gemms_not_its_buff
     # token has exactly one slot there (token t < 16 on expert t, token 16 + j on expert j): 32 rows
     # on 16 experts, two each, for every implementation.  SGLang's raw Triton path is handed all 32
     # tokens with their 8 slots, the 7 remote ones masked: its activation buffers carry 32 x 8 = 256
-    # slots; its FlashInfer kernels and TensorRT-LLM's carry their 32 rows
+    # slots; its FlashInfer kernels and TensorRT-LLM's carry their 32 rows.  The 32 tokens' slots
+    # (t + 16 i mod 128) reach all 128 experts: the masked path launches blocks for the 112 remote
+    # ones, the others for none
     kw = dict(experts=[128] * 3, topk=[8] * 3, ep=[8] * 3, distribution=["balanced"] * 3,
               hidden=[2048] * 3, inter=[768] * 3)
-    rows, touched, pad, slots = _rank([32] * 3, stack=["sglang", "sglang", "trtllm"],
+    rows, touched, pad, slots, remote = _rank([32] * 3, stack=["sglang", "sglang", "trtllm"],
                                       variant=["sglang_fused_moe_triton", "sglang_flashinfer_trtllm_moe",
                                                "moe_torch_flow_cutlass"], **kw)
     assert list(rows) == [32, 32, 32] and list(touched) == [16, 16, 16]
     assert list(pad) == [16 * 64] * 3  # one 64-row tile per touched expert
     assert list(slots) == [256, 32, 32]
+    assert list(remote) == [112, 0, 0]
     # at EP 1 nothing is masked: 256 rows, 256 slots
     one = _rank([32], stack=["sglang"], variant=["sglang_fused_moe_triton"],
                 **{k: v[:1] for k, v in kw.items() if k != "ep"}, ep=[1])
-    assert (one[0][0], one[3][0]) == (256, 256)
+    assert (one[0][0], one[3][0], one[4][0]) == (256, 256, 0)
     # power-law rows at EP 4: the rank's own rows are its draw's, the buffers every slot (64 x 8)
     pl = _rank([64], stack=["sglang"], variant=["sglang_fused_moe_triton"], experts=[128], topk=[8],
                ep=[4], distribution=["power_law_1.01"], hidden=[2048], inter=[768])
-    assert pl[0][0] < 512 and pl[3][0] == 512
+    assert pl[0][0] < 512 and pl[3][0] == 512 and 0 < pl[4][0] <= 96
