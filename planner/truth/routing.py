@@ -38,7 +38,9 @@ from 0.76-0.85 to 0.83-1.07 (laws refitted), in line with their balanced rows (0
 
 SGLang's raw Triton path at EP > 1 (:data:`MASKED_VARIANTS`) is handed every token with all ``k``
 of its slots, the remote ones masked: its grouped GEMMs run the rank's own rows only, while its
-activation and combine passes run over buffers of all ``N k`` slots (``T_ea`` of the law).
+activation and combine passes run over buffers of all ``N k`` slots (``T_ea`` of the law), and
+each remote expert the tokens reach gets a row of blocks in the GEMMs' grids that write zeros
+(``n_ez``: the distinct experts every token reaches, less the rank's own).
 Measured: the Qwen3-235B layer (hidden 4096, expert 1536, 128 experts, top 8) on H200 in BF16 at
 4096 balanced tokens takes 4898, 2639, 1440, 856, 575, 440, 371 and 346 us at EP 1 to 128, about
 330 us + 4570 us / EP: the rank's own rows shrink as 1/EP, a part that does not remains (330 us
