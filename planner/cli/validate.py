@@ -73,7 +73,7 @@ def _shape(r: Any) -> str:
                 f"EP {r.ep:g}, {r.distribution}")
     if r.op.startswith("attention"):
         heads = f"h {r.heads:g}" + (f"/{r.kv_heads:g}x{r.head_dim:g}" if r.op == "attention_gqa" else "")
-        heads += " on MMHA" if getattr(r, "kind", "") == "gqa_mmha" else ""
+        heads += {"gqa_mmha": " on MMHA", "gqa_triton": " on Triton"}.get(getattr(r, "kind", ""), "")
         return (f"b {r.batch:g} S {r.isl + r.step:g} {heads}, KV {r.kv_dtype}"
                 + (f", window {r.window:g}" if r.window else ""))
     return f"{r.num_gpus:g} GPUs, {r.bytes:g} B"

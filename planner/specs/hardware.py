@@ -75,9 +75,9 @@ MOE_LAW_PATHS = ("triton",)
 MOE_LAW_KEYS = MOE_LAW_DTYPES + tuple(f"{dt}_{p}" for p in MOE_LAW_PATHS for dt in MOE_LAW_DTYPES)
 #: decode and prefill attention laws a ``stacks:`` entry may carry (``attn_<kind>_<KV dtype>`` keys;
 #: kinds ``mla``, ``gqa``, ``gqa_mmha`` (TensorRT-LLM's MMHA fallback: planner.truth.kernels.attention_kind),
-#: ``mla_prefill``, ``gqa_prefill``)
-ATTN_LAW_KEYS = tuple(f"{kind}_{kv}" for kind in ("mla", "gqa", "gqa_mmha", "mla_prefill", "gqa_prefill")
-                      for kv in ("bf16", "fp8"))
+#: ``gqa_triton`` (SGLang's Triton backend), ``mla_prefill``, ``gqa_prefill``)
+ATTN_LAW_KEYS = tuple(f"{kind}_{kv}" for kind in ("mla", "gqa", "gqa_mmha", "gqa_triton", "mla_prefill",
+                                                   "gqa_prefill") for kv in ("bf16", "fp8"))
 #: all-to-all kernel floors a ``stacks:`` entry may carry (``a2a_<phase>_<dtype>`` keys)
 A2A_FLOOR_KEYS = tuple(f"{ph}_{dt}" for ph in ("dispatch", "combine")
                        for dt in ("bf16", "fp8", "fp4", "nvfp4"))

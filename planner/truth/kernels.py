@@ -493,12 +493,47 @@ def mmha_subsequences(S: Any, blocks: Any, sms: float) -> np.ndarray:
     return np.clip(np.ceil(sms / blocks), 1.0, np.ceil((S + 1.0) / XQA_TOKENS_PER_BLOCK))
 
 
+#: SGLang's Triton attention backend (table variant ``triton``: the head dimensions its other
+#: backends do not take, 192, 256 and 512), whose decode kernel splits each (sequence, KV-head
+#: block) over ``num_kv_splits`` CTAs (:func:`triton_decode_splits`); its GQA decode law is fitted
+#: apart (kind ``gqa_triton``, spec ``attn_gqa_triton_<KV dtype>``)
+SGLANG_TRITON_ATTN_VARIANT = "triton"
+#: the backend's ``--triton-attention-num-kv-splits`` default: at most 8 splits
+TRITON_MAX_KV_SPLITS = 8.0
+
+
+def triton_decode_splits(b: Any, h: Any, h_kv: Any, S: Any, sms: float) -> np.ndarray:
+    """``num_kv_splits`` of SGLang's Triton decode attention (``get_num_kv_splits`` in its
+    ``triton_backend.py``, as read) for ``b`` sequences of ``S`` tokens, ``h`` query and ``h_kv`` KV
+    heads on ``sms`` SMs: the grid's blocks ``b h`` (MHA) or ``b ceil(h / min(16, h / h_kv))``
+    (grouped), the core count scaled by ``max(log2(S / 64), 1)`` and shared among them, at most
+    :data:`TRITON_MAX_KV_SPLITS`, rounded to whole chunks of the context (equal lengths: the
+    length-spread term gives 1)."""
+    b, h, h_kv, S = (np.asarray(x, float) for x in (b, h, h_kv, S))
+    group = h / np.maximum(h_kv, 1.0)
+    grid = np.where(group == 1, b * h, b * np.ceil(h / np.minimum(16.0, group)))
+    cores = np.floor(sms * np.maximum(np.log2(np.maximum(S, 1.0) / 64.0), 1.0))
+    n = np.minimum(np.ceil(cores / grid), TRITON_MAX_KV_SPLITS)
+    return np.ceil(S / np.ceil(S / n))
+
+
+def base_kind(kind: str) -> str:
+    """The attention shape a law kind prices: ``gqa`` for the GQA decode kernels' second
+    implementations (``gqa_mmha``, ``gqa_triton``)."""
+    return kind.removesuffix("_mmha").removesuffix("_triton")
+
+
 def attention_kind(d: pd.DataFrame, family: str, sm_count: int = 0) -> pd.Series:
-    """Each attention row's law kind: ``mla``, ``gqa``, ``mla_prefill``, ``gqa_prefill``, and
+    """Each attention row's law kind: ``mla``, ``gqa``, ``mla_prefill``, ``gqa_prefill``,
     ``gqa_mmha`` for the TensorRT-LLM GQA decode shapes its dispatcher sends to MMHA (rules above,
-    :data:`XQA_MAX_GROUP`), on a GPU of ``family`` with ``sm_count`` SMs."""
+    :data:`XQA_MAX_GROUP`), on a GPU of ``family`` with ``sm_count`` SMs, and ``gqa_triton`` for
+    SGLang's Triton decode kernels (:data:`SGLANG_TRITON_ATTN_VARIANT`)."""
     kind = d["op"].astype(str).str.removeprefix("attention_")
-    gqa = (kind == "gqa") & (d["stack"].astype(str) == "trtllm")
+    stack = d["stack"].astype(str)
+    variant = d.get("variant", pd.Series("", index=d.index)).astype(str)
+    kind = kind.where(~((kind == "gqa") & (stack == "sglang") & (variant == SGLANG_TRITON_ATTN_VARIANT)),
+                      "gqa_triton")
+    gqa = (kind == "gqa") & (stack == "trtllm")
     h, h_kv = d.heads.to_numpy(float), np.maximum(d.kv_heads.to_numpy(float), 1.0)
     mmha = h / h_kv > XQA_MAX_GROUP
     if family in XQA_FAMILIES:
@@ -514,9 +549,10 @@ def attn_law_seconds(d: pd.DataFrame, hw: Any, kind: str, law: KernelLaw) -> np.
     """The fitted attention law (``attn_<kind>_law``: decode ``mla``, ``gqa``; prefill ``mla_prefill``,
     ``gqa_prefill``) on rows ``d``."""
     # a prefill law's compute fraction is the step model's eta_fa; each law takes the constants it has
-    shape = _attn_shape(d, hw, kind.removesuffix("_mmha"))  # MMHA: its own law on the GQA shape
+    shape = _attn_shape(d, hw, base_kind(kind))  # MMHA, Triton: their own laws on the GQA shape
     split = _split_kv(d, hw, kind) | _mla_tiles(d, hw, kind)
-    return compile_operator(f"attn_{kind}_law")(**shape, **split, eta_a=law.compute, eta_fa=law.compute,
+    op = "attn_gqa_law" if kind == "gqa_triton" else f"attn_{kind}_law"  # one block per KV head
+    return compile_operator(op)(**shape, **split, eta_a=law.compute, eta_fa=law.compute,
                                                 eta_am=law.hbm, S_a0=law.offset, t_r=law.row,
                                                 X_sm=law.softmax, t_a0=law.floor, beta_c=law.stream,
                                                 t_c=law.cta, t_q=law.query, phi_rp=law.repeat,
@@ -614,22 +650,25 @@ def fa3_splits(blocks: Any, S: Any, sms: float, max_splits: int) -> np.ndarray:
 def split_kv(d: pd.DataFrame, family: str, kind: str) -> bool:
     """Whether rows ``d`` (one stack) of decode law ``kind`` ran a split-KV kernel whose
     dispatcher we model: TensorRT-LLM's XQA and MMHA on :data:`XQA_FAMILIES`, SGLang's and vLLM's
-    FlashAttention-3 on :data:`FA3_FAMILIES`."""
+    FlashAttention-3 on :data:`FA3_FAMILIES`, SGLang's Triton decode kernel everywhere."""
     stacks = set(d["stack"].astype(str))
-    return ((kind in ("gqa", "gqa_mmha") and family in XQA_FAMILIES and stacks == {"trtllm"})
+    return (kind == "gqa_triton"
+            or (kind in ("gqa", "gqa_mmha") and family in XQA_FAMILIES and stacks == {"trtllm"})
             or (kind == "gqa" and family in FA3_FAMILIES and len(stacks) == 1
                 and stacks <= set(FA3_MAX_SPLITS)))
 
 
 def _split_kv(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
     """``n_sub`` (CTAs per block: :func:`xqa_subsequences`, :func:`mmha_subsequences`,
-    :func:`fa3_splits`; 1 where the dispatcher is not modelled) and ``N_sm`` of GQA decode rows
-    ``d``."""
+    :func:`fa3_splits`, :func:`triton_decode_splits`; 1 where the dispatcher is not modelled) and
+    ``N_sm`` of GQA decode rows ``d``."""
     sms = float(hw.sm_count or 1)
     if not split_kv(d, hw.family, kind):
         return {"n_sub": np.ones(len(d)), "N_sm": sms}
     S = (d.isl + d.step).to_numpy(float)
     b = d.batch.to_numpy(float)
+    if kind == "gqa_triton":
+        return {"n_sub": triton_decode_splits(b, d.heads, d.kv_heads, S, sms), "N_sm": sms}
     stack = str(d["stack"].iloc[0])
     if stack in FA3_MAX_SPLITS:  # FlashAttention-3 splits the window-limited context it loads
         w = d.window.to_numpy(float)
@@ -663,7 +702,7 @@ def predict_attention(df: pd.DataFrame, mode: str, hbm_roofline: bool = False) -
     kinds = df if "kind" in df else with_attention_kind(df)  # score_kernels sets it once
     for (gpu, stack, law_kind, kv), idx in kinds.groupby(["gpu", "stack", "kind", "kv_dtype"]).groups.items():
         hw = _system(load_hardware(gpu), stack, mode)
-        kind = law_kind.removesuffix("_mmha")
+        kind = base_kind(law_kind)
         r, pos = df.loc[idx], df.index.get_indexer(idx)
         shape = _attn_shape(r, hw, kind)
         law = hw.efficiency.attn_law(law_kind, kv) if mode == "realistic" else None
@@ -1111,6 +1150,8 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
             split = split_kv(d, family, kind)
             if split and kind == "gqa_mmha":  # a block is one CTA's query head: t_c is its t_r
                 return ["hbm", "floor", "stream", "cta"]
+            if kind == "gqa_triton":  # t_r and t_q unpinned beside t_c on its few hundred rows
+                return ["hbm", "floor", "stream", "cta"]
             if head_tiled(d, family, kind):
                 return names + ["repeat", "cta", "query"]  # head tiles that each stream the KV
             return (names + ["softmax"] * (kind == "gqa_prefill" and d.head_dim.nunique() > 1)
@@ -1154,6 +1195,7 @@ _LAW_WHAT = {"gemm": "{dt} GEMMs", "moe": "{dt} grouped-MoE kernels",
              "attn_mla": "MLA decode attention kernels ({dt} KV cache)",
              "attn_gqa": "GQA decode attention kernels ({dt} KV cache)",
              "attn_gqa_mmha": "GQA decode attention kernels its dispatcher runs on MMHA ({dt} KV cache)",
+             "attn_gqa_triton": "GQA decode attention kernels of SGLang's Triton backend ({dt} KV cache)",
              "attn_mla_prefill": "MLA prefill attention kernels (BF16 compute, {dt} KV cache)",
              "attn_gqa_prefill": "GQA prefill attention kernels (BF16 compute, {dt} KV cache)"}
 

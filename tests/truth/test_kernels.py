@@ -647,9 +647,10 @@ def test_bundled_specs_carry_physical_moe_and_attention_laws():
             assert {k for k, _ in eff.attn} >= {"gqa_bf16", "gqa_fp8"}
             # every attention law, decode and prefill, charges its query rows some work of their own:
             # context tokens' worth (MLA decode, prefill) or a time per block (GQA decode; on
-            # TensorRT-LLM's Hopper MMHA, whose blocks are one CTA's query head, a time per CTA)
+            # TensorRT-LLM's Hopper MMHA, whose blocks are one CTA's query head, and SGLang's
+            # Triton decode kernel, a time per CTA)
             for key, law in eff.attn:
-                if key.startswith("gqa_mmha") and law.cta > 0:
+                if (key.startswith("gqa_mmha") and law.cta > 0) or key.startswith("gqa_triton"):
                     assert 0 < law.cta < 10e-6 and law.row == 0 and law.offset == 0, (gpu, stack, key)
                 elif key.startswith("gqa") and not key.startswith("gqa_prefill"):
                     assert 0 < law.row < 1e-6 and law.offset == 0, (gpu, stack, key)
@@ -1036,3 +1037,21 @@ def test_marlin_block_m_by_hand():
 
     got = marlin_block_m([1, 40, 48, 128, 4096], [8] * 5, [48, 48, 48, 48, 384])
     assert got.tolist() == [8.0, 8.0, 16.0, 32.0, 64.0]
+
+
+def test_triton_decode_splits_by_hand():
+    # SGLang's Triton decode attention on 148 SMs: the cores scaled by max(log2(S / 64), 1), shared
+    # among the grid's blocks, at most 8 splits, whole chunks of the context.  One MHA sequence of
+    # 131072 tokens: 1 block, 148 x 11 = 1628 cores: 8 splits; 64 sequences of 128 tokens, 8 query
+    # heads per KV head: 64 blocks, 148 cores: ceil(148 / 64) = 3 (chunks of 43 tokens: 3); 64 of
+    # 2 tokens, 32 / 2 heads (groups of 16): 128 blocks, 2 splits of 1 token; one token: 1
+    from planner.truth.kernels import attention_kind, triton_decode_splits
+
+    got = triton_decode_splits([1, 64, 64, 1], [1, 8, 32, 1], [1, 1, 2, 1], [131072, 128, 2, 1], 148.0)
+    assert got.tolist() == [8.0, 3.0, 2.0, 1.0]
+    # its rows get their own law kind; the same shape on SGLang's other backends stays "gqa"
+    d = pd.DataFrame({"op": ["attention_gqa"] * 3 + ["attention_mla"], "stack": ["sglang"] * 4,
+                      "variant": ["triton", "trtllm_mha", "flashinfer", "triton"], "heads": [8] * 4,
+                      "kv_heads": [1] * 4, "batch": [1] * 4, "isl": [1] * 4, "step": [1] * 4,
+                      "kv_dtype": ["bf16"] * 4})
+    assert attention_kind(d, "blackwell", 148).tolist() == ["gqa_triton", "gqa", "gqa", "mla"]
