@@ -47,8 +47,12 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   token's own traffic ``M_tok = T_moe 2 d 2 B`` (its hidden state read and its combined output
   written, once whatever its rows; with the layer's per-token routing and permutation work) at a
   fraction ``eta_et`` of HBM bandwidth (it binds at wide EP, where few of a token's rows stay on the
-  rank: DeepSeek-V3's layer at EP 64-256 and 4-16k tokens was predicted 1.3-1.75x fast without it), and a
-  per-kernel floor ``t_e0``.  ``moe_roofline``: peaks, uniform routing (lambda = 1), no padding, no floor.
+  rank: DeepSeek-V3's layer at EP 64-256 and 4-16k tokens was predicted 1.3-1.75x fast without it), on
+  SGLang's masked path the SM time of the zero-writing blocks it launches for the ``n_ez`` remote
+  experts the tokens reach, ``n_ez (2 f_e / TP_e + d) t_z / N_sm``, and a per-kernel floor ``t_e0``
+  (the tile ``t_m``, and ``eta_em`` on a Triton kernel's few-token default config, are the
+  kernel's own: :mod:`planner.truth.kernels`).  ``moe_roofline``: peaks, uniform routing
+  (lambda = 1), no padding, no floor.
   ``moe_bound``: the same with the fewest experts any routing can touch (``k / EP``: a token's
   experts are distinct) and, as ``gemm_bound``, the weights the L2 cache can hold from the
   previous run not read from HBM: the source's routing can touch fewer experts than uniform
@@ -168,7 +172,7 @@ eta_am = sp.Symbol("eta_am", positive=True)  #: fitted HBM fraction of decode at
 t_a0 = sp.Symbol("t_a0", nonnegative=True)  #: fitted floor of a decode attention kernel, s
 t_r = sp.Symbol("t_r", nonnegative=True)    #: fitted time per block (sequence, KV head) of GQA decode, s
 n_sub = sp.Symbol("n_sub", positive=True)   #: CTAs (sub-sequences) per block of a split-KV decode kernel
-n_ht = sp.Symbol("n_ht", positive=True)     #: head tiles per sequence that each stream an MLA decode's KV
+n_ht = sp.Symbol("n_ht", positive=True)     #: CTAs per sequence that each stream an MLA decode's KV
 n_hc = sp.Symbol("n_hc", positive=True)     #: CTAs per sequence and KV split of an MLA decode kernel
 phi_rp = sp.Symbol("phi_rp", nonnegative=True)  #: fitted share of a repeated KV pass read from HBM
 beta_c = sp.Symbol("beta_c", positive=True)  #: fitted rate one CTA streams its share of the KV cache at, B/s
@@ -232,8 +236,8 @@ OPERATOR_SYMBOLS = {
              "planner.truth.kernels.mla_dispatch; 1 elsewhere)", "1"),
     "n_hc": (n_hc, "CTAs per sequence and KV split of an MLA decode kernel: its head tiles times its value-"
              "dimension slices (2 on trtllm-gen's 128-head 2-CTA kernel; 1 elsewhere)", "1"),
-    "phi_rp": (phi_rp, "share of each repeated pass over the KV (a second head tile's) that comes from HBM, "
-               "the rest hitting L2 (fitted; 0 where not fitted)", "1"),
+    "phi_rp": (phi_rp, "share of each repeated pass over the KV (a further head tile's or value slice's) "
+               "that comes from HBM, the rest hitting L2 (fitted; 0 where not fitted)", "1"),
     "n_sub": (n_sub, "CTAs per block of a split-KV (multi-block) decode kernel, each streaming 1 / n_sub of "
               "the block's context: the dispatcher's count (on Hopper: planner.truth.kernels."
               "xqa_subsequences, mmha_subsequences for TensorRT-LLM, fa3_splits for SGLang and vLLM; MLA "
@@ -357,7 +361,8 @@ OPERATORS: dict[str, sp.Expr] = {
     "moe_bound": eq.at(eq._max(F_moe / eq.P_e, eq._max(M_moe_min - C_l2, 0) / eq.B_hbm), {eq.lam: 1}),
     # decode attention, MLA absorbed and GQA
     "attn_mla": eq.roofline(F_mla, M_mla, eq.P_c),
-    # each of the n_ht head tiles streams the KV; the share phi_rp of a repeated pass misses L2
+    # each of the n_ht CTAs streams the KV, the share phi_rp of a repeated pass missing L2; each
+    # of the grid's CTAs costs SM time
     "attn_mla_law": _attn_law(F_mla + R_mla, (M_mla + Q_mla) * (1 + phi_rp * (n_ht - 1)))
     + n_sub * eq.b * (n_hc * t_c + eq.h * (r_kv + d_r) * t_q) / eq.N_sm,
     "attn_mla_bound": eq._max(F_mla / eq.P_c, M_mla / eq.B_hbm),
