@@ -500,6 +500,23 @@ def mmha_subsequences(S: Any, blocks: Any, sms: float) -> np.ndarray:
 SGLANG_TRITON_ATTN_VARIANT = "triton"
 #: the backend's ``--triton-attention-num-kv-splits`` default: at most 8 splits
 TRITON_MAX_KV_SPLITS = 8.0
+#: vLLM's Triton attention backend (table variant ``vllm_triton_attn``), fitted apart the same way
+#: (kind ``gqa_triton``): its unified kernel runs decode as its 3D kernel, each (sequence, KV head)
+#: over :data:`VLLM_TRITON_SEGMENTS` softmax segments of 16-token tiles, where the sequences number
+#: at most ``MIN_LAUNCH_GRID_SIZE_2D // h_kv`` (128 // h_kv: ``seq_threshold_3D`` in its
+#: ``triton_attn.py``, as read), else as its 2D kernel, one CTA per (sequence, KV head)
+VLLM_TRITON_ATTN_VARIANT = "vllm_triton_attn"
+VLLM_TRITON_SEGMENTS = 16.0
+VLLM_TRITON_MIN_GRID_2D = 128.0
+VLLM_TRITON_TILE = 16.0
+
+
+def vllm_triton_segments(b: Any, h_kv: Any, S: Any) -> np.ndarray:
+    """CTAs per (sequence, KV head) of vLLM's Triton decode attention (:data:`VLLM_TRITON_ATTN_VARIANT`):
+    ``min(16, ceil(S / 16))`` segments on the 3D kernel (``b <= 128 // h_kv``), else 1."""
+    b, h_kv, S = (np.asarray(x, float) for x in (b, h_kv, S))
+    three_d = b <= np.floor(VLLM_TRITON_MIN_GRID_2D / np.maximum(h_kv, 1.0))
+    return np.where(three_d, np.minimum(VLLM_TRITON_SEGMENTS, np.ceil(S / VLLM_TRITON_TILE)), 1.0)
 
 
 def triton_decode_splits(b: Any, h: Any, h_kv: Any, S: Any, sms: float) -> np.ndarray:
@@ -527,12 +544,14 @@ def attention_kind(d: pd.DataFrame, family: str, sm_count: int = 0) -> pd.Series
     """Each attention row's law kind: ``mla``, ``gqa``, ``mla_prefill``, ``gqa_prefill``,
     ``gqa_mmha`` for the TensorRT-LLM GQA decode shapes its dispatcher sends to MMHA (rules above,
     :data:`XQA_MAX_GROUP`), on a GPU of ``family`` with ``sm_count`` SMs, and ``gqa_triton`` for
-    SGLang's Triton decode kernels (:data:`SGLANG_TRITON_ATTN_VARIANT`)."""
+    SGLang's and vLLM's Triton decode kernels (:data:`SGLANG_TRITON_ATTN_VARIANT`,
+    :data:`VLLM_TRITON_ATTN_VARIANT`)."""
     kind = d["op"].astype(str).str.removeprefix("attention_")
     stack = d["stack"].astype(str)
     variant = d.get("variant", pd.Series("", index=d.index)).astype(str)
-    kind = kind.where(~((kind == "gqa") & (stack == "sglang") & (variant == SGLANG_TRITON_ATTN_VARIANT)),
-                      "gqa_triton")
+    triton = (((stack == "sglang") & (variant == SGLANG_TRITON_ATTN_VARIANT))
+              | ((stack == "vllm") & (variant == VLLM_TRITON_ATTN_VARIANT)))
+    kind = kind.where(~((kind == "gqa") & triton), "gqa_triton")
     gqa = (kind == "gqa") & (stack == "trtllm")
     h, h_kv = d.heads.to_numpy(float), np.maximum(d.kv_heads.to_numpy(float), 1.0)
     mmha = h / h_kv > XQA_MAX_GROUP
@@ -650,7 +669,7 @@ def fa3_splits(blocks: Any, S: Any, sms: float, max_splits: int) -> np.ndarray:
 def split_kv(d: pd.DataFrame, family: str, kind: str) -> bool:
     """Whether rows ``d`` (one stack) of decode law ``kind`` ran a split-KV kernel whose
     dispatcher we model: TensorRT-LLM's XQA and MMHA on :data:`XQA_FAMILIES`, SGLang's and vLLM's
-    FlashAttention-3 on :data:`FA3_FAMILIES`, SGLang's Triton decode kernel everywhere."""
+    FlashAttention-3 on :data:`FA3_FAMILIES`, SGLang's and vLLM's Triton decode kernels everywhere."""
     stacks = set(d["stack"].astype(str))
     return (kind == "gqa_triton"
             or (kind in ("gqa", "gqa_mmha") and family in XQA_FAMILIES and stacks == {"trtllm"})
@@ -660,13 +679,16 @@ def split_kv(d: pd.DataFrame, family: str, kind: str) -> bool:
 
 def _split_kv(d: pd.DataFrame, hw: Any, kind: str) -> dict[str, Any]:
     """``n_sub`` (CTAs per block: :func:`xqa_subsequences`, :func:`mmha_subsequences`,
-    :func:`fa3_splits`, :func:`triton_decode_splits`; 1 where the dispatcher is not modelled) and
+    :func:`fa3_splits`, :func:`triton_decode_splits`, :func:`vllm_triton_segments`; 1 where the
+    dispatcher is not modelled) and
     ``N_sm`` of GQA decode rows ``d``."""
     sms = float(hw.sm_count or 1)
     if not split_kv(d, hw.family, kind):
         return {"n_sub": np.ones(len(d)), "N_sm": sms}
     S = (d.isl + d.step).to_numpy(float)
     b = d.batch.to_numpy(float)
+    if kind == "gqa_triton" and str(d["stack"].iloc[0]) == "vllm":
+        return {"n_sub": vllm_triton_segments(b, d.kv_heads, S), "N_sm": sms}
     if kind == "gqa_triton":
         return {"n_sub": triton_decode_splits(b, d.heads, d.kv_heads, S, sms), "N_sm": sms}
     stack = str(d["stack"].iloc[0])
@@ -1195,7 +1217,7 @@ _LAW_WHAT = {"gemm": "{dt} GEMMs", "moe": "{dt} grouped-MoE kernels",
              "attn_mla": "MLA decode attention kernels ({dt} KV cache)",
              "attn_gqa": "GQA decode attention kernels ({dt} KV cache)",
              "attn_gqa_mmha": "GQA decode attention kernels its dispatcher runs on MMHA ({dt} KV cache)",
-             "attn_gqa_triton": "GQA decode attention kernels of SGLang's Triton backend ({dt} KV cache)",
+             "attn_gqa_triton": "GQA decode attention kernels of the stack's Triton backend ({dt} KV cache)",
              "attn_mla_prefill": "MLA prefill attention kernels (BF16 compute, {dt} KV cache)",
              "attn_gqa_prefill": "GQA prefill attention kernels (BF16 compute, {dt} KV cache)"}
 

@@ -1055,3 +1055,19 @@ def test_triton_decode_splits_by_hand():
                       "kv_heads": [1] * 4, "batch": [1] * 4, "isl": [1] * 4, "step": [1] * 4,
                       "kv_dtype": ["bf16"] * 4})
     assert attention_kind(d, "blackwell", 148).tolist() == ["gqa_triton", "gqa", "gqa", "mla"]
+
+
+def test_vllm_triton_segments_by_hand():
+    # vLLM's Triton decode attention: the 3D kernel, 16 softmax segments of 16-token tiles per
+    # (sequence, KV head), where the sequences number at most 128 // h_kv, else the 2D kernel, one
+    # CTA each.  One sequence of 131072 tokens: 16; 64 sequences with 4 KV heads (128 // 4 = 32 <
+    # 64): 1; 64 of 2 tokens with 1 KV head: one tile, 1; 64 of 1024 with 2 KV heads (64 <= 64): 16
+    from planner.truth.kernels import attention_kind, vllm_triton_segments
+
+    got = vllm_triton_segments([1, 64, 64, 64], [1, 4, 1, 2], [131072, 8192, 2, 1024])
+    assert got.tolist() == [16.0, 1.0, 1.0, 16.0]
+    d = pd.DataFrame({"op": ["attention_gqa"] * 2, "stack": ["vllm"] * 2,
+                      "variant": ["vllm_triton_attn", "vllm_flashinfer_trtllmdecode"], "heads": [8] * 2,
+                      "kv_heads": [1] * 2, "batch": [1] * 2, "isl": [1] * 2, "step": [1] * 2,
+                      "kv_dtype": ["fp8"] * 2})
+    assert attention_kind(d, "blackwell", 148).tolist() == ["gqa_triton", "gqa"]
