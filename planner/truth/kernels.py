@@ -351,12 +351,16 @@ TRITON_DEFAULT_CONFIG_VARIANTS = ("sglang_fused_moe_triton",)
 TRITON_ONE_CONFIG_DTYPES = ("fp8_block",)
 
 
+def _variant(d: pd.DataFrame) -> pd.Series:
+    """Each table row's ``variant`` (the implementation its collector timed; ``""`` without one)."""
+    return d.get("variant", pd.Series("", index=d.index)).astype(str)
+
+
 def few_token_config(d: pd.DataFrame) -> np.ndarray:
     """Whether each MoE row ran a Triton fused-MoE kernel's few-token default config
     (:data:`TRITON_DEFAULT_CONFIG_VARIANTS`): tokens handed to the kernel (every token, on the
     masked path too) at most the rank's experts."""
-    variant = d.get("variant", pd.Series("", index=d.index)).astype(str)
-    return (variant.isin(TRITON_DEFAULT_CONFIG_VARIANTS).to_numpy()
+    return (_variant(d).isin(TRITON_DEFAULT_CONFIG_VARIANTS).to_numpy()
             & ~d["dtype"].astype(str).isin(TRITON_ONE_CONFIG_DTYPES).to_numpy()
             & (d.tokens.to_numpy(float) <= d.experts.to_numpy(float) / d.ep.to_numpy(float)))
 
@@ -378,23 +382,31 @@ def marlin_block_m(tokens: Any, topk: Any, local_experts: Any) -> np.ndarray:
     return out
 
 
+def moe_rank(d: pd.DataFrame, family: str) -> pd.DataFrame:
+    """MoE rows ``d`` with what the law needs of each row's measured rank on a GPU of ``family``:
+    ``rank_rows``, ``rank_experts``, ``rank_slots``, ``rank_remote`` (``T_er``, ``n_er``, ``T_ea``,
+    ``n_ez`` under the table's routing: :func:`planner.truth.routing.measured_rank`), ``rank_tile``
+    (``t_m``: the tile :func:`moe_tile` sizes to the rows, a Marlin kernel's own
+    :func:`marlin_block_m`) and ``rank_few`` (:func:`few_token_config`)."""
+    tile = TILE_M.get(family, 1.0)
+    rows, touched, _, slots, remote = measured_rank(d, tile)
+    marlin = _variant(d).str.contains("marlin").to_numpy()
+    t_m = np.where(marlin, marlin_block_m(d.tokens, d.topk, d.experts / d.ep), moe_tile(rows, touched, tile))
+    return d.assign(rank_rows=rows, rank_experts=touched, rank_slots=slots, rank_remote=remote,
+                    rank_tile=t_m, rank_few=few_token_config(d))
+
+
 def moe_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: KernelLaw) -> np.ndarray:
     """The fitted grouped-MoE law (operator ``moe_law``) on rows ``d`` of one weight dtype, each at
-    the rows and distinct experts its measured rank ran under the table's routing
-    (:func:`planner.truth.routing.measured_rank`), on the tile :func:`moe_tile` sizes to them
-    (a Marlin kernel's own, :func:`marlin_block_m`); the weight stream at ``law.few`` on a Triton
-    kernel's few-token config (:func:`few_token_config`) where fitted."""
-    tile = TILE_M.get(hw.family, 1.0)
-    cols = ("rank_rows", "rank_experts", "rank_slots", "rank_remote")
-    if "rank_rows" in d:  # set once by fit_moe, which evaluates the law many times
-        rows, touched, slots, remote = (d[c].to_numpy(float) for c in cols)
-    else:
-        rows, touched, _, slots, remote = measured_rank(d, tile)
-    hbm = np.where(few_token_config(d), law.few, law.hbm) if law.few > 0 else law.hbm
-    marlin = d.get("variant", pd.Series("", index=d.index)).astype(str).str.contains("marlin").to_numpy()
-    t_m = np.where(marlin, marlin_block_m(d.tokens, d.topk, d.experts / d.ep), moe_tile(rows, touched, tile))
-    return compile_operator("moe_law")(**_moe_shape(d, hw, dtype), t_m=t_m,
-                                       T_er=rows, n_er=touched, T_ea=slots, n_ez=remote,
+    its measured rank (:func:`moe_rank`; fit_moe sets those columns once, as it evaluates the law
+    many times); the weight stream at ``law.few`` on a Triton kernel's few-token config where
+    fitted."""
+    if "rank_rows" not in d:
+        d = moe_rank(d, hw.family)
+    hbm = np.where(d.rank_few.to_numpy(bool), law.few, law.hbm) if law.few > 0 else law.hbm
+    return compile_operator("moe_law")(**_moe_shape(d, hw, dtype), t_m=d.rank_tile.to_numpy(float),
+                                       T_er=d.rank_rows.to_numpy(float), n_er=d.rank_experts.to_numpy(float),
+                                       T_ea=d.rank_slots.to_numpy(float), n_ez=d.rank_remote.to_numpy(float),
                                        N_sm=float(hw.sm_count or 1), t_z=law.mask,
                                        eta_e=law.compute, eta_em=hbm, eta_ea=law.act, eta_et=law.token,
                                        t_e0=law.floor)
@@ -547,8 +559,7 @@ def attention_kind(d: pd.DataFrame, family: str, sm_count: int = 0) -> pd.Series
     SGLang's and vLLM's Triton decode kernels (:data:`SGLANG_TRITON_ATTN_VARIANT`,
     :data:`VLLM_TRITON_ATTN_VARIANT`)."""
     kind = d["op"].astype(str).str.removeprefix("attention_")
-    stack = d["stack"].astype(str)
-    variant = d.get("variant", pd.Series("", index=d.index)).astype(str)
+    stack, variant = d["stack"].astype(str), _variant(d)
     triton = (((stack == "sglang") & (variant == SGLANG_TRITON_ATTN_VARIANT))
               | ((stack == "vllm") & (variant == VLLM_TRITON_ATTN_VARIANT)))
     kind = kind.where(~((kind == "gqa") & triton), "gqa_triton")
@@ -1124,17 +1135,14 @@ def fit_moe(df: pd.DataFrame | None = None) -> list[LawFit]:
     df = moe_kernels() if df is None else df
     df = df[[MOE_DTYPES[dt][0] in load_hardware(g).flops for g, dt in zip(df.gpu, df.dtype, strict=True)]]
 
-    def routed(d: pd.DataFrame, gpu: str) -> pd.DataFrame:
-        rows, touched, _, slots, remote = measured_rank(d, TILE_M.get(load_hardware(gpu).family, 1.0))
-        return d.assign(rank_rows=rows, rank_experts=touched, rank_slots=slots, rank_remote=remote)
-
     def names(d: pd.DataFrame) -> list[str]:
         # the few-token config's weight stream and the masked blocks only where the cell has such rows
-        return (["compute", "hbm", "floor", "act", "token"] + ["few"] * bool(few_token_config(d).any())
+        return (["compute", "hbm", "floor", "act", "token"] + ["few"] * bool(d.rank_few.any())
                 + ["mask"] * bool((d.rank_remote > 0).any()))
 
     df = df.assign(law_key=law_key(df, moe_paths(df)))
-    groups = ((key, routed(d, key[0])) for key, d in df.groupby(["gpu", "stack", "law_key"]))
+    groups = ((key, moe_rank(d, load_hardware(key[0]).family))
+              for key, d in df.groupby(["gpu", "stack", "law_key"]))
     return _fit_kernel_law("moe", groups, lambda d, hw, law: moe_law_seconds(d, hw, d.dtype.iloc[0], law),
                            names)
 
