@@ -30,7 +30,7 @@ REGIONS = ("global", "china")
 #: DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs") with the
 #: H100 SGLang efficiencies fitted to the measured runs, which ran without overlap.  Reproduced
 #: by ``scripts/derive_overlap_efficiency.py`` (tests/physics/test_step.py checks that the two
-#: agree): 91.94 ms with the whole shorter side hidden, 170 ms at eta_o = 0, against 91.91 ms
+#: agree): 92.26 ms with the whole shorter side hidden, 170 ms at eta_o = 0, against 91.91 ms
 #: measured, so 1 (its ceiling: the model reaches the point only with all of it hidden).  The
 #: step prices those experts with SGLang's Triton grouped-MoE law (its compute fraction 0.30 of
 #: the FP8 peak once the kernels' masked slots are read right, where 0.97 had put the same point
@@ -75,7 +75,7 @@ MOE_LAW_PATHS = ("triton",)
 MOE_LAW_KEYS = MOE_LAW_DTYPES + tuple(f"{dt}_{p}" for p in MOE_LAW_PATHS for dt in MOE_LAW_DTYPES)
 #: decode and prefill attention laws a ``stacks:`` entry may carry (``attn_<kind>_<KV dtype>`` keys;
 #: kinds ``mla``, ``gqa``, ``gqa_mmha`` (TensorRT-LLM's MMHA fallback: planner.truth.kernels.attention_kind),
-#: ``gqa_triton`` (SGLang's Triton backend), ``mla_prefill``, ``gqa_prefill``)
+#: ``gqa_triton`` (SGLang's and vLLM's Triton backends), ``mla_prefill``, ``gqa_prefill``)
 ATTN_LAW_KEYS = tuple(f"{kind}_{kv}" for kind in ("mla", "gqa", "gqa_mmha", "gqa_triton", "mla_prefill",
                                                    "gqa_prefill") for kv in ("bf16", "fp8"))
 #: all-to-all kernel floors a ``stacks:`` entry may carry (``a2a_<phase>_<dtype>`` keys)
