@@ -347,6 +347,25 @@ def test_a2a_law_by_hand():
     assert t == pytest.approx(10e-6 + 8 * 7 * (1 - (7 / 8) ** 8) * 7168 / 450e9, rel=1e-12)
 
 
+def test_a2a_monotone_yardstick_by_hand():
+    """scripts/a2a_noise_floor.py: a sweep whose time grows with the volume is fitted exactly; one
+    that falls from 2 us to 1 us as the volume doubles is pooled at their geometric mean, sqrt(2) us
+    (least squares in log), off by 1 - sqrt(2)/2 and sqrt(2) - 1; sweeps are fitted apart."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "a2a_noise_floor.py"
+    spec = importlib.util.spec_from_file_location("a2a_noise_floor", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    d = pd.DataFrame({"gpu": ["a"] * 4, "stack": ["vllm"] * 4, "phase": ["dispatch"] * 2 + ["combine"] * 2,
+                      "dtype": ["bf16"] * 4, "ep": [8] * 4, "variant": ["deepep_ll"] * 4,
+                      "tokens": [2, 1, 1, 2], "hidden": [7168] * 4, "topk": [8] * 4,
+                      "latency_us": [1.0, 2.0, 3.0, 5.0]})
+    err = script.monotone_errors(d)
+    assert err == pytest.approx([math.sqrt(2) - 1, 1 - math.sqrt(2) / 2, 0.0, 0.0], abs=1e-12)
+
+
 def test_a2a_law_spec_round_trip_and_what_the_step_takes(monkeypatch):
     from planner.physics.step import _efficiencies
     from planner.specs.hardware import parse_hardware
