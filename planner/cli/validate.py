@@ -388,7 +388,7 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
         print(f"# wrote the all-reduce (stacks' and NCCL's), all-to-all, GEMM, grouped-MoE and attention "
               f"laws into the stacks: and collectives: entries of {len(written)} hardware specs: "
               f"{', '.join(written)} (the step model takes the all-to-all law's bandwidth fraction, not "
-              "its floors: see the README)")
+              "its floors: see docs/accuracy.md)")
     else:
         print("# nothing written (--write puts the all-reduce, all-to-all, GEMM, grouped-MoE and attention "
               "laws into the bundled specs' stacks: entries, NCCL's into their collectives: block)")

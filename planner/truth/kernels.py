@@ -864,7 +864,7 @@ class LawFit:
 #: other implementation, a tuned tile that misses a shape); squared, their few large residuals set
 #: the constants for every other shape.  Fitted by plain squares instead, 71 of the 136 (op, GPU,
 #: stack) cells are over 10% median and 56 over 30% p90; by Huber at this scale, fewer of both
-#: (README, "Measured kernels").
+#: (docs/accuracy.md, "Measured kernels").
 KERNEL_LOSS = "huber"
 KERNEL_LOSS_SCALE = 0.1
 
