@@ -187,3 +187,15 @@ def test_stack_selects_the_fit_for_every_system_not_naming_its_own(capsys):
     refused(capsys, [*point, "--hardware", "rtx-pro-6000-server", "--stack", "sglang"],
             "rtx-pro-6000-server.yaml: stack: a fitted serving stack")
     assert _choices("compare", "--stack") == ("trtllm", "sglang", "vllm")
+
+
+def test_ratio_spans_print_whole_tokens_unless_two_would_touch():
+    # the tokens/s per user where a ratio is above its threshold: whole numbers where they read
+    # apart; where a dip under 1 token/s per user would print as "128-131, 131-160" (or a span as
+    # "148-148"), tenths
+    from planner.cli.frontier import _spans
+
+    assert _spans([(112.2, 167.4)]) == "112-167"
+    assert _spans([(96.0, 120.0), (140.0, 160.0)]) == "96-120, 140-160"
+    assert _spans([(127.7, 130.6), (131.3, 159.9)]) == "127.7-130.6, 131.3-159.9"
+    assert _spans([(148.2, 148.4), (154.0, 178.0)]) == "148.2-148.4, 154.0-178.0"

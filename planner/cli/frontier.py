@@ -272,11 +272,23 @@ def speculation_line(sp: dict[str, Any]) -> str:
     return f"{how}, {nums} tokens per step at {counts} drafts ({src}{rng}); {searched}"
 
 
+def _spans(v: Any) -> str:
+    """Intervals of tokens/s per user as text, to whole tokens/s unless that would make two of them
+    touch or one of them a point (a ratio that dips below the threshold for under 1 token/s per
+    user), then to a tenth."""
+    v = [(float(a), float(b)) for a, b in v]
+    whole = [(round(a), round(b)) for a, b in v]
+    point = any(a == b for a, b in whole)
+    touch = any(whole[i][1] >= whole[i + 1][0] for i in range(len(whole) - 1))
+    digits = 1 if point or touch else 0
+    return ", ".join(f"{a:.{digits}f}-{b:.{digits}f}" for a, b in v)
+
+
 def _print_assumptions(df: Any) -> None:
     t = df.attrs["threshold"]
 
     def span(v: Any) -> str:  # every interval where the ratio dips below the threshold and back
-        return ", ".join(f"{a:.0f}-{b:.0f}" for a, b in v) if v else "never"
+        return _spans(v) if v else "never"
 
     print(f"\n# assumptions that move the answer (one changed at a time; largest per-GPU ratio and the "
           f"tokens/s/user where the ratio is >= {t:g}x)")
@@ -288,11 +300,11 @@ def _print_assumptions(df: Any) -> None:
 
 def _crossing_text(entry: dict[str, Any]) -> str:
     def span(v: Any) -> str:
-        return "never" if v is None else f"{v[0]:.0f}-{v[1]:.0f} tokens/s/user"
+        return "never" if v is None else f"{_spans([v])} tokens/s/user"
 
     spans = entry.get("intervals") or ([entry["nominal"]] if entry["nominal"] is not None else [])
     # every interval where the ratio dips below the threshold and comes back
-    out = (", ".join(f"{v[0]:.0f}-{v[1]:.0f}" for v in spans) + " tokens/s/user") if spans else "never"
+    out = (_spans(spans) + " tokens/s/user") if spans else "never"
     if "earliest" in entry:
         out += f" (band: upper edge {span(entry['earliest'])}, lower edge {span(entry['surely'])})"
     return out

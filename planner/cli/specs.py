@@ -223,13 +223,20 @@ def _hardware_table(h: Hardware, full: bool) -> list[str]:
         ("HBM bandwidth total", format_si(h.hbm_bandwidth * h.gpus_per_system, "B/s"), "derived"),
     ]
     e = h.efficiency
+
+    def esrc(field: str, entry: str | None = None) -> str:
+        """The source of an efficiency: the serving stack's fit where it sets the field, else the
+        efficiency: block's."""
+        key = f"stacks.{h.stack}.{entry or field}"
+        return src(key) if h.stack and key in h.sources else src(f"efficiency.{field}")
+
     eff = [
-        ("compute (eta_c)", f"{e.compute:g}", src("efficiency.compute")),
-        ("HBM (eta_m)", f"{e.hbm:g}", src("efficiency.hbm")),
-        ("scale-up (eta_n)", f"{e.scale_up:g}", src("efficiency.scale_up")),
-        ("scale-out (eta_n)", f"{e.scale_out:g}", src("efficiency.scale_out")),
-        ("kernel overhead", format_si(e.kernel_overhead, "s"), src("efficiency.kernel_overhead")),
-        ("step overhead", format_si(e.step_overhead, "s"), src("efficiency.step_overhead")),
+        ("compute (eta_c)", f"{e.compute:g}", esrc("compute")),
+        ("HBM (eta_m)", f"{e.hbm:g}", esrc("hbm")),
+        ("scale-up (eta_n)", f"{e.scale_up:g}", esrc("scale_up", "network")),
+        ("scale-out (eta_n)", f"{e.scale_out:g}", esrc("scale_out", "network")),
+        ("kernel overhead", format_si(e.kernel_overhead, "s"), esrc("kernel_overhead")),
+        ("step overhead", format_si(e.step_overhead, "s"), esrc("step_overhead")),
         ("load imbalance", f"{e.load_imbalance:g}", src("efficiency.load_imbalance")),
         ("memory reserve", f"{e.memory_reserve:g}", src("efficiency.memory_reserve")),
     ]

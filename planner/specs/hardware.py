@@ -30,7 +30,7 @@ REGIONS = ("global", "china")
 #: DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs") with the
 #: H100 SGLang efficiencies fitted to the measured runs, which ran without overlap.  Reproduced
 #: by ``scripts/derive_overlap_efficiency.py`` (tests/physics/test_step.py checks that the two
-#: agree): 92.26 ms with the whole shorter side hidden, 170 ms at eta_o = 0, against 91.91 ms
+#: agree): 92.01 ms with the whole shorter side hidden, 170 ms at eta_o = 0, against 91.91 ms
 #: measured, so 1 (its ceiling: the model reaches the point only with all of it hidden).  The
 #: step prices those experts with SGLang's Triton grouped-MoE law (its compute fraction 0.30 of
 #: the FP8 peak once the kernels' masked slots are read right, where 0.97 had put the same point

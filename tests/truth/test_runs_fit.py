@@ -54,7 +54,7 @@ def test_the_fit_prices_each_run_as_its_stack_dispatches(fit_cells):
 def test_fit_recovers_known_parameters(h200_trtllm_parts):
     # runs "measured" at known efficiencies, exactly as the model predicts them: the fit, started
     # from the spec values, must find those efficiencies again
-    truth = np.array([0.6, 0.7, 0.5, 10e-6])
+    truth = np.array([0.6, 0.7, 0.5, 10e-6, 0.8e-3])
     parts = []
     for p in h200_trtllm_parts:
         t = p.inputs.tpot(rf._with(p.inputs.hw, rf.PARAMETERS, truth))
@@ -104,6 +104,23 @@ def test_a_parameter_a_cell_cannot_pin_takes_the_familys_value(fit_cells):
     assert entry["order"] == [*merged.fitted, "compute"]
     m = np.asarray(entry["matrix"], float)
     assert m[-1, -1] == pytest.approx(0.15 ** 2, rel=1e-3) and not m[-1, :-1].any() and not m[:-1, -1].any()
+
+
+def test_the_step_overhead_is_the_familys_in_every_cell(fit_cells):
+    # the per-step overhead trades with the per-kernel one inside one cell's models; it is fitted
+    # once per family (every stack's runs together) and each cell holds that value, and says so,
+    # while its other parameters are fitted around it
+    parts = fit_cells[("blackwell", "vllm")]
+    alone = rf.fit_cell(parts, "blackwell", "vllm", ttft=False)
+    family = dataclasses.replace(alone, stack="all stacks", n=1163, fitted=[*alone.fitted, "step_overhead"],
+                                 values={**alone.values, "step_overhead": 0.37e-3},
+                                 rel_se={**alone.rel_se, "step_overhead": 0.12})
+    merged = rf.fit_cell(parts, "blackwell", "vllm", family, ttft=False)
+    assert merged.values["step_overhead"] == 0.37e-3 and "step_overhead" not in merged.fitted
+    assert "fitted once per family" in merged.fixed["step_overhead"]
+    assert "kernel_overhead" in merged.fitted
+    # its family's standard error goes with it into the stacks block's covariance (a band draws it)
+    assert merged.held_se == {"step_overhead": 0.12}
 
 
 def test_stacks_block_round_trips_through_the_spec_parser(h200_trtllm_parts):
@@ -182,7 +199,9 @@ def test_cli_calibrate_runs_json(capsys, tmp_path):
         assert f["n"] == sum(c["n"] for c in doc["cells"] if c["family"] == fam)
         for c in doc["cells"]:
             for name, why in c["fixed"].items() if c["family"] == fam else ():
-                if "stacks' " in why:
+                if name in rf.FAMILY_ONLY:  # the family's value, fitted or held at a bound there
+                    assert "fitted once per family" in why and c["values"][name] == f["values"][name]
+                elif "stacks' " in why:
                     assert name in f["fitted"] and c["values"][name] == f["values"][name]
     # the vLLM runs alone do not pin the compute fraction; both stacks' runs together do
     vllm = next(c for c in doc["cells"] if c["stack"] == "vllm")
