@@ -281,7 +281,12 @@ def _spans(v: Any) -> str:
     point = any(a == b for a, b in whole)
     touch = any(whole[i][1] >= whole[i + 1][0] for i in range(len(whole) - 1))
     digits = 1 if point or touch else 0
-    return ", ".join(f"{a:.{digits}f}-{b:.{digits}f}" for a, b in v)
+
+    def one(a: float, b: float) -> str:
+        lo, hi = f"{a:.{digits}f}", f"{b:.{digits}f}"
+        return lo if lo == hi else f"{lo}-{hi}"  # a stretch narrower than the last digit: one rate
+
+    return ", ".join(one(a, b) for a, b in v)
 
 
 def _print_assumptions(df: Any) -> None:

@@ -237,6 +237,8 @@ def _hardware_table(h: Hardware, full: bool) -> list[str]:
         ("scale-out (eta_n)", f"{e.scale_out:g}", esrc("scale_out", "network")),
         ("kernel overhead", format_si(e.kernel_overhead, "s"), esrc("kernel_overhead")),
         ("step overhead", format_si(e.step_overhead, "s"), esrc("step_overhead")),
+        *([("host per running sequence", format_si(e.host_per_sequence, "s"), esrc("host_per_sequence"))]
+          if e.host_per_sequence > 0 else []),
         ("load imbalance", f"{e.load_imbalance:g}", src("efficiency.load_imbalance")),
         ("memory reserve", f"{e.memory_reserve:g}", src("efficiency.memory_reserve")),
     ]

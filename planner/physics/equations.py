@@ -132,6 +132,7 @@ from planner.physics.symbols import (
     t_n0,
     t_qt,
     tau_k,
+    tau_q,
     x_fw,
     x_g,
     x_mtp,
@@ -703,8 +704,13 @@ t_draft_head = n_Ldr * (t_attn_proj + t_attn_core + t_draft_ffn) + t_fuse + t_dr
 #: Draft cost: n_d passes of one MoE layer and the head (MTP, x_mtp = 1) or of the draft head
 #: (x_mtp = 0), each on one token per sequence.
 t_draft = n_d * at(x_mtp * (t_layer_moe + t_head) + (1 - x_mtp) * t_draft_head, {s_q: 1, s_h: 1})
-#: Time per step: n_Ld dense + (n_L - n_Ld) MoE layers + LM head + drafts + fixed cost.
-t_step = n_Ld * t_layer_dense + (n_L - n_Ld) * t_layer_moe + t_head + t_draft + t_fixed
+#: The GPU's time per step: n_Ld dense + (n_L - n_Ld) MoE layers + LM head + drafts + fixed cost.
+t_step_gpu = n_Ld * t_layer_dense + (n_L - n_Ld) * t_layer_moe + t_head + t_draft + t_fixed
+#: Time per step: the GPU's, or the host's work for the b sequences its scheduler runs, tau_q b,
+#: whichever is longer (the schedulers prepare step n + 1 while the GPU runs step n).  A small model
+#: at hundreds of sequences can be host-bound: Llama-3.1-8B on SGLang (H200, 450 sequences) takes
+#: 23-29 ms a step at TP 8 and TP 4 alike, where its GPU work is 9-14 ms.
+t_step = _max(t_step_gpu, tau_q * b)
 
 #: Per-user output rate: A tokens per step (A = 1 without speculation).
 tps_user = A / t_step

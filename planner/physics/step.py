@@ -383,14 +383,15 @@ def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
         return dict(eta_c=1.0, eta_fa=1.0, eta_ce=1.0, eta_xa=1.0, eta_xt=1.0, x_xa=0.0, S_a0=0.0,
                     X_sm=np.inf, kappa_lc=0.0, t_qt=PREFILL_TILE_Q, eta_m=1.0,
                     eta_su=1.0, eta_so=1.0, eta_ar=1.0, eta_nv=1.0, eta_a2a=1.0, tau_k=0.0,
-                    eta_o=1.0, t_fixed=0.0, a_su=0.0, a_so=0.0, a_ar=0.0, a_a2a=0.0, **{"lambda": 1.0},
-                    r_mem=0.0, **allreduce_values(hw, mode))
+                    eta_o=1.0, t_fixed=0.0, tau_q=0.0, a_su=0.0, a_so=0.0, a_ar=0.0, a_a2a=0.0,
+                    **{"lambda": 1.0}, r_mem=0.0, **allreduce_values(hw, mode))
     e = hw.efficiency
     a_ar, eta_ar, eta_nv = _stack_allreduce(hw)
     return dict(eta_c=e.compute, eta_fa=e.compute, eta_ce=e.compute, eta_xa=1.0, eta_xt=1.0, x_xa=0.0,
                 S_a0=0.0, X_sm=np.inf, kappa_lc=0.0, t_qt=PREFILL_TILE_Q, eta_m=e.hbm,
                 eta_su=e.scale_up, eta_so=e.scale_out, eta_ar=eta_ar, eta_nv=eta_nv,
-                tau_k=e.kernel_overhead, eta_o=e.overlap, t_fixed=e.step_overhead, a_su=hw.su_latency,
+                tau_k=e.kernel_overhead, eta_o=e.overlap, t_fixed=e.step_overhead,
+                tau_q=e.host_per_sequence, a_su=hw.su_latency,
                 a_ar=a_ar,
                 eta_a2a=e.a2a_efficiency if e.a2a_efficiency is not None else e.scale_up,
                 a_a2a=e.a2a_latency if e.a2a_latency is not None else hw.su_latency,
@@ -612,7 +613,8 @@ def _categories(model: Model, out: dict[str, np.ndarray], vals: dict[str, Any]) 
 
     Each operator's time goes to the resource that binds it (compute, weight reads, KV reads);
     communication to the scale-up / scale-out links by bandwidth; kernel overheads, message
-    latencies and the fixed step cost to ``latency``.  With two-micro-batch overlap the MoE
+    latencies and the fixed step cost to ``latency`` (or the host's work for the step's sequences,
+    ``tau_q b``, where that is larger).  With two-micro-batch overlap the MoE
     layers' weight reads, kernel overheads and message latencies count twice (once per micro-
     batch), and communication hidden behind compute still counts: the categories say what each
     resource is busy with, so they need not add up to the step time.  Draft (MTP) passes are not
@@ -657,6 +659,9 @@ def _categories(model: Model, out: dict[str, np.ndarray], vals: dict[str, Any]) 
     k_dense = k["n_ka"] + k["n_kc"] + k["n_kd"]
     latency = (vals["tau_k"] * (n_moe * k_moe * mb + k_dense * n_ld + k["n_kh"]) + vals["t_fixed"]
                + n_moe * mb * (a2a_alpha + ar_alpha) + 2 * n_ld * (out["allreduce_attn"] - ar_bw))
+    # the host's work for the step's sequences (tau_q b) runs beside the GPU's; a fixed cost off the
+    # GPU's resources, it counts as latency where it is the larger
+    latency = np.maximum(latency, vals["tau_q"] * np.asarray(vals["b"], dtype=float))
     cats = [comp, hbm, kv, scale_up, scale_out, latency]
     shape = np.shape(out["step"])
     cats = [x if np.shape(x) == shape else np.full(shape, x, dtype=float) for x in cats]

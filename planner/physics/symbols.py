@@ -185,6 +185,9 @@ tau_k = _s("tau_k", "fixed cost per kernel (launch and ramp inside a CUDA graph,
            r"\tau_{k}", nonneg=True)
 t_fixed = _s("t_fixed", "fixed cost per step (sampling, scheduling)", "s", "efficiency",
              "t_{fixed}", nonneg=True)
+tau_q = _s("tau_q", "host time per running sequence per decode step (the scheduler's per-request work: "
+           "token bookkeeping, stop checks, output streaming), overlapped with the GPU's step", "s",
+           "efficiency", r"\tau_{q}", nonneg=True)
 r_mem = _s("r_mem", "fraction of HBM reserved for activations and workspace", "1", "efficiency",
            "r_{mem}", nonneg=True)
 eta_o = _s("eta_o", "overlap efficiency: share of the shorter of a micro-batch's compute and communication "

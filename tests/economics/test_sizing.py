@@ -267,7 +267,9 @@ def test_fleet_capacity_table():
     df = sizing.fleet_capacity(MODEL, "hgx-h200", 4, levels=[20, 100, 300, 5000], **FAST)
     assert list(df.min_tps_user) == [20, 100, 300, 5000]
     caps = df.capacity_tps.to_numpy()
-    assert all(b <= a for a, b in zip(caps, caps[1:], strict=False))
+    # non-increasing; equal on the host-bound plateau (tokens/s per GPU 1 / (tau_q TP_a) whatever
+    # the batch), up to rounding
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(caps, caps[1:], strict=False))
     assert not df.feasible.iloc[-1] and "at most" in df.reason.iloc[-1]
     # the fleet sized for its own capacity needs no more units than it has
     x, cap = 100.0, float(caps[1])

@@ -126,7 +126,7 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         a_nl=u(0, 1e-5), a_nm=u(0, 1e-5),
         eta_nv=u(0.3, 1), m_o4=u(0, 1e6), m_o8=u(0, 1e6), m_cu=u(0, 1e8),
         eta_a2a=u(0.3, 1), a_a2a=u(0, 1e-4), eta_o=u(0, 1),
-        t_fixed=u(0, 1e-3), r_mem=u(0, 0.2),
+        t_fixed=u(0, 1e-3), tau_q=u(0, 1e-4), r_mem=u(0, 0.2),
         **{"lambda": u(1, 2)}, G=EP * TP_e, TP_a=i(1, 8), EP=EP, TP_e=TP_e, E_slots=E + i(0, 8),
         s_kv=i(1, 8), M_nl=i(1, 8), x_fw=float(rng.integers(0, 2)), N_ss=float(rng.choice([0, 256, 1e12])),
         o=float(rng.integers(0, 2)), x_off=float(rng.integers(0, 2)),

@@ -145,6 +145,29 @@ def test_realistic_is_slower_and_counts_latency():
     assert r.categories["latency"] >= 1400 * hw.efficiency.kernel_overhead + hw.efficiency.step_overhead
 
 
+def test_host_time_per_sequence_binds_only_where_it_exceeds_the_gpus_step():
+    # t_step = max(GPU step, tau_q b): Llama-3.1-8B on 8 H200 at TP 8, 450 sequences.  With
+    # tau_q = 60 us the host needs 450 x 60 us = 27 ms, more than the GPU's step, which it then is;
+    # at 50 sequences it needs 3 ms, less than the GPU's, which stands.  Bound mode has no host.
+    import dataclasses
+
+    hw0 = load_hardware("hgx-h200@sglang")
+    hw0 = dataclasses.replace(hw0, efficiency=dataclasses.replace(hw0.efficiency, host_per_sequence=0.0))
+    hw = dataclasses.replace(hw0, efficiency=dataclasses.replace(hw0.efficiency, host_per_sequence=60e-6))
+    kw = dict(gpus=8, tp_attn=8, context=1500)
+    gpu = decode_step("llama-3.1-8b", hw0, batch=450, mode="realistic", **kw)
+    assert gpu.step_time < 0.027
+    host = decode_step("llama-3.1-8b", hw, batch=450, mode="realistic", **kw)
+    assert host.step_time == pytest.approx(450 * 60e-6, rel=1e-9)
+    assert host.bottleneck == "latency" and host.categories["latency"] == pytest.approx(0.027, rel=1e-9)
+    small0 = decode_step("llama-3.1-8b", hw0, batch=50, mode="realistic", **kw)
+    small = decode_step("llama-3.1-8b", hw, batch=50, mode="realistic", **kw)
+    assert small0.step_time > 50 * 60e-6 and small.step_time == pytest.approx(small0.step_time, rel=1e-12)
+    bound0 = decode_step("llama-3.1-8b", hw0, batch=450, mode="bound", **kw)
+    bound = decode_step("llama-3.1-8b", hw, batch=450, mode="bound", **kw)
+    assert bound.step_time == bound0.step_time
+
+
 # ---- an MoE with one expert, top-1, is a dense model -----------------------------------------------
 @pytest.mark.parametrize("mode", ["bound", "realistic"])
 @pytest.mark.parametrize("layout", [dict(gpus=1), dict(gpus=8, tp_attn=8, ep=1, tp_moe=8)])

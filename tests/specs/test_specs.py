@@ -175,8 +175,10 @@ def test_dense_decode_step_has_no_expert_or_all_to_all_time(name):
     for term in ("experts", "shared_experts", "dispatch", "combine", "allreduce_moe", "layer_moe"):
         assert r.terms[term] == 0.0, term
     assert r.categories["scale_out"] == 0.0  # no all-to-all; TP stays inside the NVLink domain
-    # the step is n_L dense layers + the LM head + the fixed cost, nothing else
+    # the step is n_L dense layers + the LM head + the fixed cost, nothing else, or the host's time
+    # for its 64 sequences where that is longer
     expected = m.n_L * r.terms["layer_dense"] + r.terms["lm_head"] + hw.efficiency.step_overhead
+    expected = max(expected, 64 * hw.efficiency.host_per_sequence)
     assert math.isclose(r.step_time, expected, rel_tol=1e-12)
     # the same in bound mode, where every dispatch and combine is computed (and is 0 with EP = 1)
     b = decode_step(m, hw, gpus=8, batch=64, context=2048, mode="bound")

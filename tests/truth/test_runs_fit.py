@@ -53,8 +53,9 @@ def test_the_fit_prices_each_run_as_its_stack_dispatches(fit_cells):
 
 def test_fit_recovers_known_parameters(h200_trtllm_parts):
     # runs "measured" at known efficiencies, exactly as the model predicts them: the fit, started
-    # from the spec values, must find those efficiencies again
-    truth = np.array([0.6, 0.7, 0.5, 10e-6, 0.8e-3])
+    # from the spec values, must find those efficiencies again (a host time of 0.4 ms a sequence
+    # makes 38 of these 199 runs host-bound, which pins it)
+    truth = np.array([0.6, 0.7, 0.5, 10e-6, 0.8e-3, 0.4e-3])
     parts = []
     for p in h200_trtllm_parts:
         t = p.inputs.tpot(rf._with(p.inputs.hw, rf.PARAMETERS, truth))
@@ -121,6 +122,21 @@ def test_the_step_overhead_is_the_familys_in_every_cell(fit_cells):
     assert "kernel_overhead" in merged.fitted
     # its family's standard error goes with it into the stacks block's covariance (a band draws it)
     assert merged.held_se == {"step_overhead": 0.12}
+
+
+def test_the_host_time_per_sequence_is_a_stacks_own(h200_trtllm_parts):
+    # a family fit that pinned the host's time per sequence (on another stack's runs) is not what a
+    # cell holds: H200 TensorRT-LLM's runs, none host-bound, do not pin it, so the cell keeps the
+    # spec's 0 (no host floor), says so, and its stacks block leaves it out
+    alone = rf.fit_cell(h200_trtllm_parts, "hopper", "trtllm", ttft=False)
+    assert alone.values["host_per_sequence"] == 0.0
+    family = dataclasses.replace(alone, stack="all stacks", fitted=[*alone.fitted, "host_per_sequence"],
+                                 values={**alone.values, "host_per_sequence": 70e-6},
+                                 rel_se={**alone.rel_se, "host_per_sequence": 0.05})
+    own = rf.fit_cell(h200_trtllm_parts, "hopper", "trtllm", family, ttft=False)
+    assert own.values["host_per_sequence"] == 0.0 and "spec value" in own.fixed["host_per_sequence"]
+    fit = rf.RunsFit([own], "test.csv", "0" * 64, "2026-12-01", {}, {})
+    assert "host_per_sequence" not in rf.stacks_block(fit, "hopper")
 
 
 def test_stacks_block_round_trips_through_the_spec_parser(h200_trtllm_parts):
