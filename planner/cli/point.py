@@ -51,9 +51,9 @@ _COUNT = {
     "experts_together": "n_moe",
     "dense_ffn": "n_Ld", "lm_head": "1", "dispatch": "n_moe", "combine": "n_moe",
     "allreduce_attn": "n_moe+2n_Ld", "allreduce_moe": "n_moe", "layer_moe": "n_moe",
-    "layer_dense": "n_Ld", "draft": "1", "step": "1",
+    "layer_dense": "n_Ld", "draft": "1", "host": "1", "step": "1",
 }
-_PER_STEP_ONLY = {"lm_head", "draft", "step"}
+_PER_STEP_ONLY = {"lm_head", "draft", "host", "step"}
 
 
 
@@ -206,7 +206,7 @@ def _cmd_point(args: argparse.Namespace) -> int:
         d["binding_term"] = binding
         d["per_step_s"] = {t: res.terms[t] * counts[t] for t in res.terms}
         d["units"] = "SI: seconds, bytes per GPU, tokens/s; terms_s per layer (lm_head, draft, " \
-                     "step per step), per_step_s = terms_s x the layers that run each term"
+                     "host, step per step), per_step_s = terms_s x the layers that run each term"
         print_json(d)
     else:
         sys.stdout.write(_table(res, counts, binding))

@@ -756,6 +756,7 @@ TERMS: dict[str, sp.Expr] = {
     "layer_moe": t_layer_moe,
     "layer_dense": t_layer_dense,
     "draft": t_draft,
+    "host": tau_q * b,
     "step": t_step,
 }
 

@@ -145,7 +145,7 @@ def _symbolic(name: str, vals: dict[str, float]) -> float:
 
 
 CHECKED = ("attn_proj", "attn_core", "experts", "shared_experts", "lm_head", "dispatch", "combine",
-           "allreduce_moe", "layer_moe", "draft", "step", "part.a2a.scale_out", "part.attn_core.host",
+           "allreduce_moe", "layer_moe", "draft", "host", "step", "part.a2a.scale_out", "part.attn_core.host",
            "memory.weights", "memory.kv", "memory.b_max", "tps_user", "tps_gpu")
 
 

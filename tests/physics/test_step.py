@@ -76,6 +76,7 @@ HAND = {
     "allreduce_attn": 8 * 7168 * 2 / B_NVL,
     "allreduce_moe": 0.0,  # experts are not tensor-parallel
     "draft": 0.0,
+    "host": 0.0,  # bound mode: no host time
 }
 # routed and shared experts on two streams (bound mode): both stream weights, so together they take
 # the HBM time of their bytes together, 38.3994 + 2.29376 = 40.6932 us (no less than either alone)
@@ -160,6 +161,7 @@ def test_host_time_per_sequence_binds_only_where_it_exceeds_the_gpus_step():
     host = decode_step("llama-3.1-8b", hw, batch=450, mode="realistic", **kw)
     assert host.step_time == pytest.approx(450 * 60e-6, rel=1e-9)
     assert host.bottleneck == "latency" and host.categories["latency"] == pytest.approx(0.027, rel=1e-9)
+    assert host.terms["host"] == pytest.approx(0.027, rel=1e-9) and gpu.terms["host"] == 0.0
     small0 = decode_step("llama-3.1-8b", hw0, batch=50, mode="realistic", **kw)
     small = decode_step("llama-3.1-8b", hw, batch=50, mode="realistic", **kw)
     assert small0.step_time > 50 * 60e-6 and small.step_time == pytest.approx(small0.step_time, rel=1e-12)
