@@ -659,9 +659,9 @@ def _categories(model: Model, out: dict[str, np.ndarray], vals: dict[str, Any]) 
     k_dense = k["n_ka"] + k["n_kc"] + k["n_kd"]
     latency = (vals["tau_k"] * (n_moe * k_moe * mb + k_dense * n_ld + k["n_kh"]) + vals["t_fixed"]
                + n_moe * mb * (a2a_alpha + ar_alpha) + 2 * n_ld * (out["allreduce_attn"] - ar_bw))
-    # the host's work for the step's sequences (tau_q b) runs beside the GPU's; a fixed cost off the
-    # GPU's resources, it counts as latency where it is the larger
-    latency = np.maximum(latency, vals["tau_q"] * np.asarray(vals["b"], dtype=float))
+    # the host's work for the step's sequences (term host, tau_q b) runs beside the GPU's; a fixed
+    # cost off the GPU's resources, it counts as latency where it is the larger
+    latency = np.maximum(latency, out["host"])
     cats = [comp, hbm, kv, scale_up, scale_out, latency]
     shape = np.shape(out["step"])
     cats = [x if np.shape(x) == shape else np.full(shape, x, dtype=float) for x in cats]
