@@ -80,6 +80,9 @@ class _Printer(NumPyPrinter):
         # Heaviside(x, 0), the step equations.below builds: 1 where x > 0
         if len(expr.args) == 2 and expr.args[1] == 0:
             return f"(1.0*{self._module_format('numpy.greater')}({self._print(expr.args[0])}, 0))"
+        # Heaviside(x, 1): 1 where x >= 0 (a limit the message may reach)
+        if len(expr.args) == 2 and expr.args[1] == 1:
+            return f"(1.0*{self._module_format('numpy.greater_equal')}({self._print(expr.args[0])}, 0))"
         return super()._print_Heaviside(expr)
 
 

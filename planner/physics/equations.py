@@ -45,6 +45,7 @@ from planner.physics.symbols import (
     G,
     M_nl,
     N_ar,
+    N_mn,
     N_sm,
     N_ss,
     N_su,
@@ -105,6 +106,7 @@ from planner.physics.symbols import (
     m_cu,
     m_o4,
     m_o8,
+    m_on,
     n_d,
     n_emb,
     n_fuse,
@@ -135,6 +137,7 @@ from planner.physics.symbols import (
     tau_q,
     x_fw,
     x_g,
+    x_mn,
     x_mtp,
     x_nvls,
     x_off,
@@ -198,17 +201,19 @@ def gemm_compute(F: sp.Expr, P: sp.Expr, rows: sp.Expr, cols: sp.Expr, law: dict
 def gemm_law(F: sp.Expr, M: sp.Expr, P: sp.Expr, rows: sp.Expr, cols: sp.Expr, k_in: sp.Expr,
              law: dict[str, sp.Expr], n_gemm: sp.Expr = 1) -> sp.Expr:
     """The GEMM law fitted to measured GEMM kernels (``moe-planner calibrate --kernels``)  [s]:
-    ``max(F_pad (1 + w_g (Q - 1)) / (eta_g P), M / (eta_gm B_hbm)) + rows k_in b_q / (eta_q B_hbm)
-    + n_gemm t_g0``, with ``F_pad`` the FLOPs of ``rows`` padded to whole tiles of ``t_m`` rows,
+    ``max(F_pad (1 + w_g (Q - 1)) / (eta_g P), M / (eta_gm B_hbm)) + cast + n_gemm t_g0``, with
+    ``F_pad`` the FLOPs of ``rows`` padded to whole tiles of ``t_m`` rows,
     ``Q`` the wave quantization of the ``rows`` x ``cols`` output (:func:`waves`) of which the
     kernel pays the share ``w_g`` (0: split-K or stream-K kernels fill the last wave; 1: the idle
     SMs of the last wave are lost whole), the cast of the BF16 activations (``rows k_in``
     elements, ``b_q`` bytes each: read and written in the GEMM's input dtype; 0 for a BF16 GEMM)
-    as a second HBM pass, and a floor per GEMM kernel (launch, prologue, the HBM latency before
-    the stream ramps).  ``law``: the fitted constants (``eta_g``, ``eta_gm``, ``w_g``, ``eta_q``,
-    ``b_q``, ``t_g0``)."""
-    return (_max(gemm_compute(F, P, rows, cols, law), M / (law["eta_gm"] * B_hbm))
-            + rows * k_in * law["b_q"] / (law["eta_q"] * B_hbm) + n_gemm * law["t_g0"])
+    as a second HBM pass, or where more its CTAs, one per row of ``t_gq`` SM time each, ``N_sm`` at
+    a time (``max(rows k_in b_q / (eta_q B_hbm), rows t_gq / N_sm)``), and a floor per GEMM kernel
+    (launch, prologue, the HBM latency before the stream ramps).  ``law``: the fitted constants
+    (``eta_g``, ``eta_gm``, ``w_g``, ``eta_q``, ``b_q``, ``t_gq``, ``t_g0``)."""
+    cast = _max(rows * k_in * law["b_q"] / (law["eta_q"] * B_hbm), rows * law["t_gq"] / N_sm)
+    stream = M / (law["eta_gm"] * B_hbm)
+    return _max(gemm_compute(F, P, rows, cols, law), stream) + cast + n_gemm * law["t_g0"]
 
 
 def gemm_parts(F: sp.Expr, M: sp.Expr, P: sp.Expr, rows: sp.Expr, cols: sp.Expr,
@@ -597,8 +602,21 @@ def allreduce_kernel_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
       512 MiB over 2 and 4 H200 the stacks' all-reduces take NCCL's time to within 4%; over 8 they
       are 23-24% faster than NCCL's ring, faster than two-shot's volume allows at NVLink's peak.
 
-    TensorRT-LLM's table-driven choice runs one-shot up to its limit at every GPU count (its
-    measured latency grows with (n - 1) m up to 8 MiB), so its ``m_o4`` = ``m_o8`` = ``m_cu``.
+    TensorRT-LLM's table-driven choice runs one-shot up to its limit at every GPU count inside a
+    host (its measured latency grows with (n - 1) m up to 8 MiB), so its ``m_o4`` = ``m_o8`` =
+    ``m_cu``.  A group of more than ``N_mn`` GPUs (one host's) spans hosts of a multi-node NVLink
+    domain and takes TensorRT-LLM's MNNVL kernel, one-shot while the payload every GPU gathers,
+    ``n_in m``, is at most ``m_on`` (1 MiB), two-shot above: ``m_o = m_on / n_in``.  Its two
+    phases hand over through Lamport flags inside one kernel (each GPU polls the cells its peers
+    write; no barrier between them), so its two-shot pays one ``a_ar``, and its buffers grow with
+    the message, so it has no ``m_cu``.  Measured on GB300 NVL72 (4 GPUs a host): one-shot up to
+    128 KiB over 8 GPUs and 64 KiB over 16, two-shot from the next size to 1 GiB; over 8, 4.3-4.5
+    us at 256 B, 6.1 us at 256 KiB and 7.6 us at 1 MiB, where one-shot's (n - 1) m at NVLink's
+    peak alone takes 8.2 us.  vLLM's custom kernel disables itself where the group spans nodes
+    (``x_mn`` = 0): its all-reduce over hosts takes the large-message path, the switch's reduction
+    (its symmetric-memory all-reduce, multimem) or NCCL, at every size (measured on GB300 over 8
+    GPUs: 13-14 us at up to 128 KiB, where its kernel takes 7.5-8 us over 2 and 4; 63 us at 16
+    MiB).
     The kernel spans one domain at most (``N_ar`` <= ``N_su``); a group across domains (bound
     mode's, or NCCL's) takes the large path, whose shards cross scale-out as in
     :func:`allreduce_bandwidth`, at ``2 (n_out - 1) a_so``.  Over PCIe (``x_nvls`` = 0) no switch
@@ -611,17 +629,20 @@ def allreduce_kernel_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
     Bound mode sets ``m_o4`` = ``m_o8`` = ``m_cu`` = 0 and the efficiencies to 1: the least volume
     any of these moves (in-switch ``m``, or the ring's where that is less) at the links' peaks."""
     n_in, n_out = _ar_split(n)
+    mn = indicator(n_in > N_mn)  # a group over hosts: the multi-node NVLink kernel
 
     def two(m: sp.Expr) -> sp.Expr:  # a reduce-scatter and an all-gather: the ring's volume
-        return 2 * a_ar + _allreduce_ring_seconds(m, n)
+        return (2 - mn) * a_ar + _allreduce_ring_seconds(m, n)
 
     def large(m: sp.Expr) -> sp.Expr:
         in_switch = (2 * a_ar + _allreduce_switch_seconds(m, n, eta_nv) + _allreduce_so_seconds(m, n)
                      + 2 * (n_out - 1) * a_so)
         return _min(allreduce_nccl_time(m, n), in_switch)
 
-    m_o = sp.Piecewise((m_o4, n_in <= 4), (m_o8, True))
-    oneshot = indicator(n_in <= 2) + indicator(n_in > 2) * below(m, m_o)
+    # one-shot below m_o inside a host (always over 2); over hosts, while n_in m <= m_on
+    m_o = mn * m_on / n_in + (1 - mn) * sp.Piecewise((m_o4, n_in <= 4), (m_o8, True))
+    oneshot = (mn * sp.Heaviside(m_on - n_in * m, 1)
+               + (1 - mn) * (indicator(n_in <= 2) + indicator(n_in > 2) * below(m, m_o)))
     # below m_o one-shot, capped by two-shot's time at m_o (a message never costs more than a
     # larger one would); above it two-shot
     one = a_ar + (n_in - 1) * m / (eta_ar * B_su)  # every GPU reads its n_in - 1 peers' m bytes
@@ -630,7 +651,8 @@ def allreduce_kernel_time(m: sp.Expr, n: sp.Expr) -> sp.Expr:
     # have no scale-out part; below m_cu capped by the large path's time at m_cu, so a step never
     # shortens as its batch grows
     custom = below(m, m_cu)
-    nvlink = custom * _min(small, large(m_cu)) + (1 - custom) * large(m)
+    nvlink = (mn * (x_mn * small + (1 - x_mn) * large(m))
+              + (1 - mn) * (custom * _min(small, large(m_cu)) + (1 - custom) * large(m)))
     return x_nvls * nvlink * indicator(n > 1) + (1 - x_nvls) * allreduce_ring_time(m, n)
 
 

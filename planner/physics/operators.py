@@ -14,13 +14,18 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   in L2 when the kernel ends.  It equals the bound-mode roofline's compute side where the
   operands fit in L2, and approaches its memory side where they are much larger.
 - ``gemm_law``: the GEMM law fitted to measured kernels (``moe-planner calibrate --kernels``):
-  ``max(F_pad (1 + w_g (Q - 1)) / (eta_g P), M / (eta_gm B_hbm)) + m k b_q / (eta_q B_hbm) + t_g0``,
+  ``max(F_pad (1 + w_g (Q - 1)) / (eta_g P), M / (eta_gm B_hbm)) + max(m k b_q / (eta_q B_hbm),
+  m t_gq / N_sm) + t_g0``,
   with ``F_pad = 2 ceil(m / t_m) t_m n k`` (tile quantization: rows padded to the MMA tile height
   ``t_m``), ``Q = ceil(tiles / N_sm) N_sm / tiles`` the wave quantization of its ``ceil(m / t_m)
   ceil(n / t_n)`` output tiles on ``N_sm`` SMs, of which the kernel pays the fitted share ``w_g``
   (split-K and stream-K kernels fill part of the last wave), the activation cast to the GEMM's
   input dtype (``b_q`` bytes per element: BF16 read, FP8 or FP4 written; 0 for a BF16 GEMM) as
-  a second HBM pass at its own bandwidth fraction,
+  a second HBM pass at its own bandwidth fraction, or, where more, its kernel's CTAs, one per row
+  of ``t_gq`` SM time each, ``N_sm`` at a time (a per-token dynamic quantization: measured on
+  GB200 with vLLM, an FP8 GEMM of 32 columns over K = 2,048 takes 113 us at 16,384 rows and 33
+  us at 4,096, 6.5 ns a row, as one of 2,048 columns over K = 32 does; the cast's bytes at HBM's
+  peak, 0.8 ns),
   and a per-kernel floor ``t_g0`` (launch, prologue, the HBM latency before the stream ramps).
 - ``moe`` / ``moe_law`` / ``moe_bound``: one grouped-MoE layer on one rank (the routed experts'
   gate/up and down GEMMs, gated: 3 matrices), ``T_moe`` tokens entering it, each rank holding
@@ -71,6 +76,9 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   ``N_sm`` at a time: measured with TensorRT-LLM on B200 at 1,024 sequences of 2 tokens, 16-head
   CTAs cost ~6.6 us of SM time each, 64-head ones 8.5 us (BF16 cache) and 12 us (FP8), time the KV
   stream and a per-sequence offset cannot carry (predicted up to 2.6x fast at 64 and 128 heads).
+  Elsewhere (one CTA a sequence, ``n_ht = n_hc = n_sub = 1``) the ``t_q`` term alone: on H100
+  with TensorRT-LLM, 1,024 sequences of 1-127 tokens at 128 heads take 290-330 us (FP8 cache),
+  flat in the context, where the KV stream and the offset gave 0.44-0.62 of measured.
 - ``attn_gqa`` / ``attn_gqa_law`` / ``attn_gqa_bound``: one GQA (MHA) decode attention kernel:
   ``F = 4 b h S d_head`` (c_att = 2 d_head) and ``M = 2 b S h_kv d_head b_kv`` (e_kv = 2 h_kv
   d_head, ``h_kv`` KV heads on the GPU), over the window-limited context ``S_eff`` (phi_w = 1: a
@@ -149,6 +157,7 @@ w_g = sp.Symbol("w_g", nonnegative=True)    #: fitted share of the last wave's i
 eta_q = sp.Symbol("eta_q", positive=True)   #: fitted HBM fraction of the activation cast pass
 b_q = sp.Symbol("b_q", nonnegative=True)    #: bytes per element of that pass (0: none)
 t_g0 = sp.Symbol("t_g0", nonnegative=True)  #: fitted per-kernel floor of a GEMM, s
+t_gq = sp.Symbol("t_gq", nonnegative=True)  #: fitted SM time per row of the activation cast, s
 C_l2 = sp.Symbol("C_L2", positive=True)     #: L2 cache capacity, B
 T_moe = sp.Symbol("T_moe", positive=True)   #: tokens entering a MoE layer on one rank
 T_er = sp.Symbol("T_er", positive=True)     #: token-expert rows a measured MoE kernel's rank ran
@@ -196,6 +205,8 @@ OPERATOR_SYMBOLS = {
     "b_q": (b_q, "bytes per activation element of that cast (BF16 read + input dtype written; 0: none)",
             "B"),
     "t_g0": (t_g0, "per-kernel floor of a GEMM: launch, prologue, HBM latency (fitted)", "s"),
+    "t_gq": (t_gq, "SM time per row (token) of the activation cast before a quantized GEMM, whose "
+             "kernel runs a CTA per token (fitted; 0: none)", "s"),
     "C_L2": (C_l2, "L2 cache capacity", "B"),
     "T_moe": (T_moe, "tokens entering a MoE layer on one rank (each rank runs its own experts on them)",
               "token"),
@@ -347,7 +358,7 @@ OPERATORS: dict[str, sp.Expr] = {
     # the step model's own GEMM law, on one kernel of this shape
     "gemm_law": eq.gemm_law(F_gemm, M_gemm, P_g, m_g, n_g, k_g,
                             {"eta_g": eta_g, "eta_gm": eta_gm, "w_g": w_g, "eta_q": eta_q, "b_q": b_q,
-                             "t_g0": t_g0}),
+                             "t_g0": t_g0, "t_gq": t_gq}),
     # grouped MoE: the step model's expert roofline (its efficiencies), the fitted law, the bound
     "moe": eq.roofline(F_moe, M_moe, eq.P_e),
     "moe_law": eq._max(F_moe_pad / (eta_e * eq.P_e), M_moe_touched / (eta_em * eq.B_hbm))

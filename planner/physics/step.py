@@ -321,6 +321,19 @@ ALLREDUCE_CUSTOM_LIMIT = 8 * 1024 * 1024
 ALLREDUCE_ONESHOT: dict[str, tuple[float, float]] = {
     "sglang": (512 * 1024, 256 * 1024), "vllm": (512 * 1024, 256 * 1024),
     "trtllm": (ALLREDUCE_CUSTOM_LIMIT, ALLREDUCE_CUSTOM_LIMIT)}
+#: ... and the stacks whose all-reduce over a group spanning hosts of a multi-node NVLink domain
+#: (GB200 and GB300 NVL72: more than a host's 4 GPUs) takes a multi-node kernel, with the largest
+#: all-gathered payload ``n m`` it sends one-shot (``m_on``): TensorRT-LLM's ``MNNVLAllReduce``,
+#: one-shot while ``num_tokens x hidden x group size x element size`` is at most
+#: ``_MNNVL_ONE_SHOT_THRESHOLD_BYTES = 64 * 1024 * 8 * 2`` (``tensorrt_llm/_torch/distributed/ops.py``;
+#: FlashInfer's ``MNNVL_ONE_SHOT_THRESHOLD`` is the same), two-shot above.
+ALLREDUCE_MNNVL_ONESHOT: dict[str, float] = {"trtllm": 1024.0 * 1024.0}
+#: ... and those whose kernel stops at the host, their group over hosts taking the large-message
+#: path: vLLM's ``CustomAllreduce`` disables itself where the group spans nodes ("Custom allreduce
+#: is disabled because this process group spans across nodes": ``in_the_same_node_as`` in its
+#: ``custom_all_reduce.py``), and its ``SymmMemCommunicator`` (multimem: the switch's reduction)
+#: or NCCL takes the call.  (SGLang's kernel reaches one host, N_ar: beyond it, NCCL.)
+ALLREDUCE_HOST_BOUND = ("vllm",)
 
 
 def _stack_allreduce(hw: Hardware) -> tuple[float, float, float]:
@@ -347,14 +360,16 @@ def link_symbols(hw: Hardware, mode: str = "realistic") -> dict[str, float]:
 
 def allreduce_values(hw: Hardware, mode: str, stack: str | None = None) -> dict[str, float]:
     """``N_ar`` (the GPUs the all-reduce kernel of ``stack``, default the one in use, spans), its
-    message limits ``m_o4``, ``m_o8``, ``m_cu`` (:data:`ALLREDUCE_ONESHOT`) and NCCL's ring
+    message limits ``m_o4``, ``m_o8``, ``m_cu`` (:data:`ALLREDUCE_ONESHOT`), its multi-node kernel's
+    ``N_mn``, ``m_on`` and ``x_mn`` (:data:`ALLREDUCE_MNNVL_ONESHOT`, :data:`ALLREDUCE_HOST_BOUND`)
+    and NCCL's ring
     constants ``t_n0``, ``a_nl``, ``a_nm``, ``a_nc``, ``eta_nc`` (the system's fitted NCCL law,
     a latency per step for each protocol; where it has none, a ring at the stack's own constants,
     one latency).  Bound mode: no group falls to NCCL, and every message
     takes the least volume at the links' peaks."""
     if mode == "bound":
         return dict(N_ar=1e12, t_n0=0.0, a_nc=0.0, a_nl=0.0, a_nm=0.0, eta_nc=1.0, m_o4=0.0, m_o8=0.0,
-                    m_cu=0.0)
+                    m_cu=0.0, N_mn=1e12, m_on=0.0, x_mn=1.0)
     name = hw.stack if stack is None else stack
     if hw.su_link == "pcie":
         reach: int | str = ALLREDUCE_REACH_PCIE.get(name, ALLREDUCE_REACH_PCIE["vllm"])
@@ -363,6 +378,9 @@ def allreduce_values(hw: Hardware, mode: str, stack: str | None = None) -> dict[
     n_ar = min(hw.gpus_per_host if reach == "host" else int(reach), hw.domain_size)
     o4, o8 = ALLREDUCE_ONESHOT.get(name, ALLREDUCE_ONESHOT["vllm"])
     out = dict(N_ar=float(n_ar), m_o4=float(o4), m_o8=float(o8), m_cu=float(ALLREDUCE_CUSTOM_LIMIT))
+    mnnvl = hw.su_link != "pcie" and (name in ALLREDUCE_MNNVL_ONESHOT or name in ALLREDUCE_HOST_BOUND)
+    out |= dict(N_mn=float(hw.gpus_per_host) if mnnvl else 1e12, m_on=ALLREDUCE_MNNVL_ONESHOT.get(name, 0.0),
+                x_mn=0.0 if name in ALLREDUCE_HOST_BOUND else 1.0)
     law = hw.nccl_allreduce
     if law is not None:
         return dict(out, t_n0=law.floor, eta_nc=law.efficiency, **law.protocol_latencies())

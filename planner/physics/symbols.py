@@ -155,6 +155,17 @@ m_o4 = _s("m_o4", "largest message (bytes per GPU) the stack's custom all-reduce
          "limit m_cu; bound mode: 0)", "B", "efficiency", "m_{o4}", nonneg=True)
 m_o8 = _s("m_o8", "largest message the stack's custom all-reduce sends one-shot over 5 to 8 GPUs (vLLM, "
          "SGLang: 256 KiB; TensorRT-LLM: m_cu; bound mode: 0)", "B", "efficiency", "m_{o8}", nonneg=True)
+N_mn = _s("N_mn", "GPUs of one host: a larger all-reduce group of the stack spans hosts of a multi-node "
+         "NVLink domain (4 on GB200 and GB300 NVL72) and takes the stack's multi-node path (x_mn; "
+         "SGLang, whose kernel spans one host, goes to NCCL beyond it, N_ar; bound mode: every group)",
+         "1", "efficiency", "N_{mn}")
+x_mn = _s("x_mn", "1 where the stack's own all-reduce kernel spans the hosts of a multi-node NVLink domain "
+         "(TensorRT-LLM's MNNVL kernel), 0 where it stops at the host and a group over hosts takes the "
+         "large-message path (vLLM: its custom all-reduce disables itself across nodes; its symmetric-memory "
+         "all-reduce reduces in the switch, or NCCL)", "1", "efficiency", "x_{mn}")
+m_on = _s("m_on", "largest all-gathered payload n m (bytes) the stack's multi-node NVLink all-reduce sends "
+         "one-shot; larger, two-shot (TensorRT-LLM: 1 MiB, _MNNVL_ONE_SHOT_THRESHOLD_BYTES; bound mode: 0)",
+         "B", "efficiency", "m_{on}", nonneg=True)
 m_cu = _s("m_cu", "largest message the stack's custom all-reduce kernel takes; a larger one goes the "
          "large-message path (NCCL's ring, or the switch's in-network reduction; 8 MiB; bound mode: 0)",
          "B", "efficiency", "m_{cu}", nonneg=True)

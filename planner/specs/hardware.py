@@ -65,6 +65,7 @@ class GemmLaw:
     floor: float         #: t_g0, s per kernel
     cast: float = 1.0    #: eta_q, HBM fraction of the activation cast pass (unused for BF16)
     wave: float = 0.0    #: w_g, share of the last wave's idle SMs paid (0: no wave quantization)
+    row: float = 0.0     #: t_gq, s of SM time per row of the activation cast (0: not fitted)
 
 
 #: MoE weight dtypes a ``stacks:`` entry may carry a fitted grouped-MoE law for (``moe_<dtype>``)
@@ -580,7 +581,7 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
 #: The constants of a law line fitted to kernels: name -> (required, kind): ``fraction`` in (0, 1],
 #: ``time`` a quantity in s, ``tokens`` one in tokens, ``exp_rate`` one in exponentials per s.
 _GEMM_CONSTANTS = {"compute": (True, "fraction"), "hbm": (True, "fraction"), "floor": (True, "time"),
-                   "cast": (False, "fraction"), "wave": (False, "fraction")}
+                   "cast": (False, "fraction"), "wave": (False, "fraction"), "row": (False, "time")}
 _NCCL_CONSTANTS = {"floor": (True, "time"), "latency": (True, "time"), "efficiency": (True, "fraction"),
                    "bridge": (False, "fraction"), "latency_ll": (False, "time"),
                    "latency_ll128": (False, "time")}

@@ -102,7 +102,8 @@ def gemm_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: GemmLaw) -> np.n
     return compile_operator("gemm_law")(
         m=d.m.to_numpy(float), n=d.n.to_numpy(float), k_gemm=d.k.to_numpy(float), b_in=bi, b_w=bw,
         b_out=bo, P=hw.flops[comp], B_hbm=hw.hbm_bandwidth, **gemm_tiles(hw), eta_g=law.compute,
-        eta_gm=law.hbm, w_g=law.wave, eta_q=law.cast, b_q=GEMM_CAST_BYTES[dtype], t_g0=law.floor)
+        eta_gm=law.hbm, w_g=law.wave, eta_q=law.cast, b_q=GEMM_CAST_BYTES[dtype], t_g0=law.floor,
+        t_gq=law.row)
 
 
 #: vLLM's block-FP8 linear layers run DeepGEMM only where the weight's N is a multiple of 64 and
@@ -946,9 +947,28 @@ def fit_allreduce(nccl: list[LawFit] | None = None) -> list[LawFit]:
             for f in fits]
 
 
+def nccl_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The all-reduce rows of ``df`` that ran NCCL: its own (``allreduce_nccl``) and the stacks'
+    over more GPUs than their own kernel spans (``N_ar``: SGLang's 8- and 16-GPU rows on GB300
+    NVL72, beyond its host's 4; vLLM's 16-GPU rows, beyond its 8), relabelled as NCCL's.  The
+    source measured NCCL itself over 2 and 4 GPUs only on GB200 and GB300; the stacks' rows
+    beyond reach carry its latency and bandwidth over 8 and 16."""
+    from planner.physics.step import allreduce_values
+    from planner.specs.registry import load_hardware
+
+    reach = {(g, s): allreduce_values(load_hardware(g), "realistic", s)["N_ar"]
+             for g, s in df[["gpu", "stack"]].drop_duplicates().itertuples(index=False)}
+    beyond = (df.op == "allreduce_custom") & (
+        df.num_gpus > [reach[k] for k in zip(df.gpu, df["stack"], strict=True)])
+    out = df[(df.op == "allreduce_nccl") | beyond].copy()
+    out["stack"], out["op"] = "nccl", "allreduce_nccl"
+    return out
+
+
 def fit_nccl(df: pd.DataFrame | None = None) -> list[LawFit]:
-    """NCCL's all-reduce law per system, fitted to its measured NCCL kernels (CUDA-graph ones, the
-    fastest algorithm per size): ``t_n0 + min over protocols of 2 (n - 1) a_p + r_p 2 (n - 1)/n x /
+    """NCCL's all-reduce law per system, fitted to the rows that ran it (:func:`nccl_rows`: its
+    measured NCCL kernels, CUDA-graph ones, the fastest algorithm per size, and the stacks' beyond
+    their kernels' reach): ``t_n0 + min over protocols of 2 (n - 1) a_p + r_p 2 (n - 1)/n x /
     (eta_nc B_su)`` (operator ``allreduce_nccl``: LL r = 2, latency_ll; LL128 16/15, latency_ll128;
     Simple 1, latency), robust least squares on log(predicted / measured) in log space;
     on a PCIe system (GPUs under more than one switch) also the host bridge's fraction ``bridge``
@@ -956,8 +976,7 @@ def fit_nccl(df: pd.DataFrame | None = None) -> list[LawFit]:
     B_hb))`` seconds per byte."""
     from planner.specs.registry import load_hardware
 
-    df = serving_allreduces(load_table("allreduce")) if df is None else df
-    d = df[df.op == "allreduce_nccl"]
+    d = nccl_rows(serving_allreduces(load_table("allreduce")) if df is None else df)
     # over PCIe a ring beyond one switch's GPUs crosses the host: its bridge fraction eta_hb too
     pcie = d.gpu.map({g: (hw := load_hardware(g)).su_switch_gpus < hw.domain_size for g in d.gpu.unique()})
     pcie = pcie.astype(bool)
@@ -969,7 +988,8 @@ def fit_nccl(df: pd.DataFrame | None = None) -> list[LawFit]:
 def render_collectives(text: str, f: LawFit, date: str) -> str:
     """Spec text with its ``collectives:`` block holding NCCL's fitted all-reduce law ``f`` (the
     block replaced where present, else put before ``stacks:`` or at the end)."""
-    note = json.dumps(f"fitted to {f.n} measured NCCL all-reduce kernels of this system (aiconfigurator-core "
+    note = json.dumps(f"fitted to {f.n} measured all-reduce kernels of this system that ran NCCL (its "
+                      f"own, and the stacks' over more GPUs than their kernels span; aiconfigurator-core "
                       f"0.12.0; planner/truth/data/kernels), {date}; median error {f.median_abs_err:.0%}, "
                       f"p90 {f.p90_abs_err:.0%}")
     parts = [f"{name}: {_constant(v, f.rel_se[name], name.startswith(('floor', 'latency')))}"
@@ -1058,7 +1078,7 @@ def borrowed_a2a(fits: list[LawFit]) -> list[LawFit]:
 #: Blackwell take ~175 us at every size up to a few GFLOP), the cast pass's HBM fraction in (0, 1],
 #: the share of the last wave's idle SMs paid in [0.001, 1] (fitted where the spec gives the SMs)
 GEMM_PARAMS = {"compute": (0.6, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)), "floor": (5e-6, (0.1e-6, 500e-6)),
-               "cast": (0.4, (0.01, 1.0)), "wave": (0.3, (1e-3, 1.0))}
+               "cast": (0.4, (0.01, 1.0)), "wave": (0.3, (1e-3, 1.0)), "row": (0.3e-6, (1e-9, 20e-6))}
 
 
 def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
@@ -1076,8 +1096,8 @@ def fit_gemm(df: pd.DataFrame | None = None) -> list[LawFit]:
         hw = load_hardware(gpu).without_stack()
         if GEMM_DTYPES[dtype][0] not in hw.flops:
             continue
-        names = [p for p in GEMM_PARAMS if (p != "cast" or GEMM_CAST_BYTES[dtype] > 0)
-                 and (p != "wave" or hw.sm_count)]
+        names = [p for p in GEMM_PARAMS if (p not in ("cast", "row") or GEMM_CAST_BYTES[dtype] > 0)
+                 and (p not in ("wave", "row") or hw.sm_count)]
         meas = d.latency_us.to_numpy(float) * 1e-6
 
         def res(p: np.ndarray, d=d, meas=meas, hw=hw, dtype=dtype, names=names) -> np.ndarray:
@@ -1156,7 +1176,10 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
     groups reach 128 heads per KV head: fitted, its compute side did not bind either), ``row`` t_r
     (GQA decode: each block's work per sequence and KV head, per query head on MMHA),
     ``hbm`` eta_am (decode only: prefill is compute-bound at every measured shape), ``offset``
-    S_a0 (MLA decode, prefill), ``softmax`` X_sm (GQA prefill where a cell's rows mix head sizes,
+    S_a0 (MLA decode, prefill), ``query`` t_q (MLA decode: SM time per element of each
+    sequence's query heads, which one CTA loads and whose output it writes; fitted alone, without
+    the CTA cost t_c, which ran to its bound on Hopper's TensorRT-LLM rows), ``softmax`` X_sm
+    (GQA prefill where a cell's rows mix head sizes,
     64 and 128, which tell the exponentials from the MMAs; not where they hold one head size, as
     SGLang's FP8 rows and every MLA table do), ``floor`` t_a0
     (``LawFit.law`` is ``attn_<kind>``, ``dtype`` the KV dtype)."""
@@ -1184,6 +1207,8 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
                 return ["hbm", "floor", "stream", "cta"]
             if head_tiled(d, family, kind):
                 return names + ["repeat", "cta", "query"]  # head tiles that each stream the KV
+            if kind == "mla":  # one CTA a sequence: its query heads' load and output's write
+                return names + ["query"]
             return (names + ["softmax"] * (kind == "gqa_prefill" and d.head_dim.nunique() > 1)
                     + ["stream", "cta", "query"] * split)
 

@@ -125,6 +125,7 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         N_ar=float(rng.choice([2, 4, 8, 72])), t_n0=u(0, 1e-5), a_nc=u(0, 1e-5), eta_nc=u(0.3, 1),
         a_nl=u(0, 1e-5), a_nm=u(0, 1e-5),
         eta_nv=u(0.3, 1), m_o4=u(0, 1e6), m_o8=u(0, 1e6), m_cu=u(0, 1e8),
+        N_mn=float(rng.choice([4, 8, 1e12])), m_on=u(0, 2e6), x_mn=float(rng.integers(0, 2)),
         eta_a2a=u(0.3, 1), a_a2a=u(0, 1e-4), eta_o=u(0, 1),
         t_fixed=u(0, 1e-3), tau_q=u(0, 1e-4), r_mem=u(0, 0.2),
         **{"lambda": u(1, 2)}, G=EP * TP_e, TP_a=i(1, 8), EP=EP, TP_e=TP_e, E_slots=E + i(0, 8),
@@ -280,7 +281,8 @@ NVSWITCH = {REGISTRY["x_nvls"].symbol: 1, REGISTRY["n_sw"].symbol: 8, REGISTRY["
 #: a stack's custom-kernel limits as vLLM's kernel has them: one-shot below 512 KiB over 3-4 GPUs
 #: and below 256 KiB over 5-8 (always over 2), the kernel up to 8 MiB
 VLLM_LIMITS = {REGISTRY["m_o4"].symbol: 512 * 1024, REGISTRY["m_o8"].symbol: 256 * 1024,
-               REGISTRY["m_cu"].symbol: 8 * 1024 * 1024}
+               REGISTRY["m_cu"].symbol: 8 * 1024 * 1024, REGISTRY["N_mn"].symbol: 1e12,
+               REGISTRY["m_on"].symbol: 0, REGISTRY["x_mn"].symbol: 1}
 
 
 def test_tp_allreduce_time():
@@ -306,7 +308,9 @@ def test_tp_allreduce_time():
     assert close(t.xreplace({**base, R["eta_nv"]: 0.3, m: 16e6, n: 8}), 86.22222222222222e-6)
     bound = {**base, R["eta_ar"]: 1.0, R["eta_nv"]: 1.0, R["a_ar"]: 0, R["t_n0"]: 0, R["a_nc"]: 0,
              R["a_nl"]: 0, R["a_nm"]: 0,
-             **{REGISTRY[k].symbol: 0 for k in ("m_o4", "m_o8", "m_cu")}}
+             **{REGISTRY[k].symbol: 0 for k in ("m_o4", "m_o8", "m_cu", "m_on")},
+             REGISTRY["N_mn"].symbol: 1e12,
+             REGISTRY["x_mn"].symbol: 1}
     assert close(t.xreplace({**bound, m: 1e6, n: 8}), 1e6 / 450e9)
     # one GPU: no communication
     assert eq.allreduce_time(m, 1).xreplace({**base, m: 1e6}) == 0
@@ -321,7 +325,9 @@ def test_allreduce_across_two_domains_is_hierarchical():
     base = {m: 1e6, R["B_su"]: 450e9, R["eta_ar"]: 1.0, R["a_ar"]: 1e-6, R["N_su"]: 8,
             R["B_so"]: 50e9, R["eta_so"]: 1.0, R["a_so"]: 5e-6, REGISTRY["N_ar"].symbol: 1e12, **NVSWITCH,
             n: 16, REGISTRY["eta_nv"].symbol: 1.0, REGISTRY["t_n0"].symbol: 1.0,  # NCCL never faster
-            **{REGISTRY[k].symbol: 0 for k in ("m_o4", "m_o8", "m_cu")}}
+            **{REGISTRY[k].symbol: 0 for k in ("m_o4", "m_o8", "m_cu", "m_on")},
+             REGISTRY["N_mn"].symbol: 1e12,
+             REGISTRY["x_mn"].symbol: 1}
     t = eq.allreduce_time(m, n).xreplace(base)
     assert close(t, 1e6 / 450e9 + 2.5e-6 + 2e-6 + 10e-6)
     su, so = (x.xreplace(base) for x in eq.allreduce_bandwidth(m, n))
@@ -526,3 +532,50 @@ def test_rank_local_share_of_a_chunked_prefill_pass():
                                            local_share=True)
         assert float(rate) > 0
         assert (0.0 < float(share) < 1.0) if below else float(share) == 1.0
+
+
+def test_allreduce_over_hosts_takes_the_multi_node_kernel():
+    # TensorRT-LLM on a 72-GPU NVLink domain of 4-GPU hosts (N_mn = 4, m_on = 1 MiB), 4.6 us per
+    # pass, eta_ar 0.5 of 900 GB/s:
+    # - 128 KiB over 8 GPUs: 8 x 128 KiB = 1 MiB, at the limit: one-shot, 4.6 us + 7 x 131072 /
+    #   450e9 = 6.6389 us, capped by two-shot's time at the limit (a message never costs more than
+    #   a larger one): 4.6 us + 2 x 7/8 x 131072 / 450e9 = 5.1097 us; 64 KiB, 4.6 us + 7 x 65536 /
+    #   450e9 = 5.6194 us, capped at the same 5.1097 us; 16 KiB one-shot, 4.8549 us
+    # - 256 KiB over 8: two-shot in one pass, 4.6 us + 2 x 7/8 x 262144 / 450e9 = 5.6194 us
+    # - 64 MiB over 16: no custom-kernel limit, still two-shot: 4.6 us + 2 x 15/16 x 67108864 /
+    #   450e9 = 284.23 us (the in-switch path at eta_nv 0.9 would take 2 x 4.6 + 67108864 /
+    #   810e9 = 92.05 us)
+    # - 128 KiB over 4 (one host): the host's kernel, one-shot up to m_o4 = 8 MiB, 4.6 us + 3 x
+    #   131072 / 450e9 = 5.4738 us
+    m, n = sp.symbols("m n", positive=True)
+    r = {k: REGISTRY[k].symbol for k in ("B_su", "eta_ar", "a_ar", "N_su", "B_so", "eta_so", "a_so", "N_ar",
+                                         "t_n0", "a_nc", "a_nl", "a_nm", "eta_nc", "eta_nv", "m_o4",
+                                         "m_o8", "m_cu", "N_mn", "m_on", "n_sw", "x_mn")}
+    mib = 1024 * 1024
+    base = {r["B_su"]: 900e9, r["eta_ar"]: 0.5, r["a_ar"]: 4.6e-6, r["N_su"]: 72, r["B_so"]: 100e9,
+            r["eta_so"]: 1.0, r["a_so"]: 5e-6, r["N_ar"]: 72, r["t_n0"]: 8e-6, r["a_nc"]: 2e-6,
+            r["a_nl"]: 2e-6, r["a_nm"]: 2e-6, r["eta_nc"]: 0.6, r["eta_nv"]: 0.9, r["m_o4"]: 8 * mib,
+            r["m_o8"]: 8 * mib, r["m_cu"]: 8 * mib, r["N_mn"]: 4, r["m_on"]: mib, **NVSWITCH,
+            r["n_sw"]: 72, r["x_mn"]: 1}
+    t = eq.allreduce_time(m, n)
+    assert close(t.xreplace({**base, m: 131072, n: 8}), 4.6e-6 + 2 * 7 / 8 * 131072 / 450e9)
+    assert close(t.xreplace({**base, m: 65536, n: 8}), 4.6e-6 + 2 * 7 / 8 * 131072 / 450e9)
+    assert close(t.xreplace({**base, m: 16384, n: 8}), 4.6e-6 + 7 * 16384 / 450e9)
+    assert close(t.xreplace({**base, m: 262144, n: 8}), 4.6e-6 + 2 * 7 / 8 * 262144 / 450e9)
+    assert close(t.xreplace({**base, m: 64 * mib, n: 16}), 4.6e-6 + 2 * 15 / 16 * 64 * mib / 450e9)
+    assert close(t.xreplace({**base, m: 131072, n: 4}), 4.6e-6 + 3 * 131072 / 450e9)
+    # a stack whose kernel stops at the host (vLLM, x_mn = 0): over 8 GPUs every size takes the
+    # large path, here the switch's reduction, 2 x 4.6 us + 256 / 810e9 (NCCL's ring: 8 us + 2 x 7 x
+    # 2 us + ... = 36 us); 64 MiB, 9.2 us + 67108864 / 810e9 = 92.05 us
+    vllm = {**base, r["x_mn"]: 0}
+    assert close(t.xreplace({**vllm, m: 256, n: 8}), 9.2e-6 + 256 / 810e9)
+    assert close(t.xreplace({**vllm, m: 64 * mib, n: 16}), 9.2e-6 + 64 * mib / 810e9)
+    assert close(t.xreplace({**vllm, m: 131072, n: 4}), 4.6e-6 + 3 * 131072 / 450e9)  # one host: its kernel
+    # the same rule compiled, as the step model evaluates it
+    from planner.physics.operators import compile_operator
+
+    names = {v.symbol: k for k, v in REGISTRY.items()}
+    got = compile_operator("allreduce")(x=np.array([131072.0, 262144.0]), n_g=np.array([8.0, 8.0]),
+                                        **{names[s]: float(v) for s, v in base.items()})
+    assert np.allclose(got, [4.6e-6 + 2 * 7 / 8 * 131072 / 450e9, 4.6e-6 + 2 * 7 / 8 * 262144 / 450e9],
+                       rtol=1e-9)

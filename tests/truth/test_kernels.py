@@ -91,7 +91,7 @@ def test_gemm_law_by_hand():
     # 34.35 us with the floor (memory-bound at 25.083 us were the SMs not counted)
     t = compile_operator("gemm_law")(m=65.0, n=4096.0, k_gemm=7168.0, b_in=2.0, b_w=2.0, b_out=2.0,
                                      P=989e12, B_hbm=3.35e12, t_m=64.0, t_n=128.0, N_sm=132.0, eta_g=0.5,
-                                     eta_gm=0.8, w_g=1.0, eta_q=1.0, b_q=0.0, t_g0=3e-6)
+                                     eta_gm=0.8, w_g=1.0, eta_q=1.0, b_q=0.0, t_g0=3e-6, t_gq=0.0)
     assert t == pytest.approx(3e-6 + 2 * 128 * 4096 * 7168 / (0.5 * 989e12) * 132 / 64, rel=1e-12)
     hbm_s = (65 * 7168 * 2 + 7168 * 4096 * 2 + 65 * 4096 * 2) / (0.8 * 3.35e12)
     assert 2 * 128 * 4096 * 7168 / (0.5 * 989e12) < hbm_s
@@ -100,9 +100,25 @@ def test_gemm_law_by_hand():
     # TFLOP/s = 60.768 us, compute-bound; the cast 1000 x 7168 x 3 B at 1.675 TB/s = 12.838 us
     t = compile_operator("gemm_law")(m=1000.0, n=4096.0, k_gemm=7168.0, b_in=1.0, b_w=1.0, b_out=2.0,
                                      P=1979e12, B_hbm=3.35e12, t_m=64.0, t_n=128.0, N_sm=1.0, eta_g=0.5,
-                                     eta_gm=0.8, w_g=1.0, eta_q=0.5, b_q=3.0, t_g0=0.0)
+                                     eta_gm=0.8, w_g=1.0, eta_q=0.5, b_q=3.0, t_g0=0.0, t_gq=0.0)
     assert t == pytest.approx(2 * 1024 * 4096 * 7168 / (0.5 * 1979e12) + 1000 * 7168 * 3 / (0.5 * 3.35e12),
                               rel=1e-12)
+    # a cast kernel of one CTA per row, 1 us of SM time each on 148 SMs: 16,384 rows of K = 2,048
+    # take 16384 x 1e-6 / 148 = 110.70 us, more than their 16384 x 2048 x 3 B at 0.5 x 7.7 TB/s
+    # (26.15 us); at K = 32 the same 110.70 us.  The GEMM itself: 32 columns, 2 x 16384 x 32 x
+    # 2048 = 2.147 GFLOP at 0.5 x 4.5 PFLOP/s = 0.954 us against 35.8 MB at 0.8 x 7.7 TB/s =
+    # 5.81 us: memory-bound
+    def fp8(k: float, t_gq: float) -> float:
+        return compile_operator("gemm_law")(m=16384.0, n=32.0, k_gemm=k, b_in=1.0, b_w=1.0, b_out=2.0,
+                                            P=4.5e15, B_hbm=7.7e12, t_m=128.0, t_n=128.0, N_sm=148.0,
+                                            eta_g=0.5, eta_gm=0.8, w_g=0.0, eta_q=0.5, b_q=3.0, t_g0=0.0,
+                                            t_gq=t_gq)
+
+    stream = (16384 * 2048 + 2048 * 32 + 16384 * 32 * 2) / (0.8 * 7.7e12)
+    assert fp8(2048.0, 1e-6) == pytest.approx(stream + 16384 * 1e-6 / 148, rel=1e-12)
+    assert fp8(2048.0, 0.0) == pytest.approx(stream + 16384 * 2048 * 3 / (0.5 * 7.7e12), rel=1e-12)
+    per_row, per_byte = 16384 * 1e-6 / 148, 16384 * 32 * 3 / (0.5 * 7.7e12)
+    assert fp8(32.0, 1e-6) - fp8(32.0, 0.0) == pytest.approx(per_row - per_byte, rel=1e-9)
     # wave quantization, BF16 on H100 (132 SMs) at eta_g 0.4: n 8448 is 66 tiles of 128 columns.
     # m 128: 2 x 66 = 132 tiles, one full wave (Q = 1). m 129: 3 x 66 = 198 tiles take 2 waves of
     # 132 where the work fills 1.5, Q = 264 / 198 = 4/3; paying half the idle SMs (w_g 0.5) makes
@@ -111,7 +127,8 @@ def test_gemm_law_by_hand():
     def bf16(m: float, n_sm: float) -> float:
         return compile_operator("gemm_law")(m=m, n=8448.0, k_gemm=7168.0, b_in=2.0, b_w=2.0, b_out=2.0,
                                             P=989e12, B_hbm=3.35e12, t_m=64.0, t_n=128.0, N_sm=n_sm,
-                                            eta_g=0.4, eta_gm=0.8, w_g=0.5, eta_q=1.0, b_q=0.0, t_g0=0.0)
+                                            eta_g=0.4, eta_gm=0.8, w_g=0.5, eta_q=1.0, b_q=0.0, t_g0=0.0,
+                                            t_gq=0.0)
 
     assert bf16(128.0, 132.0) == pytest.approx(bf16(128.0, 1.0), rel=1e-12)
     assert bf16(129.0, 1.0) == pytest.approx(2 * 192 * 8448 * 7168 / (0.4 * 989e12), rel=1e-12)
@@ -1090,3 +1107,27 @@ def test_vllm_triton_segments_by_hand():
                       "kv_heads": [1] * 2, "batch": [1] * 2, "isl": [1] * 2, "step": [1] * 2,
                       "kv_dtype": ["fp8"] * 2})
     assert attention_kind(d, "blackwell", 148).tolist() == ["gqa_triton", "gqa"]
+
+
+def test_nccl_rows_take_the_stacks_rows_beyond_their_reach():
+    """NCCL's law is fitted to every row that ran NCCL: its own, and a stack's over more GPUs than
+    its kernel spans (N_ar: SGLang one host, 4 GPUs on GB300 NVL72; vLLM 8; TensorRT-LLM the
+    domain; over PCIe vLLM and SGLang 2, TensorRT-LLM 1), relabelled as NCCL's."""
+    from planner.truth.kernels import load_table, nccl_rows, serving_allreduces
+
+    df = serving_allreduces(load_table("allreduce"))
+    got = nccl_rows(df)
+    assert set(got["stack"]) == {"nccl"} and set(got.op) == {"allreduce_nccl"}
+    gb300 = df[(df.gpu == "gb300-nvl72") & (df.op == "allreduce_custom")]
+    beyond = gb300[((gb300["stack"] == "sglang") & (gb300.num_gpus > 4))
+                   | ((gb300["stack"] == "vllm") & (gb300.num_gpus > 8))]
+    assert len(beyond) == 3 * 23  # SGLang over 8 and 16, vLLM over 16: 23 sizes each
+    own = df[(df.gpu == "gb300-nvl72") & (df.op == "allreduce_nccl")]
+    assert (got.gpu == "gb300-nvl72").sum() == len(own) + len(beyond)
+    # an 8-GPU HGX system's stacks all reach its 8 GPUs: NCCL's own rows alone
+    assert (got.gpu == "hgx-h200").sum() == ((df.gpu == "hgx-h200") & (df.op == "allreduce_nccl")).sum()
+    # over PCIe, TensorRT-LLM's every row and vLLM's and SGLang's beyond 2 GPUs
+    rtx = df[(df.gpu == "rtx-pro-6000-server") & (df.op == "allreduce_custom")]
+    n_rtx = ((rtx["stack"] == "trtllm") | (rtx.num_gpus > 2)).sum()
+    assert (got.gpu == "rtx-pro-6000-server").sum() == n_rtx + (
+        (df.gpu == "rtx-pro-6000-server") & (df.op == "allreduce_nccl")).sum()
