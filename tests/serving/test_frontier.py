@@ -313,6 +313,11 @@ def test_compare_summary_is_a_row_of_its_table(capsys):
     assert t.largest.sum() == 1 and t.asked.sum() == 4
     top = t[t.largest].iloc[0]
     assert top.both_useful and (t[t.both_useful].ratio <= top.ratio).all()
+    # ... and it is the curve's largest useful ratio, to within the curve's interpolation (the
+    # table solves each row exactly): not an asked level's smaller ratio where the curve's own
+    # peak fell into a tail when solved (ISL 8192 once quoted 5.9x at 100 beside a 9.6x peak)
+    curve = c.ratio[c.ratio.both_useful].ratio
+    assert curve.empty or top.ratio >= 0.9 * curve.max()
     assert (t.both_useful == ((t.tps_per_gpu_a >= USEFUL * c.a.tps_per_gpu.max())
                               & (t.tps_per_gpu_b >= USEFUL * c.b.tps_per_gpu.max()))).all()
     assert main(["compare", "--model", MODEL, "--hardware", "gb200-nvl72", "hgx-h200", "--serving", "decode",
@@ -325,6 +330,26 @@ def test_compare_summary_is_a_row_of_its_table(capsys):
     numbers = [v.replace(",", "") for v in row.split()]
     cells = [float(v) for v in numbers if v.replace(".", "", 1).isdigit()]
     assert float(quoted.rstrip("x")) in cells  # the summary's figure is the marked row's
+
+
+def test_largest_row_is_the_curves_peak_that_stays_useful_when_solved(monkeypatch):
+    # the ratio curve's useful peaks at 197, 150 and 100 tokens/s/user (9.6x, 8x, 5x); solved
+    # exactly for the table, system b at 197 gives 31 tok/s/GPU, under 5% of its 630 peak (its
+    # tail), so the table's largest row is the curve's next, 150, not an asked level's 5x
+    import planner.serving.comparison as cmp
+
+    ratio = pd.DataFrame({"tps_per_user": [100.0, 150.0, 197.3], "ratio": [5.0, 8.0, 9.6],
+                          "both_useful": [True, True, True]})
+    solved = {"a": {100.0: 1500.0, 150.0: 600.0, 197.0: 300.0}, "b": {100.0: 300.0, 150.0: 75.0, 197.0: 31.0}}
+
+    def fake_frontier_at(m, hw, targets, points=None, **kw):
+        return pd.DataFrame({"tps_per_gpu": [solved[hw][float(x)] for x in targets]})
+
+    monkeypatch.setattr(cmp, "frontier_at", fake_frontier_at)
+    fa, fb = pd.DataFrame({"tps_per_gpu": [2338.0]}), pd.DataFrame({"tps_per_gpu": [630.0]})
+    assert cmp._largest_useful_rate(ratio, None, "a", "b", None, None, fa, fb, {}) == 150.0
+    solved["b"][197.0] = 32.0  # at 5.1% of its peak: useful, and the peak is quoted
+    assert cmp._largest_useful_rate(ratio, None, "a", "b", None, None, fa, fb, {}) == 197.0
 
 
 def test_table_columns_have_one_format():
