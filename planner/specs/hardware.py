@@ -30,14 +30,15 @@ REGIONS = ("global", "china")
 #: DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs") with the
 #: H100 SGLang efficiencies fitted to the measured runs, which ran without overlap.  Reproduced
 #: by ``scripts/derive_overlap_efficiency.py`` (tests/physics/test_step.py checks that the two
-#: agree): 90.56 ms with the whole shorter side hidden, 168.3 ms at eta_o = 0, against 91.91 ms
-#: measured, so 0.983 (1, its ceiling, before the Hopper SGLang fit took the host's time per
-#: sequence, which its Llama-3.1-8B runs pin, and its HBM fraction rose from 0.47 to 0.55).  The
+#: agree): 90.44 ms with the whole shorter side hidden, 168.2 ms at eta_o = 0, against 91.91 ms
+#: measured, so 0.981 (1, its ceiling, before the Hopper SGLang fit took the host's time per
+#: sequence, which its Llama-3.1-8B runs pin, and its HBM fraction rose from 0.47 to 0.55; 0.983
+#: before the refit that followed the all-reduce laws of multi-node NVLink groups).  The
 #: step prices those experts with SGLang's Triton grouped-MoE law (its compute fraction 0.30 of
 #: the FP8 peak once the kernels' masked slots are read right, where 0.97 had put the same point
 #: at 84 ms and eta_o at 0.897); under DeepEP SGLang runs DeepGEMM's grouped GEMMs, for which no
 #: kernels are measured.  One point, so its uncertainty is wide (0 to 1).
-OVERLAP_EFFICIENCY = 0.983
+OVERLAP_EFFICIENCY = 0.981
 
 
 #: The communication laws' fields of :class:`Efficiency` fitted to a system's measured kernels

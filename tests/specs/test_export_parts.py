@@ -59,42 +59,42 @@ def test_ep8_pcie_all_to_all_of_one_decode_step_by_hand():
     # its 64 / 8 = 8 tokens.  A token's 8 experts reach 7 x (1 - (7/8)^8) = 4.5947 other GPUs;
     # INT4 W4A16 experts multiply in BF16, so 2 B per element: 8 x 4.5947 x 7168 x 2 = 526,961 B.
     # 6 of the 7 peers sit under other PCIe switches (2 GPUs per switch): 6/7 of the bytes cross
-    # the 31.5 GB/s host bridge, at its fitted fraction 0.6392 (NCCL's rings that leave a switch),
-    # slower than the GPU's own 63 GB/s link: max(1 / 63e9, (6/7) / (0.6392 x 31.5e9)) = 1 / 23.49e9
-    # s per byte.  At the measured alltoall's 0.7833 of that and 9.5 us per phase:
-    # 526,961 / (0.7833 x 23.49e9) + 9.5e-6 = 38.14 us.
+    # the 31.5 GB/s host bridge, at its fitted fraction 0.6809 (NCCL's rings that leave a switch),
+    # slower than the GPU's own 63 GB/s link: max(1 / 63e9, (6/7) / (0.6809 x 31.5e9)) = 1 / 25.02e9
+    # s per byte.  At the measured alltoall's 0.7353 of that (18.4 GB/s) and 9.5 us per phase:
+    # 526,961 / (0.7353 x 25.02e9) + 9.5e-6 = 38.14 us.
     r = decode_step("kimi-k2-thinking", "rtx-pro-6000-server", gpus=8, batch=64, context=2048,
                     tp_attn=8, ep=8, mtp=None)
     volume = 8 * 7 * (1 - (7 / 8) ** 8) * 7168 * 2
     assert volume == pytest.approx(526_961, abs=1)
-    per_byte = max(1 / 63e9, (6 / 7) / (0.6392 * 31.5e9))
-    assert 1 / per_byte == pytest.approx(23.49e9, rel=1e-3)
-    assert r.terms["dispatch"] == pytest.approx(volume * per_byte / 0.7833 + 9.5e-6, rel=1e-9)
+    per_byte = max(1 / 63e9, (6 / 7) / (0.6809 * 31.5e9))
+    assert 1 / per_byte == pytest.approx(25.02e9, rel=1e-3)
+    assert r.terms["dispatch"] == pytest.approx(volume * per_byte / 0.7353 + 9.5e-6, rel=1e-9)
     assert r.terms["dispatch"] == pytest.approx(38.14e-6, rel=1e-3)
     assert r.terms["combine"] == pytest.approx(r.terms["dispatch"], rel=1e-12)  # BF16 both ways
     # the same node over NVSwitch would have no bridge: the GPU's own link alone
     nv = load_hardware("rtx-pro-6000-server").replace(su_link="nvlink", su_switch_gpus=8,
                                                        su_bridge_bandwidth=63e9)
     r_nv = decode_step("kimi-k2-thinking", nv, gpus=8, batch=64, context=2048, tp_attn=8, ep=8, mtp=None)
-    assert r_nv.terms["dispatch"] == pytest.approx(volume / (0.7833 * 63e9) + 9.5e-6, rel=1e-9)
+    assert r_nv.terms["dispatch"] == pytest.approx(volume / (0.7353 * 63e9) + 9.5e-6, rel=1e-9)
 
 
 def test_pcie_all_reduce_is_nccls_ring_without_in_switch_reduction():
     # the attention-output all-reduce over TP 8: 64 tokens x 7168 x 2 B = 917,504 B.  Over PCIe
     # the custom kernels span 2 GPUs at most (vLLM's rule, the system having no fitted stack), so
     # 8 GPUs go through NCCL's fitted ring: 2 x 7/8 of the bytes (PCIe switches do not reduce) at
-    # 0.593 of the slower of the 63 GB/s link and the ring's one hop per switch leaving it, (1/2) /
-    # (0.6392 x 31.5 GB/s): 1 / 40.27 GB/s, 67.24 us; on the fastest protocol: LL 14 x 1.574 us +
-    # twice that = 156.5 us, LL128 14 x 6.144 + 16/15 of it = 157.7 us, Simple 14 x 6.612 + 67.24
-    # = 159.8 us: LL, plus t_n0 3.071 us = 159.6 us (measured at 1 MiB over 8: 166.6 us)
+    # 0.586 of the slower of the 63 GB/s link and the ring's one hop per switch leaving it, (1/2) /
+    # (0.6809 x 31.5 GB/s): 1 / 42.90 GB/s, 63.87 us; on the fastest protocol: LL 14 x 1.567 us +
+    # twice that = 149.7 us, LL128 14 x 4.784 + 16/15 of it = 135.1 us, Simple 14 x 5.133 + 63.87
+    # = 135.7 us: LL128, plus t_n0 3.196 us = 138.3 us (measured at 1 MiB over 8: 166.6 us)
     r = decode_step("kimi-k2-thinking", "rtx-pro-6000-server", gpus=8, batch=64, context=2048,
                     tp_attn=8, ep=8, mtp=None)
     m = 64 * 7168 * 2
-    per_byte = max(1 / 63e9, 0.5 / (0.6392 * 31.5e9))
-    assert 1 / per_byte == pytest.approx(40.27e9, rel=1e-3)
-    volume = 1.75 * m * per_byte / 0.593
-    assert r.terms["allreduce_attn"] == pytest.approx(3.071e-6 + 14 * 1.574e-6 + 2 * volume, rel=1e-9)
-    assert r.terms["allreduce_attn"] == pytest.approx(159.6e-6, rel=1e-3)
+    per_byte = max(1 / 63e9, 0.5 / (0.6809 * 31.5e9))
+    assert 1 / per_byte == pytest.approx(42.90e9, rel=1e-3)
+    volume = 1.75 * m * per_byte / 0.586
+    assert r.terms["allreduce_attn"] == pytest.approx(3.196e-6 + 14 * 4.784e-6 + 16 / 15 * volume, rel=1e-9)
+    assert r.terms["allreduce_attn"] == pytest.approx(138.3e-6, rel=1e-3)
     # over TP 2 the two GPUs share a switch and vLLM's own kernel runs, priced over PCIe as a ring
     # of 2 at its fitted constants: 2 x 2.153 us + m at 0.6011 x 63 GB/s (2 x (2 - 1)/2 m = m)
     r2 = decode_step("kimi-k2-thinking", "rtx-pro-6000-server", gpus=8, batch=64, context=2048,
