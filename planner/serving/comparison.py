@@ -95,6 +95,8 @@ def _largest_useful_rate(ratio: pd.DataFrame, m: Any, ha: Hardware, hb: Hardware
 
     if useful_when_solved(cands[:1])[0]:  # the usual case: one solve
         return cands[0]
+    if len(cands) == 1:
+        return None
     ok = useful_when_solved(cands[1:])
     return cands[1 + int(np.argmax(ok))] if ok.any() else None
 

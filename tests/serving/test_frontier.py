@@ -350,6 +350,9 @@ def test_largest_row_is_the_curves_peak_that_stays_useful_when_solved(monkeypatc
     assert cmp._largest_useful_rate(ratio, None, "a", "b", None, None, fa, fb, {}) == 150.0
     solved["b"][197.0] = 32.0  # at 5.1% of its peak: useful, and the peak is quoted
     assert cmp._largest_useful_rate(ratio, None, "a", "b", None, None, fa, fb, {}) == 197.0
+    # a curve with one useful point that falls into the tail when solved: no row is added
+    solved["b"][197.0] = 31.0
+    assert cmp._largest_useful_rate(ratio.iloc[2:], None, "a", "b", None, None, fa, fb, {}) is None
 
 
 def test_table_columns_have_one_format():
