@@ -525,6 +525,10 @@ STACK_FIELDS = {"compute": ("compute",), "hbm": ("hbm",), "network": ("scale_up"
                 "ttft_host": ("ttft_host",)}
 
 
+#: ``stacks:`` fields fitted to measured kernels (``moe-planner calibrate --kernels``), by prefix; the
+#: rest of a stack's fields are fitted to the measured runs
+KERNEL_FITTED_STACK_FIELDS = ("allreduce_", "a2a_")
+
 #: ``stacks:`` fields that are times (by how their names end); the rest are fractions
 TIME_STACK_FIELDS = ("overhead", "latency", "request", "host", "per_sequence")
 
@@ -566,10 +570,13 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
                  else sub.number("value", lo=0.0, hi=1.0, lo_open=True))
             sub.number("se", required=False, lo=0.0)
             sub.text("kind", choices=("fitted", "fixed", "bound"))
-            sub.text("note", required=False)
+            note = sub.text("note", required=False)
             sub.done()
             changes.update({fld: v for fld in fields_})
-            src[f"stacks.{name}.{key}"] = source
+            # the communication laws are fitted to measured kernels, not to the runs: their note
+            # says which (moe-planner calibrate --kernels), and is their source
+            src[f"stacks.{name}.{key}"] = (note if key.startswith(KERNEL_FITTED_STACK_FIELDS) and note
+                                           else source)
         e.done()
         out[str(name)] = dataclasses.replace(base, **changes)
     if default not in out:

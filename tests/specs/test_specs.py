@@ -309,6 +309,19 @@ def test_show_hardware_table(capsys):
     assert "1.21 TB" in out  # HBM total, derived: 8 x 143771 MiB
 
 
+def test_show_names_the_kernel_fit_as_the_source_of_the_communication_laws(capsys):
+    # a stack's all-reduce and all-to-all constants are fitted to measured kernels, its compute and
+    # HBM fractions to the measured runs: each row names its own fit
+    rc, out, _ = run_cli(capsys, "specs", "show", "gb300-nvl72", "--full")
+    assert rc == 0
+    for label in ("all-reduce latency per pass", "all-reduce bandwidth fraction",
+                  "all-to-all bandwidth fraction"):
+        row = next(ln for ln in out.splitlines() if ln.strip().startswith(label))
+        assert "measured" in row and "kernels of this GPU and stack" in row, row
+    hbm = next(ln for ln in out.splitlines() if ln.strip().startswith("HBM (eta_m)"))
+    assert "measured runs" in hbm and "kernels of this GPU" not in hbm
+
+
 def test_show_model_table(capsys):
     rc, out, _ = run_cli(capsys, "specs", "show", "kimi-k2-thinking")
     assert rc == 0
