@@ -103,7 +103,8 @@ def gemm_law_seconds(d: pd.DataFrame, hw: Any, dtype: str, law: GemmLaw) -> np.n
         m=d.m.to_numpy(float), n=d.n.to_numpy(float), k_gemm=d.k.to_numpy(float), b_in=bi, b_w=bw,
         b_out=bo, P=hw.flops[comp], B_hbm=hw.hbm_bandwidth, **gemm_tiles(hw), eta_g=law.compute,
         eta_gm=law.hbm, w_g=law.wave, eta_q=law.cast, b_q=GEMM_CAST_BYTES[dtype], t_g0=law.floor,
-        t_gq=law.row)
+        # SM time per row needs the SMs: a spec without a count (H20, borrowing H100's laws) has none
+        t_gq=law.row if hw.sm_count else 0.0)
 
 
 #: vLLM's block-FP8 linear layers run DeepGEMM only where the weight's N is a multiple of 64 and
