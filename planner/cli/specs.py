@@ -250,7 +250,7 @@ def _hardware_table(h: Hardware, full: bool) -> list[str]:
         v = getattr(e, key)
         if v is not None:
             text = format_si(v, "s") if key.endswith("latency") else f"{v:g}"
-            eff.append((label, text, src(f"efficiency.{key}") or src(f"stacks.{h.stack}.{key}")))
+            eff.append((label, text, esrc(key)))
     head = [f"{h.name}: {h.description}", f"file: {h.path}  (family {h.family}, GPU {h.gpu_model})", ""]
     body = _table([
         ("per GPU", gpu),

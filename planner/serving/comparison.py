@@ -60,8 +60,15 @@ def ratio_curve(fa: pd.DataFrame, fb: pd.DataFrame, ha: Hardware, hb: Hardware,
                           "ratio_per_mw": (ya / ha.power_per_gpu) / (yb / hb.power_per_gpu)})
     # where either system is down to a few percent of its own peak (the tail of its frontier), the
     # ratio of two small numbers says little: flag it, so plots and maxima can leave it out
-    ratio["both_useful"] = (ya >= USEFUL * fa.tps_per_gpu.max()) & (yb >= USEFUL * fb.tps_per_gpu.max())
+    ratio["both_useful"] = _both_useful(ya, yb, fa, fb)
     return ratio
+
+
+def _both_useful(ya: Any, yb: Any, fa: pd.DataFrame, fb: pd.DataFrame) -> np.ndarray:
+    """Where tokens/s per GPU ``ya`` and ``yb`` are both at least :data:`USEFUL` of their
+    frontier's peak (``fa``, ``fb``): outside either one's tail."""
+    return np.asarray((np.asarray(ya, float) >= USEFUL * fa.tps_per_gpu.max())
+                      & (np.asarray(yb, float) >= USEFUL * fb.tps_per_gpu.max()))
 
 
 #: curve points, largest useful ratio first, tried as the table's "largest" row
@@ -89,9 +96,8 @@ def _largest_useful_rate(ratio: pd.DataFrame, m: Any, ha: Hardware, hb: Hardware
         if len(cands) == LARGEST_CANDIDATES:
             break
     def useful_when_solved(xs: list[float]) -> np.ndarray:
-        ta = frontier_at(m, ha, xs, points=pts_a, **kw).tps_per_gpu.to_numpy(float)
-        tb = frontier_at(m, hb, xs, points=pts_b, **kw).tps_per_gpu.to_numpy(float)
-        return (ta >= USEFUL * fa.tps_per_gpu.max()) & (tb >= USEFUL * fb.tps_per_gpu.max())
+        return _both_useful(frontier_at(m, ha, xs, points=pts_a, **kw).tps_per_gpu,
+                           frontier_at(m, hb, xs, points=pts_b, **kw).tps_per_gpu, fa, fb)
 
     if useful_when_solved(cands[:1])[0]:  # the usual case: one solve
         return cands[0]
@@ -146,8 +152,7 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     table["ratio"] = table.tps_per_gpu_a / table.tps_per_gpu_b
     table["ratio_per_mw"] = table.tps_per_mw_a / table.tps_per_mw_b
     # the same rule as the curve's: a ratio where either side is in its tail is shown, not quoted
-    table["both_useful"] = ((table.tps_per_gpu_a >= USEFUL * fa.tps_per_gpu.max())
-                            & (table.tps_per_gpu_b >= USEFUL * fb.tps_per_gpu.max())).to_numpy()
+    table["both_useful"] = _both_useful(table.tps_per_gpu_a, table.tps_per_gpu_b, fa, fb)
     table["largest"] = False
     ok = table[table.both_useful & np.isfinite(table.ratio)]
     if not ok.empty:

@@ -42,6 +42,7 @@ import pandas as pd
 
 from planner.errors import SpecError
 from planner.physics.step import pass_kernels
+from planner.specs.hardware import KERNEL_FITTED_STACK_FIELDS
 from planner.specs.reading import yaml_number
 from planner.truth.runs import GroupInputs, RunsScore, score_runs, served_ttft
 
@@ -682,7 +683,7 @@ def _source_text(fit: RunsFit) -> str:
 
 #: A stack entry's lines fitted to measured kernels (``moe-planner calibrate --kernels``), which a
 #: runs fit carries over unchanged.
-KERNEL_LINES = ("    allreduce_", "    a2a_", "    gemm_", "    moe_", "    attn_")
+KERNEL_LINES = tuple(f"    {p}" for p in (*KERNEL_FITTED_STACK_FIELDS, "gemm_", "moe_", "attn_"))
 
 
 def _split_stacks(text: str) -> tuple[list[str], dict[str, list[str]]]:
