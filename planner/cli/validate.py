@@ -80,12 +80,14 @@ def _shape(r: Any) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.frontiers is not None:
+        return _cmd_frontiers(args)
     if args.kernels:
         return _cmd_kernels(args)
     if args.runs is not None:
         return _cmd_runs(args)
     if args.out:
-        raise SpecError("<input>", "--out", "only with --runs (per-row results of the measured runs)")
+        raise SpecError("<input>", "--out", "only with --runs or --frontiers (per-row results)")
     from planner.truth.validate import format_scorecard, load_points, scorecard
 
     card = scorecard(load_points(args.points))
@@ -98,6 +100,61 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _pct(v: float) -> str:
     return "-" if v is None or not math.isfinite(v) else f"{v:.0%}"
+
+
+def _cmd_frontiers(args: argparse.Namespace) -> int:
+    from planner.outputs import table, write_atomic
+    from planner.truth.frontiers import per_row, score_frontiers
+
+    if args.runs is not None or args.kernels or args.points:
+        raise SpecError("<input>", "--frontiers", "alone (not with --runs, --kernels or --points)")
+    check_output_args(args, files=["out"])
+    score = score_frontiers(args.frontiers)
+    if args.out:
+        write_atomic(args.out, lambda tmp: per_row(score).to_csv(tmp, index=False), "--out")
+    s = score.summary()
+    if args.json:
+        s["by_hardware"] = score.by("hardware")
+        s["by_framework"] = score.by("framework")
+        print_json(json_safe(s))
+        return 0
+    p, f = s["point"], s["frontier"]
+    print(f"# measured frontier points: {score.source} ({s['points_total']} rows, "
+          f"{s['points_scored']} scored; measurements: InferenceX, SemiAnalysis)")
+    print("# point: each row predicted at its own deployment (layout, workers, concurrency, precision, "
+          "speculation); frontier: each group's measured envelope against the as-deployed frontier of "
+          "its framework's launch recipes, at the measured tokens/s per user; error = |predicted / "
+          "measured - 1|, bias = median predicted / measured; tokens/s per GPU = output tokens over "
+          "every GPU")
+    rows = []
+    for key in ("hardware", "framework"):
+        for r in score.by(key):
+            rows.append([r[key], r["points"], _pct(r["tps_per_gpu_median_abs_err"]),
+                         _pct(r["tpot_median_abs_err"]), _pct(r["ttft_median_abs_err"]),
+                         r["frontier_points"], _pct(r["frontier_median_abs_err"]),
+                         _pct(r["frontier_p90_abs_err"]), f"{r['frontier_bias']:.2f}"])
+    rows.append(["all", s["points_scored"], _pct(p["tps_per_gpu_median_abs_err"]),
+                 _pct(p["tpot_median_abs_err"]), _pct(p["ttft_median_abs_err"]), f["points_compared"],
+                 _pct(f["median_abs_err"]), _pct(f["p90_abs_err"]), f"{f['bias']:.2f}"])
+    print(table(rows, ["by", "points", "tok/s/GPU median", "TPOT median", "TTFT median", "envelope pts",
+                       "frontier median", "frontier p90", "frontier bias"]))
+    worst = sorted((g for g in f["groups"] if math.isfinite(g["worst_factor"])),
+                   key=lambda g: -g["worst_factor"])[:5]
+    print("\n# the five worst groups (largest predicted / measured factor on the envelope)")
+    print(table([[g["hardware"], g["framework"], g["precision"], g["spec_decoding"],
+                  f"{g['isl']:g}/{g['osl']:g}", g["compared"], f"{g['median_ratio']:.2f}",
+                  f"{g['worst_factor']:.2f}"] for g in worst],
+                ["system", "framework", "precision", "spec", "ISL/OSL", "points", "median ratio",
+                 "worst factor"]))
+    print("\n# rows not scored, by rule")
+    print(table([[k, v] for k, v in s["unscored"].items()], ["rule", "rows"]))
+    flags = ", ".join(f"{k} {v}" for k, v in s["flags"].items())
+    print(f"# flags: {flags}; {f['points_beyond_reach']} envelope "
+          f"points beyond the predicted frontier's reach; {s['bound_violations']} points above the bound "
+          f"({s['bound_violations_flagged']} flagged)")
+    if args.out:
+        print(f"# wrote {args.out}")
+    return 0
 
 
 def _cmd_runs(args: argparse.Namespace) -> int:
@@ -547,7 +604,11 @@ def register(sub: Any) -> None:
         "measurement exceeds its bound or a closed-form point does not reproduce.",
         epilog="examples:\n  moe-planner validate\n  moe-planner validate --json\n"
         "  moe-planner validate --runs                  # the 4,407 bundled measured runs\n"
-        "  moe-planner validate --runs my_runs.csv --json --out rows.csv\n\n"
+        "  moe-planner validate --runs my_runs.csv --json --out rows.csv\n"
+        "  moe-planner validate --frontiers measured_frontiers.csv --json\n\n"
+        "--frontiers scores measured benchmark points (InferenceX columns: system, framework, precision,\n"
+        "speculation, ISL/OSL, layout, concurrency, tokens/s per user and per GPU, TTFT, TPOT) point by\n"
+        "point at each row's own deployment, and as envelopes against the as-deployed frontier.\n\n"
         "--runs scores measured serving runs (TTFT and TPOT at a stated layout) at each run's exact\n"
         "layout, in bound and realistic mode; FILE is any CSV with the columns of\n"
         "planner/truth/data/measured_runs.csv (see measured_runs.md there).  Errors are fractions\n"
@@ -562,8 +623,11 @@ def register(sub: Any) -> None:
     v.add_argument("--runs", nargs="?", const=True, default=None, metavar="FILE",
                    help="score measured serving runs instead of the published points (default FILE: "
                         "the bundled runs)")
+    v.add_argument("--frontiers", metavar="FILE", default=None,
+                   help="score measured frontier points (a CSV in InferenceX's columns) instead")
     v.add_argument("--out", metavar="CSV", default=None,
-                   help="with --runs: write one row per run (predictions, ratios, flags, status)")
+                   help="with --runs or --frontiers: write one row per input row (predictions, ratios, "
+                        "flags, status)")
     v.add_argument("--points", metavar="FILE", default=None,
                    help="a points YAML in the same format (default: the bundled points)")
 

@@ -1,0 +1,478 @@
+"""Deployments as serving stacks run them: one benchmark point predicted, and the as-deployed frontier.
+
+A *deployment* is what a benchmark launches and measures: a serving framework's workers (aggregated:
+one worker of ``tp`` GPUs; disaggregated: prefill and decode workers, each with its attention TP /
+DP and EP), a precision, speculation on or off (with the recipe's draft count), ISL/OSL and a
+concurrency: ``concurrency`` users in a closed loop, each sending its next request when the last
+one ends.  :func:`predict` gives, for each deployment, what the benchmark reports: median TPOT
+and TTFT, tokens/s per user (1 / TPOT) and tokens/s per GPU over every GPU of the deployment.
+
+How a deployment is predicted (the same step laws as every other answer of the tool):
+
+- the requests are what the benchmark sends: lengths drawn uniformly between
+  :data:`LENGTH_RANGE_RATIO` x and 1 x the nominal ISL and OSL (InferenceX's
+  ``random-range-ratio`` 0.8, ``.github/workflows/benchmark-tmpl.yml``), so the mean request is
+  0.9 x the nominal pair;
+- the decode batch per attention-DP rank is the decoding share of the concurrency (Little's law on
+  the closed loop, ``f = (O - 1) TPOT / (TTFT + (O - 1) TPOT)``, solved by fixed-point iteration
+  on the predicted TTFT and TPOT), over the decode workers and their DP ranks, never above what the
+  KV cache holds;
+- TPOT is the decode step (overlap off, as the measured runs were fitted) over the tokens a step
+  emits; an aggregated step carries its share of chunked prefill (``t_step_aggregated``);
+- TTFT is ``ttft_served``: the stack's per-request latency, the pass's host time, one prompt's
+  prefill pass at the prefill layout, and the queued share of the prompts that arrive with it;
+- tokens/s per GPU = concurrency x mean OSL / (TTFT + (OSL - 1) TPOT) over all GPUs.
+
+The recipes (:func:`recipes`, ``data/deployment_recipes.csv.gz``, see the ``.md`` beside it) are
+the public launch matrices of the InferenceX benchmark: which layouts, worker counts, concurrencies
+and MTP draft counts each framework runs on each system.  :func:`deployed_points` turns them into
+deployments for a model on a system (the model's own recipes where the matrix has them, else the
+DeepSeek-R1 recipes of the same system and serving mode: the layouts a stack ships for a large
+MoE; else :func:`generic_deployments`), each recipe layout at its own concurrencies and on a
+geometric ladder between its smallest and largest.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.errors import SpecError
+from planner.physics import compiled
+from planner.physics.step import (
+    CATEGORIES,
+    default_slots,
+    evaluate_configs,
+    pass_kernels,
+    resolve_precisions,
+    resolve_speculation,
+)
+from planner.specs.hardware import Hardware
+from planner.specs.model import Model
+
+#: InferenceX draws each request's ISL and OSL uniformly from [ratio x L, L]
+#: (``random-range-ratio`` default 0.8, ``.github/workflows/benchmark-tmpl.yml``).
+LENGTH_RANGE_RATIO = 0.8
+#: mean request length over the nominal one
+LENGTH_MEAN = (1.0 + LENGTH_RANGE_RATIO) / 2.0
+#: Fixed-point iterations of the decoding share of the concurrency.
+ITERATIONS = 6
+#: Concurrencies tried per doubling between a recipe layout's smallest and largest.
+CONC_PER_OCTAVE = 4
+
+#: benchmark framework -> (serving stack of the fits, disaggregated)
+FRAMEWORKS = {
+    "sglang": ("sglang", False),
+    "trt": ("trtllm", False),
+    "vllm": ("vllm", False),
+    "atom": ("vllm", False),
+    "dynamo-trt": ("trtllm", True),
+    "dynamo-sglang": ("sglang", True),
+    "dynamo-vllm": ("vllm", True),
+    "mori-sglang": ("sglang", True),
+    "sglang-disagg": ("sglang", True),
+}
+#: framework names the measured-frontier file and the launch matrix spell differently
+FRAMEWORK_ALIASES = {"mori-sglang": "sglang-disagg"}
+#: bundled system -> the benchmark's runner name
+RUNNERS = {
+    "hgx-b200": "b200",
+    "hgx-b300": "b300",
+    "hgx-h100": "h100",
+    "hgx-h200": "h200",
+    "gb200-nvl72": "gb200",
+    "gb300-nvl72": "gb300",
+    "mi300x": "mi300x",
+    "mi325x": "mi325x",
+    "mi355x": "mi355x",
+}
+#: bundled model -> the benchmark's model prefix
+MODEL_PREFIX = {
+    "deepseek-r1": "dsr1",
+    "deepseek-v3": "dsr1",
+    "gpt-oss-120b": "gptoss",
+    "minimax-m2.5": "minimaxm2.5",
+    "kimi-k2.5": "kimik2.5",
+}
+#: MTP drafts a stack's launch script sets where the recipe does not say (InferenceX
+#: ``benchmarks/single_node/fixed_seq_len``: ``dsr1_fp8_b200_trt_mtp.sh`` MTP=3, and 1 with attention
+#: DP; ``dsr1_fp8_b200_mtp.sh`` SPECULATIVE_NUM_STEPS=2 for SGLang)
+DEFAULT_DRAFTS = {"trtllm": 3, "sglang": 2, "vllm": 2}
+DEFAULT_DRAFTS_DP = {"trtllm": 1}
+#: the benchmark's concurrencies where a system has no recipe (its usual sweep, 4 to 512 doubling)
+GENERIC_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+LAYOUT_COLUMNS = (
+    "decode_workers",
+    "decode_gpus",
+    "decode_tp_attn",
+    "decode_ep",
+    "prefill_workers",
+    "prefill_gpus",
+    "prefill_tp_attn",
+    "prefill_ep",
+)
+
+
+@lru_cache(maxsize=1)
+def recipes() -> pd.DataFrame:
+    """The bundled launch recipes, one row per scheduled (layout, concurrency)."""
+    with resources.files("planner.serving.data").joinpath("deployment_recipes.csv.gz").open("rb") as fh:
+        return pd.read_csv(fh, compression="gzip", dtype=str, keep_default_na=False)
+
+
+def _f(col: pd.Series, default: float = math.nan) -> np.ndarray:
+    v = pd.to_numeric(col, errors="coerce").to_numpy(float)
+    return np.where(np.isfinite(v), v, default)
+
+
+def from_recipes(r: pd.DataFrame, stack: str) -> pd.DataFrame:
+    """Deployments (one row each: :data:`LAYOUT_COLUMNS`, ``disagg``, ``concurrency``, ``drafts``)
+    of recipe rows ``r`` (the recipe file's columns) for a stack."""
+    disagg = r.disagg.to_numpy() == "true"
+    tp = _f(r.tp)
+    dp = r.dp_attn.to_numpy() == "true"
+    out = pd.DataFrame({"disagg": disagg, "concurrency": _f(r.conc)})
+    for role in ("decode", "prefill"):
+        g = np.where(disagg, _f(r[f"{role}_tp"]), tp)
+        rdp = np.where(disagg, r[f"{role}_dp_attn"].to_numpy() == "true", dp)
+        ep = np.where(disagg, _f(r[f"{role}_ep"], 1.0), _f(r.ep, 1.0))
+        out[f"{role}_workers"] = np.where(disagg, _f(r[f"{role}_workers"], 1.0), 1.0)
+        out[f"{role}_gpus"] = g
+        out[f"{role}_tp_attn"] = np.where(rdp, 1.0, g)
+        out[f"{role}_ep"] = ep
+    spec = r.spec_decoding.to_numpy() == "mtp"
+    given = _f(r.mtp_drafts)
+    dflt = np.where(
+        out.decode_tp_attn < out.decode_gpus,
+        DEFAULT_DRAFTS_DP.get(stack, DEFAULT_DRAFTS.get(stack, 2)),
+        DEFAULT_DRAFTS.get(stack, 2),
+    )
+    out["drafts"] = np.where(spec, np.where(np.isfinite(given) & (given > 0), given, dflt), 0).astype(int)
+    ok = np.isfinite(out.concurrency) & (out.concurrency >= 1)
+    for c in ("decode_workers", "decode_gpus", "prefill_workers", "prefill_gpus"):
+        ok &= np.isfinite(out[c]) & (out[c] >= 1)  # (a recipe of 0 decode workers serves nothing)
+    return out[ok].reset_index(drop=True)
+
+
+def generic_deployments(hw: Hardware, disagg: bool, speculate: bool, stack: str) -> pd.DataFrame:
+    """Deployments of a system without recipes: one node's GPUs (at most the scale-up domain) as
+    attention TP with EP 1, TP with EP over the node, and attention DP with EP over the node (the
+    three layouts every stack's recipes run); disaggregated, one prefill worker of the same layout
+    per decode worker; the benchmark's usual concurrencies."""
+    n = float(min(hw.gpus_per_system, hw.domain_size))
+    rows = []
+    for tpa, ep in ((n, 1.0), (n, n), (1.0, n)):
+        drafts = 0
+        if speculate:
+            drafts = (
+                DEFAULT_DRAFTS_DP.get(stack, DEFAULT_DRAFTS.get(stack, 2))
+                if tpa < n
+                else DEFAULT_DRAFTS.get(stack, 2)
+            )
+        for c in GENERIC_CONCURRENCY:
+            rows.append(
+                {
+                    "disagg": disagg,
+                    "concurrency": float(c),
+                    "decode_workers": 1.0,
+                    "decode_gpus": n,
+                    "decode_tp_attn": tpa,
+                    "decode_ep": ep,
+                    "prefill_workers": 1.0,
+                    "prefill_gpus": n,
+                    "prefill_tp_attn": tpa,
+                    "prefill_ep": ep,
+                    "drafts": drafts,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def ladder(dep: pd.DataFrame, per_octave: int = CONC_PER_OCTAVE) -> pd.DataFrame:
+    """Each layout (everything but the concurrency) at its own concurrencies and on a geometric
+    ladder between its smallest and largest (whole users); ``per_octave`` 0: the scheduled
+    concurrencies alone."""
+    if per_octave <= 0 or dep.empty:
+        return dep.drop_duplicates(ignore_index=True)
+    keys = [c for c in dep.columns if c != "concurrency"]
+    frames = []
+    for _, g in dep.groupby(keys, sort=False, dropna=False):
+        lo, hi = float(g.concurrency.min()), float(g.concurrency.max())
+        n = int(round(math.log2(hi / lo) * per_octave)) if hi > lo else 0
+        c = np.unique(
+            np.concatenate(
+                [g.concurrency.to_numpy(float), np.round(lo * 2.0 ** (np.arange(n + 1) / per_octave))]
+            )
+        )
+        base = g.iloc[[0] * len(c)].reset_index(drop=True)
+        frames.append(base.assign(concurrency=c))
+    return pd.concat(frames, ignore_index=True).drop_duplicates(ignore_index=True)
+
+
+def deployed_points(
+    model: Model,
+    hw: Hardware,
+    *,
+    disagg: bool,
+    precision: str,
+    speculate: bool | None,
+    isl: float,
+    osl: float,
+    frameworks: list[str] | None = None,
+    per_octave: int = CONC_PER_OCTAVE,
+) -> tuple[pd.DataFrame, str]:
+    """The deployments the as-deployed search tries for ``model`` on ``hw`` (see the module
+    docstring), and where they come from (a sentence for output headers).  ``precision``:
+    ``fp4`` or ``fp8`` (the recipe's weights); ``speculate`` None: both."""
+    stack = hw.stack or ""
+    runner = RUNNERS.get(hw.name.split(":")[0], hw.name)
+    r = recipes()
+    fw_ok = [f for f, (s, d) in FRAMEWORKS.items() if d == disagg and (frameworks is None or f in frameworks)]
+    sel = r[(r.runner == runner) & r.framework.isin(fw_ok) & (r.precision == precision)]
+    own = sel[sel.framework.map(lambda f: FRAMEWORKS[f][0] == stack)] if stack else sel
+    where = "own"
+    if own.empty and not sel.empty:
+        own, where = sel, "another framework's"
+    sel = own
+    prefix = MODEL_PREFIX.get(model.name, "")
+    mine = sel[sel.model_prefix == prefix] if prefix else sel.iloc[:0]
+    if mine.empty:
+        mine = sel[sel.model_prefix == "dsr1"]
+        src_model = "DeepSeek-R1"
+    else:
+        src_model = model.name
+    if speculate is not None:
+        mine = mine[(mine.spec_decoding == "mtp") == bool(speculate)]
+    if not mine.empty:
+        # the recipes of the nearest sequence lengths
+        d = np.log(_f(mine.isl) / isl) ** 2 + np.log(_f(mine.osl) / osl) ** 2
+        mine = mine[np.isclose(d, d.min())]
+        dep = from_recipes(mine, stack)
+        fws = ", ".join(sorted(set(mine.framework)))
+        lens = f"{mine.isl.iloc[0]}/{mine.osl.iloc[0]}"
+        note = (
+            f"InferenceX launch recipes ({fws}, {where} stack's; {src_model} {precision}, "
+            f"ISL/OSL {lens}): {len(dep)} scheduled points"
+        )
+    else:
+        specs = [False, True] if speculate is None else [bool(speculate)]
+        dep = pd.concat(
+            [generic_deployments(hw, disagg, s, stack) for s in specs if not s or model.speculates],
+            ignore_index=True,
+        )
+        note = f"no launch recipe for {hw.name}: one node as attention TP, TP + EP and attention DP + EP"
+    if not model.speculates:
+        dep = dep[dep.drafts == 0]
+    return ladder(dep.reset_index(drop=True), per_octave), note
+
+
+def _layout(model: Model, dep: pd.DataFrame, role: str) -> dict[str, np.ndarray]:
+    G = dep[f"{role}_gpus"].to_numpy(float)
+    TPa = dep[f"{role}_tp_attn"].to_numpy(float)
+    EP = np.maximum(dep[f"{role}_ep"].to_numpy(float), 1.0)
+    if model.is_dense:
+        EP = np.ones_like(G)
+        TPe = TPa
+    else:
+        TPe = G / EP
+    return dict(
+        G=G, TP_a=TPa, EP=EP, TP_e=TPe, E_slots=np.asarray(default_slots(model, EP), float) * np.ones_like(G)
+    )
+
+
+def predict(
+    model: Model,
+    hw: Hardware,
+    dep: pd.DataFrame,
+    *,
+    weights: str | None,
+    isl: float,
+    osl: float,
+    mode: str = "realistic",
+    kv: str | None = None,
+) -> pd.DataFrame:
+    """What a benchmark of each deployment in ``dep`` reports (see the module docstring): columns
+    ``tpot_s``, ``ttft_s``, ``e2e_s``, ``tps_per_user``, ``output_tps_per_gpu``,
+    ``total_tps_per_gpu``, ``batch_per_rank``, ``gpus_total``, ``tokens_per_step``, ``bottleneck``,
+    ``reason`` (0: feasible) beside the deployment's own."""
+    from planner.serving.frontiers import aggregated_prefill_terms, chunked_prefill_rate, served_ttft
+
+    prec = resolve_precisions(model, hw, weights, kv)
+    n = len(dep)
+    I, O = LENGTH_MEAN * isl, LENGTH_MEAN * osl
+    ctx = I + O / 2.0
+    conc = dep.concurrency.to_numpy(float)
+    disagg = dep.disagg.to_numpy(bool)
+    dl, pl = _layout(model, dep, "decode"), _layout(model, dep, "prefill")
+    wd, wp = dep.decode_workers.to_numpy(float), dep.prefill_workers.to_numpy(float)
+    ranks = wd * dl["G"] / dl["TP_a"]
+    gpus = np.where(disagg, wd * dl["G"] + wp * pl["G"], dl["G"])
+    e = hw.efficiency
+    real = mode != "bound"
+    # TTFT: one prompt's pass at the prefill layout and the queued share of the prompts that arrive
+    # with it (aggregated: the instance's concurrency; disaggregated: over the prefill workers)
+    p = evaluate_configs(model, hw, prec, mode, **pl, b=np.ones(n), S=I, phase="prefill", categories=False)
+    t_pass = np.where(np.asarray(p["feasible"], bool), np.asarray(p["step"], float), np.nan)
+    x_p, phi = chunked_prefill_rate(model, hw, prec, mode, **pl, isl=I, local_share=True)
+    prompts = conc / np.where(disagg, wp, 1.0)
+    wave = prompts * I / (x_p * pl["G"])
+    ttft = served_ttft(
+        e.ttft_request if real else 0.0,
+        e.ttft_wave if real else 0.0,
+        t_pass,
+        wave if real else 0.0,
+        e.ttft_host if real else 0.0,
+        pass_kernels(model),
+    )
+    tpot = np.full(n, np.nan)
+    A_all = np.ones(n)
+    reason = np.zeros(n, dtype=int)
+    bott = np.full(n, "", dtype=object)
+    b_out = np.full(n, np.nan)
+    x_agg, phi_agg = chunked_prefill_rate(model, hw, prec, mode, **dl, isl=I, local_share=True)
+    for drafts in sorted(set(dep.drafts.astype(int))):
+        m = dep.drafts.to_numpy(int) == drafts
+        spec = resolve_speculation(model, drafts)
+        lay = {k: v[m] for k, v in dl.items()}
+        probe = evaluate_configs(
+            model, hw, prec, mode, **lay, b=np.ones(m.sum()), S=ctx, spec=spec, categories=False
+        )
+        cap = np.floor(np.broadcast_to(np.asarray(probe["memory.b_max"], float), (m.sum(),)) * (1 + 1e-9))
+        f = np.ones(m.sum())
+        for _ in range(ITERATIONS):
+            b = np.minimum(np.maximum(conc[m] * f / ranks[m], 1e-3), np.maximum(cap, 1e-3))
+            r = evaluate_configs(model, hw, prec, mode, **lay, b=b, S=ctx, spec=spec)
+            A = float(np.asarray(r["A"]))
+            step = np.asarray(r["step"], float)
+            if mode != "bound":
+                ag = ~disagg[m]
+                if ag.any():
+                    t_agg = compiled.evaluate_named(
+                        "t_step_aggregated",
+                        t_step=step,
+                        I=I,
+                        O=O,
+                        b=b,
+                        A=A,
+                        TP_a=lay["TP_a"],
+                        X_p=x_agg[m],
+                        **aggregated_prefill_terms(model, mode, lay["G"], lay["TP_a"], I, phi_agg[m]),
+                    )
+                    step = np.where(ag, np.asarray(t_agg, float), step)
+            t = step / A
+            dec = (O - 1.0) * t
+            f_new = dec / (ttft[m] + dec)
+            f = np.where(np.isfinite(f_new), f_new, 1.0)
+        tpot[m], A_all[m], b_out[m] = t, A, b
+        code = np.asarray(r["reason"], int) * np.ones(m.sum(), dtype=int)
+        code = np.where(cap < 1, 8, code)
+        reason[m] = code
+        bott[m] = np.array(CATEGORIES, dtype=object)[
+            np.asarray(r["bottleneck"], int) * np.ones(m.sum(), dtype=int)
+        ]
+    e2e = ttft + (O - 1.0) * tpot
+    out_tps = conc * O / (e2e * gpus)
+    ok = (reason == 0) & np.isfinite(out_tps) & np.isfinite(ttft)
+    return dep.assign(
+        gpus_total=gpus,
+        batch_per_rank=b_out,
+        tokens_per_step=A_all,
+        tpot_s=tpot,
+        ttft_s=ttft,
+        e2e_s=e2e,
+        tps_per_user=1.0 / tpot,
+        output_tps_per_gpu=out_tps,
+        total_tps_per_gpu=out_tps * (I + O) / O,
+        bottleneck=bott,
+        reason=np.where(ok, 0, np.where(reason == 0, 8, reason)),
+    )
+
+
+def deployed_frontier(
+    model: Model,
+    hw: Hardware,
+    *,
+    serving: str,
+    isl: float,
+    osl: float,
+    weights: str | None,
+    mtp: Any = "auto",
+    mode: str = "realistic",
+    metric: str = "output",
+    kv: str | None = None,
+    frameworks: list[str] | None = None,
+    all_points: bool = False,
+    per_octave: int = CONC_PER_OCTAVE,
+) -> pd.DataFrame:
+    """The as-deployed frontier: the envelope of :func:`predict` over :func:`deployed_points` (the
+    stack's recipes), as a frontier table (``tps_per_user``, ``tps_per_gpu`` by ``metric``).
+    ``per_octave``: concurrencies tried per doubling on each recipe layout between its scheduled
+    ones (0: the scheduled concurrencies alone, as a benchmark samples them)."""
+    from planner.serving.search import pareto, precision_options
+
+    if serving not in ("aggregated", "disaggregated"):
+        raise SpecError(
+            "<input>",
+            "search",
+            f"the as-deployed search serves aggregated or disaggregated, not {serving}: use --search limit",
+        )
+    frames, notes = [], []
+    for w in precision_options(model, hw, weights):
+        rp = "fp4" if w in ("nvfp4", "mxfp4", "fp4") else "fp8"
+        speculate = None if mtp == "auto" else bool(resolve_speculation(model, mtp).drafts)
+        dep, note = deployed_points(
+            model,
+            hw,
+            disagg=serving == "disaggregated",
+            precision=rp,
+            speculate=speculate,
+            isl=isl,
+            osl=osl,
+            frameworks=frameworks,
+            per_octave=per_octave,
+        )
+        if dep.empty:
+            continue
+        notes.append(note)
+        pr = predict(model, hw, dep, weights=w, isl=isl, osl=osl, mode=mode, kv=kv)
+        frames.append(pr[pr.reason == 0].assign(weights=w))
+    if not frames or all(f.empty for f in frames):
+        raise SpecError(
+            "<input>",
+            "search",
+            f"a deployment of {model.name} on {hw.name} that the stacks' "
+            "recipes run and that fits (try --search limit)",
+        )
+    df = pd.concat(frames, ignore_index=True)
+    df["tps_per_gpu"] = {
+        "output": df.output_tps_per_gpu,
+        "total": df.total_tps_per_gpu,
+        "decode": df.output_tps_per_gpu * df.gpus_total / (df.decode_workers * df.decode_gpus),
+    }[metric]
+    df["mtp"] = df.drafts
+    df["gpus"] = df.decode_gpus
+    df["batch"] = df.concurrency
+    df["search"] = "deployed"
+    if not all_points:
+        df = pareto(df, "tps_per_user", "tps_per_gpu")
+    df = df.sort_values("tps_per_user").reset_index(drop=True)
+    df.attrs["deployments"] = "; ".join(dict.fromkeys(notes))
+    return df
+
+
+def envelope_at(front: pd.DataFrame, x: Any, y: str = "tps_per_gpu") -> np.ndarray:
+    """The envelope's ``y`` at per-user rates ``x``: the most ``y`` of any point at least that fast
+    for each user (NaN beyond the fastest)."""
+    xs = front.tps_per_user.to_numpy(float)
+    ys = front[y].to_numpy(float)
+    order = np.argsort(xs)
+    xs, ys = xs[order], ys[order]
+    best = np.maximum.accumulate(ys[::-1])[::-1]  # the best at or above each x
+    idx = np.searchsorted(xs, np.asarray(x, float), side="left")
+    return np.where(idx < len(xs), best[np.minimum(idx, len(xs) - 1)], np.nan)

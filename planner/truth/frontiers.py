@@ -1,0 +1,488 @@
+"""Measured frontiers as the measuring stick: benchmark points scored one by one and as envelopes.
+
+The input is a CSV in the columns of InferenceX's measured serving points (one row per benchmark
+run at one concurrency: system, framework, precision, speculation, ISL/OSL, layout, concurrency,
+tokens/s per user and per GPU, median TTFT and TPOT).  Such a file is read from a path the user
+gives; none is bundled (cite InferenceX, SemiAnalysis, as the source of any figure quoted).
+
+Two scores:
+
+``point``
+    each row predicted at its own deployment (:func:`planner.serving.deployed.predict`: its
+    layout, workers, concurrency, precision and speculation; TTFT as the benchmark measures it,
+    queueing of the prompts that arrive together included): tokens/s per GPU (output tokens over
+    every GPU of the deployment), TPOT and TTFT, each as |predicted / measured - 1|.
+``frontier``
+    for each group (system, framework, precision, speculation, ISL/OSL, serving mode) the
+    measured upper envelope against the tool's as-deployed frontier for that framework
+    (:func:`planner.serving.deployed.deployed_frontier`, the framework's own launch recipes at the
+    concurrencies they schedule, as the benchmark samples them), compared at each envelope point's
+    tokens/s per user: the ratio of tokens/s per GPU.
+
+The bound (``bound`` mode, the ``limit`` search: datasheet peaks, no overheads, every draft
+accepted, decode GPUs only) must stay above every measured point; a point above it is a bound
+violation, flagged where a named rule explains it.
+
+Rules, each named and counted, never a silent drop:
+
+``model_not_bundled`` / ``system_not_bundled``
+    the row's model or system has no bundled spec: not scored.
+``superseded``
+    the same configuration (system, framework, precision, speculation, ISL/OSL, layout, workers,
+    concurrency) was measured again on a later date: only the latest is scored and enters the
+    envelope (software moves between dates; the latest is what a deployment gets now).
+``throughput_identity``
+    the row's output tokens/s disagrees with its own ``concurrency x OSL / e2e`` by more than
+    :data:`IDENTITY_TOLERANCE` beyond the benchmark's mean request length (a defect of the row):
+    not scored.
+``measurement_missing``
+    tokens/s per user or per GPU, TPOT or TTFT blank or not positive: not scored.
+``layout_not_recorded``
+    a worker's GPUs or a disaggregated pool's worker count blank: not scored.
+``gpu_count_inferred`` (a flag)
+    the source inferred the row's GPU count (its ``flags`` column): scored, listed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.errors import SpecError
+from planner.serving.deployed import (
+    FRAMEWORK_ALIASES,
+    FRAMEWORKS,
+    LENGTH_MEAN,
+    deployed_frontier,
+    envelope_at,
+    predict,
+)
+from planner.serving.search import pareto
+
+REQUIRED = (
+    "date",
+    "hardware",
+    "model",
+    "precision",
+    "framework",
+    "serving",
+    "spec_decoding",
+    "isl",
+    "osl",
+    "concurrency",
+    "tp",
+    "ep",
+    "dp_attention",
+    "prefill_tp",
+    "prefill_ep",
+    "prefill_dp_attention",
+    "decode_tp",
+    "decode_ep",
+    "decode_dp_attention",
+    "prefill_workers",
+    "decode_workers",
+    "total_gpus",
+    "tps_per_user",
+    "tps_per_gpu_output",
+    "ttft_s",
+    "tpot_s",
+    "e2e_s",
+)
+#: the file's system names -> bundled systems
+HARDWARE = {
+    "B200": "hgx-b200",
+    "B300": "hgx-b300",
+    "H100": "hgx-h100",
+    "H200": "hgx-h200",
+    "MI300X": "mi300x",
+    "MI325X": "mi325x",
+    "MI355X": "mi355x",
+    "GB200": "gb200-nvl72",
+    "GB300": "gb300-nvl72",
+}
+MODELS = {"DeepSeek-R1-0528": "deepseek-r1", "DeepSeek-R1": "deepseek-r1"}
+#: the file's precision -> routed-expert weight format
+WEIGHTS = {"fp4": "nvfp4", "fp8": "fp8"}
+#: |measured output tokens/s / (concurrency x mean OSL / e2e) - 1| above which a row contradicts itself
+IDENTITY_TOLERANCE = 0.2
+GROUP = ["hardware", "framework", "precision", "spec_decoding", "isl", "osl", "serving"]
+CONFIG = [
+    *GROUP,
+    "tp",
+    "ep",
+    "dp_attention",
+    "prefill_tp",
+    "prefill_ep",
+    "prefill_dp_attention",
+    "decode_tp",
+    "decode_ep",
+    "decode_dp_attention",
+    "prefill_workers",
+    "decode_workers",
+    "concurrency",
+]
+#: relative slack of the bound check (the measured medians' own noise)
+BOUND_SLACK = 0.01
+
+
+def load_frontiers(path: str | Path) -> pd.DataFrame:
+    """The measured-frontier CSV at ``path``, checked for the required columns and numbers."""
+    label = str(path)
+    try:
+        df = pd.read_csv(path)
+    except FileNotFoundError:
+        raise SpecError(label, "file", "an existing CSV file") from None
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise SpecError(label, "file", f"a readable CSV file ({type(exc).__name__})") from None
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise SpecError(
+            label,
+            "columns",
+            f"the columns of a measured-frontier file (InferenceX points); missing {', '.join(missing)}",
+        )
+    if df.empty:
+        raise SpecError(label, "rows", "at least one measured point")
+    for c in ("isl", "osl", "concurrency"):
+        v = pd.to_numeric(df[c], errors="coerce")
+        bad = ~(np.isfinite(v) & (v > 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise SpecError(label, f"row {i + 2}: {c}", f"a positive number, got {df[c].iloc[i]!r}")
+        df[c] = v.astype(float)
+    for c in ("tps_per_user", "tps_per_gpu_output", "tpot_s", "ttft_s", "e2e_s", "total_gpus"):
+        df[c] = pd.to_numeric(df[c], errors="coerce")
+    return df
+
+
+def _truthy(col: pd.Series) -> np.ndarray:
+    return col.astype(str).str.lower().isin(["true", "1", "1.0"]).to_numpy()
+
+
+def deployments(df: pd.DataFrame) -> pd.DataFrame:
+    """Each row's deployment in :mod:`planner.serving.deployed`'s columns."""
+    disagg = df.serving.astype(str).str.startswith("disagg").to_numpy()
+    num = lambda c: pd.to_numeric(df[c], errors="coerce").to_numpy(float)  # noqa: E731
+    out = pd.DataFrame({"disagg": disagg, "concurrency": df.concurrency.to_numpy(float)}, index=df.index)
+    for role in ("decode", "prefill"):
+        g = np.where(disagg, num(f"{role}_tp"), num("tp"))
+        dp = np.where(disagg, _truthy(df[f"{role}_dp_attention"]), _truthy(df.dp_attention))
+        ep = np.where(disagg, num(f"{role}_ep"), num("ep"))
+        out[f"{role}_workers"] = np.where(disagg, num(f"{role}_workers"), 1.0)
+        out[f"{role}_gpus"] = g
+        out[f"{role}_tp_attn"] = np.where(dp, 1.0, g)
+        out[f"{role}_ep"] = np.where(np.isfinite(ep) & (ep >= 1), ep, 1.0)
+    return out
+
+
+def _drafts(df: pd.DataFrame, dep: pd.DataFrame, stack: pd.Series) -> np.ndarray:
+    from planner.serving.deployed import DEFAULT_DRAFTS, DEFAULT_DRAFTS_DP
+
+    dp = (dep.decode_tp_attn < dep.decode_gpus).to_numpy()
+    n = [
+        DEFAULT_DRAFTS_DP.get(s, DEFAULT_DRAFTS.get(s, 2)) if d else DEFAULT_DRAFTS.get(s, 2)
+        for s, d in zip(stack, dp, strict=True)
+    ]
+    return np.where(df.spec_decoding.astype(str).to_numpy() == "mtp", n, 0).astype(int)
+
+
+def _err(pred: Any, meas: Any) -> np.ndarray:
+    return np.abs(np.asarray(pred, float) / np.asarray(meas, float) - 1.0)
+
+
+def _q(x: np.ndarray, q: float) -> float:
+    x = x[np.isfinite(x)]
+    return float(np.quantile(x, q)) if len(x) else math.nan
+
+
+@dataclass
+class FrontierScore:
+    """Scored rows (``rows``), the frontier groups (``groups``) and the summary (:meth:`summary`)."""
+
+    rows: pd.DataFrame
+    groups: list[dict[str, Any]]
+    compared: pd.DataFrame  #: one row per measured envelope point compared with the tool's frontier
+    source: str
+    flags: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        r = self.rows
+        s = r[r.scored]
+        why = r.loc[~r.scored, "rule"].where(r.loc[~r.scored, "rule"] != "", r.loc[~r.scored, "status"])
+        c = self.compared
+        ratio = c.ratio.to_numpy(float)
+        fe = np.abs(ratio - 1.0)
+        worst = float(np.nanmax(np.maximum(ratio, 1.0 / ratio))) if np.isfinite(ratio).any() else math.nan
+        v = r[r.bound_violation]
+        return {
+            "source": self.source,
+            "points_total": int(len(r)),
+            "points_scored": int(r.scored.sum()),
+            "unscored": {k: int(n) for k, n in why.value_counts().items()},
+            "flags": self.flags,
+            "point": {
+                "tps_per_gpu_median_abs_err": _q(s.tps_err.to_numpy(float), 0.5),
+                "tps_per_gpu_p90_abs_err": _q(s.tps_err.to_numpy(float), 0.9),
+                "tpot_median_abs_err": _q(s.tpot_err.to_numpy(float), 0.5),
+                "ttft_median_abs_err": _q(s.ttft_err.to_numpy(float), 0.5),
+                "bias": _q((s.pred_output_tps_per_gpu / s.tps_per_gpu_output).to_numpy(float), 0.5),
+            },
+            "frontier": {
+                "points_compared": int(np.isfinite(ratio).sum()),
+                "points_beyond_reach": int((~np.isfinite(ratio)).sum()),
+                "median_abs_err": _q(fe, 0.5),
+                "p90_abs_err": _q(fe, 0.9),
+                "bias": _q(ratio, 0.5),
+                "worst_factor": worst,
+                "groups": self.groups,
+            },
+            "bound_violations": int(len(v)),
+            "bound_violations_flagged": int((v["flags"] != "").sum()),
+        }
+
+    def by(self, key: str) -> list[dict[str, Any]]:
+        """Point and frontier scores per ``hardware`` or ``framework``."""
+        out = []
+        s = self.rows[self.rows.scored]
+        for k, d in s.groupby(key):
+            c = self.compared[self.compared[key] == k]
+            fe = np.abs(c.ratio.to_numpy(float) - 1.0)
+            out.append(
+                {
+                    key: k,
+                    "points": int(len(d)),
+                    "tps_per_gpu_median_abs_err": _q(d.tps_err.to_numpy(float), 0.5),
+                    "tpot_median_abs_err": _q(d.tpot_err.to_numpy(float), 0.5),
+                    "ttft_median_abs_err": _q(d.ttft_err.to_numpy(float), 0.5),
+                    "frontier_points": int(np.isfinite(fe).sum()),
+                    "frontier_median_abs_err": _q(fe, 0.5),
+                    "frontier_p90_abs_err": _q(fe, 0.9),
+                    "frontier_bias": _q(c.ratio.to_numpy(float), 0.5),
+                }
+            )
+        return out
+
+
+def _rules(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    df["rule"] = ""
+    df["status"] = ""
+    df["flags"] = ""
+    key = df[CONFIG].astype(str).apply(lambda r: "|".join(map(str, r)), axis=1)
+    latest = df.groupby(key)["date"].transform("max")
+    df.loc[df.date.astype(str) < latest.astype(str), "rule"] = "superseded"
+    ident = df.concurrency * LENGTH_MEAN * df.osl / (df.e2e_s * df.total_gpus)
+    bad = np.isfinite(ident) & (_err(df.tps_per_gpu_output, ident) > IDENTITY_TOLERANCE)
+    df.loc[bad & (df.rule == ""), "rule"] = "throughput_identity"
+    gone = ~(
+        np.isfinite(df[["tps_per_user", "tps_per_gpu_output", "tpot_s", "ttft_s"]]).all(axis=1)
+        & (df[["tps_per_user", "tps_per_gpu_output", "tpot_s"]] > 0).all(axis=1)
+    )
+    df.loc[gone & (df.rule == ""), "rule"] = "measurement_missing"
+    raw = df.get("flags_source", pd.Series("", index=df.index)).astype(str)
+    df.loc[raw.str.contains("app_num_gpu", regex=False), "flags"] = "gpu_count_inferred"
+    df["model_spec"] = df.model.map(MODELS).fillna("")
+    df["hardware_spec"] = df.hardware.map(HARDWARE).fillna("")
+    df.loc[df.model_spec == "", "status"] = "model_not_bundled"
+    df.loc[(df.hardware_spec == "") & (df.status == ""), "status"] = "system_not_bundled"
+    fw = df.framework.map(lambda f: FRAMEWORKS.get(FRAMEWORK_ALIASES.get(f, f), ("", False))[0])
+    df["stack"] = fw
+    df.loc[(fw == "") & (df.status == ""), "status"] = "framework_not_modelled"
+    return df
+
+
+def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = True) -> FrontierScore:
+    """Score the measured points of ``path`` (see the module docstring)."""
+    from planner.serving.frontiers import frontier as limit_frontier
+    from planner.specs.registry import load_hardware, load_model, model_names
+
+    raw = load_frontiers(path)
+    if "flags" in raw.columns:
+        raw = raw.rename(columns={"flags": "flags_source"})
+    df = _rules(raw)
+    bundled = set(model_names())
+    models = {m: load_model(m) for m in set(df.model_spec) if m and m in bundled}
+    hws: dict[str, Any] = {}
+    for h in set(df.hardware_spec):
+        if not h:
+            continue
+        try:
+            hws[h] = load_hardware(h)
+        except SpecError:
+            df.loc[(df.hardware_spec == h) & (df.status == ""), "status"] = "system_not_bundled"
+    for c in (
+        "pred_output_tps_per_gpu",
+        "pred_tpot_s",
+        "pred_ttft_s",
+        "pred_tps_per_user",
+        "bound_tps_per_gpu",
+    ):
+        df[c] = np.nan
+    df["pred_bottleneck"] = ""
+    ok = df.status == ""
+    dep_all = deployments(df)
+    dep_all["drafts"] = _drafts(df, dep_all, df["stack"])
+    lay = dep_all[["decode_workers", "decode_gpus", "prefill_workers", "prefill_gpus"]].to_numpy(float)
+    unrec = ~(np.isfinite(lay) & (lay >= 1)).all(axis=1)
+    df.loc[unrec & (df.status == ""), "status"] = "layout_not_recorded"
+    ok = df.status == ""
+    for (h, m, stack, prec), idx in (
+        df[ok].groupby(["hardware_spec", "model_spec", "stack", "precision"]).groups.items()
+    ):
+        hw = hws[h]
+        hw = hw.with_stack(stack) if stack in hw.stacks else hw
+        p = (
+            predict(
+                models[m],
+                hw,
+                dep_all.loc[idx],
+                weights=WEIGHTS.get(prec, prec),
+                isl=float(df.isl[idx[0]]),
+                osl=float(df.osl[idx[0]]),
+                mode="realistic",
+            )
+            if df.loc[idx, ["isl", "osl"]].nunique().max() == 1
+            else pd.concat(
+                [
+                    predict(
+                        models[m],
+                        hw,
+                        dep_all.loc[j],
+                        weights=WEIGHTS.get(prec, prec),
+                        isl=float(df.isl[j[0]]),
+                        osl=float(df.osl[j[0]]),
+                    )
+                    for _, j in df.loc[idx].groupby(["isl", "osl"]).groups.items()
+                ]
+            )
+        )
+        p = p.reindex(idx)
+        df.loc[idx, "pred_output_tps_per_gpu"] = p.output_tps_per_gpu
+        df.loc[idx, "pred_tpot_s"] = p.tpot_s
+        df.loc[idx, "pred_ttft_s"] = p.ttft_s
+        df.loc[idx, "pred_tps_per_user"] = p.tps_per_user
+        df.loc[idx, "pred_bottleneck"] = p.bottleneck
+        bad = p.reason.to_numpy() != 0
+        df.loc[idx[bad], "status"] = "deployment_does_not_fit"
+    df["tps_err"] = _err(df.pred_output_tps_per_gpu, df.tps_per_gpu_output)
+    df["tpot_err"] = _err(df.pred_tpot_s, df.tpot_s)
+    df["ttft_err"] = _err(df.pred_ttft_s, df.ttft_s)
+    df["scored"] = (df.status == "") & (df.rule == "")
+    # the bound: decode alone at datasheet peaks, the limit search, every draft accepted
+    df["bound_violation"] = False
+    if bound:
+        for (h, m, prec, spec, isl, osl), idx in (
+            df[df.scored]
+            .groupby(["hardware_spec", "model_spec", "precision", "spec_decoding", "isl", "osl"])
+            .groups.items()
+        ):
+            f = limit_frontier(
+                models[m],
+                hws[h],
+                serving="decode",
+                isl=isl,
+                osl=osl,
+                mode="bound",
+                weights=WEIGHTS.get(prec, prec),
+                mtp="auto" if spec == "mtp" else 0,
+            )
+            b = envelope_at(f, df.loc[idx, "tps_per_user"].to_numpy(float))
+            df.loc[idx, "bound_tps_per_gpu"] = b
+            over = ~(
+                df.loc[idx, "tps_per_gpu_output"].to_numpy(float)
+                <= np.nan_to_num(b, nan=0.0) * (1 + BOUND_SLACK)
+            )
+            df.loc[idx[over], "bound_violation"] = True
+    groups, compared = [], []
+    if frontier:
+        for key, d in df[df.scored].groupby(GROUP):
+            g = dict(zip(GROUP, key, strict=True))
+            meas = pareto(d, "tps_per_user", "tps_per_gpu_output")
+            r0 = d.iloc[0]
+            hw = hws[r0.hardware_spec]
+            hw = hw.with_stack(r0["stack"]) if r0["stack"] in hw.stacks else hw
+            fw = FRAMEWORK_ALIASES.get(g["framework"], g["framework"])
+            try:
+                tool = deployed_frontier(
+                    models[r0.model_spec],
+                    hw,
+                    serving="disaggregated" if str(g["serving"]).startswith("disagg") else "aggregated",
+                    isl=float(g["isl"]),
+                    osl=float(g["osl"]),
+                    weights=WEIGHTS.get(g["precision"], g["precision"]),
+                    mtp=3 if g["spec_decoding"] == "mtp" else 0,
+                    frameworks=[fw],
+                    per_octave=0,
+                )
+                pred = envelope_at(tool, meas.tps_per_user.to_numpy(float))
+                note = tool.attrs.get("deployments", "")
+            except SpecError as exc:
+                pred, note = np.full(len(meas), np.nan), str(exc)
+            ratio = pred / meas.tps_per_gpu_output.to_numpy(float)
+            for x, y, p, q in zip(meas.tps_per_user, meas.tps_per_gpu_output, pred, ratio, strict=True):
+                compared.append(
+                    {
+                        **g,
+                        "tps_per_user": float(x),
+                        "measured_tps_per_gpu": float(y),
+                        "predicted_tps_per_gpu": float(p),
+                        "ratio": float(q),
+                    }
+                )
+            fin = ratio[np.isfinite(ratio)]
+            groups.append(
+                {
+                    **{k: (v.item() if hasattr(v, "item") else v) for k, v in g.items()},
+                    "envelope_points": int(len(meas)),
+                    "compared": int(len(fin)),
+                    "median_ratio": float(np.median(fin)) if len(fin) else math.nan,
+                    "median_abs_err": float(np.median(np.abs(fin - 1))) if len(fin) else math.nan,
+                    "worst_factor": float(np.max(np.maximum(fin, 1 / fin))) if len(fin) else math.nan,
+                    "deployments": note,
+                }
+            )
+    comp = pd.DataFrame(
+        compared, columns=[*GROUP, "tps_per_user", "measured_tps_per_gpu", "predicted_tps_per_gpu", "ratio"]
+    )
+    flags = {"gpu_count_inferred": int((df["flags"] == "gpu_count_inferred").sum())}
+    return FrontierScore(df, groups, comp, str(path), flags)
+
+
+def per_row(score: FrontierScore) -> pd.DataFrame:
+    """One row per input row, for ``--out``."""
+    cols = [
+        "date",
+        "hardware",
+        "framework",
+        "precision",
+        "spec_decoding",
+        "isl",
+        "osl",
+        "serving",
+        "concurrency",
+        "total_gpus",
+        "tps_per_user",
+        "pred_tps_per_user",
+        "tps_per_gpu_output",
+        "pred_output_tps_per_gpu",
+        "tps_err",
+        "tpot_s",
+        "pred_tpot_s",
+        "tpot_err",
+        "ttft_s",
+        "pred_ttft_s",
+        "ttft_err",
+        "pred_bottleneck",
+        "bound_tps_per_gpu",
+        "bound_violation",
+        "scored",
+        "rule",
+        "status",
+        "flags",
+    ]
+    return score.rows[[c for c in cols if c in score.rows.columns]]

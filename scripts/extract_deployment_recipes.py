@@ -1,0 +1,197 @@
+"""Extract the deployment recipes of the InferenceX benchmark (NVIDIA and AMD launch matrices).
+
+Development time only; the installed tool never needs the InferenceX repository or the network.
+
+    git clone https://github.com/SemiAnalysisAI/InferenceX /tmp/inferencex
+    python scripts/extract_deployment_recipes.py /tmp/inferencex
+
+writes ``planner/truth/data/deployment_recipes.csv.gz`` (gzip with a zero timestamp) and prints
+the sha256 of the uncompressed CSV.
+
+Why: the as-deployed search (:mod:`planner.serving.deployed`) offers only what serving stacks
+ship.  The benchmark's launch matrices (``nvidia-master.yaml``, ``amd-master.yaml``) are the
+public record of which layouts each stack runs on each system: for each (system, framework,
+precision, model, ISL/OSL, speculation) the worker layouts (attention TP / DP, EP), the
+disaggregated prefill and decode worker counts, the concurrencies scheduled on each, and (in the
+recipe file names they cite) the MTP draft count.  These are launch configurations, not
+measurements.
+
+What is kept: every version of either file committed from ``SINCE`` to ``UNTIL``, in both the
+older (``seq-len-configs``) and newer (``scenarios: fixed-seq-len``) layouts; every search-space
+point, one row per concurrency (``conc-start``..``conc-end`` doubled, as the benchmark's
+generator expands it); identical rows (image ignored) once, with the last date a version held it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+OUT = Path(__file__).resolve().parents[1] / "planner" / "serving" / "data" / "deployment_recipes.csv.gz"
+FILES = ("nvidia-master.yaml", "amd-master.yaml")
+DIRS = (".github/configs/", "configs/")
+SINCE, UNTIL = "2025-10-01", "2026-09-03"
+COLUMNS = (
+    "vendor",
+    "model_prefix",
+    "runner",
+    "precision",
+    "framework",
+    "disagg",
+    "isl",
+    "osl",
+    "conc",
+    "spec_decoding",
+    "mtp_drafts",
+    "tp",
+    "ep",
+    "dp_attn",
+    "prefill_workers",
+    "prefill_tp",
+    "prefill_ep",
+    "prefill_dp_attn",
+    "decode_workers",
+    "decode_tp",
+    "decode_ep",
+    "decode_dp_attn",
+)
+_DRAFTS = re.compile(r"mtp(\d)")
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False).stdout
+
+
+def _concs(space: dict[str, Any]) -> list[int]:
+    if space.get("conc-list") is not None:
+        return [int(c) for c in space["conc-list"]]
+    if "conc-start" in space:
+        out, c = [], int(space["conc-start"])
+        while c <= int(space["conc-end"]):
+            out.append(c)
+            c *= 2
+        return out
+    return []
+
+
+def _bool(v: Any) -> str:
+    return "" if v is None else str(bool(v)).lower()
+
+
+def _num(v: Any) -> str:
+    return "" if v is None else str(int(v))
+
+
+def _drafts(space: dict[str, Any]) -> str:
+    """The MTP draft count a recipe file name states (``..._mtp3.yaml``), else blank."""
+    text = " ".join(
+        str(s)
+        for role in ("prefill", "decode", None)
+        for s in ((space.get(role) or {}) if role else space).get("additional-settings") or []
+    )
+    found = {m for m in _DRAFTS.findall(text)}
+    return found.pop() if len(found) == 1 else ""
+
+
+def _seqs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    if cfg.get("seq-len-configs"):
+        return list(cfg["seq-len-configs"])
+    scen = cfg.get("scenarios") or {}
+    return list(scen.get("fixed-seq-len") or []) if isinstance(scen, dict) else []
+
+
+def points(text: str, vendor: str) -> list[dict[str, str]]:
+    """Every (config, sequence lengths, search-space point, concurrency) of one matrix file."""
+    doc = yaml.safe_load(text) or {}
+    out = []
+    for _name, cfg in doc.items():
+        if not isinstance(cfg, dict):
+            continue
+        disagg = bool(cfg.get("disagg"))
+        for seq in _seqs(cfg):
+            for space in seq.get("search-space") or []:
+                if not isinstance(space, dict):
+                    continue
+                for conc in _concs(space):
+                    row = {
+                        "vendor": vendor,
+                        "model_prefix": str(cfg.get("model-prefix", "")),
+                        "runner": str(cfg.get("runner", "")).split("-")[0],
+                        "precision": str(cfg.get("precision", "")),
+                        "framework": str(cfg.get("framework", "")),
+                        "disagg": _bool(disagg),
+                        "isl": _num(seq.get("isl")),
+                        "osl": _num(seq.get("osl")),
+                        "conc": str(conc),
+                        "spec_decoding": str(space.get("spec-decoding", "none")),
+                        "mtp_drafts": _drafts(space),
+                    }
+                    if disagg:
+                        row.update(tp="", ep="", dp_attn="")
+                        for role in ("prefill", "decode"):
+                            d = space.get(role) or {}
+                            row[f"{role}_workers"] = _num(d.get("num-worker"))
+                            row[f"{role}_tp"] = _num(d.get("tp"))
+                            row[f"{role}_ep"] = _num(d.get("ep"))
+                            row[f"{role}_dp_attn"] = _bool(d.get("dp-attn"))
+                    else:
+                        row.update(
+                            tp=_num(space.get("tp")),
+                            ep=_num(space.get("ep")),
+                            dp_attn=_bool(space.get("dp-attn")),
+                        )
+                        for role in ("prefill", "decode"):
+                            row.update({f"{role}_{k}": "" for k in ("workers", "tp", "ep", "dp_attn")})
+                    out.append(row)
+    return out
+
+
+def extract(repo: Path) -> pd.DataFrame:
+    last: dict[tuple[str, ...], str] = {}
+    for fname in FILES:
+        vendor = fname.split("-")[0]
+        paths = [d + fname for d in DIRS]
+        log = _git(
+            repo, "log", "--reverse", "--format=%H %cs", f"--since={SINCE}", f"--until={UNTIL}", "--", *paths
+        )
+        for line in log.splitlines():
+            commit, date = line.split()
+            for path in paths:
+                text = _git(repo, "show", f"{commit}:{path}")
+                if not text:
+                    continue
+                try:
+                    found = points(text, vendor)
+                except yaml.YAMLError:
+                    print(f"skipped {commit[:10]} {path}: not valid YAML", file=sys.stderr)
+                    continue
+                for row in found:
+                    last[tuple(row[c] for c in COLUMNS)] = date
+    rows = [{**dict(zip(COLUMNS, k, strict=True)), "last_date": d} for k, d in sorted(last.items())]
+    return pd.DataFrame(rows, columns=[*COLUMNS, "last_date"])
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    df = extract(Path(argv[0]))
+    buf = io.StringIO()
+    df.to_csv(buf, index=False, lineterminator="\n")
+    data = buf.getvalue().encode()
+    OUT.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    print(f"{OUT.name}: {len(df)} rows, sha256 of the CSV {hashlib.sha256(data).hexdigest()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
