@@ -86,7 +86,7 @@ def _samples(text: str) -> int:
 
 def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated", "disaggregated"),
                     metrics: tuple[str, ...] = ("output", "total", "decode"),
-                    workload: bool = True) -> argparse.ArgumentParser:
+                    workload: bool = True, search: bool = False) -> argparse.ArgumentParser:
     """Flags shared by frontier, compare, size and sweep.  Each command offers only the serving
     modes and metrics it uses (``serving``, ``metrics``), and ``workload=False`` leaves out the
     request lengths and TTFT a decode-only sweep does not use, so that no flag is accepted and
@@ -134,6 +134,12 @@ def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated
     s.add_argument("--mode", choices=("bound", "realistic"), default="realistic",
                    help="bound: datasheet peaks, no overheads (the speed of light); realistic: the "
                         "spec's efficiencies and latencies (default)")
+    if search:
+        s.add_argument("--search", choices=("limit", "deployed"), default="limit",
+                       help="limit (default): every layout and batch the hardware could run with ideal "
+                            "software; deployed: only what serving stacks ship (the InferenceX launch "
+                            "recipes' layouts, workers, concurrencies and MTP drafts, speculation as "
+                            "accepted under the benchmark's load; aggregated or disaggregated serving)")
     if metrics:
         s.add_argument("--metric", choices=metrics, default=metrics[0],
                        help="; ".join(METRIC_HELP[m] + (" (default)" if m == metrics[0] else "")
@@ -146,7 +152,8 @@ def frontier_kwargs(args: argparse.Namespace) -> dict[str, Any]:
                 gpus=args.gpus, max_gpus=args.max_gpus, tp_attn=args.tp_attn, ep=args.ep,
                 tp_moe=args.tp_moe, weights=args.weights, kv=args.kv, mtp=args.mtp,
                 overlap=args.overlap, kv_offload=args.kv_offload, mode=args.mode,
-                metric=args.metric, max_ttft=args.max_ttft, acceptance=args.acceptance)
+                metric=args.metric, max_ttft=args.max_ttft, acceptance=args.acceptance,
+                **({"search": args.search} if getattr(args, "search", "limit") != "limit" else {}))
 
 
 def points_json(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -195,7 +202,15 @@ def cmd_frontier(args: argparse.Namespace) -> int:
           f"{a['osl']:g}, decode context {a['context']:g}, {a['mode']} mode, metric {a['metric']}")
     if a["mode"] == "realistic":
         print(f"# calibration: {a['calibration']} (--stack or NAME@STACK picks another stack's fit)")
-    if a["serving"] == "prefill":
+    if a.get("search") == "deployed":
+        print(f"# as-deployed search: {a['deployments']}")
+        rows = [[r.tps_per_user, r.tps_per_gpu, r.tps_per_mw, r.usd_per_mtok_rental,
+                 f"{r.decode_workers:g}x{r.decode_gpus:g} (TPa {r.tp_attn}, EP {r.ep})",
+                 f"{r.prefill_workers:g}x{r.prefill_gpus:g}" if r.disagg else "-", f"{r.concurrency:g}",
+                 r.weights, r.mtp, f"{r.ttft_s:.3g}", r.bottleneck] for r in df.itertuples()]
+        print(table(rows, ["tok/s/user", "tok/s/GPU", "tok/s/IT-MW", "$/Mtok rental", "decode workers",
+                           "prefill workers", "users", "weights", "MTP", "TTFT s", "binds"]))
+    elif a["serving"] == "prefill":
         rows = [[r.ttft_s, r.tps_per_gpu, r.prefill_gpus, r.prefill_tp_attn, r.prefill_ep,
                  r.prefill_batch, r.prefill_weights, r.bottleneck] for r in df.itertuples()]
         print(table(rows, ["TTFT s", "in tok/s/GPU", "GPUs", "TP", "EP", "prompts", "weights",
@@ -219,6 +234,10 @@ def _band(args: argparse.Namespace, model: Any, hardware: Any, nominal: pd.DataF
             raise SpecError("<input>", "--band-samples", "--band with it (the draws of the band)")
         return None
     from planner.truth.uncertainty import DEFAULT_SAMPLES, frontier_band
+
+    if getattr(args, "search", "limit") != "limit":
+        raise SpecError("<input>", "--band", "--search limit with it (the band's draws re-run the limit "
+                        "search; the as-deployed search has no band yet)")
 
     return frontier_band(model, hardware, base=nominal, grid=grid,
                          samples=args.band_samples or DEFAULT_SAMPLES, **frontier_kwargs(args))
@@ -416,7 +435,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"# moe-planner compare: {s['model']} on {A} vs {B}")
     print(f"# serving {s['serving']}, ISL {s['isl']:g} / OSL {s['osl']:g} (decode context "
           f"{s['context']:g}), {s['mode']} mode, metric: {s['metric']} tokens/s per GPU, "
-          f"max TTFT {s['max_ttft']:g} s")
+          + (f"max TTFT {s['max_ttft']:g} s" if s.get("max_ttft") is not None else
+             "as-deployed search (TTFT as each recipe's concurrency gives it)"))
+    if s.get("search") == "deployed":
+        print(f"# as-deployed search: {A}: {c.a.attrs.get('deployments')}; "
+              f"{B}: {c.b.attrs.get('deployments')}")
     if s["mode"] == "realistic":
         print(f"# calibration: {s['calibration']} (--stack or NAME@STACK picks another stack's fit)")
     print(f"# precision: best each system supports unless --weights (weights {s['weights'] or 'auto'}, "
@@ -490,7 +513,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     p = add_command(
-        sub, "frontier", cmd_frontier, parents=[workload_parent()],
+        sub, "frontier", cmd_frontier, parents=[workload_parent(search=True)],
         help="Pareto frontier of tokens/s per user vs tokens/s per GPU for one model and system",
         description="Search layouts (instance size, attention TP x DP, MoE EP x TP), batch, precision, "
         "MTP and overlap, and print the upper-right envelope of (tokens/s per user, tokens/s per GPU) "
@@ -515,7 +538,7 @@ def register(sub: Any) -> None:
                    help="draws for --band (default 100; 2 to 1000)")
 
     c = add_command(
-        sub, "compare", cmd_compare, parents=[workload_parent(RATE_SERVING)],
+        sub, "compare", cmd_compare, parents=[workload_parent(RATE_SERVING, search=True)],
         help="the main job: frontiers of one model on two systems, their ratio, and why",
         description="Compare two systems on one model: both Pareto frontiers, the ratio of tokens/s "
         "per GPU (and per MW) at chosen interactivity levels with the binding term on each side, a "

@@ -104,6 +104,16 @@ MODEL_PREFIX = {
 #: DP; ``dsr1_fp8_b200_mtp.sh`` SPECULATIVE_NUM_STEPS=2 for SGLang)
 DEFAULT_DRAFTS = {"trtllm": 3, "sglang": 2, "vllm": 2}
 DEFAULT_DRAFTS_DP = {"trtllm": 1}
+#: Speculation as measured under the benchmark's load: the share of the published accepted drafts
+#: (tokens per step - 1) that the benchmark's requests get, per stack.  Derived by
+#: ``scripts/derive_benchmark_acceptance.py`` from the public measured frontier points (InferenceX,
+#: SemiAnalysis; points of 2025-10 to 2026-09): pairs of one configuration measured with and without
+#: MTP, the measured TPOT speedup against the speedup predicted at the published acceptance, median
+#: over the pairs (standard error by bootstrap).  SGLang: 18 pairs, 0.47 (SE 0.07), falling with
+#: concurrency (correlation with log concurrency -0.62); TensorRT-LLM: 27 pairs, 0.82 (SE 0.05);
+#: a stack without pairs takes every pair's median (45 pairs, 0.71).  Derived 2026-12-03.
+BENCH_ACCEPTANCE = {"sglang": 0.47, "trtllm": 0.82}
+BENCH_ACCEPTANCE_OTHER = 0.71
 #: the benchmark's concurrencies where a system has no recipe (its usual sweep, 4 to 512 doubling)
 GENERIC_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -235,20 +245,21 @@ def deployed_points(
     r = recipes()
     fw_ok = [f for f, (s, d) in FRAMEWORKS.items() if d == disagg and (frameworks is None or f in frameworks)]
     sel = r[(r.runner == runner) & r.framework.isin(fw_ok) & (r.precision == precision)]
-    own = sel[sel.framework.map(lambda f: FRAMEWORKS[f][0] == stack)] if stack else sel
-    where = "own"
-    if own.empty and not sel.empty:
-        own, where = sel, "another framework's"
-    sel = own
-    prefix = MODEL_PREFIX.get(model.name, "")
-    mine = sel[sel.model_prefix == prefix] if prefix else sel.iloc[:0]
-    if mine.empty:
-        mine = sel[sel.model_prefix == "dsr1"]
-        src_model = "DeepSeek-R1"
-    else:
-        src_model = model.name
     if speculate is not None:
-        mine = mine[(mine.spec_decoding == "mtp") == bool(speculate)]
+        sel = sel[(sel.spec_decoding == "mtp") == bool(speculate)]
+    # the model's own recipes, else DeepSeek-R1's (the layouts a stack ships for a large MoE);
+    # of those, the system's own stack's where it has any, else every framework's of that mode
+    prefix = MODEL_PREFIX.get(model.name, "")
+    mine, src_model, where = sel.iloc[:0], model.name, "own"
+    for pfx, name in ((prefix, model.name), ("dsr1", "DeepSeek-R1")):
+        cand = sel[sel.model_prefix == pfx] if pfx else sel.iloc[:0]
+        if cand.empty:
+            continue
+        own = cand[cand.framework.map(lambda f: FRAMEWORKS[f][0] == stack)] if stack else cand
+        mine, src_model, where = (
+            (own, name, "the system's stack") if not own.empty else (cand, name, "another stack's recipes")
+        )
+        break
     if not mine.empty:
         # the recipes of the nearest sequence lengths
         d = np.log(_f(mine.isl) / isl) ** 2 + np.log(_f(mine.osl) / osl) ** 2
@@ -257,7 +268,7 @@ def deployed_points(
         fws = ", ".join(sorted(set(mine.framework)))
         lens = f"{mine.isl.iloc[0]}/{mine.osl.iloc[0]}"
         note = (
-            f"InferenceX launch recipes ({fws}, {where} stack's; {src_model} {precision}, "
+            f"InferenceX launch recipes ({fws}: {where}; {src_model} {precision}, "
             f"ISL/OSL {lens}): {len(dep)} scheduled points"
         )
     else:
@@ -286,6 +297,24 @@ def _layout(model: Model, dep: pd.DataFrame, role: str) -> dict[str, np.ndarray]
     )
 
 
+def bench_speculation(model: Model, drafts: int, stack: str | None, scale: float | None = None) -> Any:
+    """The speculation a deployment of ``stack`` gets under the benchmark's load: the published
+    accepted drafts (tokens per step - 1) times :data:`BENCH_ACCEPTANCE` (``scale`` to override)."""
+    from planner.physics.step import Speculation
+
+    spec = resolve_speculation(model, drafts)
+    if not spec.drafts:
+        return spec
+    k = BENCH_ACCEPTANCE.get(stack or "", BENCH_ACCEPTANCE_OTHER) if scale is None else scale
+    A = 1.0 + (spec.tokens_per_step("realistic") - 1.0) * k
+    return Speculation(
+        spec.drafts,
+        mean_acceptance_length=A,
+        kind=spec.kind,
+        source=f"{spec.source}; x {k:g} of the accepted drafts under the benchmark's load",
+    )
+
+
 def predict(
     model: Model,
     hw: Hardware,
@@ -296,11 +325,13 @@ def predict(
     osl: float,
     mode: str = "realistic",
     kv: str | None = None,
+    acceptance_scale: float | None = None,
 ) -> pd.DataFrame:
     """What a benchmark of each deployment in ``dep`` reports (see the module docstring): columns
     ``tpot_s``, ``ttft_s``, ``e2e_s``, ``tps_per_user``, ``output_tps_per_gpu``,
     ``total_tps_per_gpu``, ``batch_per_rank``, ``gpus_total``, ``tokens_per_step``, ``bottleneck``,
-    ``reason`` (0: feasible) beside the deployment's own."""
+    ``reason`` (0: feasible) beside the deployment's own.  Speculation: :func:`bench_speculation`
+    (``acceptance_scale`` 1: the published acceptance)."""
     from planner.serving.frontiers import aggregated_prefill_terms, chunked_prefill_rate, served_ttft
 
     prec = resolve_precisions(model, hw, weights, kv)
@@ -338,7 +369,7 @@ def predict(
     x_agg, phi_agg = chunked_prefill_rate(model, hw, prec, mode, **dl, isl=I, local_share=True)
     for drafts in sorted(set(dep.drafts.astype(int))):
         m = dep.drafts.to_numpy(int) == drafts
-        spec = resolve_speculation(model, drafts)
+        spec = bench_speculation(model, drafts, hw.stack, acceptance_scale)
         lay = {k: v[m] for k, v in dl.items()}
         probe = evaluate_configs(
             model, hw, prec, mode, **lay, b=np.ones(m.sum()), S=ctx, spec=spec, categories=False

@@ -34,6 +34,7 @@ from planner.specs.model import Model
 from planner.specs.registry import load_hardware, load_model
 
 SERVING_MODES = ("decode", "prefill", "aggregated", "disaggregated")
+SEARCHES = ("limit", "deployed")
 METRICS = ("output", "total", "decode")
 DEFAULT_MAX_TTFT = 2.0  # s
 PREFILL_CHUNK = 8192    # prompt tokens per attention rank per aggregated (chunked) prefill pass
@@ -317,7 +318,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
              kv_offload: bool = False, mode: str = "realistic", metric: str = "output",
              max_ttft: float | None = None, all_points: bool = False,
              acceptance: float | None = None, batch_per_octave: int = BATCH_PER_OCTAVE,
-             _sorted: bool = True) -> pd.DataFrame:
+             search: str = "limit", _sorted: bool = True) -> pd.DataFrame:
     """The Pareto frontier of tokens/s per user vs tokens/s per GPU (``prefill``: prompt tokens/s
     per GPU vs time to first token).
 
@@ -330,6 +331,10 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     decoding, replacing the model's published figures (``mtp="auto"`` then tries 1-3 drafts).
     ``batch_per_octave``: decode batches tried per doubling of the batch (besides each layout's
     memory limit); fewer is faster and draws the frontier from fewer points.
+    ``search``: ``limit`` (every layout and batch the hardware could run with ideal software) or
+    ``deployed`` (only what serving stacks ship: the launch recipes' layouts, worker counts,
+    concurrencies and draft counts, speculation as accepted under load, TTFT of the concurrency's
+    prompts; :mod:`planner.serving.deployed`).
     """
     model, hw = load_model(model), load_hardware(hardware)
     if serving not in SERVING_MODES:
@@ -343,6 +348,11 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     if isinstance(batch_per_octave, bool) or not isinstance(batch_per_octave, int | np.integer) \
             or batch_per_octave < 1:
         raise SpecError("<input>", "batch_per_octave", f"a whole number >= 1, got {batch_per_octave!r}")
+    if search not in SEARCHES:
+        raise SpecError("<input>", "search", f"one of {', '.join(SEARCHES)}, got {search!r}")
+    if search == "deployed":
+        return _deployed(model, hw, wl, serving=serving, weights=weights, kv=kv, mtp=mtp, mode=mode,
+                         metric=metric, all_points=all_points)
     max_ttft = DEFAULT_MAX_TTFT if max_ttft is None else max_ttft
     if not (isinstance(max_ttft, int | float) and math.isfinite(max_ttft) and max_ttft > 0):
         raise SpecError("<input>", "max_ttft", f"a positive time in seconds, got {max_ttft!r}")
@@ -401,6 +411,33 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     return df
 
 
+def _deployed(model: Model, hw: Hardware, wl: Workload, *, serving: str, weights: str | None,
+              kv: str | None, mtp: Any, mode: str, metric: str, all_points: bool) -> pd.DataFrame:
+    """``frontier(search="deployed")``: the as-deployed frontier as a frontier table."""
+    from planner.serving.deployed import deployed_frontier
+
+    df = deployed_frontier(model, hw, serving=serving, isl=wl.isl, osl=wl.osl, weights=weights, mtp=mtp,
+                           mode=mode, metric=metric, kv=kv, all_points=all_points)
+    note = df.attrs.get("deployments", "")
+    df = df.assign(**_costs(hw, df.output_tps_per_gpu.to_numpy(float)),
+                   tp_attn=df.decode_tp_attn.astype(int), ep=df.decode_ep.astype(int),
+                   tp_moe=(df.decode_gpus / df.decode_ep).astype(int),
+                   dp_attn=(df.decode_gpus / df.decode_tp_attn).astype(int),
+                   batch_per_gpu=df.concurrency / df.gpus_total, kv=kv or model.kv_precision, overlap=False,
+                   kv_offload=False, step_s=df.tpot_s * df.tokens_per_step,
+                   decode_tps_per_gpu=df.output_tps_per_gpu * df.gpus_total
+                   / (df.decode_workers * df.decode_gpus))
+    df.insert(0, "serving", serving)
+    df.insert(0, "hardware", hw.name)
+    df.insert(0, "model", model.name)
+    df.attrs.update(model=model.name, hardware=hw.name, stack=hw.stack, calibration=calibration_label(hw),
+                    serving=serving, isl=wl.isl, osl=wl.osl, context=wl.decode_context, mode=mode,
+                    metric=metric, max_ttft=None, gpus=None, weights=weights, kv=kv or model.kv_precision,
+                    mtp=str(mtp), search="deployed", deployments=note, x="tps_per_user", y="tps_per_gpu",
+                    speculation=speculation_summary(model, mtp))
+    return df
+
+
 def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[float],
                 points: pd.DataFrame | None = None, whole: bool = True, **kw: Any) -> pd.DataFrame:
     """The best configuration at each per-user rate in ``targets``: the most tokens/s per GPU
@@ -414,6 +451,17 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
     A row with NaN throughput means the target is out of reach."""
     model, hw = load_model(model), load_hardware(hardware)
     allp = points if points is not None else frontier(model, hw, all_points=True, _sorted=False, **kw)
+    if allp.attrs.get("search") == "deployed":
+        # the deployments are whole recipes at whole concurrencies: read the envelope off them
+        xs, ys = allp.tps_per_user.to_numpy(float), allp.tps_per_gpu.to_numpy(float)
+        rows = []
+        for x in targets:
+            ok = np.flatnonzero(xs >= float(x))
+            best = {} if not len(ok) else dict(allp.iloc[ok[np.argmax(ys[ok])]])
+            rows.append({"target_tps_per_user": x, **(best or {"tps_per_gpu": np.nan})})
+        out = pd.DataFrame(rows)
+        out.attrs.update(allp.attrs)
+        return out
     wl = Workload(allp.attrs["isl"], allp.attrs["osl"], allp.attrs["context"])
     serving, mode = allp.attrs["serving"], allp.attrs["mode"]
     keycols = ["gpus", "tp_attn", "ep", "tp_moe", "expert_slots", "weights", "kv", "mtp", "overlap",

@@ -1,0 +1,178 @@
+"""The as-deployed search (planner.serving.deployed): recipes read as deployments, only what the
+recipes schedule offered, a deployment's numbers consistent by hand, speculation under load."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner.errors import SpecError
+from planner.serving.deployed import (
+    LENGTH_MEAN,
+    bench_speculation,
+    deployed_frontier,
+    deployed_points,
+    envelope_at,
+    from_recipes,
+    predict,
+    recipes,
+)
+from planner.serving.frontiers import frontier, frontier_at
+from planner.specs.registry import load_hardware, load_model
+
+
+def _recipe(**kw: str) -> pd.DataFrame:
+    base = {c: "" for c in recipes().columns}
+    base.update(kw)
+    return pd.DataFrame([base])
+
+
+def test_benchmark_lengths_are_uniform_from_0_8_to_1():
+    # InferenceX draws lengths uniformly in [0.8 L, L]: the mean is 0.9 L
+    assert LENGTH_MEAN == pytest.approx(0.9)
+
+
+def test_recipe_rows_become_layouts_by_hand():
+    agg = from_recipes(
+        _recipe(disagg="false", tp="8", ep="8", dp_attn="true", conc="64", spec_decoding="none"), "sglang"
+    )
+    r = agg.iloc[0]
+    # a DEP8 worker: 8 GPUs, attention DP 8 (TP 1), EP 8; one worker
+    assert (r.decode_gpus, r.decode_tp_attn, r.decode_ep, r.decode_workers) == (8, 1, 8, 1)
+    assert r.drafts == 0 and not r.disagg
+    dis = from_recipes(
+        _recipe(
+            disagg="true",
+            conc="256",
+            spec_decoding="mtp",
+            mtp_drafts="",
+            prefill_workers="2",
+            prefill_tp="4",
+            prefill_ep="4",
+            prefill_dp_attn="true",
+            decode_workers="3",
+            decode_tp="8",
+            decode_ep="8",
+            decode_dp_attn="false",
+        ),
+        "trtllm",
+    ).iloc[0]
+    assert (dis.prefill_workers, dis.prefill_gpus, dis.prefill_tp_attn) == (2, 4, 1)
+    assert (dis.decode_workers, dis.decode_gpus, dis.decode_tp_attn, dis.decode_ep) == (3, 8, 8, 8)
+    # TensorRT-LLM's launch script: MTP 3 drafts, 1 with attention DP
+    assert dis.drafts == 3
+    # a recipe of 0 decode workers serves nothing: not offered
+    assert from_recipes(
+        _recipe(
+            disagg="true",
+            conc="8",
+            spec_decoding="none",
+            prefill_workers="1",
+            prefill_tp="8",
+            decode_workers="0",
+            decode_tp="8",
+        ),
+        "sglang",
+    ).empty
+
+
+def test_only_the_recipes_layouts_are_offered():
+    m, hw = load_model("deepseek-r1"), load_hardware("hgx-h200").with_stack("sglang")
+    dep, note = deployed_points(m, hw, disagg=False, precision="fp8", speculate=False, isl=1024, osl=1024)
+    r = recipes()
+    r = r[
+        (r.runner == "h200")
+        & (r.framework == "sglang")
+        & (r.precision == "fp8")
+        & (r.model_prefix == "dsr1")
+        & (r.disagg == "false")
+        & (r.spec_decoding == "none")
+        & (r.isl == "1024")
+        & (r.osl == "1024")
+    ]
+    shipped = {
+        (float(t), 1.0 if d == "true" else float(t), float(e or 1))
+        for t, e, d in zip(r.tp, r.ep, r.dp_attn, strict=True)
+    }
+    offered = set(zip(dep.decode_gpus, dep.decode_tp_attn, dep.decode_ep, strict=True))
+    assert offered and offered <= shipped
+    # the search's own layouts include ones no recipe runs (TP 2 on an 8-GPU node, for one)
+    assert "launch recipes" in note
+
+
+def test_no_concurrency_beyond_what_a_layout_was_scheduled_at():
+    m, hw = load_model("deepseek-r1"), load_hardware("hgx-b200").with_stack("trtllm")
+    dep, _ = deployed_points(m, hw, disagg=False, precision="fp4", speculate=None, isl=1024, osl=1024)
+    base, _ = deployed_points(
+        m, hw, disagg=False, precision="fp4", speculate=None, isl=1024, osl=1024, per_octave=0
+    )
+    keys = [c for c in base.columns if c != "concurrency"]
+    top = base.groupby(keys).concurrency.agg(["min", "max"])
+    j = dep.join(top, on=keys)
+    assert j["max"].notna().all()
+    assert (j.concurrency <= j["max"]).all() and (j.concurrency >= j["min"]).all()
+
+
+def test_a_deployment_is_consistent_by_hand():
+    m, hw = load_model("deepseek-r1"), load_hardware("hgx-b200").with_stack("sglang")
+    dep = pd.DataFrame(
+        [
+            {
+                "disagg": False,
+                "concurrency": 64.0,
+                "decode_workers": 1.0,
+                "decode_gpus": 8.0,
+                "decode_tp_attn": 8.0,
+                "decode_ep": 1.0,
+                "prefill_workers": 1.0,
+                "prefill_gpus": 8.0,
+                "prefill_tp_attn": 8.0,
+                "prefill_ep": 1.0,
+                "drafts": 0,
+            }
+        ]
+    )
+    p = predict(m, hw, dep, weights="nvfp4", isl=1024, osl=1024).iloc[0]
+    O = 0.9 * 1024
+    # the closed loop: each of 64 users gets one request every TTFT + (O - 1) TPOT
+    assert p.e2e_s == pytest.approx(p.ttft_s + (O - 1) * p.tpot_s)
+    assert p.output_tps_per_gpu == pytest.approx(64 * O / p.e2e_s / 8)
+    assert p.tps_per_user == pytest.approx(1 / p.tpot_s)
+    # the decode batch is the decoding share of the users (one rank: attention TP 8)
+    f = (O - 1) * p.tpot_s / p.e2e_s
+    assert p.batch_per_rank == pytest.approx(64 * f, rel=0.02)
+    assert p.gpus_total == 8 and p.reason == 0
+
+
+def test_speculation_under_load_by_hand():
+    m = load_model("deepseek-r1")
+    pub = bench_speculation(m, 1, "trtllm", 1.0).tokens_per_step("realistic")
+    assert pub == pytest.approx(1.92)  # the published tokens per step at one draft
+    half = bench_speculation(m, 1, "trtllm", 0.5).tokens_per_step("realistic")
+    assert half == pytest.approx(1 + 0.92 * 0.5)
+    assert bench_speculation(m, 0, "trtllm").drafts == 0
+
+
+def test_envelope_reads_the_best_point_at_least_as_fast():
+    f = pd.DataFrame({"tps_per_user": [10.0, 20.0, 40.0], "tps_per_gpu": [100.0, 80.0, 30.0]})
+    assert envelope_at(f, [5.0, 10.0, 15.0, 40.0]).tolist() == [100.0, 100.0, 80.0, 30.0]
+    assert np.isnan(envelope_at(f, [41.0])[0])
+
+
+def test_frontier_search_deployed_and_limit():
+    m, hw = "deepseek-r1", "hgx-b200"
+    dep = frontier(m, hw, serving="disaggregated", search="deployed", weights="nvfp4", mtp=0)
+    assert dep.attrs["search"] == "deployed" and len(dep)
+    assert (np.diff(dep.tps_per_user) >= 0).all() and (np.diff(dep.tps_per_gpu) <= 1e-9).all()
+    at = frontier_at(m, hw, [30.0], search="deployed", serving="disaggregated", weights="nvfp4", mtp=0)
+    assert at.tps_per_gpu.iloc[0] == pytest.approx(envelope_at(dep, [30.0])[0])
+    # no stack ships what ideal software could: the limit search's envelope is at least as high
+    lim = frontier_at(m, hw, [30.0], serving="disaggregated", weights="nvfp4", mtp=0)
+    assert lim.tps_per_gpu.iloc[0] >= at.tps_per_gpu.iloc[0]
+    with pytest.raises(SpecError, match="search"):
+        frontier(m, hw, search="ideal")
+    with pytest.raises(SpecError, match="aggregated or disaggregated"):
+        deployed_frontier(
+            load_model(m), load_hardware(hw), serving="decode", isl=1024, osl=1024, weights=None
+        )

@@ -1,0 +1,165 @@
+"""Measured frontiers (planner.truth.frontiers): the rules and both scores on a hand-made file
+whose predictions are fixed by hand, and the public file scored end to end where it is present."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner.cli import main
+from planner.errors import SpecError
+from planner.truth import frontiers as fr
+
+PUBLIC = Path(__file__).resolve().parents[3] / "shared" / "validation" / "measured_frontiers.csv"
+
+#: an aggregated DeepSeek-R1 point on 8 x B200 (SGLang, FP8, TP8), numbers made up
+BASE = dict(
+    date="2026-05-01",
+    run_url="",
+    hardware="B200",
+    model="DeepSeek-R1-0528",
+    precision="fp8",
+    framework="sglang",
+    serving="agg",
+    spec_decoding="none",
+    isl=1024,
+    osl=1024,
+    concurrency=16,
+    tp=8,
+    ep=1,
+    dp_attention=False,
+    prefill_tp="",
+    prefill_ep="",
+    prefill_dp_attention="",
+    decode_tp="",
+    decode_ep="",
+    decode_dp_attention="",
+    prefill_workers="",
+    decode_workers="",
+    prefill_gpus="",
+    decode_gpus="",
+    total_gpus=8,
+    tps_per_user=50.0,
+    tps_per_gpu_output=90.0,
+    tps_per_gpu_input=90.0,
+    tps_per_gpu_total=180.0,
+    ttft_s=0.5,
+    tpot_s=0.02,
+    e2e_s=0.0,
+    image="",
+    flags="",
+)
+
+
+def _row(**kw):
+    r = {**BASE, **kw}
+    # the closed-loop identity the rule checks: output tokens/s = concurrency x 0.9 OSL / e2e
+    if not r["e2e_s"]:
+        r["e2e_s"] = r["concurrency"] * 0.9 * r["osl"] / (r["tps_per_gpu_output"] * r["total_gpus"])
+    return r
+
+
+def _csv(tmp_path, rows):
+    p = tmp_path / "points.csv"
+    pd.DataFrame(rows).to_csv(p, index=False)
+    return p
+
+
+def test_rules_are_named_and_counted(tmp_path):
+    rows = [
+        _row(),
+        _row(date="2026-04-01", tps_per_gpu_output=70.0),  # superseded by the May run
+        _row(concurrency=32, tps_per_gpu_output=150.0, e2e_s=1.0),  # contradicts its own e2e
+        _row(concurrency=64, model="DeepSeek-V4-Pro"),  # no spec
+        _row(concurrency=128, tpot_s=float("nan")),
+    ]  # measurement missing
+    s = fr.score_frontiers(_csv(tmp_path, rows), frontier=False, bound=False).summary()
+    assert s["points_total"] == 5 and s["points_scored"] == 1
+    assert s["unscored"] == {
+        "superseded": 1,
+        "throughput_identity": 1,
+        "model_not_bundled": 1,
+        "measurement_missing": 1,
+    }
+
+
+def test_point_and_frontier_scores_by_hand(tmp_path, monkeypatch):
+    rows = [
+        _row(concurrency=c, tps_per_user=u, tps_per_gpu_output=y, tpot_s=1 / u)
+        for c, u, y in ((4, 100.0, 40.0), (16, 80.0, 120.0), (64, 40.0, 300.0), (256, 20.0, 250.0))
+    ]
+    meas = pd.DataFrame(rows)
+
+    def pred(model, hw, dep, **kw):
+        m = meas.loc[dep.index]
+        # 1.5x every measured throughput, 0.8x every TPOT and TTFT
+        return dep.assign(
+            output_tps_per_gpu=1.5 * m.tps_per_gpu_output,
+            tpot_s=0.8 * m.tpot_s,
+            ttft_s=0.8 * m.ttft_s,
+            tps_per_user=m.tps_per_user / 0.8,
+            bottleneck="compute",
+            reason=0,
+        )
+
+    def tool_frontier(model, hw, **kw):
+        # the tool's frontier: 200 tok/s/GPU up to 90 tok/s/user, 50 up to 120
+        f = pd.DataFrame({"tps_per_user": [90.0, 120.0], "tps_per_gpu": [200.0, 50.0]})
+        f.attrs["deployments"] = "by hand"
+        return f
+
+    monkeypatch.setattr(fr, "predict", pred)
+    monkeypatch.setattr(fr, "deployed_frontier", tool_frontier)
+    score = fr.score_frontiers(_csv(tmp_path, rows), bound=False)
+    s = score.summary()
+    assert s["points_scored"] == 4
+    assert s["point"]["tps_per_gpu_median_abs_err"] == pytest.approx(0.5)
+    assert s["point"]["tpot_median_abs_err"] == pytest.approx(0.2)
+    assert s["point"]["ttft_median_abs_err"] == pytest.approx(0.2)
+    assert s["point"]["bias"] == pytest.approx(1.5)
+    # the measured envelope: (100, 40), (80, 120), (40, 300); (20, 250) is beaten by (40, 300)
+    g = s["frontier"]["groups"][0]
+    assert g["envelope_points"] == 3
+    # ratios: at 100 -> 50/40; at 80 -> 200/120; at 40 -> 200/300
+    r = np.array([50 / 40, 200 / 120, 200 / 300])
+    assert s["frontier"]["median_abs_err"] == pytest.approx(np.median(np.abs(r - 1)))
+    # the worst factor: 200 predicted against 120 measured at 80 tok/s/user
+    assert s["frontier"]["worst_factor"] == pytest.approx(200 / 120)
+    assert g["worst_factor"] == pytest.approx(max(np.maximum(r, 1 / r)))
+
+
+def test_bad_files(tmp_path):
+    with pytest.raises(SpecError, match="an existing CSV file"):
+        fr.load_frontiers(tmp_path / "none.csv")
+    p = tmp_path / "bad.csv"
+    pd.DataFrame([{"hardware": "B200"}]).to_csv(p, index=False)
+    with pytest.raises(SpecError, match="missing"):
+        fr.load_frontiers(p)
+
+
+@pytest.mark.skipif(
+    not PUBLIC.exists(),
+    reason="the public measured-frontier file (shared/validation) is "
+    "not beside this checkout; it is never bundled",
+)
+def test_public_measured_frontiers(capsys):
+    assert main(["validate", "--frontiers", str(PUBLIC), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["points_total"] == 1619
+    assert sum(s["unscored"].values()) + s["points_scored"] == s["points_total"]
+    # the bound (datasheet peaks, every draft accepted) stays above every measured point
+    assert s["bound_violations"] - s["bound_violations_flagged"] == 0
+    for k in (
+        "tps_per_gpu_median_abs_err",
+        "tps_per_gpu_p90_abs_err",
+        "tpot_median_abs_err",
+        "ttft_median_abs_err",
+        "bias",
+    ):
+        assert np.isfinite(s["point"][k])
+    for k in ("median_abs_err", "p90_abs_err", "worst_factor", "groups"):
+        assert k in s["frontier"]
