@@ -88,7 +88,7 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
                    bands: Sequence[pd.DataFrame | None] | None = None,
                    annotate_bottleneck: bool = True, y: str = "tps_per_gpu",
                    logy: bool | None = None, fig: Any = None, mark_x: float | None = None,
-                   minor_ticks: bool = True) -> Any:
+                   minor_ticks: bool = True, limits: Sequence[pd.DataFrame | None] | None = None) -> Any:
     """Draw frontiers (and, if given, the ratio curve of the first two in a second panel).
 
     ``y``: the column to draw against interactivity (``tps_per_gpu``, ``tps_per_mw``,
@@ -99,7 +99,9 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
     ``fig``: a Figure to clear and draw into (fixed margins, no layout pass: redrawing one figure
     in an interactive view) instead of a new one; ``mark_x``: a dotted vertical line at that
     interactivity on every panel; ``minor_ticks=False``: major ticks and grid lines only (a
-    quicker redraw).  Returns the matplotlib Figure; saves it to ``path`` when given.
+    quicker redraw); ``limits``: per frontier, the limit search's frontier of the same system (what
+    the hardware could do with ideal software), drawn dashed beside an as-deployed one.  Returns
+    the matplotlib Figure; saves it to ``path`` when given.
     """
     if not frontiers:
         raise ValueError("no frontier to plot")
@@ -120,6 +122,10 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
         c = COLORS[i % len(COLORS)]
         f = f.sort_values(xcol)
         ax.plot(f[xcol], f[y], color=c, lw=2, label=label(f))
+        if limits and i < len(limits) and limits[i] is not None and len(limits[i]):
+            g = limits[i].sort_values(xcol)
+            ax.plot(g[xcol], g[y], color=c, lw=1.2, ls="--",
+                    label=text(f"{g.attrs.get('hardware')}: limit search (ideal software)"))
         if bands and i < len(bands) and bands[i] is not None and y == "tps_per_gpu":
             b = bands[i]
             # where fewer draws than the lower percentile reach a rate, the lower edge is zero: the
@@ -137,7 +143,8 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
     ax.set_xscale("log")
     _plain_log_ticks(ax.xaxis)
     if logy is None:
-        ys = pd.concat([f[y] for f in frontiers]).to_numpy(float)
+        drawn = [*frontiers, *(g for g in limits or () if g is not None)]
+        ys = pd.concat([f[y] for f in drawn]).to_numpy(float)
         ys = ys[np.isfinite(ys) & (ys > 0)]
         logy = bool(len(ys)) and ys.max() / ys.min() > LOGY_SPAN
     if logy:
@@ -152,6 +159,8 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
     mode = frontiers[0].attrs.get("mode", "")
     a0 = frontiers[0].attrs
     default = "Pareto frontier" + (f" ({mode} mode)" if mode else "")
+    if a0.get("search") == "deployed":
+        default = "as-deployed " + default
     if len(frontiers) == 1 and a0.get("model"):
         default = f"{a0.get('model')} on {a0.get('hardware')}: {default}"
     elif a0.get("model"):

@@ -183,6 +183,7 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     check_output_args(args, files=["csv"], plots=["plot"])
     df = frontier(args.model, args.hardware, **frontier_kwargs(args))
     band = _band(args, args.model, args.hardware, df)
+    limit = _limit(args, args.model, args.hardware)
     outputs: list[tuple[str, str, Any]] = []
     if args.csv:
         rows = df if band is None else _with_band(df, band)
@@ -191,10 +192,11 @@ def cmd_frontier(args: argparse.Namespace) -> int:
         from planner.plot import plot_frontiers
 
         outputs.append(("--plot", args.plot, savefig_to(
-            lambda: plot_frontiers([df], bands=[band], logy=args.logy), args.plot)))
+            lambda: plot_frontiers([df], bands=[band], logy=args.logy, limits=[limit]), args.plot)))
     write_outputs(outputs)
     if args.json:
         print_json({"settings": _settings(df.attrs), "points": points_json(df),
+                    **({"limit_points": points_json(limit)} if limit is not None else {}),
                     **({"band": _band_json(band)} if band is not None else {})})
         return 0
     a = df.attrs
@@ -224,6 +226,17 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     if band is not None:
         _print_band(band)
     return 0
+
+
+def _limit(args: argparse.Namespace, model: Any, hardware: Any) -> pd.DataFrame | None:
+    """With ``--search deployed``: the limit search's frontier of the same system and inputs (drawn
+    dashed beside it, kept in JSON); else None."""
+    if getattr(args, "search", "limit") == "limit":
+        return None
+    from planner.serving.frontiers import frontier
+
+    kw = {k: v for k, v in frontier_kwargs(args).items() if k != "search"}
+    return frontier(model, hardware, **kw)
 
 
 def _band(args: argparse.Namespace, model: Any, hardware: Any, nominal: pd.DataFrame,
@@ -389,6 +402,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     grid = c.ratio.tps_per_user.to_numpy()[::5] if len(c.ratio) else None  # one grid: paired draws
     bands = [_band(args, args.model, h, f, grid) for h, f in zip(args.hardware, (c.a, c.b), strict=True)]
+    limits = [_limit(args, args.model, h) for h in args.hardware]
     both = pd.concat([f if b is None else _with_band(f, b)
                       for f, b in zip((c.a, c.b), bands, strict=True)], ignore_index=True)
     ratio_band = ratio_curve = None
@@ -411,7 +425,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         outputs.append(("--csv", args.csv, lambda tmp: both.to_csv(tmp, index=False)))
     if args.plot:
         outputs.append(("--plot", args.plot, savefig_to(
-            lambda: plot_frontiers([c.a, c.b], c.ratio, bands=bands, logy=args.logy), args.plot)))
+            lambda: plot_frontiers([c.a, c.b], c.ratio, bands=bands, logy=args.logy, limits=limits),
+            args.plot)))
     write_outputs(outputs)
     s = c.settings
     if args.json:
@@ -424,6 +439,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                         for r in moves.to_dict("records")]} if moves is not None else {}),
                     "table": [{k: json_safe(v) for k, v in r.items()} for r in c.table.to_dict("records")],
                     "frontiers": {s["hardware_a"]: points_json(c.a), s["hardware_b"]: points_json(c.b)},
+                    **({"limit_frontiers": {s["hardware_a"]: points_json(limits[0]),
+                                            s["hardware_b"]: points_json(limits[1])}}
+                       if limits[0] is not None else {}),
                     **({"bands": {s["hardware_a"]: _band_json(bands[0]),
                                   s["hardware_b"]: _band_json(bands[1])},
                         "largest_ratio_band": json_safe(ratio_band)} if bands[0] is not None else {}),

@@ -76,6 +76,8 @@ FRAMEWORKS = {
     "dynamo-vllm": ("vllm", True),
     "mori-sglang": ("sglang", True),
     "sglang-disagg": ("sglang", True),
+    "vllm-disagg": ("vllm", True),
+    "atom-disagg": ("vllm", True),
 }
 #: framework names the measured-frontier file and the launch matrix spell differently
 FRAMEWORK_ALIASES = {"mori-sglang": "sglang-disagg"}
@@ -93,6 +95,8 @@ RUNNERS = {
 }
 #: bundled model -> the benchmark's model prefix
 MODEL_PREFIX = {
+    "kimi-k2-thinking": "kimik2.5",  # one architecture (K2.5 adds a vision encoder)
+    "kimi-k2": "kimik2.5",
     "deepseek-r1": "dsr1",
     "deepseek-v3": "dsr1",
     "gpt-oss-120b": "gptoss",
@@ -114,6 +118,11 @@ DEFAULT_DRAFTS_DP = {"trtllm": 1}
 #: a stack without pairs takes every pair's median (45 pairs, 0.71).  Derived 2026-12-03.
 BENCH_ACCEPTANCE = {"sglang": 0.47, "trtllm": 0.82}
 BENCH_ACCEPTANCE_OTHER = 0.71
+#: Requests one worker runs at once where its recipe schedules fewer: the largest fixed
+#: ``--max-running-requests`` / ``--cuda-graph-max-bs`` in InferenceX's single-node launch scripts
+#: (``benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200.sh``: 512; most others set it to the
+#: benchmark's concurrency, 256 or 128).  The KV cache caps the running batch below it.
+MAX_RUNNING_PER_WORKER = 512
 #: the benchmark's concurrencies where a system has no recipe (its usual sweep, 4 to 512 doubling)
 GENERIC_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -206,20 +215,23 @@ def generic_deployments(hw: Hardware, disagg: bool, speculate: bool, stack: str)
 
 def ladder(dep: pd.DataFrame, per_octave: int = CONC_PER_OCTAVE) -> pd.DataFrame:
     """Each layout (everything but the concurrency) at its own concurrencies and on a geometric
-    ladder between its smallest and largest (whole users); ``per_octave`` 0: the scheduled
+    ladder from one user to the most its decode workers run (:data:`MAX_RUNNING_PER_WORKER` each,
+    or the most any recipe schedules on that layout; whole users); ``per_octave`` 0: the scheduled
     concurrencies alone."""
     if per_octave <= 0 or dep.empty:
         return dep.drop_duplicates(ignore_index=True)
     keys = [c for c in dep.columns if c != "concurrency"]
     frames = []
     for _, g in dep.groupby(keys, sort=False, dropna=False):
-        lo, hi = float(g.concurrency.min()), float(g.concurrency.max())
+        lo = 1.0
+        hi = max(float(g.concurrency.max()), MAX_RUNNING_PER_WORKER * float(g.decode_workers.iloc[0]))
         n = int(round(math.log2(hi / lo) * per_octave)) if hi > lo else 0
         c = np.unique(
             np.concatenate(
                 [g.concurrency.to_numpy(float), np.round(lo * 2.0 ** (np.arange(n + 1) / per_octave))]
             )
         )
+        c = c[c <= hi]
         base = g.iloc[[0] * len(c)].reset_index(drop=True)
         frames.append(base.assign(concurrency=c))
     return pd.concat(frames, ignore_index=True).drop_duplicates(ignore_index=True)
@@ -244,17 +256,21 @@ def deployed_points(
     runner = RUNNERS.get(hw.name.split(":")[0], hw.name)
     r = recipes()
     fw_ok = [f for f, (s, d) in FRAMEWORKS.items() if d == disagg and (frameworks is None or f in frameworks)]
-    sel = r[(r.runner == runner) & r.framework.isin(fw_ok) & (r.precision == precision)]
+    sel = r[(r.runner == runner) & r.framework.isin(fw_ok)]
     if speculate is not None:
         sel = sel[(sel.spec_decoding == "mtp") == bool(speculate)]
-    # the model's own recipes, else DeepSeek-R1's (the layouts a stack ships for a large MoE);
-    # of those, the system's own stack's where it has any, else every framework's of that mode
+    # the model's own recipes, else DeepSeek-R1's (the layouts a stack ships for a large MoE); of
+    # those, the precision's own, else any precision's (the layouts; the memory check decides what
+    # fits); of those, the system's own stack's where it has any, else every framework's of that mode
     prefix = MODEL_PREFIX.get(model.name, "")
-    mine, src_model, where = sel.iloc[:0], model.name, "own"
+    mine, src_model, where, prec_note = sel.iloc[:0], model.name, "", precision
     for pfx, name in ((prefix, model.name), ("dsr1", "DeepSeek-R1")):
         cand = sel[sel.model_prefix == pfx] if pfx else sel.iloc[:0]
         if cand.empty:
             continue
+        same = cand[cand.precision == precision]
+        cand, prec_note = (same, precision) if not same.empty else (
+            cand, f"{'/'.join(sorted(set(cand.precision)))} layouts at {precision}")
         own = cand[cand.framework.map(lambda f: FRAMEWORKS[f][0] == stack)] if stack else cand
         mine, src_model, where = (
             (own, name, "the system's stack") if not own.empty else (cand, name, "another stack's recipes")
@@ -268,7 +284,7 @@ def deployed_points(
         fws = ", ".join(sorted(set(mine.framework)))
         lens = f"{mine.isl.iloc[0]}/{mine.osl.iloc[0]}"
         note = (
-            f"InferenceX launch recipes ({fws}: {where}; {src_model} {precision}, "
+            f"InferenceX launch recipes ({fws}: {where}; {src_model} {prec_note}, "
             f"ISL/OSL {lens}): {len(dep)} scheduled points"
         )
     else:
@@ -332,7 +348,7 @@ def predict(
     ``total_tps_per_gpu``, ``batch_per_rank``, ``gpus_total``, ``tokens_per_step``, ``bottleneck``,
     ``reason`` (0: feasible) beside the deployment's own.  Speculation: :func:`bench_speculation`
     (``acceptance_scale`` 1: the published acceptance)."""
-    from planner.serving.frontiers import aggregated_prefill_terms, chunked_prefill_rate, served_ttft
+    from planner.serving.prefill import aggregated_prefill_terms, chunked_prefill_rate, served_ttft
 
     prec = resolve_precisions(model, hw, weights, kv)
     n = len(dep)
@@ -455,7 +471,7 @@ def deployed_frontier(
         )
     frames, notes = [], []
     for w in precision_options(model, hw, weights):
-        rp = "fp4" if w in ("nvfp4", "mxfp4", "fp4") else "fp8"
+        rp = "fp4" if w in ("nvfp4", "mxfp4", "fp4") else ("int4" if w.startswith("int4") else "fp8")
         speculate = None if mtp == "auto" else bool(resolve_speculation(model, mtp).drafts)
         dep, note = deployed_points(
             model,

@@ -16,6 +16,11 @@ import pandas as pd
 from planner.errors import SpecError
 from planner.physics import compiled
 from planner.physics.step import CATEGORIES, evaluate_configs, pass_kernels, resolve_precisions
+from planner.serving.prefill import (
+    aggregated_prefill_terms,
+    chunked_prefill_rate,
+    served_ttft,
+)
 from planner.serving.search import (
     BATCH_PER_OCTAVE,
     SearchSpace,
@@ -37,7 +42,6 @@ SERVING_MODES = ("decode", "prefill", "aggregated", "disaggregated")
 SEARCHES = ("limit", "deployed")
 METRICS = ("output", "total", "decode")
 DEFAULT_MAX_TTFT = 2.0  # s
-PREFILL_CHUNK = 8192    # prompt tokens per attention rank per aggregated (chunked) prefill pass
 
 
 @dataclass(frozen=True)
@@ -140,14 +144,6 @@ def host_time_per_kernel(hw: Hardware, mode: str) -> float:
     return 0.0 if mode == "bound" else float(hw.efficiency.ttft_host)
 
 
-def served_ttft(t_req: float, q_w: float, t_pass: Any, t_wave: Any, tau_h: float = 0.0,
-                n_kp: Any = 0.0) -> np.ndarray:
-    """TTFT as a benchmark serves it (``ttft_served``: per-request latency, the pass's host time
-    ``tau_h`` per kernel of its ``n_kp``, the pass, the queued share of the prompt wave), in s."""
-    return np.asarray(compiled.evaluate_named("ttft_served", t_req=t_req, t_pass=t_pass, q_w=q_w,
-                                              t_wave=t_wave, tau_h=tau_h, n_kp=n_kp), float)
-
-
 def host_latency(hw: Hardware, model: Model, mode: str) -> float:
     """``tau_h n_kp``: the host time of one prefill pass of ``model``, s (``ttft_served``'s host term
     alone)."""
@@ -221,45 +217,6 @@ def _serving_columns(hw: Hardware, wl: Workload, serving: str, metric: str, X_d:
     out.update(tps_per_gpu={"output": y_out, "total": total, "decode": X_d}[metric],
                output_tps_per_gpu=y_out, total_tps_per_gpu=total, **_costs(hw, y_out))
     return out
-
-
-#: the terms of a prefill pass spread over every rank of an instance (the routed experts and the
-#: collectives that carry their tokens); the rest of the pass runs on its attention rank alone
-_SPREAD_TERMS = ("experts", "dispatch", "combine", "allreduce_moe")
-
-
-def aggregated_prefill_terms(model: Model, mode: str, G: Any, TP_a: Any, isl: Any,
-                             local_share: Any = 1.0) -> dict[str, Any]:
-    """``C_p``, ``D_a`` and ``phi_l`` of ``t_step_aggregated``: the tokens of one rank's
-    chunked-prefill pass (:data:`PREFILL_CHUNK`, at least one prompt: the pass
-    :func:`chunked_prefill_rate` prices), the attention-DP ranks that step together (G / TP_a for
-    an MoE model, whose experts join the ranks every layer; 1 for a dense model, and in bound mode,
-    where a stack may co-schedule the ranks' prefill) and the pass's rank-local share
-    (:func:`chunked_prefill_rate`'s second value)."""
-    joined = 1.0 if (mode == "bound" or model.is_dense) else np.asarray(G, float) / np.asarray(TP_a, float)
-    return {"C_p": np.maximum(float(PREFILL_CHUNK), np.asarray(isl, float)), "D_a": joined,
-            "phi_l": local_share}
-
-
-def chunked_prefill_rate(model: Model, hw: Hardware, prec: Any, mode: str, *, G: Any, TP_a: Any, EP: Any,
-                         TP_e: Any, E_slots: Any, isl: Any, overlap: Any = 0,
-                         local_share: bool = False) -> Any:
-    """Prompt tokens/s per GPU of the chunked prefill an aggregated step carries: one pass of
-    ``PREFILL_CHUNK`` prompt tokens per attention rank (at least one prompt) on the decode
-    layout; NaN where that pass does not fit.  With ``local_share``, also the share of that pass
-    that runs on its attention rank alone (all but the routed experts and their collectives).
-    Every argument may be an array."""
-    out = evaluate_configs(model, hw, prec, mode, G=G, TP_a=TP_a, EP=EP, TP_e=TP_e, E_slots=E_slots,
-                           b=np.maximum(PREFILL_CHUNK / np.asarray(isl, float), 1.0), S=isl, overlap=overlap,
-                           phase="prefill", categories=False)
-    rate = np.where(np.asarray(out["feasible"], bool), np.asarray(out["prefill_tps_gpu"], float), np.nan)
-    if not local_share:
-        return rate
-    step = np.asarray(out["step"], float)
-    spread = model.n_moe * sum(np.asarray(out[t], float) for t in _SPREAD_TERMS)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.clip(1.0 - spread / step, 0.0, 1.0)
-    return rate, np.where(np.isfinite(share), share, 1.0)
 
 
 def _aggregate(model: Model, hw: Hardware, dec: pd.DataFrame, space: SearchSpace, wl: Workload,

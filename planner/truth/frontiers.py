@@ -27,10 +27,11 @@ Rules, each named and counted, never a silent drop:
 
 ``model_not_bundled`` / ``system_not_bundled``
     the row's model or system has no bundled spec: not scored.
-``superseded``
+``superseded`` (a flag)
     the same configuration (system, framework, precision, speculation, ISL/OSL, layout, workers,
-    concurrency) was measured again on a later date: only the latest is scored and enters the
-    envelope (software moves between dates; the latest is what a deployment gets now).
+    concurrency) was measured again on a later date: scored point by point (its own deployment, as
+    measured then), but only the latest enters the measured envelope (software moves between
+    dates; the latest is what a deployment gets now).
 ``throughput_identity``
     the row's output tokens/s disagrees with its own ``concurrency x OSL / e2e`` by more than
     :data:`IDENTITY_TOLERANCE` beyond the benchmark's mean request length (a defect of the row):
@@ -275,7 +276,7 @@ def _rules(df: pd.DataFrame) -> pd.DataFrame:
     df["flags"] = ""
     key = df[CONFIG].astype(str).apply(lambda r: "|".join(map(str, r)), axis=1)
     latest = df.groupby(key)["date"].transform("max")
-    df.loc[df.date.astype(str) < latest.astype(str), "rule"] = "superseded"
+    df["superseded"] = df.date.astype(str) < latest.astype(str)
     ident = df.concurrency * LENGTH_MEAN * df.osl / (df.e2e_s * df.total_gpus)
     bad = np.isfinite(ident) & (_err(df.tps_per_gpu_output, ident) > IDENTITY_TOLERANCE)
     df.loc[bad & (df.rule == ""), "rule"] = "throughput_identity"
@@ -286,6 +287,7 @@ def _rules(df: pd.DataFrame) -> pd.DataFrame:
     df.loc[gone & (df.rule == ""), "rule"] = "measurement_missing"
     raw = df.get("flags_source", pd.Series("", index=df.index)).astype(str)
     df.loc[raw.str.contains("app_num_gpu", regex=False), "flags"] = "gpu_count_inferred"
+    df.loc[df.superseded, "flags"] = (df.loc[df.superseded, "flags"] + ";superseded").str.lstrip(";")
     df["model_spec"] = df.model.map(MODELS).fillna("")
     df["hardware_spec"] = df.hardware.map(HARDWARE).fillna("")
     df.loc[df.model_spec == "", "status"] = "model_not_bundled"
@@ -400,7 +402,7 @@ def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = Tr
             df.loc[idx[over], "bound_violation"] = True
     groups, compared = [], []
     if frontier:
-        for key, d in df[df.scored].groupby(GROUP):
+        for key, d in df[df.scored & ~df.superseded].groupby(GROUP):
             g = dict(zip(GROUP, key, strict=True))
             meas = pareto(d, "tps_per_user", "tps_per_gpu_output")
             r0 = d.iloc[0]
@@ -449,7 +451,8 @@ def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = Tr
     comp = pd.DataFrame(
         compared, columns=[*GROUP, "tps_per_user", "measured_tps_per_gpu", "predicted_tps_per_gpu", "ratio"]
     )
-    flags = {"gpu_count_inferred": int((df["flags"] == "gpu_count_inferred").sum())}
+    flags = {"gpu_count_inferred": int(df["flags"].str.contains("gpu_count_inferred").sum()),
+             "superseded": int(df.superseded.sum())}
     return FrontierScore(df, groups, comp, str(path), flags)
 
 

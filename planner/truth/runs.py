@@ -98,7 +98,7 @@ from planner.physics.step import (
     pass_kernels,
     resolve_precisions,
 )
-from planner.serving.frontiers import aggregated_prefill_terms, chunked_prefill_rate, served_ttft
+from planner.serving.prefill import aggregated_prefill_terms, chunked_prefill_rate, served_ttft
 from planner.specs.hardware import COMM_LAW_FIELDS
 from planner.truth.matrix import published
 

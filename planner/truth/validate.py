@@ -57,7 +57,7 @@ from planner.physics.step import (
     resolve_precisions,
     resolve_speculation,
 )
-from planner.serving.frontiers import aggregated_prefill_terms, chunked_prefill_rate
+from planner.serving.prefill import aggregated_prefill_terms, chunked_prefill_rate
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
 from planner.specs.reading import Fields, parse_yaml, read_yaml

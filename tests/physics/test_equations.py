@@ -520,7 +520,7 @@ def test_rank_local_share_of_a_chunked_prefill_pass():
     # invariants: a dense model's pass is all rank-local (no routed experts, no all-to-all); an MoE
     # model's routed experts and their collectives are not, so its share is below 1
     from planner.physics.step import default_slots, resolve_precisions
-    from planner.serving.frontiers import chunked_prefill_rate
+    from planner.serving.prefill import chunked_prefill_rate
     from planner.specs.registry import load_hardware
     hw = load_hardware("hgx-b200")
     for name, lay, below in (("llama-3.1-70b", dict(G=8.0, TP_a=8.0, EP=1.0, TP_e=8.0), False),

@@ -10,6 +10,7 @@ import pytest
 from planner.errors import SpecError
 from planner.serving.deployed import (
     LENGTH_MEAN,
+    MAX_RUNNING_PER_WORKER,
     bench_speculation,
     deployed_frontier,
     deployed_points,
@@ -101,17 +102,21 @@ def test_only_the_recipes_layouts_are_offered():
     assert "launch recipes" in note
 
 
-def test_no_concurrency_beyond_what_a_layout_was_scheduled_at():
+def test_no_more_users_than_the_workers_run():
     m, hw = load_model("deepseek-r1"), load_hardware("hgx-b200").with_stack("trtllm")
-    dep, _ = deployed_points(m, hw, disagg=False, precision="fp4", speculate=None, isl=1024, osl=1024)
+    dep, _ = deployed_points(m, hw, disagg=True, precision="fp4", speculate=None, isl=1024, osl=1024)
     base, _ = deployed_points(
-        m, hw, disagg=False, precision="fp4", speculate=None, isl=1024, osl=1024, per_octave=0
+        m, hw, disagg=True, precision="fp4", speculate=None, isl=1024, osl=1024, per_octave=0
     )
     keys = [c for c in base.columns if c != "concurrency"]
-    top = base.groupby(keys).concurrency.agg(["min", "max"])
+    top = base.groupby(keys).concurrency.max().rename("scheduled")
     j = dep.join(top, on=keys)
-    assert j["max"].notna().all()
-    assert (j.concurrency <= j["max"]).all() and (j.concurrency >= j["min"]).all()
+    # every layout offered is a recipe's, and no more users than its decode workers run at once
+    # (512 each, or what its recipe schedules where that is more)
+    assert j.scheduled.notna().all()
+    cap = np.maximum(j.scheduled, MAX_RUNNING_PER_WORKER * j.decode_workers)
+    assert (j.concurrency <= cap).all() and (j.concurrency >= 1).all()
+    assert MAX_RUNNING_PER_WORKER == 512
 
 
 def test_a_deployment_is_consistent_by_hand():
@@ -176,3 +181,34 @@ def test_frontier_search_deployed_and_limit():
         deployed_frontier(
             load_model(m), load_hardware(hw), serving="decode", isl=1024, osl=1024, weights=None
         )
+
+
+def test_cli_deployed_keeps_the_limit_frontier_beside_it(tmp_path, capsys):
+    import json
+
+    from planner.cli import main
+
+    png = tmp_path / "f.png"
+    args = [
+        "frontier",
+        "--model",
+        "deepseek-r1",
+        "--hardware",
+        "hgx-b200",
+        "--search",
+        "deployed",
+        "--weights",
+        "nvfp4",
+        "--mtp",
+        "off",
+        "--json",
+        "--plot",
+        str(png),
+    ]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["settings"]["search"] == "deployed" and out["points"] and out["limit_points"]
+    assert png.stat().st_size > 0
+    # the band re-runs the limit search: refused with the deployed one, in one line
+    assert main([*args[:-3], "--band"]) == 2
+    assert "--search limit" in capsys.readouterr().err
