@@ -86,6 +86,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return _cmd_kernels(args)
     if args.runs is not None:
         return _cmd_runs(args)
+    if args.leave_out:
+        raise SpecError("<input>", "--leave-out", "--runs with it (the measured runs it refits)")
     if args.out:
         raise SpecError("<input>", "--out", "only with --runs or --frontiers (per-row results)")
     from planner.truth.validate import format_scorecard, load_points, scorecard
@@ -157,6 +159,31 @@ def _cmd_frontiers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_leave_out(args: argparse.Namespace) -> int:
+    from planner.outputs import table
+    from planner.truth.runs_fit import held_out
+
+    if args.out:
+        raise SpecError("<input>", "--out", "not with --leave-out (its figures are per held-out group)")
+    r = held_out(None if args.runs is True else args.runs, args.leave_out)
+    if args.json:
+        print_json(json_safe(r))
+        return 0
+    if args.leave_out == "system":
+        print(f"# datasheet-only accuracy ({r['source']}): each system left out with ALL of its data (its "
+              "runs, its kernel tables and every constant fitted from them), every cell refitted without "
+              "it, its runs predicted from its datasheet with a family member's kernel laws")
+    else:
+        print(f"# each model left out ({r['source']}): every cell refitted without its runs, its runs "
+              "predicted")
+    rows = [[h["group"], h["rows"], _pct(h["tpot_median_abs_err"]), _pct(h["tpot_p90_abs_err"]),
+             f"{h['bias']:.2f}", _pct(h["ttft_median_abs_err"]), h.get("kernel_laws_from", "-")]
+            for h in r["held_out"]]
+    print(table(rows, ["held out", "runs", "TPOT median", "TPOT p90", "bias", "TTFT median",
+                       "kernel laws from"]))
+    return 0
+
+
 def _cmd_runs(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -166,6 +193,8 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     if args.points:
         raise SpecError("<input>", "--points", "not with --runs (published points and measured runs are "
                         "separate scorecards)")
+    if args.leave_out:
+        return _cmd_leave_out(args)
     check_output_args(args, files=["out"])
     score = score_runs(None if args.runs is True else args.runs)
     if args.out:
@@ -623,6 +652,9 @@ def register(sub: Any) -> None:
     v.add_argument("--runs", nargs="?", const=True, default=None, metavar="FILE",
                    help="score measured serving runs instead of the published points (default FILE: "
                         "the bundled runs)")
+    v.add_argument("--leave-out", choices=("system", "model"), default=None,
+                   help="with --runs: refit without each system (datasheet-only: its runs, kernel tables "
+                        "and every constant fitted from them removed) or each model, and score it (minutes)")
     v.add_argument("--frontiers", metavar="FILE", default=None,
                    help="score measured frontier points (a CSV in InferenceX's columns) instead")
     v.add_argument("--out", metavar="CSV", default=None,

@@ -42,7 +42,7 @@ import pandas as pd
 
 from planner.errors import SpecError
 from planner.physics.step import pass_kernels
-from planner.specs.hardware import KERNEL_FITTED_STACK_FIELDS
+from planner.specs.hardware import COMM_LAW_FIELDS, KERNEL_FITTED_STACK_FIELDS
 from planner.specs.reading import yaml_number
 from planner.truth.runs import GroupInputs, RunsScore, score_runs, served_ttft
 
@@ -519,9 +519,60 @@ def _families(by_cell: dict[tuple[str, str], list[_Part]]) -> dict[str, CellFit]
     return {fam: f for fam, f in fits.items() if f is not None}
 
 
-def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str) -> dict[str, dict[str, Any]]:
+#: Systems with measured kernel tables of their own (planner/truth/data/kernels): the donors a
+#: held-out system may borrow its family's kernel laws from.  (hgx-h20 and hgx-h800 carry hgx-h100's
+#: laws, so they are never donors: lending them would lend hgx-h100's own kernels.)
+KERNEL_SYSTEMS = ("gb200-nvl72", "gb300-nvl72", "hgx-b200", "hgx-b300", "hgx-h100", "hgx-h200")
+
+
+def kernel_donor(name: str, family: str) -> str | None:
+    """The system a held-out ``name`` borrows its kernel laws from in a datasheet-only refit: of
+    :data:`KERNEL_SYSTEMS` in its family, not itself, the nearest by datasheet (HBM bandwidth and
+    dense FP8 peak, in log ratio); None where the family has no other."""
+    from planner.specs.registry import load_hardware
+
+    me = load_hardware(name)
+    best, gap = None, math.inf
+    for other in KERNEL_SYSTEMS:
+        if other == name:
+            continue
+        hw = load_hardware(other)
+        if hw.family != family:
+            continue
+        d = abs(math.log(hw.hbm_bandwidth / me.hbm_bandwidth)) + abs(
+            math.log(hw.flops.get("fp8", 1.0) / me.flops.get("fp8", 1.0)))
+        if d < gap:
+            best, gap = other, d
+    return best
+
+
+#: The fields of a stack's fit that come from a system's own measured kernels.
+KERNEL_FIELDS = (*COMM_LAW_FIELDS, "a2a_floors", "gemm", "moe", "attn")
+
+
+def datasheet_only(hw: Any, donor: Any | None) -> Any:
+    """``hw`` (a runs-scoring system: the spec's efficiencies with its stack's kernel laws) with
+    every kernel-fitted constant replaced by ``donor``'s for the same stack (None, or a donor
+    without that stack: the link's own latency and bandwidth fractions, the roofline GEMMs), and
+    NCCL's law by the donor's: what a buyer predicts for a part nobody here has measured."""
+    blank = {f: (() if f in ("a2a_floors", "gemm", "moe", "attn") else None) for f in KERNEL_FIELDS}
+    eff, nccl = dict(blank), None
+    if donor is not None:
+        nccl = donor.nccl_allreduce
+        k = donor.stacks.get(hw.stack) if hw.stack else None
+        if k is not None:
+            eff = {f: getattr(k, f) for f in KERNEL_FIELDS}
+    return hw.replace(efficiency=eff, nccl_allreduce=nccl)
+
+
+def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str,
+                   datasheet: bool = False) -> dict[str, dict[str, Any]]:
     """For each system (or model): refit every cell without it (the family fallback too, on the
-    same training runs), predict its runs."""
+    same training runs), predict its runs.  ``datasheet`` (systems): the held-out system's runs
+    are also predicted without its own kernel laws, from its datasheet and a family member's laws
+    (:func:`datasheet_only`, :func:`kernel_donor`)."""
+    from planner.specs.registry import load_hardware
+
     names = sorted({x for parts in by_cell.values() for p in parts
                     for x in (p.systems if key == "system" else p.models)})
     out = {}
@@ -530,10 +581,16 @@ def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str) -> dic
         train_cells = {k: _subset(parts, key, lambda c, n=name: c != n) for k, parts in by_cell.items()}
         train_cells = {k: t for k, t in train_cells.items() if sum(len(p.measured_s) for p in t) >= MIN_RUNS}
         pooled = _families(train_cells)
+        donor_name = None
         for (fam, stack), parts in by_cell.items():
             held = _subset(parts, key, lambda c, n=name: c == n)
             if not held or (fam, stack) not in train_cells:
                 continue
+            if datasheet and key == "system":
+                donor_name = kernel_donor(name, fam)
+                donor = load_hardware(donor_name) if donor_name else None
+                held = [dataclasses.replace(p, inputs=dataclasses.replace(
+                    p.inputs, hw=datasheet_only(p.inputs.hw, donor))) for p in held]
             f = fit_cell(train_cells[(fam, stack)], fam, stack, pooled.get(fam))
             v = np.array([f.values[p.name] for p in PARAMETERS])
             ratios.append(np.exp(_residuals(held, PARAMETERS, v)))
@@ -544,8 +601,11 @@ def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str) -> dic
             r = np.concatenate(ratios)
             rt = np.concatenate(ttft) if ttft else np.zeros(0)
             out[name] = {"n": int(len(r)), "median_abs_err": float(np.median(np.abs(r - 1))),
+                         "p90_abs_err": float(np.quantile(np.abs(r - 1), 0.9)),
                          "bias": float(np.median(r)),
                          "ttft_median_abs_err": float(np.median(np.abs(rt - 1))) if len(rt) else math.nan}
+            if datasheet and key == "system":
+                out[name]["kernel_laws_from"] = donor_name or "none (the links' own constants)"
         else:
             out[name] = {"n": 0, "median_abs_err": math.nan, "bias": math.nan,
                          "why": "no cell keeps enough runs without it"}
@@ -583,6 +643,31 @@ def _sha256(path: str | Path | None) -> str:
     else:
         data = Path(path).read_bytes()
     return hashlib.sha256(data).hexdigest()
+
+
+def held_out(path: str | Path | None = None, key: str = "system") -> dict[str, Any]:
+    """Accuracy for what nobody here has measured: for each system (``key="system"``) every
+    cell refitted without its runs, and its runs predicted from its datasheet with its family's
+    kernel laws (none of its own kernels: :func:`datasheet_only`); for each model
+    (``key="model"``) every cell refitted without that model's runs.  ``validate --runs
+    --leave-out``."""
+    if key not in ("system", "model"):
+        raise SpecError("<input>", "--leave-out", f"system or model, got {key!r}")
+    score = score_runs(path, stacks=False)
+    by_cell = {k: v for k, v in cells(score).items() if sum(len(p.measured_s) for p in v) >= MIN_RUNS}
+    if not by_cell:
+        raise SpecError(score.source, "rows", f"at least {MIN_RUNS} scored runs of one family and stack")
+    loo = _leave_one_out(by_cell, key, datasheet=key == "system")
+    rows = []
+    for name, d in loo.items():
+        row = {"group": name, "rows": d["n"], "tpot_median_abs_err": d["median_abs_err"],
+               "tpot_p90_abs_err": d.get("p90_abs_err", math.nan),
+               "ttft_median_abs_err": d["ttft_median_abs_err"], "bias": d["bias"]}
+        if "kernel_laws_from" in d:
+            row["kernel_laws_from"] = d["kernel_laws_from"]
+        rows.append(row)
+    return {"mode": "datasheet-only" if key == "system" else "model held out", "leave_out": key,
+            "source": score.source, "held_out": rows}
 
 
 def fit_runs(path: str | Path | None = None, leave_out: bool = True) -> RunsFit:
