@@ -246,8 +246,9 @@ class Explorer:
         """The keyword arguments of :func:`planner.frontier` (and :func:`planner.compare`) that
         draw the current view."""
         c = self.controls
+        # the panel's searches (fast, exact) are the limit search's: said in the call it copies
         kw: dict[str, Any] = {"serving": c["serving"].value, "isl": int(c["isl"].value),
-                              "osl": int(c["osl"].value), "mode": c["mode"].value}
+                              "osl": int(c["osl"].value), "mode": c["mode"].value, "search": "limit"}
         if c["weights"].value != "auto":
             kw["weights"] = c["weights"].value
         if c["speculation"].value == "off":

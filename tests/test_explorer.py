@@ -36,7 +36,7 @@ def test_drawn_frontier_is_planner_frontier(panel: planner.Explorer):
     c["stack_b"].value = "sglang"
     kw = panel.call()
     assert kw == {"serving": "disaggregated", "isl": 2048, "osl": 1024, "mode": "realistic",
-                  "acceptance": 1.8, **planner.explorer.FAST}
+                  "search": "limit", "acceptance": 1.8, **planner.explorer.FAST}
     h200, b200 = planner.load_hardware("hgx-h200"), planner.load_hardware("hgx-b200@sglang")
     expected = [planner.frontier(MODEL, h200.replace(hbm_bandwidth=1.3 * h200.hbm_bandwidth, domain_size=16,
                                                      gpus_per_system=16), **kw),

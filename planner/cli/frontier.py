@@ -135,11 +135,12 @@ def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated
                    help="bound: datasheet peaks, no overheads (the speed of light); realistic: the "
                         "spec's efficiencies and latencies (default)")
     if search:
-        s.add_argument("--search", choices=("limit", "deployed"), default="limit",
-                       help="limit (default): every layout and batch the hardware could run with ideal "
-                            "software; deployed: only what serving stacks ship (the InferenceX launch "
-                            "recipes' layouts, workers, concurrencies and MTP drafts, speculation as "
-                            "accepted under the benchmark's load; aggregated or disaggregated serving)")
+        s.add_argument("--search", choices=("deployed", "limit"), default=None,
+                       help="deployed (default for aggregated and disaggregated serving in realistic mode): "
+                            "only what serving stacks ship (the InferenceX launch recipes' layouts, workers, "
+                            "concurrencies and MTP drafts, speculation as accepted under the benchmark's "
+                            "load); limit (default otherwise): every layout and batch the hardware could "
+                            "run with ideal software, drawn dashed beside the deployed one")
     if metrics:
         s.add_argument("--metric", choices=metrics, default=metrics[0],
                        help="; ".join(METRIC_HELP[m] + (" (default)" if m == metrics[0] else "")
@@ -153,7 +154,7 @@ def frontier_kwargs(args: argparse.Namespace) -> dict[str, Any]:
                 tp_moe=args.tp_moe, weights=args.weights, kv=args.kv, mtp=args.mtp,
                 overlap=args.overlap, kv_offload=args.kv_offload, mode=args.mode,
                 metric=args.metric, max_ttft=args.max_ttft, acceptance=args.acceptance,
-                **({"search": args.search} if getattr(args, "search", "limit") != "limit" else {}))
+                **({"search": args.search} if getattr(args, "search", None) is not None else {}))
 
 
 def points_json(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -229,14 +230,16 @@ def cmd_frontier(args: argparse.Namespace) -> int:
 
 
 def _limit(args: argparse.Namespace, model: Any, hardware: Any) -> pd.DataFrame | None:
-    """With ``--search deployed``: the limit search's frontier of the same system and inputs (drawn
+    """With the as-deployed search: the limit search's frontier of the same system and inputs (drawn
     dashed beside it, kept in JSON); else None."""
-    if getattr(args, "search", "limit") == "limit":
+    from planner.serving.frontiers import default_search, frontier
+
+    search = getattr(args, "search", None) or default_search(args.serving, args.mode)
+    if search == "limit":
         return None
-    from planner.serving.frontiers import frontier
 
     kw = {k: v for k, v in frontier_kwargs(args).items() if k != "search"}
-    return frontier(model, hardware, **kw)
+    return frontier(model, hardware, search="limit", **kw)
 
 
 def _band(args: argparse.Namespace, model: Any, hardware: Any, nominal: pd.DataFrame,
@@ -248,9 +251,6 @@ def _band(args: argparse.Namespace, model: Any, hardware: Any, nominal: pd.DataF
         return None
     from planner.truth.uncertainty import DEFAULT_SAMPLES, frontier_band
 
-    if getattr(args, "search", "limit") != "limit":
-        raise SpecError("<input>", "--band", "--search limit with it (the band's draws re-run the limit "
-                        "search; the as-deployed search has no band yet)")
 
     return frontier_band(model, hardware, base=nominal, grid=grid,
                          samples=args.band_samples or DEFAULT_SAMPLES, **frontier_kwargs(args))

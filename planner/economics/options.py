@@ -47,7 +47,9 @@ class Option:
         self.too_large: str | None = None  #: why a demand was too large for any fleet, if it was
         self.pts = pd.DataFrame()
         try:
-            self.pts = frontier(model, hw, all_points=True, metric="output", **fkw)
+            # sizing reads instances and pools off the limit search's candidates (the as-deployed
+            # search's whole deployments are not sized yet)
+            self.pts = frontier(model, hw, all_points=True, metric="output", **{"search": "limit", **fkw})
         except SpecError as exc:
             if exc.field not in OPTION_LIMITS:  # bad input, not this option's limit: say so
                 raise
@@ -76,7 +78,7 @@ class Option:
             if i < len(xs):
                 out.append(self._cand(self.pts.loc[arg[i]], exact=False))
         if exact:
-            ex = frontier_at(self.model, self.hw, [x], points=self.pts).iloc[0]
+            ex = frontier_at(self.model, self.hw, [x], points=self.pts, search="limit").iloc[0]
             if np.isfinite(ex.get("tps_per_gpu", np.nan)):
                 out.append(self._cand(ex, exact=True))
         return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -240,7 +241,13 @@ CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def _y_at(model: Any, hw: Hardware, x: float, points: pd.DataFrame | None = None, **kw: Any
           ) -> tuple[float, str]:
-    t = frontier_at(model, hw, [x], points=points, **kw)
+    try:
+        t = frontier_at(model, hw, [x], points=points, **kw)
+    except SpecError as exc:
+        if exc.field != "search":
+            raise
+        # a counterfactual system none of whose recipe deployments fits (e.g. less HBM)
+        return math.nan, "no recipe fits"
     r = t.iloc[0]
     return float(r.tps_per_gpu), str(r.get("bottleneck", ""))
 
@@ -277,6 +284,12 @@ def explain(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
                          factor=y_new / y_cur, cumulative=y_new / y0, bottleneck=bn))
         y_cur = y_new
     ya, bna = _y_at(m, ha, at, points=pts_a, **kw)
+    if pts_a.attrs.get("search") == "deployed":
+        # the as-deployed search offers each system its own stacks' launch recipes (by name): the
+        # last step of the chain is A's recipes in place of B's on A's resources
+        rows.append(dict(kind="chain", step=f"+ {ha.name} launch recipes (the layouts and workers its "
+                         "stacks ship)", tps_per_gpu=ya, factor=ya / y_cur, cumulative=ya / y0,
+                         bottleneck=bna))
     singles = [
         (f"{hb.name} with a {ha.domain_size}-GPU scale-up domain",
          hb.replace(domain_size=ha.domain_size, gpus_per_system=ha.domain_size), y0),

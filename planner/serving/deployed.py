@@ -103,6 +103,9 @@ MODEL_PREFIX = {
     "minimax-m2.5": "minimaxm2.5",
     "kimi-k2.5": "kimik2.5",
 }
+#: the recipes' model prefixes, as output names them
+RECIPE_MODELS = {"dsr1": "DeepSeek-R1", "kimik2.5": "Kimi K2.5", "gptoss": "gpt-oss",
+                 "minimaxm2.5": "MiniMax-M2.5"}
 #: MTP drafts a stack's launch script sets where the recipe does not say (InferenceX
 #: ``benchmarks/single_node/fixed_seq_len``: ``dsr1_fp8_b200_trt_mtp.sh`` MTP=3, and 1 with attention
 #: DP; ``dsr1_fp8_b200_mtp.sh`` SPECULATIVE_NUM_STEPS=2 for SGLang)
@@ -263,14 +266,13 @@ def deployed_points(
     # those, the precision's own, else any precision's (the layouts; the memory check decides what
     # fits); of those, the system's own stack's where it has any, else every framework's of that mode
     prefix = MODEL_PREFIX.get(model.name, "")
-    mine, src_model, where, prec_note = sel.iloc[:0], model.name, "", precision
-    for pfx, name in ((prefix, model.name), ("dsr1", "DeepSeek-R1")):
+    mine, src_model, where = sel.iloc[:0], model.name, ""
+    for pfx, name in ((prefix, RECIPE_MODELS.get(prefix, prefix)), ("dsr1", "DeepSeek-R1")):
         cand = sel[sel.model_prefix == pfx] if pfx else sel.iloc[:0]
         if cand.empty:
             continue
         same = cand[cand.precision == precision]
-        cand, prec_note = (same, precision) if not same.empty else (
-            cand, f"{'/'.join(sorted(set(cand.precision)))} layouts at {precision}")
+        cand = same if not same.empty else cand
         own = cand[cand.framework.map(lambda f: FRAMEWORKS[f][0] == stack)] if stack else cand
         mine, src_model, where = (
             (own, name, "the system's stack") if not own.empty else (cand, name, "another stack's recipes")
@@ -283,10 +285,7 @@ def deployed_points(
         dep = from_recipes(mine, stack)
         fws = ", ".join(sorted(set(mine.framework)))
         lens = f"{mine.isl.iloc[0]}/{mine.osl.iloc[0]}"
-        note = (
-            f"InferenceX launch recipes ({fws}: {where}; {src_model} {prec_note}, "
-            f"ISL/OSL {lens}): {len(dep)} scheduled points"
-        )
+        note = f"InferenceX launch recipes of {src_model} ({fws}: {where}; ISL/OSL {lens})"
     else:
         specs = [False, True] if speculate is None else [bool(speculate)]
         dep = pd.concat(
@@ -346,6 +345,7 @@ def predict(
     """What a benchmark of each deployment in ``dep`` reports (see the module docstring): columns
     ``tpot_s``, ``ttft_s``, ``e2e_s``, ``tps_per_user``, ``output_tps_per_gpu``,
     ``total_tps_per_gpu``, ``batch_per_rank``, ``gpus_total``, ``tokens_per_step``, ``bottleneck``,
+    ``t_<category>_s`` (seconds each resource is busy in one decode step),
     ``reason`` (0: feasible) beside the deployment's own.  Speculation: :func:`bench_speculation`
     (``acceptance_scale`` 1: the published acceptance)."""
     from planner.serving.prefill import aggregated_prefill_terms, chunked_prefill_rate, served_ttft
@@ -381,6 +381,7 @@ def predict(
     A_all = np.ones(n)
     reason = np.zeros(n, dtype=int)
     bott = np.full(n, "", dtype=object)
+    cats = {c: np.full(n, np.nan) for c in CATEGORIES}  # seconds each resource is busy per decode step
     b_out = np.full(n, np.nan)
     x_agg, phi_agg = chunked_prefill_rate(model, hw, prec, mode, **dl, isl=I, local_share=True)
     for drafts in sorted(set(dep.drafts.astype(int))):
@@ -417,6 +418,8 @@ def predict(
             f_new = dec / (ttft[m] + dec)
             f = np.where(np.isfinite(f_new), f_new, 1.0)
         tpot[m], A_all[m], b_out[m] = t, A, b
+        for c in CATEGORIES:
+            cats[c][m] = np.asarray(r[f"cat.{c}"], float) * np.ones(m.sum())
         code = np.asarray(r["reason"], int) * np.ones(m.sum(), dtype=int)
         code = np.where(cap < 1, 8, code)
         reason[m] = code
@@ -438,6 +441,7 @@ def predict(
         total_tps_per_gpu=out_tps * (I + O) / O,
         bottleneck=bott,
         reason=np.where(ok, 0, np.where(reason == 0, 8, reason)),
+        **{f"t_{c}_s": v for c, v in cats.items()},
     )
 
 
@@ -509,7 +513,9 @@ def deployed_frontier(
     if not all_points:
         df = pareto(df, "tps_per_user", "tps_per_gpu")
     df = df.sort_values("tps_per_user").reset_index(drop=True)
-    df.attrs["deployments"] = "; ".join(dict.fromkeys(notes))
+    weights_tried = ", ".join(dict.fromkeys(str(w) for w in df.weights)) if len(df) else ""
+    df.attrs["deployments"] = "; ".join(dict.fromkeys(notes)) + (
+        f" (weights on the envelope: {weights_tried})" if weights_tried else "")
     return df
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 
 from planner.errors import SpecError
 from planner.physics import compiled
-from planner.physics.step import CATEGORIES, evaluate_configs, pass_kernels, resolve_precisions
+from planner.physics.step import CATEGORIES, default_slots, evaluate_configs, pass_kernels, resolve_precisions
 from planner.serving.prefill import (
     aggregated_prefill_terms,
     chunked_prefill_rate,
@@ -275,7 +275,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
              kv_offload: bool = False, mode: str = "realistic", metric: str = "output",
              max_ttft: float | None = None, all_points: bool = False,
              acceptance: float | None = None, batch_per_octave: int = BATCH_PER_OCTAVE,
-             search: str = "limit", _sorted: bool = True) -> pd.DataFrame:
+             search: str | None = None, _sorted: bool = True) -> pd.DataFrame:
     """The Pareto frontier of tokens/s per user vs tokens/s per GPU (``prefill``: prompt tokens/s
     per GPU vs time to first token).
 
@@ -288,10 +288,11 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     decoding, replacing the model's published figures (``mtp="auto"`` then tries 1-3 drafts).
     ``batch_per_octave``: decode batches tried per doubling of the batch (besides each layout's
     memory limit); fewer is faster and draws the frontier from fewer points.
-    ``search``: ``limit`` (every layout and batch the hardware could run with ideal software) or
-    ``deployed`` (only what serving stacks ship: the launch recipes' layouts, worker counts,
-    concurrencies and draft counts, speculation as accepted under load, TTFT of the concurrency's
-    prompts; :mod:`planner.serving.deployed`).
+    ``search``: ``deployed`` (only what serving stacks ship: the launch recipes' layouts, worker
+    counts, concurrencies and draft counts, speculation as accepted under load, TTFT of the
+    concurrency's prompts; :mod:`planner.serving.deployed`) or ``limit`` (every layout and batch
+    the hardware could run with ideal software); None: :func:`default_search` (deployed for
+    aggregated and disaggregated serving in realistic mode, else limit).
     """
     model, hw = load_model(model), load_hardware(hardware)
     if serving not in SERVING_MODES:
@@ -305,8 +306,20 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     if isinstance(batch_per_octave, bool) or not isinstance(batch_per_octave, int | np.integer) \
             or batch_per_octave < 1:
         raise SpecError("<input>", "batch_per_octave", f"a whole number >= 1, got {batch_per_octave!r}")
+    # a layout, batch grid, speculation rate, overlap or offload asked for is the limit search's
+    # question (the recipes fix them): the default follows it; asked of the as-deployed one, refused
+    asked = {"gpus": gpus, "max_gpus": max_gpus, "tp_attn": tp_attn, "ep": ep, "tp_moe": tp_moe,
+             "acceptance": acceptance, "max_ttft": max_ttft,
+             "overlap": None if overlap in (None, "auto") else overlap, "kv_offload": kv_offload or None,
+             "batch_per_octave": None if batch_per_octave == BATCH_PER_OCTAVE else batch_per_octave}
+    asked = [k for k, v in asked.items() if v is not None]
+    if search is None:
+        search = "limit" if asked else default_search(serving, mode)
     if search not in SEARCHES:
         raise SpecError("<input>", "search", f"one of {', '.join(SEARCHES)}, got {search!r}")
+    if search == "deployed" and asked:
+        raise SpecError("<input>", asked[0], "the limit search with it (search='limit', --search limit): the "
+                        "as-deployed search takes layouts, batches and speculation from the stacks' recipes")
     if search == "deployed":
         return _deployed(model, hw, wl, serving=serving, weights=weights, kv=kv, mtp=mtp, mode=mode,
                          metric=metric, all_points=all_points)
@@ -316,7 +329,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     space = SearchSpace(gpus, max_gpus, tp_attn, ep, tp_moe, weights, kv, mtp, overlap, kv_offload,
                         acceptance)
     attrs = dict(model=model.name, hardware=hw.name, stack=hw.stack, calibration=calibration_label(hw),
-                 serving=serving, isl=wl.isl, osl=wl.osl,
+                 search="limit", serving=serving, isl=wl.isl, osl=wl.osl,
                  context=wl.decode_context, mode=mode, metric=metric, max_ttft=max_ttft,
                  gpus=gpus, weights=weights, kv=kv or model.kv_precision, mtp=str(mtp),
                  speculation=speculation_summary(model, mtp, acceptance))
@@ -368,6 +381,14 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     return df
 
 
+def default_search(serving: str, mode: str) -> str:
+    """The search a frontier takes unless told: ``deployed`` for aggregated and disaggregated
+    serving in realistic mode (what deployments reach); ``limit`` in bound mode (the speed of
+    light is a statement about the hardware, not about a stack) and for a decode or prefill pool
+    alone (no recipe runs one)."""
+    return "deployed" if mode == "realistic" and serving in ("aggregated", "disaggregated") else "limit"
+
+
 def _deployed(model: Model, hw: Hardware, wl: Workload, *, serving: str, weights: str | None,
               kv: str | None, mtp: Any, mode: str, metric: str, all_points: bool) -> pd.DataFrame:
     """``frontier(search="deployed")``: the as-deployed frontier as a frontier table."""
@@ -379,11 +400,18 @@ def _deployed(model: Model, hw: Hardware, wl: Workload, *, serving: str, weights
     df = df.assign(**_costs(hw, df.output_tps_per_gpu.to_numpy(float)),
                    tp_attn=df.decode_tp_attn.astype(int), ep=df.decode_ep.astype(int),
                    tp_moe=(df.decode_gpus / df.decode_ep).astype(int),
+                   expert_slots=np.asarray(default_slots(model, df.decode_ep.to_numpy(float)), float)
+                   * np.ones(len(df)),
                    dp_attn=(df.decode_gpus / df.decode_tp_attn).astype(int),
                    batch_per_gpu=df.concurrency / df.gpus_total, kv=kv or model.kv_precision, overlap=False,
                    kv_offload=False, step_s=df.tpot_s * df.tokens_per_step,
                    decode_tps_per_gpu=df.output_tps_per_gpu * df.gpus_total
                    / (df.decode_workers * df.decode_gpus))
+    for c in ("gpus", "batch", "concurrency", "decode_gpus", "prefill_gpus", "decode_workers",
+              "prefill_workers", "gpus_total", "tp_attn", "ep", "tp_moe", "dp_attn", "mtp", "expert_slots"):
+        df[c] = df[c].round().astype(int)
+    if model.is_dense:  # no experts: the recipes' EP does not apply
+        df["ep"], df["tp_moe"], df["expert_slots"] = 1, df["tp_attn"], 1
     df.insert(0, "serving", serving)
     df.insert(0, "hardware", hw.name)
     df.insert(0, "model", model.name)

@@ -70,7 +70,7 @@ def _resource(name: str) -> tuple[str, Callable[[Hardware, float], Hardware], tu
 
 def _at(model: Model, hw: Hardware, x: float, kw: dict[str, Any]) -> pd.Series:
     # the batch as a continuous quantity: a derivative of whole sequences would be a step
-    return frontier_at(model, hw, [x], whole=False, **kw).iloc[0]
+    return frontier_at(model, hw, [x], whole=False, **{"search": "limit", **kw}).iloc[0]
 
 
 def _y(row: pd.Series) -> float:

@@ -209,6 +209,11 @@ def test_cli_deployed_keeps_the_limit_frontier_beside_it(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["settings"]["search"] == "deployed" and out["points"] and out["limit_points"]
     assert png.stat().st_size > 0
-    # the band re-runs the limit search: refused with the deployed one, in one line
-    assert main([*args[:-3], "--band"]) == 2
-    assert "--search limit" in capsys.readouterr().err
+    # a layout asked of the as-deployed search is refused in one line (the recipes fix the layouts)
+    assert main([*args[:-3], "--gpus", "8"]) == 2
+    assert "the limit search with it" in capsys.readouterr().err
+    # and without --search it is the limit search's question: the default follows
+    assert (
+        frontier("deepseek-r1", "hgx-b200", gpus=8, weights="nvfp4", mtp=0).attrs.get("search") != "deployed"
+    )
+    assert frontier("deepseek-r1", "hgx-b200", weights="nvfp4", mtp=0).attrs["search"] == "deployed"
