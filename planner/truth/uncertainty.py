@@ -25,6 +25,18 @@ from planner.specs.model import Model
 from planner.specs.registry import load_hardware, load_model
 from planner.truth.calibrate import sampled_efficiencies
 
+#: Systems with measurements of their own (serving runs or kernel tables in planner/truth/data):
+#: their band is the fits' covariance alone.
+MEASURED_SYSTEMS = ("gb200-nvl72", "gb300-nvl72", "hgx-b200", "hgx-b300", "hgx-h100", "hgx-h200")
+#: Log-sd of a system's throughput predicted from its datasheet and a family member's laws: the
+#: datasheet-only refits (validate --runs --leave-out system, 2026-12-03) put the held-out systems'
+#: TPOT median |error| at 11-15% (13% over the five), a log-normal with median |ln r| 0.122:
+#: sigma = 0.122 / 0.6745 = 0.18.
+DATASHEET_ONLY_LOG_SD = 0.18
+#: The same for a system whose GPU family nobody here has measured (efficiencies borrowed from
+#: another vendor's family): the AMD platforms' TPOT median |error| on the public measured frontier
+#: points (validate --frontiers, 2026-12-03) reaches 30% (MI300X, MI325X): ln 1.30 / 0.6745 = 0.39.
+UNMEASURED_FAMILY_LOG_SD = 0.39
 DEFAULT_SAMPLES = 100  # the 5th/95th percentiles between the 5th and 6th of 100 draws: stable
 DEFAULT_SEED = 20250
 GRID_POINTS = 40
@@ -67,6 +79,10 @@ def frontier_band(model: Model | str, hw: Hardware | str, *, samples: int = DEFA
     rng = np.random.default_rng(seed)
     ys = np.zeros((samples, grid.size))
     models = acceptance_draws(model, samples, seed, given=frontier_kw.get("acceptance") is not None)
+    sd = unmeasured_log_sd(hw)
+    # a system without measurements of its own: each draw also carries the datasheet-only error,
+    # one log-normal factor on its throughput (its own seed: a measured system's draws are unchanged)
+    extra = np.exp(np.random.default_rng(seed + 2).normal(0.0, sd, samples)) if sd else np.ones(samples)
     for i, eff in enumerate(sampled_efficiencies(hw, rng, samples, rel=rel, method=method)):
         try:
             f = frontier(models[i], hw.replace(efficiency=eff), **frontier_kw)
@@ -77,15 +93,26 @@ def frontier_band(model: Model | str, hw: Hardware | str, *, samples: int = DEFA
         # below the draw's slowest point the frontier continues flat (more batch cannot help)
         slowest = f.tps_per_user.min()
         y = np.where(grid < slowest, f.tps_per_gpu.max(), y)
-        ys[i] = np.nan_to_num(y, nan=0.0)
+        ys[i] = np.nan_to_num(y, nan=0.0) * extra[i]
     lo, mid, hi = np.percentile(ys, [QUANTILES[0], 50.0, QUANTILES[1]], axis=0)
     out = pd.DataFrame({"tps_per_user": grid, "lo": lo, "mid": mid, "hi": hi,
                         "nominal": envelope(nominal, grid) if len(nominal) > 1 else np.nan,
                         "reach": (ys > 0).mean(axis=0)})
     out.attrs.update(nominal.attrs, band_samples=samples, band_seed=seed, band_method=method,
-                     band_quantiles=QUANTILES, band_rel=rel)
+                     band_quantiles=QUANTILES, band_rel=rel, band_datasheet_log_sd=sd)
     out.attrs["draws"] = ys  # tokens/s per GPU of every draw at every grid rate (samples x grid)
     return out
+
+
+def unmeasured_log_sd(hw: Hardware) -> float:
+    """The extra log-sd of a band for a system without measurements of its own (0 for one with
+    them): :data:`DATASHEET_ONLY_LOG_SD`, or :data:`UNMEASURED_FAMILY_LOG_SD` where its GPU is not
+    NVIDIA's (its efficiencies are borrowed from another vendor's family)."""
+    name = hw.name.split("@")[0]
+    if name in MEASURED_SYSTEMS:
+        return 0.0
+    other_vendor = any(w in hw.gpu_model for w in ("AMD", "Instinct", "CDNA", "TPU", "Trainium"))
+    return UNMEASURED_FAMILY_LOG_SD if other_vendor else DATASHEET_ONLY_LOG_SD
 
 
 def acceptance_draws(model: Model, samples: int, seed: int = DEFAULT_SEED, given: bool = False

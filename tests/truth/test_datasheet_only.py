@@ -89,3 +89,25 @@ def test_bad_key():
 
     with pytest.raises(SpecError, match="system or model"):
         held_out(key="gpu")
+
+
+def test_unmeasured_system_carries_a_wider_band():
+    from planner.truth.uncertainty import (
+        DATASHEET_ONLY_LOG_SD,
+        UNMEASURED_FAMILY_LOG_SD,
+        frontier_band,
+        unmeasured_log_sd,
+    )
+
+    assert unmeasured_log_sd(load_hardware("hgx-h200")) == 0.0
+    assert unmeasured_log_sd(load_hardware("hgx-h20")) == DATASHEET_ONLY_LOG_SD
+    assert unmeasured_log_sd(load_hardware("mi355x")) == UNMEASURED_FAMILY_LOG_SD > DATASHEET_ONLY_LOG_SD
+    # the same system, once as measured and once as not: the band widens, its median stays near
+    kw = dict(serving="decode", gpus=8, isl=1024, osl=1024, mtp=0, weights="fp8", samples=24)
+    measured = frontier_band("deepseek-r1", "hgx-h200", **kw)
+    h200 = load_hardware("hgx-h200")
+    unmeasured = frontier_band("deepseek-r1", h200.replace(name="my-h200"), **kw)
+    w0 = (measured.hi / measured.lo).median()
+    w1 = (unmeasured.hi / unmeasured.lo).median()
+    assert w1 > w0 * 1.3
+    assert unmeasured.attrs["band_datasheet_log_sd"] == DATASHEET_ONLY_LOG_SD
