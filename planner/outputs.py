@@ -73,6 +73,8 @@ def _target(path: str | Path, flag: str) -> tuple[Path, os.stat_result | None]:
             st = None
         if st is None and not real.parent.is_dir():
             raise SpecError(str(path), flag, "a path in an existing directory")
+    except SpecError:
+        raise
     except OSError as exc:
         raise SpecError(str(path), flag, f"a writable location ({exc.strerror or exc})") from None
     except ValueError:  # an embedded NUL byte
@@ -85,16 +87,30 @@ def _target(path: str | Path, flag: str) -> tuple[Path, os.stat_result | None]:
     return real, st
 
 
-def check_outputs(outputs: Mapping[str, str | Path | None]) -> None:
+def check_outputs(outputs: Mapping[str, str | Path | None],
+                  inputs: Sequence[str | Path] = ()) -> None:
     """Check every output before anything is computed or written: ``{flag: path}`` (empty or None
     paths are skipped).  Each must be writable, not a directory, in an existing directory, and
     no two may name the same file (after following symlinks; hard links compare by inode), as
-    the second would replace the first; a special file (``/dev/null``) may take several."""
+    the second would replace the first; a special file (``/dev/null``) may take several.  None
+    may be one of the ``inputs`` (files the command reads), which writing would destroy."""
+    read: list[tuple[str | Path, os.stat_result]] = []
+    for p in inputs:
+        try:
+            st_in = os.stat(p)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st_in.st_mode):
+            read.append((p, st_in))
     seen: list[tuple[str, str | Path, Path, os.stat_result | None]] = []
     for flag, path in outputs.items():
         if not path:
             continue
         real, st = _target(path, flag)
+        for ipath, ist in read:
+            if st is not None and (st.st_dev, st.st_ino) == (ist.st_dev, ist.st_ino):
+                raise SpecError(str(path), flag, f"a file other than the input {str(ipath)!r} (writing it "
+                                "would destroy what the command reads)")
         for other, opath, oreal, ost in seen:
             same = (st is not None and ost is not None and (st.st_dev, st.st_ino) == (ost.st_dev, ost.st_ino)
                     and stat.S_ISREG(st.st_mode)) or (st is None and ost is None and real == oreal)

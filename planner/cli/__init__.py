@@ -47,15 +47,31 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(f"planner.cli.{name}").register(sub)
     return parser
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed package's version (read only when asked: importlib.metadata
+    stays off the --help path)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *a: object, **k: object) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("moe-planner")
+        except PackageNotFoundError:
+            v = "unknown (not installed)"
+        sys.stdout.write(f"moe-planner {v}\n")
+        raise SystemExit(0)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     try:
+        parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "command", None):
             parser.print_help()

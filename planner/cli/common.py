@@ -74,8 +74,18 @@ def check_output_args(args: argparse.Namespace, files: Sequence[str] = (), plots
     name the arguments (``"csv"`` for ``--csv``); a plot's extension must be a format matplotlib
     writes; every path writable and no two the same file (:func:`planner.outputs.check_outputs`)."""
     from planner.outputs import check_outputs
+    from planner.specs.reading import path_kind
 
-    check_outputs({f"--{n.replace('_', '-')}": getattr(args, n, None) for n in (*files, *plots)})
+    outs = {f"--{n.replace('_', '-')}": getattr(args, n, None) for n in (*files, *plots)}
+    # every other argument naming a file is an input: no output may replace it
+    inputs: list[str] = []
+    for name, value in vars(args).items():
+        if name in (*files, *plots) or name == "func":
+            continue
+        for v in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(v, str) and v:
+                inputs.append(v.split("@")[0] if "@" in v and path_kind(v) is None else v)
+    check_outputs(outs, inputs)
     for name in plots:
         if getattr(args, name, None):
             from planner.plot import plot_format

@@ -16,7 +16,8 @@ How a deployment is predicted (the same step laws as every other answer of the t
 - the decode batch per attention-DP rank is the decoding share of the concurrency (Little's law on
   the closed loop, ``f = (O - 1) TPOT / (TTFT + (O - 1) TPOT)``, solved by fixed-point iteration
   on the predicted TTFT and TPOT), over the decode workers and their DP ranks, never above what the
-  KV cache holds;
+  KV cache holds, and never below one sequence (a request's own rank holds at least it: fewer
+  users than ranks leave ranks idle, not fractions of a sequence on each);
 - TPOT is the decode step (overlap off, as the measured runs were fitted) over the tokens a step
   emits; an aggregated step carries its share of chunked prefill (``t_step_aggregated``);
 - TTFT is ``ttft_served``: the stack's per-request latency, the pass's host time, one prompt's
@@ -394,7 +395,8 @@ def predict(
         cap = np.floor(np.broadcast_to(np.asarray(probe["memory.b_max"], float), (m.sum(),)) * (1 + 1e-9))
         f = np.ones(m.sum())
         for _ in range(ITERATIONS):
-            b = np.minimum(np.maximum(conc[m] * f / ranks[m], 1e-3), np.maximum(cap, 1e-3))
+            # a request's rank holds at least its own sequence, however many ranks share the users
+            b = np.minimum(np.maximum(conc[m] * f / ranks[m], 1.0), np.maximum(cap, 1.0))
             r = evaluate_configs(model, hw, prec, mode, **lay, b=b, S=ctx, spec=spec)
             A = float(np.asarray(r["A"]))
             step = np.asarray(r["step"], float)

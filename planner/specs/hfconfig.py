@@ -96,6 +96,9 @@ def load_hf_config(path: str | Path) -> Model:
         raise SpecError(label, "json", f"valid JSON ({exc.msg} {where})") from None
     except RecursionError:
         raise SpecError(label, "json", "a JSON document of reasonable nesting depth") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        why = " ".join(str(exc).split())[:160]
+        raise SpecError(label, "json", f"values JSON can read ({why})") from None
     if not isinstance(doc, dict):
         raise SpecError(label, "document", f"a JSON object of config fields, got {type(doc).__name__}")
     return parse_hf_config(doc, label, _default_name(doc, p))

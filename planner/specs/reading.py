@@ -23,7 +23,60 @@ def yaml_number(x: float, digits: int = 4) -> str:
     return f"{mant}.0e{exp}" if e and "." not in mant else t
 
 #: libyaml's safe loader when available (same semantics, ~10x faster), else the pure-Python one.
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: Values a document may expand to through its aliases: a spec has a few thousand; a few hundred
+#: bytes of nested aliases (a "billion laughs" document) expand to billions for whatever walks
+#: the result.
+MAX_EXPANDED_NODES = 1_000_000
+
+
+def _expanded_nodes(root: Any) -> float:
+    """Values the composed YAML ``root`` stands for once every alias is expanded (each shared node
+    counted each time it is reached; computed once per node)."""
+    memo: dict[int, float] = {}
+
+    def size(node: Any) -> float:
+        key = id(node)
+        if key in memo:
+            return memo[key]
+        memo[key] = 1.0  # (a node reached again through itself counts once)
+        if isinstance(node, yaml.SequenceNode):
+            n = 1.0 + sum(size(v) for v in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            n = 1.0 + sum(size(k) + size(v) for k, v in node.value)
+        else:
+            n = 1.0
+        memo[key] = n
+        return n
+
+    return size(root) if root is not None else 0.0
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+class _SafeLoader(_BASE_LOADER):  # type: ignore[misc, valid-type]
+    """The safe loader, refusing a mapping that gives one key twice (YAML keeps the last one
+    silently)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:
+                continue  # reported by the base constructor
+            if key in seen:
+                line = key_node.start_mark.line + 1 if key_node.start_mark else 0
+                raise _DuplicateKey(f"each key once; {key!r} is given twice (line {line})")
+            seen[key] = True
+        return super().construct_mapping(node, deep=deep)
+
+
+_SafeLoader.add_constructor("tag:yaml.org,2002:map", _SafeLoader.construct_yaml_map)
+_SAFE_LOADER = _SafeLoader
 
 
 def path_kind(path: Path | str) -> str | None:
@@ -40,6 +93,8 @@ def path_kind(path: Path | str) -> str | None:
 def read_text(path: Path | str, label: str | None = None) -> str:
     """A UTF-8 text file's content; a missing or unreadable file is a SpecError naming it."""
     label = label or str(path)
+    if path_kind(path) == "other":  # a FIFO or a device would block or never end
+        raise SpecError(label, "file", "a regular file (this is a pipe, socket or device)")
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -58,6 +113,14 @@ def read_yaml(path: Path | str, label: str | None = None) -> dict[str, Any]:
 
 
 def parse_yaml(text: str, label: str) -> dict[str, Any]:
+    if "*" in text:
+        try:
+            expanded = _expanded_nodes(yaml.compose(text, Loader=_SAFE_LOADER))
+        except (yaml.YAMLError, RecursionError):
+            expanded = 0  # the load below says what is wrong
+        if expanded > MAX_EXPANDED_NODES:
+            raise SpecError(label, "yaml", f"a document whose aliases (*name) expand to at most "
+                            f"{MAX_EXPANDED_NODES:,} values, got {expanded:,.3g}")
     try:
         doc = yaml.load(text, Loader=_SAFE_LOADER)  # safe: no object-constructing tags
     except yaml.YAMLError as exc:
@@ -67,6 +130,13 @@ def parse_yaml(text: str, label: str) -> dict[str, Any]:
         raise SpecError(label, "yaml", f"valid YAML ({problem}{at})") from None
     except RecursionError:
         raise SpecError(label, "yaml", "a YAML document of reasonable nesting depth") from None
+    except _DuplicateKey as exc:
+        raise SpecError(label, "yaml", str(exc)) from None
+    except (ValueError, OverflowError, TypeError) as exc:
+        # a value the YAML types cannot hold: a date such as 2026-13-45, an integer of more digits
+        # than Python converts (4,300), a key that is a list
+        why = " ".join(str(exc).split())[:160]
+        raise SpecError(label, "yaml", f"values YAML can read ({why})") from None
     if not isinstance(doc, dict):
         raise SpecError(label, "document", f"a mapping of fields, got {type(doc).__name__}")
     return doc

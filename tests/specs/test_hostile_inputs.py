@@ -1,0 +1,96 @@
+"""Hostile inputs a new user tried: each gets one line naming the file and field, never a
+traceback, a hang or a destroyed input."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from planner.cli import main
+from planner.errors import SpecError
+from planner.specs.reading import parse_yaml, read_text
+
+SPEC = Path(__file__).resolve().parents[2] / "hardware_specs" / "hgx-h200.yaml"
+
+
+def _err(capsys, argv):
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return rc, err.strip()
+
+
+def test_integer_of_more_digits_than_python_converts(tmp_path, capsys):
+    p = tmp_path / "big.yaml"
+    p.write_text(SPEC.read_text().replace("domain_size: {value: 8", "domain_size: {value: " + "9" * 5000))
+    rc, err = _err(capsys, ["specs", "show", str(p)])
+    assert rc == 2 and "big.yaml: yaml:" in err and err.count("\n") == 0
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "config.json").write_text('{"model_type": "deepseek_v3", "hidden_size": ' + "9" * 5000 + "}")
+    rc, err = _err(capsys, ["specs", "show", str(cfg)])
+    assert rc == 2 and "config.json: json:" in err
+
+
+def test_impossible_date_and_duplicate_keys():
+    with pytest.raises(SpecError, match="values YAML can read"):
+        parse_yaml("needed_by: 2026-13-45\n", "plan.yaml")
+    with pytest.raises(SpecError, match="'name' is given twice"):
+        parse_yaml("name: a\nx: 1\nname: b\n", "spec.yaml")
+
+
+def test_billion_laughs_is_refused_at_once():
+    doc = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8)
+    )
+    assert len(doc) < 400
+    with pytest.raises(SpecError, match="aliases"):
+        parse_yaml(doc, "laughs.yaml")
+    # a few aliases are fine
+    assert parse_yaml("a: &a [1, 2]\nb: *a\n", "ok.yaml") == {"a": [1, 2], "b": [1, 2]}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_fifo_is_refused_not_read(tmp_path):
+    fifo = tmp_path / "spec.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(SpecError, match="a regular file"):
+        read_text(fifo)
+
+
+def test_output_on_an_input_is_refused_and_the_input_kept(tmp_path, capsys):
+    mine = tmp_path / "my.yaml"
+    mine.write_text(SPEC.read_text())
+    before = mine.read_bytes()
+    rc, err = _err(
+        capsys,
+        ["frontier", "--model", "deepseek-r1", "--hardware", str(mine), "--csv", str(mine), "--plot", ""],
+    )
+    assert rc == 2 and "a file other than the input" in err
+    assert mine.read_bytes() == before
+
+
+def test_missing_output_directory_says_so(tmp_path, capsys):
+    rc, err = _err(
+        capsys,
+        [
+            "frontier",
+            "--model",
+            "deepseek-r1",
+            "--hardware",
+            "hgx-h200",
+            "--csv",
+            str(tmp_path / "no" / "x.csv"),
+            "--plot",
+            "",
+        ],
+    )
+    assert rc == 2 and "a path in an existing directory" in err and "NUL" not in err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("moe-planner ")
