@@ -182,6 +182,9 @@ def _cmd_point(args: argparse.Namespace) -> int:
             raise SpecError("<input>", "--batch", "the number of concurrent sequences in the instance")
         if args.context is None:
             raise SpecError("<input>", "--context", "the mean KV length in tokens")
+        if args.context < 1:
+            raise SpecError("<input>", "--context", f"a mean KV length of at least 1 token, got "
+                            f"{args.context:g}")
         if args.prompt is not None:
             raise SpecError("<input>", "--prompt", "used only with --prefill (decode takes --context)")
         mtp: Any = args.mtp

@@ -109,6 +109,21 @@ def _override(v: Any, hw: Hardware, field: str) -> float | None:
     return float(v)
 
 
+#: Plausible ranges a plan's or a sizing's money inputs are checked against (an input outside is a
+#: typo or a unit slip, and would overflow the costs): a horizon past 30 years outlives every
+#: accelerator's depreciation (3-6 years) several times over; no grid sells power at 10 USD/kWh.
+MAX_YEARS = 30.0
+MAX_USD_PER_KWH = 10.0
+
+
+def check_years(years: Any, field: str = "years") -> float:
+    """A horizon in years: finite, > 0 and at most :data:`MAX_YEARS`."""
+    if isinstance(years, bool) or not isinstance(years, int | float) or not (
+            math.isfinite(years) and 0 < years <= MAX_YEARS):
+        raise SpecError("<input>", field, f"a number of years > 0 and <= {MAX_YEARS:g}, got {years!r}")
+    return float(years)
+
+
 def figures(hw: Hardware, *, pue: float = DEFAULT_PUE, usd_per_kwh: float = DEFAULT_USD_PER_KWH,
             years: float = DEFAULT_YEARS, usd_per_unit: Any = None, usd_per_gpu_hour: Any = None,
             watts_per_gpu: Any = None) -> dict[str, dict[str, Any]]:
@@ -127,9 +142,11 @@ def figures(hw: Hardware, *, pue: float = DEFAULT_PUE, usd_per_kwh: float = DEFA
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < lo or (
                 lo == 0.0 and v <= 0):
             raise SpecError("<input>", name, f"a finite number {'>= 1' if lo else '> 0'}, got {v!r}")
+    check_years(years)
     if isinstance(usd_per_kwh, bool) or not isinstance(usd_per_kwh, int | float) or not (
-            math.isfinite(usd_per_kwh) and usd_per_kwh >= 0):
-        raise SpecError("<input>", "usd_per_kwh", f"a finite price >= 0, got {usd_per_kwh!r}")
+            math.isfinite(usd_per_kwh) and 0 <= usd_per_kwh <= MAX_USD_PER_KWH):
+        raise SpecError("<input>", "usd_per_kwh", f"a price from 0 to {MAX_USD_PER_KWH:g} USD/kWh, got "
+                        f"{usd_per_kwh!r}")
     return {
         "price_per_unit": fact("price_per_unit", hw.price_per_unit,
                                _override(usd_per_unit, hw, "usd_per_unit"), f"USD per {hw.unit}",

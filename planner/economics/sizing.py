@@ -205,6 +205,9 @@ def cost_target(model: Model | str, hardware: Any, usd_per_mtok: float, *, deman
         got = reach.highest(float(usd_per_mtok))
         if got is None:
             cheapest = reach.cheapest()
+            if not math.isfinite(cheapest):  # the demand is beyond any fleet at every level
+                rows.append(o.infeasible_row(math.nan, o.too_large or o.reason(float(xs[0]))))
+                continue
             at = reach.highest(cheapest)
             x_at = at[0] if at is not None else math.nan
             r = o.infeasible_row(math.nan, f"cheapest ${cheapest:.4g}/Mtok (up to {x_at:.4g} tokens/s/user)")
@@ -249,6 +252,8 @@ class _Reach:
         m = int(np.argmin(self.grid))
         got = self.at(float(self.xs[m]))
         c = min(self.grid[m], got[1][self.key] if got else math.inf)
+        if not math.isfinite(c):
+            return math.inf  # no fleet serves the demand at any level
         e = math.floor(math.log10(c)) - 3
         return math.ceil(c / 10.0**e * (1 - 1e-12)) * 10.0**e
 

@@ -33,15 +33,18 @@ from planner.economics.cost import (
     DEFAULT_USD_PER_KWH,
     DEFAULT_YEARS,
     HOURS_PER_YEAR,
+    MAX_USD_PER_KWH,
+    MAX_YEARS,
     SECONDS_PER_YEAR,
+    check_years,
     economics,
 )
 from planner.economics.demand import Demand, make_demand, read_profile
 from planner.economics.options import BASES, SEARCH_KEYS, SIZING_SERVING, Option, check_level, setup
 from planner.economics.pools import max_load, plan_pools, units_for
 from planner.errors import SpecError
-from planner.specs.hardware import Hardware
-from planner.specs.reading import Fields, read_yaml
+from planner.specs.hardware import REGIONS, Hardware
+from planner.specs.reading import Fields, as_number, read_yaml
 from planner.specs.registry import load_systems
 
 #: where the bundled example plan lives (used by the README and the notebook)
@@ -160,7 +163,7 @@ def _workload(f: Fields, base: Path | None) -> WorkloadSpec:
                         "users (concurrent), requests_per_s or profile (24 hourly loads, or a file), got "
                         + (", ".join(given) or "none"))
     key = given[0]
-    v = f.raw(key)
+    v = as_number(f.raw(key))
     try:
         if key == "profile":
             if isinstance(v, str):
@@ -220,16 +223,18 @@ def read_plan(source: str | Path | Mapping[str, Any], label: str | None = None) 
         base = Path(source).resolve().parent
     f = Fields(doc, label)
     name = f.text("name", required=False, default="")
-    years = f.number("years", required=False, default=DEFAULT_YEARS)
+    years = f.number("years", required=False, default=DEFAULT_YEARS, hi=MAX_YEARS)
     basis = f.text("basis", required=False, default="own", choices=BASES)
     pue = f.number("pue", lo=1.0, lo_open=False, required=False, default=DEFAULT_PUE)
-    kwh = f.number("usd_per_kwh", lo=0.0, lo_open=False, required=False, default=DEFAULT_USD_PER_KWH)
+    kwh = f.number("usd_per_kwh", lo=0.0, lo_open=False, required=False, default=DEFAULT_USD_PER_KWH,
+                   hi=MAX_USD_PER_KWH)
     site = SiteSpec()
     sf = f.sub("site", required=False)
     if sf is not None:
         site = SiteSpec(facility_mw=sf.number("facility_mw", required=False),
                         capex_budget_usd=sf.number("capex_budget_usd", required=False),
-                        region=sf.text("region", required=False), needed_by=_date(sf, "needed_by"))
+                        region=sf.text("region", required=False),
+                        needed_by=_date(sf, "needed_by"))
         sf.done()
     workloads, systems = [], []
     for key, out, read in (("workloads", workloads, lambda g: _workload(g, base)),
@@ -242,6 +247,12 @@ def read_plan(source: str | Path | Mapping[str, Any], label: str | None = None) 
             out.append(read(g))
             g.done()
     f.done()
+    if site.region is not None:
+        # the regions this plan speaks of: its systems' own lists, the specs' terms and China's names
+        known = {r for s in systems for r in (s.regions or ())} | set(REGIONS) | set(CHINA_REGIONS)
+        if site.region not in known:
+            raise SpecError(label, "site.region", f"a region its systems or the specs name ("
+                            f"{', '.join(sorted(known))}), got {site.region!r}")
     seen: set[str] = set()
     for i, w in enumerate(workloads):
         if w.name in seen:
@@ -835,9 +846,13 @@ def plan(source: str | Path | Mapping[str, Any] | PlanSpec | None = None, *,
         if basis not in (None, "rental"):
             raise SpecError("<input>", "basis", "rental=True or basis='own', not both")
         basis = "rental"
-    if years is not None and (isinstance(years, bool) or not isinstance(years, int | float)
-                              or not math.isfinite(years) or years <= 0):
-        raise SpecError("<input>", "years", f"a positive number of years, got {years!r}")
+    if years is not None:
+        check_years(years)
+    if usd_per_kwh is not None and not (
+            isinstance(usd_per_kwh, int | float) and not isinstance(usd_per_kwh, bool)
+            and math.isfinite(usd_per_kwh) and 0 <= usd_per_kwh <= MAX_USD_PER_KWH):
+        raise SpecError("<input>", "usd_per_kwh", f"a price from 0 to {MAX_USD_PER_KWH:g} USD/kWh, got "
+                        f"{usd_per_kwh!r}")
     pr = Problem(spec, years=years, basis=basis, usd_per_kwh=usd_per_kwh)
     mix = pr.solve()
     if mix is None:

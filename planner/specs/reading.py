@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -13,6 +14,18 @@ from typing import Any
 import yaml
 
 from planner.errors import SpecError
+
+#: "1e6": a number in scientific notation without a decimal point, which YAML 1.1 (PyYAML) reads
+#: as text
+_SCI_TEXT = re.compile(r"\s*[-+]?\d+(\.\d*)?[eE][-+]?\d+\s*")
+
+
+def as_number(value: Any) -> Any:
+    """``value``, or the number a YAML 1.1 reader left as text because it is written like
+    ``1e6`` (scientific notation without a decimal point); anything else unchanged."""
+    if isinstance(value, str) and _SCI_TEXT.fullmatch(value):
+        return float(value)
+    return value
 
 
 def yaml_number(x: float, digits: int = 4) -> str:
@@ -191,7 +204,7 @@ class Fields:
 
     def number(self, key: str, lo: float = 0.0, hi: float = math.inf, required: bool = True,
                default: float | None = None, lo_open: bool = True) -> float | None:
-        value = self.raw(key, required, default)
+        value = as_number(self.raw(key, required, default))
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):

@@ -66,6 +66,11 @@ _BITS = re.compile(r"(?<![A-Za-z])([kMGTP]?)(?:bit|b)(?:ps\b|(?=/s\b)|(?![A-Za-z
 _BYTES = re.compile(r"(?<![A-Za-z])([kMGTPE]i?)?(?:B|byte|bytes)(?![A-Za-z])")
 
 
+#: a comma between digits that is not a thousands separator (groups of exactly three digits): a
+#: decimal comma, "4,8 TB/s", which pint would read as 48
+_DECIMAL_COMMA = re.compile(r"\d,(?!\d{3}(?!\d))")
+
+
 def _normalise(text: str) -> str:
     """Spell bits and bytes unambiguously for pint, whose 'b' is a barn and 'B' a bel.
 
@@ -87,6 +92,10 @@ def parse_quantity(text: str, dimension: str, where: str = "<input>", field: str
         raise SpecError(where, field, f"expected {words}, got {_short(text)}")
     if isinstance(text, int | float):
         raise SpecError(where, field, f"expected {words} with its unit, got the bare number {text!r}")
+    if _DECIMAL_COMMA.search(text):
+        raise SpecError(where, field, f"expected {words} with a decimal point, got {_short(text)} (a comma "
+                        "between digits is read as a thousands separator only in groups of three: "
+                        "write 4.8, or 4,800)")
     return _parse_text(text, dimension, where, field)
 
 

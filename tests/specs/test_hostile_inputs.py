@@ -94,3 +94,72 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0 and capsys.readouterr().out.startswith("moe-planner ")
+
+
+def test_decimal_comma_is_an_error_not_a_tenfold_value():
+    from planner.specs.units import parse_quantity
+
+    with pytest.raises(SpecError, match="decimal point"):
+        parse_quantity("4,8 TB/s", "bandwidth", "my.yaml", "gpu.hbm_bandwidth")
+    assert parse_quantity("1,000 W", "power") == 1000.0  # a thousands separator stays one
+
+
+def test_scientific_notation_that_yaml_reads_as_text_is_a_number(tmp_path):
+    from planner.specs.reading import Fields
+
+    doc = parse_yaml("demand_tps: 1e6\nother: 2.5e3\n", "plan.yaml")
+    assert doc["demand_tps"] == "1e6"  # YAML 1.1 leaves it text
+    f = Fields(doc, "plan.yaml")
+    assert f.number("demand_tps") == 1e6 and f.number("other") == 2500.0
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (
+            [
+                "point",
+                "--model",
+                "deepseek-r1",
+                "--hardware",
+                "hgx-h200",
+                "--gpus",
+                "8",
+                "--batch",
+                "8",
+                "--context",
+                "1e-320",
+            ],
+            "--context",
+        ),
+        (
+            [
+                "size",
+                "--model",
+                "deepseek-r1",
+                "--hardware",
+                "hgx-h200",
+                "--demand-tps",
+                "1e308",
+                "--cost-target",
+                "1",
+            ],
+            "demand_tps",
+        ),
+        (["plan", "planner/fleet/data/plan_example.yaml", "--years", "1e308"], "years"),
+        (["plan", "planner/fleet/data/plan_example.yaml", "--usd-per-kwh", "1e308"], "usd_per_kwh"),
+    ],
+)
+def test_numbers_beyond_any_plausible_range(capsys, monkeypatch, argv, field):
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    rc, err = _err(capsys, argv)
+    assert rc == 2 and f": {field}:" in err
+
+
+def test_a_site_region_nobody_names(tmp_path, capsys):
+    src = Path(__file__).resolve().parents[2] / "planner" / "fleet" / "data" / "plan_example.yaml"
+    p = tmp_path / "mars.yaml"
+    p.write_text(src.read_text().replace("region: us", "region: mars"))
+    assert "region: mars" in p.read_text()
+    rc, err = _err(capsys, ["plan", str(p)])
+    assert rc == 2 and "site.region" in err and "'mars'" in err
