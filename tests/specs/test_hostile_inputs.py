@@ -144,7 +144,7 @@ def test_scientific_notation_that_yaml_reads_as_text_is_a_number(tmp_path):
                 "--cost-target",
                 "1",
             ],
-            "demand_tps",
+            "cost_target",
         ),
         (["plan", "planner/fleet/data/plan_example.yaml", "--years", "1e308"], "years"),
         (["plan", "planner/fleet/data/plan_example.yaml", "--usd-per-kwh", "1e308"], "usd_per_kwh"),
