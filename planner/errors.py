@@ -14,4 +14,12 @@ class SpecError(ValueError):
         self.where = str(where)
         self.field = str(field)
         self.expected = " ".join(str(expected).split())
-        super().__init__(f"{self.where}: {self.field}: {self.expected}")
+        # one line whatever the names hold: a file name with a newline is shown escaped
+        super().__init__(f"{_one_line(self.where)}: {_one_line(self.field)}: {self.expected}")
+
+
+def _one_line(text: str) -> str:
+    """``text`` with control characters escaped (``\\n``), as a path with a newline is written."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

@@ -5,10 +5,12 @@ both."""
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import secrets
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -60,6 +62,8 @@ def table(rows: list[list[Any]], header: list[str]) -> str:
 
 
 Content = str | bytes | Callable[[str], None]
+#: an output path that means standard output (``--csv -``)
+STDOUT = "-"
 
 
 def _target(path: str | Path, flag: str) -> tuple[Path, os.stat_result | None]:
@@ -94,6 +98,9 @@ def check_outputs(outputs: Mapping[str, str | Path | None],
     no two may name the same file (after following symlinks; hard links compare by inode), as
     the second would replace the first; a special file (``/dev/null``) may take several.  None
     may be one of the ``inputs`` (files the command reads), which writing would destroy."""
+    dashes = [flag for flag, p in outputs.items() if str(p) == STDOUT]
+    if len(dashes) > 1:
+        raise SpecError(STDOUT, dashes[1], f"a file ({dashes[0]} already writes to standard output)")
     read: list[tuple[str | Path, os.stat_result]] = []
     for p in inputs:
         try:
@@ -104,7 +111,7 @@ def check_outputs(outputs: Mapping[str, str | Path | None],
             read.append((p, st_in))
     seen: list[tuple[str, str | Path, Path, os.stat_result | None]] = []
     for flag, path in outputs.items():
-        if not path:
+        if not path or str(path) == STDOUT:
             continue
         real, st = _target(path, flag)
         for ipath, ist in read:
@@ -155,8 +162,15 @@ def write_outputs(items: Sequence[tuple[str, str | Path, Content]]) -> None:
     """
     check_outputs({flag: p for flag, p, _ in items})
     staged: list[tuple[str, str, Path, str | None, bytes | None]] = []
+    to_stdout: bytes | None = None
     try:
         for flag, path, data in items:
+            if str(path) == STDOUT:
+                with tempfile.TemporaryDirectory() as d:
+                    tmp = os.path.join(d, "out")
+                    _fill(tmp, data)
+                    to_stdout = Path(tmp).read_bytes()
+                continue
             real, st = _target(path, flag)
             try:
                 if st is None or stat.S_ISREG(st.st_mode):
@@ -171,6 +185,9 @@ def write_outputs(items: Sequence[tuple[str, str | Path, Content]]) -> None:
                         _fill(tmp, data)
                         staged.append((flag, str(path), real, None, Path(tmp).read_bytes()))
             except OSError as exc:
+                if exc.errno == errno.ENOENT and os.path.isdir(real.parent):
+                    raise SpecError(str(path), flag, f"a place where files can be created ({real.parent} "
+                                    "takes none: a virtual or read-only file system)") from None
                 raise SpecError(str(path), flag, f"a writable location ({exc.strerror or exc})") from None
         for flag, path, real, tmp, raw in staged:
             try:
@@ -185,6 +202,17 @@ def write_outputs(items: Sequence[tuple[str, str | Path, Content]]) -> None:
         for _, _, _, tmp, _ in staged:
             if tmp is not None and os.path.lexists(tmp):
                 os.unlink(tmp)
+    if to_stdout is not None:
+        # the data goes to standard output alone: what the command prints next goes to stderr
+        out = sys.stdout
+        out.flush()
+        buf = getattr(out, "buffer", None)
+        if buf is not None:
+            buf.write(to_stdout)
+            buf.flush()
+        else:
+            out.write(to_stdout.decode("utf-8", "replace"))
+        sys.stdout = sys.stderr
 
 
 def write_atomic(path: str | Path, data: Content, flag: str = "output") -> None:

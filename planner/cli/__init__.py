@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -69,7 +70,34 @@ class _Version(argparse.Action):
         raise SystemExit(0)
 
 
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM: unwind like an interrupt, so that every output's temporary file is removed."""
+    raise _Terminated
+
+
+class _Terminated(Exception):
+    pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    stdout = sys.stdout  # an output written to "-" sends what follows it to stderr: restored here
+    previous = None
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    except ValueError:  # not the main thread: leave the handler as it is
+        pass
+    try:
+        return _main(argv)
+    except _Terminated:
+        sys.stderr.write("terminated: nothing was written\n")
+        return 143
+    finally:
+        sys.stdout = stdout
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -139,6 +139,9 @@ def register(sub: Any) -> None:
     e.add_argument("--latex", action="store_true", help="print LaTeX (sympy.latex) instead of text")
     e.add_argument("--term", metavar="NAME", default=None,
                    help="print only this expression (e.g. experts, dispatch, step, memory.b_max)")
+    e.add_argument("--json", action="store_true",
+                   help="print JSON: each expression as text and LaTeX, and the symbols it uses (name, "
+                        "LaTeX, unit, meaning, group)")
 
 
 # ---- point ------------------------------------------------------------------------------------
@@ -328,6 +331,12 @@ def _cmd_equations(args: argparse.Namespace) -> int:
     listed = {r[1] for r in rows}
     rows += [(n, sym, unit, meaning, "serving") for n, (sym, meaning, unit) in SERVING_SYMBOLS.items()
              if sym in used and sym not in listed]
+    if args.json:
+        print_json({"expressions": [{"name": n, "text": sp.sstr(exprs[n].xreplace(plain)),
+                                     "latex": sp.latex(exprs[n])} for n in names],
+                    "symbols": [{"name": n, "latex": sp.latex(sym), "unit": unit, "meaning": meaning,
+                                 "group": group} for n, sym, unit, meaning, group in rows]})
+        return 0
     width = max(len(r[0]) for r in rows) if rows else 4
     for n, sym, unit, meaning, group in rows:
         label = sp.latex(sym) if args.latex else n

@@ -55,13 +55,14 @@ examples:
 """,
     )
     specs_sub = specs.add_subparsers(dest="specs_command", metavar="ACTION")
-    add_command(
+    lst = add_command(
         specs_sub, "list", _cmd_list,
         help="one line per bundled system and model",
         description="List the bundled hardware (per-GPU HBM capacity and bandwidth, scale-up domain "
         "size, best dense tensor peak) and models (derived total / active parameters, attention "
         "kind, experts).  Names are what --hardware and --model accept elsewhere.",
     )
+    lst.add_argument("--json", action="store_true", help="print JSON (SI units) instead of the list")
     show = add_command(
         specs_sub, "show", _cmd_show,
         help="every value of one spec, with units and sources (or --json)",
@@ -126,7 +127,9 @@ def _kind(doc: dict[str, Any], label: str) -> str:
 def hardware_summary(h: Hardware) -> str:
     dt = next(d for d in ("fp4", "fp8", "bf16") if d in h.flops)
     gpus = f"{h.gpus_per_system} GPUs, " if h.gpus_per_system != h.domain_size else ""
-    return (f"{gpus}{h.domain_size} GPUs/domain, {format_si(h.hbm_capacity, 'B')} HBM @ "
+    # (the spec's "hbm" fields hold a graphics-class part's memory too: the RTX cards carry GDDR7)
+    mem = "GDDR7" if "RTX" in h.gpu_model else "HBM"
+    return (f"{gpus}{h.domain_size} GPUs/domain, {format_si(h.hbm_capacity, 'B')} {mem} @ "
             f"{format_si(h.hbm_bandwidth, 'B/s')}, {dt} {format_si(h.flops[dt], 'FLOP/s')}")
 
 
@@ -139,6 +142,18 @@ def model_summary(m: Model) -> str:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    if args.json:
+        hws = [load_hardware(n) for n in hardware_names()]
+        mos = [load_model(n) for n in model_names()]
+        print_json(json_safe({
+            "units": JSON_UNITS,
+            "hardware": [{"name": h.name, "summary": hardware_summary(h), "family": h.family,
+                          "gpus_per_system": h.gpus_per_system, "domain_size": h.domain_size,
+                          "hbm_capacity": h.hbm_capacity, "hbm_bandwidth": h.hbm_bandwidth,
+                          "dense_flops": h.flops, "power_per_gpu": h.power_per_gpu,
+                          "stack": h.stack or None} for h in hws],
+            "models": [{"name": m.name, "summary": model_summary(m)} for m in mos]}))
+        return 0
     hw = [(n, hardware_summary(load_hardware(n))) for n in hardware_names()]
     mo = [(n, model_summary(load_model(n))) for n in model_names()]
     width = max(len(n) for n, _ in hw + mo) + 2

@@ -163,3 +163,132 @@ def test_a_site_region_nobody_names(tmp_path, capsys):
     assert "region: mars" in p.read_text()
     rc, err = _err(capsys, ["plan", str(p)])
     assert rc == 2 and "site.region" in err and "'mars'" in err
+
+
+def test_json_on_specs_list_and_equations(capsys):
+    import json
+
+    assert main(["specs", "list", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    names = {h["name"] for h in doc["hardware"]}
+    assert {"gb200-nvl72", "mi355x"} <= names and any(m["name"] == "kimi-k2.5" for m in doc["models"])
+    assert main(["equations", "--term", "dispatch", "--json"]) == 0
+    eq = json.loads(capsys.readouterr().out)
+    assert eq["expressions"][0]["name"] == "dispatch" and eq["expressions"][0]["latex"]
+    assert all({"name", "unit", "meaning"} <= set(s) for s in eq["symbols"])
+
+
+def test_graphics_memory_is_not_called_hbm(capsys):
+    assert main(["specs", "list"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if "rtx-6000d-server" in ln)
+    assert "GDDR7" in line and "HBM" not in line
+
+
+def test_dash_is_standard_output_and_the_text_goes_to_stderr(capsys):
+    rc = main(
+        [
+            "frontier",
+            "--model",
+            "deepseek-r1",
+            "--hardware",
+            "hgx-b200",
+            "--weights",
+            "nvfp4",
+            "--mtp",
+            "off",
+            "--csv",
+            "-",
+            "--plot",
+            "",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert rc == 0 and out.startswith("model,hardware,serving")
+    assert "# frontier:" in err and "# frontier:" not in out
+    rc, err = _err(
+        capsys, ["frontier", "--model", "deepseek-r1", "--hardware", "hgx-b200", "--csv", "-", "--plot", "-"]
+    )
+    assert rc == 2 and "already writes to standard output" in err
+
+
+def test_error_lines_stay_one_line(capsys):
+    rc, err = _err(
+        capsys,
+        [
+            "frontier",
+            "--model",
+            "deepseek-r1",
+            "--hardware",
+            "hgx-b200",
+            "--csv",
+            "/nonexistent/a\nb.csv",
+            "--plot",
+            "",
+        ],
+    )
+    assert rc == 2 and "\n" not in err and "a\\nb.csv" in err
+
+
+def test_a_virtual_file_system_says_so(capsys):
+    if not Path("/proc/version").exists():
+        pytest.skip("no /proc here")
+    rc, err = _err(
+        capsys,
+        [
+            "frontier",
+            "--model",
+            "deepseek-r1",
+            "--hardware",
+            "hgx-b200",
+            "--csv",
+            "/proc/version",
+            "--plot",
+            "",
+        ],
+    )
+    assert rc == 2 and "No such file" not in err
+
+
+def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path, capsys, monkeypatch):
+    import signal
+
+    import planner.outputs as outputs
+
+    real_fill = outputs._fill
+
+    def fill_then_terminated(tmp, data):
+        real_fill(tmp, data)
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives while the file is half-way to its place
+
+    monkeypatch.setattr(outputs, "_fill", fill_then_terminated)
+    rc = main(
+        [
+            "frontier",
+            "--model",
+            "deepseek-r1",
+            "--hardware",
+            "hgx-b200",
+            "--weights",
+            "nvfp4",
+            "--mtp",
+            "off",
+            "--csv",
+            str(tmp_path / "f.csv"),
+            "--plot",
+            "",
+        ]
+    )
+    assert rc == 143 and "terminated" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_interrupt_during_start_up_is_one_line(capsys, monkeypatch):
+    import planner.cli as cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["specs", "list"]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
