@@ -350,10 +350,28 @@ def _provenance(sub: Fields) -> str:
     return src
 
 
+#: The range a per-GPU fact must fall in to be a GPU's at all (SI units, with the unit to print):
+#: a value outside is a typo or a unit slip ("700 kW" for one GPU, "4 MB/s" of HBM) that would
+#: otherwise print times of hundreds of digits.
+PLAUSIBLE = {
+    "flops": (1e11, 1e17, "FLOP/s"),            # 0.1 TFLOP/s to 100 PFLOP/s dense
+    "hbm_capacity": (1e9, 1e13, "B"),           # 1 GB to 10 TB
+    "hbm_bandwidth": (1e10, 1e15, "B/s"),       # 10 GB/s to 1 PB/s
+    "tdp": (10.0, 5e3, "W"),                    # 10 W to 5 kW
+    "power_per_gpu": (10.0, 2e4, "W"),          # all-in: 10 W to 20 kW
+    "link": (1e8, 1e14, "B/s"),                 # 100 MB/s to 100 TB/s per direction
+    "latency": (0.0, 1.0, "s"),                 # up to 1 s a message
+    "capacity": (0.0, 1e14, "B"),               # host memory per GPU: up to 100 TB
+}
+#: the largest scale-up domain a spec may state (GPUs one switch fabric reaches)
+MAX_DOMAIN = 4096
+
+
 def _fact(f: Fields, key: str, dimension: str | None, sources: dict[str, str],
           required: bool = True, link: bool = False, lo: float = 0.0, hi: float = float("inf"),
-          integer: bool = False) -> Any:
-    """Read ``key: {value: ..., source: ...}`` and return its SI value."""
+          integer: bool = False, span: str | None = None) -> Any:
+    """Read ``key: {value: ..., source: ...}`` and return its SI value; ``span``: the
+    :data:`PLAUSIBLE` range it must fall in."""
     sub = f.sub(key, required)
     if sub is None:
         return None
@@ -376,6 +394,14 @@ def _fact(f: Fields, key: str, dimension: str | None, sources: dict[str, str],
         value = parse_quantity(value_raw, dimension, f.label, sub.path("value"))
         if link and direction == "bidirectional":
             value /= 2.0
+    if span is not None and value is not None:
+        lo_p, hi_p, unit = PLAUSIBLE[span]
+        if not lo_p <= value <= hi_p:
+            from planner.specs.units import format_si
+
+            lo_t, hi_t, got = format_si(lo_p, unit), format_si(hi_p, unit), format_si(value, unit)
+            raise SpecError(f.label, sub.path("value"), f"a value a GPU can have, from {lo_t} to {hi_t}, "
+                            f"got {got}")
     sub.done()
     sources[sub.prefix] = src
     return value
@@ -395,22 +421,22 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     for dt in list(fl.doc):
         if dt not in FLOP_DTYPES:
             raise SpecError(label, fl.path(str(dt)), f"a compute dtype among {', '.join(FLOP_DTYPES)}")
-        flops[dt] = _fact(fl, dt, "flops", src)
+        flops[dt] = _fact(fl, dt, "flops", src, span="flops")
     fl.done()
     for dt in ("fp8", "bf16"):
         if dt not in flops:
             raise SpecError(label, fl.path(dt), "a dense peak for this dtype (the field is missing)")
-    hbm_capacity = _fact(g, "hbm_capacity", "bytes", src)
-    hbm_bandwidth = _fact(g, "hbm_bandwidth", "bandwidth", src)
-    tdp = _fact(g, "tdp", "power", src)
+    hbm_capacity = _fact(g, "hbm_capacity", "bytes", src, span="hbm_capacity")
+    hbm_bandwidth = _fact(g, "hbm_bandwidth", "bandwidth", src, span="hbm_bandwidth")
+    tdp = _fact(g, "tdp", "power", src, span="tdp")
     sm_count = _fact(g, "sm_count", None, src, required=False, integer=True) or 0
     g.done()
 
     su = f.sub("scale_up")
     su_link = su.text("link", required=False, choices=LINKS) or "nvlink"
     domain_size = _fact(su, "domain_size", None, src, integer=True)
-    su_bw = _fact(su, "bandwidth", "bandwidth", src, link=True)
-    su_lat = _fact(su, "latency", "time", src)
+    su_bw = _fact(su, "bandwidth", "bandwidth", src, link=True, span="link")
+    su_lat = _fact(su, "latency", "time", src, span="latency")
     switch_gpus = _fact(su, "gpus_per_switch", None, src, required=False, integer=True) or 0
     bridge_bw = _fact(su, "bridge_bandwidth", "bandwidth", src, required=False, link=True) or 0.0
     su.done()
@@ -421,15 +447,15 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
                         f"a divisor of scale_up.domain_size ({domain_size}), got {switch_gpus}")
 
     so = f.sub("scale_out")
-    so_bw = _fact(so, "bandwidth", "bandwidth", src, link=True)
-    so_lat = _fact(so, "latency", "time", src)
+    so_bw = _fact(so, "bandwidth", "bandwidth", src, link=True, span="link")
+    so_lat = _fact(so, "latency", "time", src, span="latency")
     so.done()
 
     host = f.sub("host_memory", required=False)
     host_cap, host_bw = 0.0, 0.0
     if host is not None:
-        host_cap = _fact(host, "capacity", "bytes", src)
-        host_bw = _fact(host, "bandwidth", "bandwidth", src, link=True)
+        host_cap = _fact(host, "capacity", "bytes", src, span="capacity")
+        host_bw = _fact(host, "bandwidth", "bandwidth", src, link=True, span="link")
         host.done()
 
     s = f.sub("system")
@@ -437,8 +463,9 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     gpus_per_unit = _fact(s, "gpus_per_unit", None, src, integer=True)
     gpus_per_host = _fact(s, "gpus_per_host", None, src, required=False, integer=True) or 0
     unit = s.text("unit", choices=("rack", "node", "gpu"))
-    power = _fact(s, "power_per_gpu", "power", src)
-    power_typical = _fact(s, "power_per_gpu_typical", "power", src, required=False) or 0.0
+    power = _fact(s, "power_per_gpu", "power", src, span="power_per_gpu")
+    power_typical = _fact(s, "power_per_gpu_typical", "power", src, required=False,
+                          span="power_per_gpu") or 0.0
     price_unit = _fact(s, "price_per_unit", "usd", src)
     price_hour = _fact(s, "price_per_gpu_hour", "usd_per_hour", src)
     regions = _regions(s, src)
@@ -474,6 +501,15 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     stacks, default = _stacks(f, eff, src)
     f.done()
 
+    if domain_size > MAX_DOMAIN:
+        raise SpecError(label, "scale_up.domain_size", f"at most {MAX_DOMAIN} GPUs in one scale-up domain, "
+                        f"got {domain_size}")
+    if domain_size > gpus_per_system and su_link == "pcie":
+        raise SpecError(label, "scale_up.domain_size", f"at most system.gpus_per_system ({gpus_per_system}): "
+                        f"a pcie scale-up link does not span systems, got {domain_size}")
+    if gpus_per_unit % gpus_per_system and gpus_per_system % gpus_per_unit:
+        raise SpecError(label, "system.gpus_per_unit", f"a multiple or a divisor of system.gpus_per_system "
+                        f"({gpus_per_system}), got {gpus_per_unit}")
     if domain_size < gpus_per_system and gpus_per_system % domain_size:
         raise SpecError(label, "scale_up.domain_size",
                         f"a size that divides system.gpus_per_system ({gpus_per_system}) or spans it, "

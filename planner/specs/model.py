@@ -325,6 +325,9 @@ def parse_model(doc: dict[str, Any], label: str) -> Model:
     else:
         _parse_moe(f, m, kw, label)
     kw["mtp_layers"] = f.integer("mtp_layers", required=False, default=0, minimum=0)
+    if kw["mtp_layers"] > kw["n_L"]:
+        raise SpecError(label, "mtp_layers", f"at most the model's layers ({kw['n_L']}): a draft module has "
+                        f"a layer or a few, got {kw['mtp_layers']}")
     mtp = f.sub("mtp", required=False)
     if mtp is not None:
         kw["mtp_acceptance"] = mtp.number("acceptance_rate", hi=0.999)
@@ -365,7 +368,9 @@ def _parse_moe(f: Fields, m: Fields, kw: dict[str, Any], label: str) -> None:
     kw["E_s"] = m.integer("shared_experts", minimum=0)
     kw["f_e"] = m.integer("expert_intermediate_size")
     kw["f_d"] = m.integer("dense_intermediate_size", required=False, default=0, minimum=0)
-    kw["max_groups"] = m.integer("max_groups_per_token", required=False, default=0, minimum=0)
+    # (absent: no node-limited routing; given, at least one group a token may reach)
+    kw["max_groups"] = m.integer("max_groups_per_token", required=False, default=0,
+                                 minimum=1 if m.has("max_groups_per_token") else 0)
     kw["routing_groups"] = m.integer("routing_groups", required=False, default=0, minimum=0)
     kw["expert_bias"] = m.boolean("expert_bias")
     m.done()

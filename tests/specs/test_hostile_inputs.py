@@ -292,3 +292,44 @@ def test_interrupt_during_start_up_is_one_line(capsys, monkeypatch):
     assert cli.main(["specs", "list"]) == 130
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+HW = Path(__file__).resolve().parents[2] / "hardware_specs"
+MODELS = Path(__file__).resolve().parents[2] / "planner" / "model_specs"
+
+
+@pytest.mark.parametrize(
+    ("src", "old", "new", "field"),
+    [
+        ("hgx-h200.yaml", 'tdp: {value: "700 W"', 'tdp: {value: "700 kW"', "gpu.tdp"),
+        ("hgx-h200.yaml", "domain_size: {value: 8,", "domain_size: {value: 1000000,", "scale_up.domain_size"),
+        ("hgx-h200.yaml", "gpus_per_unit: {value: 8,", "gpus_per_unit: {value: 12,", "system.gpus_per_unit"),
+        (
+            "hgx-h200.yaml",
+            'hbm_bandwidth: {value: "4.8 TB/s"',
+            'hbm_bandwidth: {value: "4.8 kB/s"',
+            "gpu.hbm_bandwidth",
+        ),
+        (
+            "rtx-6000d-server.yaml",
+            "domain_size: {value: 8,",
+            "domain_size: {value: 16,",
+            "scale_up.domain_size",
+        ),
+        ("deepseek-r1.yaml", "mtp_layers: 1 ", "mtp_layers: 100 ", "mtp_layers"),
+        (
+            "deepseek-r1.yaml",
+            "max_groups_per_token: 4",
+            "max_groups_per_token: 0",
+            "moe.max_groups_per_token",
+        ),
+    ],
+)
+def test_contradictions_name_file_field_and_range(tmp_path, capsys, src, old, new, field):
+    base = HW if (HW / src).exists() else MODELS
+    text = (base / src).read_text()
+    assert old in text, old
+    p = tmp_path / src
+    p.write_text(text.replace(old, new, 1))
+    rc, err = _err(capsys, ["specs", "show", str(p)])
+    assert rc == 2 and f"{src}: {field}" in err, err
