@@ -47,7 +47,9 @@ def apply_stack(args: argparse.Namespace) -> None:
 
 
 def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0."""
+    """argparse type: a finite number > 0 (ASCII digits)."""
+    if not text.isascii():
+        raise argparse.ArgumentTypeError(f"expected a number in ASCII digits, got {text[:40]!r}")
     try:
         v = float(text)
     except ValueError:
@@ -57,15 +59,17 @@ def positive_float(text: str) -> float:
     return v
 
 
+#: The largest count the command line takes (GPUs, sequences, tokens): a billion
+MAX_COUNT = 10**9
+
+
 def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
+    """argparse type: an integer from 1 to :data:`MAX_COUNT`, in ASCII digits."""
+    t = text.strip()
+    why = f"expected a positive integer up to {MAX_COUNT:,}, got {text[:40]!r}"
+    if not (t.isascii() and t.isdigit()) or len(t) > 10 or not 1 <= int(t) <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(why)
+    return int(t)
 
 
 def check_output_args(args: argparse.Namespace, files: Sequence[str] = (), plots: Sequence[str] = ()

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.economics.pools import max_load, plan_pools
+from planner.economics.pools import MAX_FLEET_GPUS, max_load, plan_pools
 from planner.errors import SpecError
 from planner.specs.hardware import Hardware
 
@@ -24,9 +24,6 @@ SECONDS_PER_YEAR = HOURS_PER_YEAR * 3600.0
 DEFAULT_PUE = 1.3
 DEFAULT_USD_PER_KWH = 0.08
 DEFAULT_YEARS = 4.0
-#: The largest fleet sized: a billion GPUs, far beyond any built.  A demand that needs more is
-#: refused (its counts would also leave the range where floats count GPUs exactly).
-MAX_FLEET_GPUS = 1e9
 
 GLOBAL_SOURCES = {
     "pue": "default assumption (liquid-cooled AI data hall); override with --pue / pue=",
@@ -114,6 +111,8 @@ def _override(v: Any, hw: Hardware, field: str) -> float | None:
 #: accelerator's depreciation (3-6 years) several times over; no grid sells power at 10 USD/kWh.
 MAX_YEARS = 30.0
 MAX_USD_PER_KWH = 10.0
+#: no data hall draws three times its IT power (the worst measured are about 2.5)
+MAX_PUE = 3.0
 
 
 def check_years(years: Any, field: str = "years") -> float:
@@ -142,6 +141,8 @@ def figures(hw: Hardware, *, pue: float = DEFAULT_PUE, usd_per_kwh: float = DEFA
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < lo or (
                 lo == 0.0 and v <= 0):
             raise SpecError("<input>", name, f"a finite number {'>= 1' if lo else '> 0'}, got {v!r}")
+    if pue > MAX_PUE:
+        raise SpecError("<input>", "pue", f"a PUE from 1 to {MAX_PUE:g}, got {pue!r}")
     check_years(years)
     if isinstance(usd_per_kwh, bool) or not isinstance(usd_per_kwh, int | float) or not (
             math.isfinite(usd_per_kwh) and 0 <= usd_per_kwh <= MAX_USD_PER_KWH):

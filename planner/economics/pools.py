@@ -15,6 +15,12 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
+from planner.errors import SpecError
+
+#: The largest fleet sized: a billion GPUs, far beyond any built.  A demand that needs more is
+#: refused (its counts would also leave the range where floats count GPUs exactly).
+MAX_FLEET_GPUS = 1e9
+
 
 # ---- pure deployment arithmetic ----------------------------------------------------------------
 def _ceil(v: float) -> int:
@@ -93,10 +99,14 @@ def plan_pools(demand_tps: float, *, decode_tps_per_gpu: float, decode_instance_
     tokens per output token at ``prefill_tps_per_gpu``.  Each pool is rounded up to whole
     instances, then the instances to units."""
     dec_need = demand_tps / decode_tps_per_gpu
-    n_d = _ceil(dec_need / decode_instance_gpus)
     pre_need, n_p = 0.0, 0
     if prefill_tps_per_gpu is not None:
         pre_need = demand_tps * (isl / osl) / prefill_tps_per_gpu
+    if not dec_need + pre_need <= MAX_FLEET_GPUS:
+        raise SpecError("<input>", "demand", f"a load a fleet of at most {MAX_FLEET_GPUS:.0e} GPUs serves: "
+                        f"{demand_tps:.4g} output tokens/s needs {dec_need + pre_need:.3g} GPUs")
+    n_d = _ceil(dec_need / decode_instance_gpus)
+    if prefill_tps_per_gpu is not None:
         n_p = _ceil(pre_need / prefill_instance_gpus)
     g_p = int(prefill_instance_gpus or 0)
     units = units_for(n_d, decode_instance_gpus, n_p, g_p or None, gpus_per_unit=gpus_per_unit,

@@ -33,6 +33,7 @@ from planner.economics.cost import (
     DEFAULT_USD_PER_KWH,
     DEFAULT_YEARS,
     HOURS_PER_YEAR,
+    MAX_PUE,
     MAX_USD_PER_KWH,
     MAX_YEARS,
     SECONDS_PER_YEAR,
@@ -187,7 +188,16 @@ def _workload(f: Fields, base: Path | None) -> WorkloadSpec:
     if s is not None:
         for k in SEARCH_KEYS:
             if s.has(k):
-                search[k] = s.raw(k)
+                if k in ("gpus", "max_gpus", "tp_attn", "ep", "tp_moe"):
+                    search[k] = s.integer(k)
+                elif k in ("context", "acceptance"):
+                    search[k] = s.number(k)
+                else:
+                    v = s.raw(k)
+                    if not isinstance(v, str | int | float | bool):
+                        raise SpecError(f.label, s.path(k), f"a single value (text, a number, true or "
+                                        f"false), got {type(v).__name__}")
+                    search[k] = v
         s.done()
     return WorkloadSpec(name=name, model=model, min_tps_user=level, demand=demand, isl=isl, osl=osl,
                         serving=serving, max_ttft=max_ttft, systems=_names(f, "systems"),
@@ -225,7 +235,7 @@ def read_plan(source: str | Path | Mapping[str, Any], label: str | None = None) 
     name = f.text("name", required=False, default="")
     years = f.number("years", required=False, default=DEFAULT_YEARS, hi=MAX_YEARS)
     basis = f.text("basis", required=False, default="own", choices=BASES)
-    pue = f.number("pue", lo=1.0, lo_open=False, required=False, default=DEFAULT_PUE)
+    pue = f.number("pue", lo=1.0, lo_open=False, required=False, default=DEFAULT_PUE, hi=MAX_PUE)
     kwh = f.number("usd_per_kwh", lo=0.0, lo_open=False, required=False, default=DEFAULT_USD_PER_KWH,
                    hi=MAX_USD_PER_KWH)
     site = SiteSpec()
@@ -315,6 +325,9 @@ def solve_mix(shapes: Sequence[PoolShape], demand: Sequence[float], per_unit: Se
         return None
     n = len(cols)
     c = np.array([u * per_unit[shapes[k].system] for k, u, _, _ in cols], dtype=float)
+    if not np.isfinite(c).all():
+        raise SpecError("<input>", "costs", "finite costs per unit (a price, PUE, energy price or horizon "
+                        "beyond any real one)")
     ub = np.empty(n)
     for i, (k, _u, _t, binary) in enumerate(cols):
         ub[i] = 1.0 if binary else math.ceil(demand[shapes[k].workload] / shapes[k].block_tps * (1 - 1e-12))
