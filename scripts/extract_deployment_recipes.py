@@ -28,13 +28,15 @@ import gzip
 import hashlib
 import io
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from extract_benchmark_matrix import _bool, _concs, _git, _num  # noqa: E402  (the same matrix readers)
 
 OUT = Path(__file__).resolve().parents[1] / "planner" / "serving" / "data" / "deployment_recipes.csv.gz"
 FILES = ("nvidia-master.yaml", "amd-master.yaml")
@@ -65,30 +67,6 @@ COLUMNS = (
     "decode_dp_attn",
 )
 _DRAFTS = re.compile(r"mtp(\d)")
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False).stdout
-
-
-def _concs(space: dict[str, Any]) -> list[int]:
-    if space.get("conc-list") is not None:
-        return [int(c) for c in space["conc-list"]]
-    if "conc-start" in space:
-        out, c = [], int(space["conc-start"])
-        while c <= int(space["conc-end"]):
-            out.append(c)
-            c *= 2
-        return out
-    return []
-
-
-def _bool(v: Any) -> str:
-    return "" if v is None else str(bool(v)).lower()
-
-
-def _num(v: Any) -> str:
-    return "" if v is None else str(int(v))
 
 
 def _drafts(space: dict[str, Any]) -> str:

@@ -32,13 +32,57 @@ sys.path.insert(0, str(ROOT))
 
 from planner.cli import main  # noqa: E402
 
-JUNK = ["9" * 5000, "2026-13-45", '"4,8 TB/s"', ".nan", "-1", "0", "1e-320", "1e308", "[1, 2]", "{a: 1}",
-        '""', '"\\u0000"', '"x\\ny"', "~", "true", '"700 kW"', '"1 PB/s"', '"0.000001 B/s"', "-0.0",
-        '"８ GB"', "1e6", '"12 parsecs"', "&a [1]", "*nope"]
-NUMBERS = ["1", "8", "0", "-1", "1e-320", "1e308", "nan", "inf", "-inf", "0.5", "1e6", "abc", "", "4,8",
-           "１", "9" * 400, "2048", "1.5", "64", "1e-9"]
+JUNK = [
+    "9" * 5000,
+    "2026-13-45",
+    '"4,8 TB/s"',
+    ".nan",
+    "-1",
+    "0",
+    "1e-320",
+    "1e308",
+    "[1, 2]",
+    "{a: 1}",
+    '""',
+    '"\\u0000"',
+    '"x\\ny"',
+    "~",
+    "true",
+    '"700 kW"',
+    '"1 PB/s"',
+    '"0.000001 B/s"',
+    "-0.0",
+    '"８ GB"',
+    "1e6",
+    '"12 parsecs"',
+    "&a [1]",
+    "*nope",
+]
+NUMBERS = [
+    "1",
+    "8",
+    "0",
+    "-1",
+    "1e-320",
+    "1e308",
+    "nan",
+    "inf",
+    "-inf",
+    "0.5",
+    "1e6",
+    "abc",
+    "",
+    "4,8",
+    "１",
+    "9" * 400,
+    "2048",
+    "1.5",
+    "64",
+    "1e-9",
+]
 BOMB = 'x1: &a ["l","l","l","l","l","l","l","l"]\n' + "".join(
-    f"x{i + 2}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 8) + "]\n" for i in range(8))
+    f"x{i + 2}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 8) + "]\n" for i in range(8)
+)
 VALUE = re.compile(r"(:\s*)(\{value:\s*)?(\"[^\"]*\"|[-+0-9.eE]+|true|false|[a-z_]+)")
 
 
@@ -49,7 +93,7 @@ def mutate_yaml(text: str, rng: random.Random) -> str:
         return text + "\n" + BOMB
     if r < 0.12:
         i = rng.randrange(len(lines))
-        return "\n".join(lines[:i] + lines[i + 1:])
+        return "\n".join(lines[:i] + lines[i + 1 :])
     if r < 0.18:
         i = rng.randrange(len(lines))
         return "\n".join(lines + [lines[i]])
@@ -87,8 +131,16 @@ def mutate_json(text: str, rng: random.Random) -> str:
 class Run:
     def __init__(self, work: Path) -> None:
         self.work = work
-        self.counts = {"runs": 0, "ok": 0, "refused": 0, "tracebacks": 0, "bad_status": 0, "multiline": 0,
-                       "damaged": 0, "leftovers": 0}
+        self.counts = {
+            "runs": 0,
+            "ok": 0,
+            "refused": 0,
+            "tracebacks": 0,
+            "bad_status": 0,
+            "multiline": 0,
+            "damaged": 0,
+            "leftovers": 0,
+        }
         self.examples: list[str] = []
 
     def __call__(self, argv: list[str], protect: list[Path]) -> None:
@@ -135,8 +187,14 @@ def main_fuzz(n: int, seed: int) -> int:
     models = sorted((ROOT / "planner" / "model_specs").glob("*.yaml"))
     configs = sorted((ROOT / "tests" / "data").glob("*/config.json"))
     plan = (ROOT / "planner" / "fleet" / "data" / "plan_example.yaml").read_text()
-    shares = [("hardware", 0.30), ("model", 0.20), ("config", 0.15), ("plan", 0.01), ("numbers", 0.24),
-              ("outputs", 0.10)]
+    shares = [
+        ("hardware", 0.30),
+        ("model", 0.20),
+        ("config", 0.15),
+        ("plan", 0.01),
+        ("numbers", 0.24),
+        ("outputs", 0.10),
+    ]
     t0 = time.perf_counter()
     for i in range(n):
         kind = rng.choices([k for k, _ in shares], [w for _, w in shares])[0]
@@ -155,25 +213,64 @@ def main_fuzz(n: int, seed: int) -> int:
             p.write_text(mutate_yaml(plan, rng))
             run(["plan", str(p), "--json"], [p])
         elif kind == "numbers":
-            argv = ["point", "--model", rng.choice(["deepseek-v2-lite", "mixtral-8x7b", "deepseek-r1"]),
-                    "--hardware", rng.choice(["hgx-h200", "hgx-b200", "mi355x"]), "--gpus", rng.choice(NUMBERS),
-                    "--batch", rng.choice(NUMBERS), "--context", rng.choice(NUMBERS)]
+            argv = [
+                "point",
+                "--model",
+                rng.choice(["deepseek-v2-lite", "mixtral-8x7b", "deepseek-r1"]),
+                "--hardware",
+                rng.choice(["hgx-h200", "hgx-b200", "mi355x"]),
+                "--gpus",
+                rng.choice(NUMBERS),
+                "--batch",
+                rng.choice(NUMBERS),
+                "--context",
+                rng.choice(NUMBERS),
+            ]
             run(argv, [])
         else:
             spec = work / "mine.yaml"
             spec.write_text((ROOT / "hardware_specs" / "hgx-h200.yaml").read_text())
             (work / "dir").mkdir(exist_ok=True)
-            target = rng.choice([str(work / "out.csv"), str(work / "dir"), str(work / "no" / "x.csv"),
-                                 str(spec), os.devnull, str(work / "a\nb.csv"), "-", str(work / "x.csv\0"),
-                                 str(work / ("n" * 300 + ".csv"))])
+            target = rng.choice(
+                [
+                    str(work / "out.csv"),
+                    str(work / "dir"),
+                    str(work / "no" / "x.csv"),
+                    str(spec),
+                    os.devnull,
+                    str(work / "a\nb.csv"),
+                    "-",
+                    str(work / "x.csv\0"),
+                    str(work / ("n" * 300 + ".csv")),
+                ]
+            )
             plot = rng.choice(["", str(work / "p.png"), target, str(work / "p.xyz")])
-            run(["frontier", "--model", "deepseek-v2-lite", "--hardware", str(spec), "--gpus", "8",
-                 "--serving", "decode", "--csv", target, "--plot", plot], [spec])
+            run(
+                [
+                    "frontier",
+                    "--model",
+                    "deepseek-v2-lite",
+                    "--hardware",
+                    str(spec),
+                    "--gpus",
+                    "8",
+                    "--serving",
+                    "decode",
+                    "--csv",
+                    target,
+                    "--plot",
+                    plot,
+                ],
+                [spec],
+            )
     dt = time.perf_counter() - t0
     c = run.counts
-    print(f"{c['runs']:,} generated inputs in {dt:.0f} s: {c['ok']:,} ran, {c['refused']:,} refused in one line; "
-          f"{c['tracebacks']} tracebacks, {c['bad_status']} other exit statuses, {c['multiline']} multi-line "
-          f"errors, {c['damaged']} damaged inputs, {c['leftovers']} leftovers")
+    print(
+        f"{c['runs']:,} generated inputs in {dt:.0f} s: {c['ok']:,} ran, "
+        f"{c['refused']:,} refused in one line; "
+        f"{c['tracebacks']} tracebacks, {c['bad_status']} other exit statuses, {c['multiline']} multi-line "
+        f"errors, {c['damaged']} damaged inputs, {c['leftovers']} leftovers"
+    )
     for e in run.examples:
         print(e)
     bad = c["tracebacks"] + c["bad_status"] + c["multiline"] + c["damaged"] + c["leftovers"]
@@ -186,5 +283,5 @@ if __name__ == "__main__":
     if "--seed" in args:
         i = args.index("--seed")
         seed = int(args[i + 1])
-        del args[i:i + 2]
+        del args[i : i + 2]
     raise SystemExit(main_fuzz(int(args[0]) if args else 10_000, seed))

@@ -64,36 +64,15 @@ from planner.serving.deployed import (
     predict,
 )
 from planner.serving.search import pareto
+from planner.truth.runs import read_csv
 
-REQUIRED = (
-    "date",
-    "hardware",
-    "model",
-    "precision",
-    "framework",
-    "serving",
-    "spec_decoding",
-    "isl",
-    "osl",
-    "concurrency",
-    "tp",
-    "ep",
-    "dp_attention",
-    "prefill_tp",
-    "prefill_ep",
-    "prefill_dp_attention",
-    "decode_tp",
-    "decode_ep",
-    "decode_dp_attention",
-    "prefill_workers",
-    "decode_workers",
-    "total_gpus",
-    "tps_per_user",
-    "tps_per_gpu_output",
-    "ttft_s",
-    "tpot_s",
-    "e2e_s",
-)
+#: a row's deployment: layout, workers and concurrency (with its group, the configuration a date measured)
+LAYOUT = ("tp", "ep", "dp_attention", "prefill_tp", "prefill_ep", "prefill_dp_attention", "decode_tp",
+          "decode_ep", "decode_dp_attention", "prefill_workers", "decode_workers", "concurrency")
+GROUP = ["hardware", "framework", "precision", "spec_decoding", "isl", "osl", "serving"]
+CONFIG = [*GROUP, *LAYOUT]
+REQUIRED = ("date", "model", *GROUP, *LAYOUT, "total_gpus", "tps_per_user", "tps_per_gpu_output", "ttft_s",
+            "tpot_s", "e2e_s")
 #: the file's system names -> bundled systems
 HARDWARE = {
     "B200": "hgx-b200",
@@ -111,22 +90,6 @@ MODELS = {"DeepSeek-R1-0528": "deepseek-r1", "DeepSeek-R1": "deepseek-r1"}
 WEIGHTS = {"fp4": "nvfp4", "fp8": "fp8"}
 #: |measured output tokens/s / (concurrency x mean OSL / e2e) - 1| above which a row contradicts itself
 IDENTITY_TOLERANCE = 0.2
-GROUP = ["hardware", "framework", "precision", "spec_decoding", "isl", "osl", "serving"]
-CONFIG = [
-    *GROUP,
-    "tp",
-    "ep",
-    "dp_attention",
-    "prefill_tp",
-    "prefill_ep",
-    "prefill_dp_attention",
-    "decode_tp",
-    "decode_ep",
-    "decode_dp_attention",
-    "prefill_workers",
-    "decode_workers",
-    "concurrency",
-]
 #: relative slack of the bound check (the measured medians' own noise)
 BOUND_SLACK = 0.01
 
@@ -134,12 +97,7 @@ BOUND_SLACK = 0.01
 def load_frontiers(path: str | Path) -> pd.DataFrame:
     """The measured-frontier CSV at ``path``, checked for the required columns and numbers."""
     label = str(path)
-    try:
-        df = pd.read_csv(path)
-    except FileNotFoundError:
-        raise SpecError(label, "file", "an existing CSV file") from None
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise SpecError(label, "file", f"a readable CSV file ({type(exc).__name__})") from None
+    df = read_csv(path, label)
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise SpecError(

@@ -196,19 +196,24 @@ def _label(path: str | Path | None) -> str:
     return str(path) if path is not None else "planner/truth/data/measured_runs.csv"
 
 
-def load_runs(path: str | Path | None = None) -> pd.DataFrame:
-    """The runs CSV (the bundled file unless ``path``), checked for the required columns."""
-    label = _label(path)
+def read_csv(path: Any, label: str) -> pd.DataFrame:
+    """A CSV file of measurements; a missing or unreadable one is a SpecError naming it."""
     try:
-        if path is None:
-            with resources.files("planner.truth.data").joinpath("measured_runs.csv").open("rb") as fh:
-                df = pd.read_csv(fh)
-        else:
-            df = pd.read_csv(path)
+        if hasattr(path, "open") and not isinstance(path, str | Path):  # a package resource
+            with path.open("rb") as fh:
+                return pd.read_csv(fh)
+        return pd.read_csv(path)
     except FileNotFoundError:
         raise SpecError(label, "file", "an existing CSV file") from None
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise SpecError(label, "file", f"a readable CSV file ({type(exc).__name__})") from None
+
+
+def load_runs(path: str | Path | None = None) -> pd.DataFrame:
+    """The runs CSV (the bundled file unless ``path``), checked for the required columns."""
+    label = _label(path)
+    bundled = resources.files("planner.truth.data").joinpath("measured_runs.csv")
+    df = read_csv(bundled if path is None else path, label)
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise SpecError(
