@@ -47,16 +47,19 @@ class Option:
         self.too_large: str | None = None  #: why a demand was too large for any fleet, if it was
         self.pts = pd.DataFrame()
         try:
-            # sizing reads instances and pools off the limit search's candidates (the as-deployed
-            # search's whole deployments are not sized yet)
-            self.pts = frontier(model, hw, all_points=True, metric="output", **{"search": "limit", **fkw})
+            # the as-deployed search by default (aggregated and disaggregated serving, realistic
+            # mode, no layout asked for): each deployment, prefill workers and all, is the
+            # instance a fleet replicates; the limit search's candidates pool rate-matched
+            # prefill and decode instances
+            self.pts = frontier(model, hw, all_points=True, metric="output", **fkw)
         except SpecError as exc:
             if exc.field not in OPTION_LIMITS:  # bad input, not this option's limit: say so
                 raise
             self.error = f"{exc.field}: {exc.expected}"
         self.top = float(self.pts.tps_per_user.max()) if not self.pts.empty else math.nan
         self._stairs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        for g, grp in (self.pts.groupby("gpus") if not self.pts.empty else ()):
+        size = "gpus_total" if self.pts.attrs.get("search") == "deployed" else "gpus"
+        for g, grp in (self.pts.groupby(size) if not self.pts.empty else ()):
             grp = grp.sort_values("tps_per_user", ascending=False, kind="mergesort")
             # running best output per GPU from the fastest point down, then ascending in x
             arg = grp.index.to_numpy()[_running_argmax(grp.output_tps_per_gpu.to_numpy())]
@@ -78,12 +81,22 @@ class Option:
             if i < len(xs):
                 out.append(self._cand(self.pts.loc[arg[i]], exact=False))
         if exact:
-            ex = frontier_at(self.model, self.hw, [x], points=self.pts, search="limit").iloc[0]
+            ex = frontier_at(self.model, self.hw, [x], points=self.pts).iloc[0]
             if np.isfinite(ex.get("tps_per_gpu", np.nan)):
                 out.append(self._cand(ex, exact=True))
         return out
 
     def _cand(self, r: pd.Series, exact: bool) -> dict[str, Any]:
+        if self.pts.attrs.get("search") == "deployed":
+            # a whole deployment is the instance: its output over every GPU, prefill workers included
+            c = dict(tps_per_user=float(r.tps_per_user), tps_per_gpu=float(r.output_tps_per_gpu),
+                     decode_tps_per_gpu=float(r.output_tps_per_gpu), instance_gpus=int(r.gpus_total),
+                     prefill_tps_per_gpu=None, prefill_instance_gpus=None,
+                     ttft_s=float(r.ttft_s), solved_exactly=exact)
+            for k in _CONFIG:
+                v = r.get(k)
+                c[k] = v.item() if isinstance(v, np.generic) else v
+            return c
         disagg = self.serving == "disaggregated"
         c = dict(
             tps_per_user=float(r.tps_per_user), tps_per_gpu=float(r.output_tps_per_gpu),
@@ -215,7 +228,8 @@ def setup(model: Any, hardware: Any, *, serving: str, isl: float, osl: float,
                  max_ttft=(first.pts.attrs.get("max_ttft") if first is not None and
                            serving == "disaggregated" else None),
                  mode=search.get("mode", "realistic"), basis=basis, pue=pue, usd_per_kwh=usd_per_kwh,
-                 years=years, figures=figs, region=region, not_sold_in_region=left_out)
+                 years=years, figures=figs, region=region, not_sold_in_region=left_out,
+                 search=first.pts.attrs.get("search", "limit") if first is not None else None)
     return m, opts, attrs
 
 

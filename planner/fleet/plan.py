@@ -739,7 +739,8 @@ def _result(pr: Problem, mix: Mix) -> FleetPlan:
             mean_share_tps=mean, it_mw=money["it_power_mw"], facility_mw=money["power_mw"],
             capex_usd=money["capex_usd"], energy_usd_per_year=money["opex_usd_per_year"],
             rental_usd_per_year=money["rental_usd_per_year"], bottleneck=c.get("bottleneck"),
-            solved_exactly=c["solved_exactly"]))
+            solved_exactly=c["solved_exactly"],
+            search=pr.options[sh.workload][sh.system].pts.attrs.get("search", "limit")))
     pools_df = pd.DataFrame(pool_rows)
     units = pr.units_by_system(mix)
     sys_rows = []
