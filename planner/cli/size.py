@@ -33,8 +33,6 @@ FIGURE_LABELS = {
     "usd_per_kwh": "energy price",
     "years": "capex amortised over",
 }
-_SEARCH = ("context", "gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "weights", "kv", "mtp",
-           "overlap", "kv_offload", "mode", "acceptance")
 
 
 def _nonneg_float(text: str) -> float:
@@ -164,6 +162,7 @@ def _settings(a: dict[str, Any]) -> dict[str, Any]:
 # ---- the command ---------------------------------------------------------------------------------
 def cmd_size(args: argparse.Namespace) -> int:
     from planner.economics import sizing
+    from planner.economics.options import SEARCH_KEYS
     from planner.specs.registry import load_systems
 
     hws = load_systems(args.hardware, "--hardware")  # unknown hardware fails here, before any search
@@ -189,7 +188,7 @@ def cmd_size(args: argparse.Namespace) -> int:
                   usd_per_unit=_override(args.usd_per_unit, "--usd-per-unit", names),
                   usd_per_gpu_hour=_override(args.usd_per_gpu_hour, "--usd-per-gpu-hour", names),
                   watts_per_gpu=_override(args.watts_per_gpu, "--watts-per-gpu", names),
-                  region=args.region, **{k: getattr(args, k) for k in _SEARCH})
+                  region=args.region, **{k: getattr(args, k) for k in SEARCH_KEYS})
     if args.power_budget_mw is not None:
         df = sizing.power_budget(args.model, hws, args.power_budget_mw, min_tps_user=args.min_tps_user,
                                  **common)
@@ -331,7 +330,7 @@ def _report_fleet(df: pd.DataFrame, args: argparse.Namespace) -> None:
 # ---- registration ------------------------------------------------------------------------------------
 def register(sub: Any) -> None:
     p = add_command(
-        sub, "size", cmd_size, parents=[workload_parent(RATE_SERVING, metrics=())],
+        sub, "size", cmd_size, parents=[workload_parent(RATE_SERVING, metrics=(), search=True)],
         help="procurement sizing: from demand and a service level to GPUs, racks, MW and dollars",
         description="For each hardware option, the best frontier configuration meeting the service level "
         "(tokens/s per user; TTFT for the disaggregated prefill pool), then the deployment for the "

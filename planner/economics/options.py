@@ -183,7 +183,7 @@ def _running_argmax(y: np.ndarray) -> np.ndarray:
 
 # ---- shared set-up ----------------------------------------------------------------------------------
 SEARCH_KEYS = ("context", "gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "weights", "kv", "mtp",
-                "overlap", "kv_offload", "mode", "acceptance")
+                "overlap", "kv_offload", "mode", "acceptance", "search")
 
 
 def setup(model: Any, hardware: Any, *, serving: str, isl: float, osl: float,
