@@ -26,7 +26,7 @@ import pandas as pd
 from planner.errors import SpecError
 from planner.plot import plot_frontiers
 from planner.serving.comparison import envelope, explain, ratio_curve
-from planner.serving.frontiers import frontier
+from planner.serving.frontiers import frontier, limit_only
 from planner.specs.hardware import Hardware
 from planner.specs.precision import PRECISIONS
 from planner.specs.registry import hardware_names, load_hardware, load_model, load_systems
@@ -35,6 +35,9 @@ INSTALL_HINT = "planner.explore needs ipywidgets: pip install 'moe-planner[jupyt
 #: the interactive search: instances of up to 72 GPUs (one NVL72 rack, nine 8-GPU nodes) and 2
 #: decode batches per doubling instead of 4; ``search="full"`` is :func:`planner.frontier`'s own
 FAST: dict[str, Any] = {"max_gpus": 72, "batch_per_octave": 2}
+#: the panel's searches: the as-deployed one (the default, as on the command line), the limit
+#: search kept interactive (FAST), and the limit search as the command line runs it
+SEARCH_CHOICES = ("deployed", "fast", "full")
 #: resources scaled by a slider (factor on the base system's value)
 FACTORS: tuple[tuple[str, str], ...] = (
     ("hbm_bandwidth", "HBM BW ×"), ("hbm_capacity", "HBM cap. ×"), ("flops", "FLOP/s ×"),
@@ -151,7 +154,7 @@ class Explorer:
         defaults = dict(defaults)
         at = float(defaults.pop("at", 50.0))
         self.fast = {k: defaults.pop(k, v) for k, v in FAST.items()}
-        search = defaults.pop("search", "fast")
+        search = defaults.pop("search", "deployed")
         serving = defaults.pop("serving", "disaggregated")
         isl, osl = int(defaults.pop("isl", 1024)), int(defaults.pop("osl", 1024))
         mode = defaults.pop("mode", "realistic")
@@ -163,7 +166,7 @@ class Explorer:
             spec = "off"
         for field, value, allowed in (("serving", serving, SERVINGS), ("mode", mode, ("realistic", "bound")),
                                       ("weights", weights, ("auto", *PRECISIONS)),
-                                      ("search", search, ("fast", "full"))):
+                                      ("search", search, SEARCH_CHOICES)):
             if value not in allowed:
                 raise SpecError("<input>", field, f"one of {', '.join(allowed)}, got {value!r}")
         self.fixed = defaults  #: frontier arguments without a control (max_ttft, kv_offload, ...)
@@ -206,7 +209,7 @@ class Explorer:
         c["acceptance"] = w.FloatSlider(value=float(acceptance) if acceptance is not None else 2.0,
                                         min=1.0, max=4.0, step=0.05, continuous_update=False,
                                         description="tokens/step", disabled=spec != "given")
-        c["search"] = w.ToggleButtons(options=("fast", "full"), value=search, description="search")
+        c["search"] = w.ToggleButtons(options=SEARCH_CHOICES, value=search, description="search")
         c["at"] = w.FloatLogSlider(value=at, base=10, min=0.0, max=3.0, step=0.01,
                                    continuous_update=False, description="at tok/s/user",
                                    style={"description_width": "initial"})
@@ -246,9 +249,15 @@ class Explorer:
         """The keyword arguments of :func:`planner.frontier` (and :func:`planner.compare`) that
         draw the current view."""
         c = self.controls
-        # the panel's searches (fast, exact) are the limit search's: said in the call it copies
+        # "deployed": the stacks' launch recipes, where they apply (aggregated or disaggregated serving,
+        # realistic mode, the published speculation); else, and with "fast" or "full", the limit
+        # search: said in the call it copies
+        deployed = (c["search"].value == "deployed" and c["serving"].value in ("aggregated", "disaggregated")
+                    and c["mode"].value == "realistic" and c["speculation"].value != "given"
+                    and not limit_only(**self.fixed))
         kw: dict[str, Any] = {"serving": c["serving"].value, "isl": int(c["isl"].value),
-                              "osl": int(c["osl"].value), "mode": c["mode"].value, "search": "limit"}
+                              "osl": int(c["osl"].value), "mode": c["mode"].value,
+                              "search": "deployed" if deployed else "limit"}
         if c["weights"].value != "auto":
             kw["weights"] = c["weights"].value
         if c["speculation"].value == "off":
@@ -419,7 +428,8 @@ def explore(model: Any, hardware_a: Hardware | str, hardware_b: Hardware | str |
     each system's HBM bandwidth and capacity, FLOP/s, scale-up and scale-out bandwidth (factors
     on the spec's values), its scale-up domain size and serving stack; ISL/OSL, expert-weight
     precision, speculation (published, off, or a given number of tokens per step), serving
-    mode, bound/realistic, the search (``fast``: :data:`FAST`; ``full``: the CLI's) and the
+    mode, bound/realistic, the search (``deployed``, the default: the stacks' launch recipes; ``fast``:
+    the limit search with :data:`FAST`; ``full``: the command line's limit search) and the
     interactivity ``at`` which the text and the dotted line report.
 
     ``defaults``: the controls' starting values (``isl=``, ``osl=``, ``serving=``, ``mode=``,

@@ -308,11 +308,9 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
         raise SpecError("<input>", "batch_per_octave", f"a whole number >= 1, got {batch_per_octave!r}")
     # a layout, batch grid, speculation rate, overlap or offload asked for is the limit search's
     # question (the recipes fix them): the default follows it; asked of the as-deployed one, refused
-    asked = {"gpus": gpus, "max_gpus": max_gpus, "tp_attn": tp_attn, "ep": ep, "tp_moe": tp_moe,
-             "acceptance": acceptance, "max_ttft": max_ttft,
-             "overlap": None if overlap in (None, "auto") else overlap, "kv_offload": kv_offload or None,
-             "batch_per_octave": None if batch_per_octave == BATCH_PER_OCTAVE else batch_per_octave}
-    asked = [k for k, v in asked.items() if v is not None]
+    asked = limit_only(gpus=gpus, max_gpus=max_gpus, tp_attn=tp_attn, ep=ep, tp_moe=tp_moe,
+                       acceptance=acceptance, max_ttft=max_ttft, overlap=overlap, kv_offload=kv_offload,
+                       batch_per_octave=batch_per_octave)
     if search is None:
         search = "limit" if asked else default_search(serving, mode)
     if search not in SEARCHES:
@@ -379,6 +377,16 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     df.insert(0, "model", model.name)
     df.attrs.update(attrs, x="tps_per_user", y="tps_per_gpu")
     return df
+
+
+def limit_only(**kw: Any) -> list[str]:
+    """Which of ``kw`` (frontier arguments) only the limit search answers: a layout, a batch grid,
+    a speculation rate, an overlap or offload choice, a TTFT limit (the recipes fix them)."""
+    unset = {"overlap": (None, "auto"), "kv_offload": (None, False),
+             "batch_per_octave": (None, BATCH_PER_OCTAVE)}
+    keys = ("gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "acceptance", "max_ttft", "overlap", "kv_offload",
+            "batch_per_octave")
+    return [k for k in keys if k in kw and kw[k] not in unset.get(k, (None,))]
 
 
 def default_search(serving: str, mode: str) -> str:
