@@ -46,13 +46,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--a", default="gb200-nvl72")
     ap.add_argument("--b", default="hgx-h200")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--search", default="fast", choices=("deployed", "fast", "full"),
+                    help="the panel's search (default fast: the figure the README quotes)")
     args = ap.parse_args(argv)
     n = max(args.repeat, 1)
 
     t0 = time.perf_counter()
-    panel = planner.explore(args.model, args.a, args.b)
+    panel = planner.explore(args.model, args.a, args.b, search=args.search)
     print(f"panel built and first drawn (two frontiers): {time.perf_counter() - t0:.2f} s "
-          f"({args.model}, {args.a} vs {args.b}, fast search {FAST})")
+          f"({args.model}, {args.a} vs {args.b}, {args.search} search"
+          + (f" {FAST})" if args.search == "fast" else ")"))
     lengths = [512, 2048, 4096, 8192, 16384, 32768]
     cases: list[tuple[str, Callable[[int], dict]]] = [
         ("A's HBM bandwidth (default case: one frontier)", lambda i: {"hbm_bandwidth_a": 1.1 + 0.05 * i}),
