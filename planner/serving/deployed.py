@@ -29,8 +29,10 @@ the public launch matrices of the InferenceX benchmark: which layouts, worker co
 and MTP draft counts each framework runs on each system.  :func:`deployed_points` turns them into
 deployments for a model on a system (the model's own recipes where the matrix has them, else the
 DeepSeek-R1 recipes of the same system and serving mode: the layouts a stack ships for a large
-MoE; else :func:`generic_deployments`), each recipe layout at its own concurrencies and on a
-geometric ladder between its smallest and largest.
+MoE; of those, the precision's own, else any precision's layouts; else
+:func:`generic_deployments`), each recipe layout at its own concurrencies and on a geometric
+ladder from one user to :data:`MAX_RUNNING_PER_WORKER` per decode worker.  Speculation is
+accepted as under the benchmark's load (:func:`bench_speculation`).
 """
 
 from __future__ import annotations

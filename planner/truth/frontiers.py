@@ -25,8 +25,12 @@ violation, flagged where a named rule explains it.
 
 Rules, each named and counted, never a silent drop:
 
-``model_not_bundled`` / ``system_not_bundled``
-    the row's model or system has no bundled spec: not scored.
+``model_not_bundled`` / ``system_not_bundled`` / ``framework_not_modelled``
+    the row's model or system has no bundled spec, or its framework no serving stack here: not
+    scored.
+``deployment_does_not_fit``
+    the row's weights and KV cache do not fit its deployment in the tool's memory model: not
+    scored (listed: either the row or the memory model is wrong).
 ``superseded`` (a flag)
     the same configuration (system, framework, precision, speculation, ISL/OSL, layout, workers,
     concurrency) was measured again on a later date: scored point by point (its own deployment, as
