@@ -186,36 +186,25 @@ def from_recipes(r: pd.DataFrame, stack: str) -> pd.DataFrame:
 
 
 def generic_deployments(hw: Hardware, disagg: bool, speculate: bool, stack: str) -> pd.DataFrame:
-    """Deployments of a system without recipes: one node's GPUs (at most the scale-up domain) as
-    attention TP with EP 1, TP with EP over the node, and attention DP with EP over the node (the
-    three layouts every stack's recipes run); disaggregated, one prefill worker of the same layout
-    per decode worker; the benchmark's usual concurrencies."""
-    n = float(min(hw.gpus_per_system, hw.domain_size))
+    """Deployments where no recipe applies: the layouts every stack's recipes run, on one node's
+    GPUs (at most the scale-up domain): attention TP with EP 1, TP with EP over the node, attention
+    DP with EP over the node; and on 2 and 4 such nodes (the multi-node recipes' layouts: attention
+    TP within a node or attention DP, EP over every GPU).  Disaggregated, one prefill worker of the
+    same layout per decode worker; the benchmark's usual concurrencies.  A node is a host's GPUs
+    (4 on a GB200 NVL72 tray), else the system's, at most the scale-up domain."""
+    n = float(min(hw.gpus_per_host or hw.gpus_per_system, hw.domain_size))
+    layouts = [(n, n, 1.0), (n, n, n), (n, 1.0, n)]
+    layouts += [(k * n, tpa, k * n) for k in (2.0, 4.0) for tpa in (n, 1.0)]
     rows = []
-    for tpa, ep in ((n, 1.0), (n, n), (1.0, n)):
+    for g, tpa, ep in layouts:
         drafts = 0
         if speculate:
-            drafts = (
-                DEFAULT_DRAFTS_DP.get(stack, DEFAULT_DRAFTS.get(stack, 2))
-                if tpa < n
-                else DEFAULT_DRAFTS.get(stack, 2)
-            )
+            drafts = (DEFAULT_DRAFTS_DP.get(stack, DEFAULT_DRAFTS.get(stack, 2)) if tpa < n
+                      else DEFAULT_DRAFTS.get(stack, 2))
         for c in GENERIC_CONCURRENCY:
-            rows.append(
-                {
-                    "disagg": disagg,
-                    "concurrency": float(c),
-                    "decode_workers": 1.0,
-                    "decode_gpus": n,
-                    "decode_tp_attn": tpa,
-                    "decode_ep": ep,
-                    "prefill_workers": 1.0,
-                    "prefill_gpus": n,
-                    "prefill_tp_attn": tpa,
-                    "prefill_ep": ep,
-                    "drafts": drafts,
-                }
-            )
+            rows.append({"disagg": disagg, "concurrency": float(c), "decode_workers": 1.0, "decode_gpus": g,
+                         "decode_tp_attn": tpa, "decode_ep": ep, "prefill_workers": 1.0,
+                         "prefill_gpus": g, "prefill_tp_attn": tpa, "prefill_ep": ep, "drafts": drafts})
     return pd.DataFrame(rows)
 
 
@@ -497,6 +486,18 @@ def deployed_frontier(
         notes.append(note)
         pr = predict(model, hw, dep, weights=w, isl=isl, osl=osl, mode=mode, kv=kv)
         frames.append(pr[pr.reason == 0].assign(weights=w))
+    if not frames or all(f.empty for f in frames):
+        # none of the recipes' deployments fits this model (a larger model than the recipes were
+        # written for): the layouts every stack runs, on one to four nodes
+        frames = []
+        for w in precision_options(model, hw, weights):
+            specs = [False, True] if mtp == "auto" else [bool(resolve_speculation(model, mtp).drafts)]
+            dep = pd.concat([generic_deployments(hw, serving == "disaggregated", sp, hw.stack or "")
+                             for sp in specs if not sp or model.speculates], ignore_index=True)
+            pr = predict(model, hw, ladder(dep, per_octave), weights=w, isl=isl, osl=osl, mode=mode, kv=kv)
+            frames.append(pr[pr.reason == 0].assign(weights=w))
+        notes = [f"no recipe deployment of {hw.name} fits {model.name}: one to four nodes as attention TP, "
+                 "TP + EP and attention DP + EP"]
     if not frames or all(f.empty for f in frames):
         raise SpecError(
             "<input>",

@@ -16,6 +16,7 @@ from planner.serving.deployed import (
     deployed_points,
     envelope_at,
     from_recipes,
+    generic_deployments,
     predict,
     recipes,
 )
@@ -217,3 +218,15 @@ def test_cli_deployed_keeps_the_limit_frontier_beside_it(tmp_path, capsys):
         frontier("deepseek-r1", "hgx-b200", gpus=8, weights="nvfp4", mtp=0).attrs.get("search") != "deployed"
     )
     assert frontier("deepseek-r1", "hgx-b200", weights="nvfp4", mtp=0).attrs["search"] == "deployed"
+
+
+def test_where_no_recipe_fits_the_layouts_every_stack_runs_take_over():
+    # Kimi K2 in FP8 (1 TB) fits no 8-GPU H100 recipe: two and four nodes do
+    f = frontier("kimi-k2", "hgx-h100", serving="disaggregated")
+    assert len(f) and "no recipe deployment" in f.attrs["deployments"]
+    assert (f.gpus_total >= 16).all()
+    # a GB200 NVL72 "node" for these layouts is one tray's 4 GPUs, not the 72-GPU domain
+    dep = generic_deployments(load_hardware("gb200-nvl72"), False, False, "vllm")
+    assert set(dep.decode_gpus) == {4.0, 8.0, 16.0}
+    g = frontier("mixtral-8x7b", "gb200-nvl72", serving="aggregated")
+    assert len(g) and g.attrs["search"] == "deployed"
