@@ -718,11 +718,13 @@ def _result(pr: Problem, mix: Mix) -> FleetPlan:
         perf = pr.options[sh.workload][sh.system].perf(c)
         cap = mix.capacity[k]
         inst = dict(decode_instances=0, prefill_instances=0)
-        for count, n in ((mix.blocks[k], sh.block_units), (1, mix.remainder[k])):
-            if count and n:
-                got = plan_pools(max_load(n, **perf), **perf)
-                for key in inst:
-                    inst[key] += count * int(got[key])
+        part: dict[str, int] = {}   # the instances of one block and of the remainder
+        for tag, count, n in (("block", mix.blocks[k], sh.block_units), ("remainder", 1, mix.remainder[k])):
+            got = plan_pools(max_load(n, **perf), **perf) if count and n else dict(decode_instances=0,
+                                                                                    prefill_instances=0)
+            for key in inst:
+                inst[key] += count * int(got[key])
+                part[f"{tag}_{key}"] = int(got[key])
         share = cap / cap_w[sh.workload]
         peak, mean = pr.peak[sh.workload] * share, pr.mean[sh.workload] * share
         money = economics(units=u, gpus_per_unit=s.hw.gpus_per_unit, peak_tps=peak, mean_tps=mean,
@@ -739,7 +741,11 @@ def _result(pr: Problem, mix: Mix) -> FleetPlan:
             mean_share_tps=mean, it_mw=money["it_power_mw"], facility_mw=money["power_mw"],
             capex_usd=money["capex_usd"], energy_usd_per_year=money["opex_usd_per_year"],
             rental_usd_per_year=money["rental_usd_per_year"], bottleneck=c.get("bottleneck"),
-            solved_exactly=c["solved_exactly"],
+            solved_exactly=c["solved_exactly"], **part,
+            decode_tps_per_instance=perf["decode_tps_per_gpu"] * perf["decode_instance_gpus"],
+            prefill_output_tps_per_instance=(perf["prefill_tps_per_gpu"] * perf["prefill_instance_gpus"]
+                                             * perf["osl"] / perf["isl"]
+                                             if perf["prefill_tps_per_gpu"] is not None else None),
             search=pr.options[sh.workload][sh.system].pts.attrs.get("search", "limit")))
     pools_df = pd.DataFrame(pool_rows)
     units = pr.units_by_system(mix)

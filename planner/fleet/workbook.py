@@ -1,16 +1,17 @@
 """The plan as a live spreadsheet (openpyxl): totals are formulas over input cells, so finance can
-change a price, the energy price, PUE, the years, the units of a pool or its tokens/s per GPU
-and see every total move.
+change a price, the energy price, PUE, the years, the units or instances of a pool and see every
+total move.
 
 Sheets: ``Inputs`` (the shared figures and, per system, its unit price, GPU-hour price, watts
-per GPU, GPUs per unit, supply limit), ``Pools`` (per pool: units and tokens/s per GPU as inputs;
-GPUs, capacity, power and money as formulas), ``Workloads`` (demand as inputs; capacity,
+per GPU, GPUs per unit, supply limit), ``Pools`` (per pool: units, the instances of each block
+of units and of the remainder, and each instance's output as inputs; GPUs, capacity, power and
+money as formulas; tokens/s per GPU for reference), ``Workloads`` (demand as inputs; capacity,
 headroom and $/Mtok as formulas), ``Totals`` (formulas), ``Sources`` (where every price and
-spec figure comes from).  Only ``+ - * /``, ``SUM``, ``SUMIF`` and cell references are used.
+spec figure comes from).  Only ``+ - * /``, ``SUM``, ``SUMIF``, ``MIN`` and cell references are used.
 
-The workbook's capacity is GPUs x tokens/s per GPU (the configuration's rate over every GPU
-bought); the plan's own capacity counts whole instances only, so it can be a little lower (it
-is given beside it, ``capacity_tps_whole_instances``, as a value).
+A pool's capacity counts whole instances, as the plan's does: per block of units and for the
+remainder, the lesser of its decode instances' output and its prefill instances' (output tokens
+their prompts allow).
 """
 
 from __future__ import annotations
@@ -88,8 +89,9 @@ def build_workbook(result: FleetPlan) -> Any:
     # -- pools
     wp = wb.create_sheet("Pools")
     ph = ["workload", "system", "units", "tps_per_gpu", "gpus", "capacity_tps",
-          "capacity_tps_whole_instances", "it_mw", "facility_mw", "capex_usd", "energy_usd_per_year",
-          "rental_usd_per_year",
+          "blocks", "block_decode_instances", "block_prefill_instances", "remainder_decode_instances",
+          "remainder_prefill_instances", "decode_tps_per_instance", "prefill_output_tps_per_instance",
+          "it_mw", "facility_mw", "capex_usd", "energy_usd_per_year", "rental_usd_per_year",
           "cost_owned_usd_per_year", "cost_rental_usd_per_year"]
     wp.append(ph)
     for c in wp[1]:
@@ -97,20 +99,33 @@ def build_workbook(result: FleetPlan) -> Any:
     col = {h: _col(i + 1) for i, h in enumerate(ph)}
     for r in result.pools.itertuples():
         i = wp.max_row + 1
-        u, t, g = f"{col['units']}{i}", f"{col['tps_per_gpu']}{i}", f"{col['gpus']}{i}"
+        u, g = f"{col['units']}{i}", f"{col['gpus']}{i}"
         it = f"{col['it_mw']}{i}"
         fac = f"{col['facility_mw']}{i}"
+        a, b = f"{col['decode_tps_per_instance']}{i}", f"{col['prefill_output_tps_per_instance']}{i}"
+        bd, bp = f"{col['block_decode_instances']}{i}", f"{col['block_prefill_instances']}{i}"
+        rd, rp = f"{col['remainder_decode_instances']}{i}", f"{col['remainder_prefill_instances']}{i}"
+        n = f"{col['blocks']}{i}"
+        prefill = r.prefill_output_tps_per_instance is not None and r.prefill_output_tps_per_instance == \
+            r.prefill_output_tps_per_instance  # (NaN: no prefill pool)
+        cap = (f"={n}*MIN({bd}*{a},{bp}*{b})+MIN({rd}*{a},{rp}*{b})" if prefill
+               else f"=({n}*{bd}+{rd})*{a}")
         wp.append([
             r.workload, r.system, int(r.units), float(r.tps_per_gpu),
-            f"={u}*{sysref(r.system, 'gpus_per_unit')}", f"={g}*{t}", float(r.capacity_tps),
+            f"={u}*{sysref(r.system, 'gpus_per_unit')}", cap, int(r.blocks), int(r.block_decode_instances),
+            int(r.block_prefill_instances), int(r.remainder_decode_instances),
+            int(r.remainder_prefill_instances),
+            float(r.decode_tps_per_instance), float(r.prefill_output_tps_per_instance) if prefill else 0.0,
             f"={g}*{sysref(r.system, 'watts_per_gpu')}/1000000", f"={it}*{shared['pue']}",
             f"={u}*{sysref(r.system, 'usd_per_unit')}",
             f"={fac}*1000*{shared['hours']}*{shared['usd_per_kwh']}",
             f"={g}*{sysref(r.system, 'usd_per_gpu_hour')}*{shared['hours']}",
             f"={col['capex_usd']}{i}/{shared['years']}+{col['energy_usd_per_year']}{i}",
             f"={col['rental_usd_per_year']}{i}"])
-        wp.cell(i, 3).fill = inp
-        wp.cell(i, 4).fill = inp
+        for name in ("units", "blocks", "block_decode_instances", "block_prefill_instances",
+                     "remainder_decode_instances", "remainder_prefill_instances", "decode_tps_per_instance",
+                     "prefill_output_tps_per_instance"):
+            wp.cell(i, ph.index(name) + 1).fill = inp   # (no formula reads tps_per_gpu: not an input)
     last = max(wp.max_row, 2)
 
     def rng(name: str) -> str:
