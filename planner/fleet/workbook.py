@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.economics.cost import HOURS_PER_YEAR, SECONDS_PER_YEAR
+from planner.economics.cost import HOURS_PER_YEAR
 from planner.errors import SpecError
 from planner.fleet.plan import FleetPlan
 
@@ -38,6 +38,44 @@ def _col(i: int) -> str:
     from openpyxl.utils import get_column_letter
 
     return get_column_letter(i)
+
+
+#: number formats by column name: money, thousands, power, shares
+_FORMATS = {"usd": "$#,##0", "usd_per_mtok": "$#,##0.0000", "mw": "#,##0.000", "tps": "#,##0",
+            "count": "#,##0", "share": "0.0%"}
+
+
+def _fmt(name: str) -> str | None:
+    if "usd_per_mtok" in name:
+        return _FORMATS["usd_per_mtok"]
+    if "usd" in name:
+        return _FORMATS["usd"]
+    if name.endswith("_mw"):
+        return _FORMATS["mw"]
+    if "tps" in name or name in ("min_tps_user",):
+        return _FORMATS["tps"]
+    if name in ("headroom",):
+        return _FORMATS["share"]
+    if name in ("units", "gpus", "blocks") or name.endswith("_instances"):
+        return _FORMATS["count"]
+    return None
+
+
+def _formats(*sheets: Any) -> None:
+    """Each column of the Pools, Workloads and Totals sheets in its format (by its name; Totals by
+    each row's name)."""
+    for sheet in sheets:
+        if sheet.title == "Totals":
+            for row in sheet.iter_rows(min_row=2):
+                fmt = _fmt(str(row[0].value))
+                if fmt:
+                    row[1].number_format = fmt
+            continue
+        for column in sheet.columns:
+            fmt = _fmt(str(column[0].value))
+            if fmt:
+                for c in column[1:]:
+                    c.number_format = fmt
 
 
 def build_workbook(result: FleetPlan) -> Any:
@@ -62,9 +100,12 @@ def build_workbook(result: FleetPlan) -> Any:
             ("usd_per_kwh", "energy price", result.usd_per_kwh, "USD per kWh"),
             ("pue", "PUE", result.spec.pue, "facility W per IT W"),
             ("hours", "hours per year", HOURS_PER_YEAR, "h"),
-            ("seconds", "seconds per year", SECONDS_PER_YEAR, "s")):
+            ("seconds", "seconds per year", None, "s (hours per year x 3,600)")):
+        if key == "seconds":  # a formula of the hours: one figure for the length of a year
+            value = f"={shared['hours']}*3600"
         a([label, value, unit])
         shared[key] = f"Inputs!$B${ws.max_row}"
+        ws.cell(ws.max_row, 2).number_format = {"usd_per_kwh": "$#,##0.000", "pue": "0.00"}.get(key, "#,##0")
         if key not in ("hours", "seconds"):
             ws.cell(ws.max_row, 2).fill = inp
     a([])
@@ -80,8 +121,10 @@ def build_workbook(result: FleetPlan) -> Any:
         a([r.system, r.unit, r.usd_per_unit, r.usd_per_gpu_hour, r.watts_per_gpu, int(r.gpus_per_unit),
            None if r.max_units is None or r.max_units != r.max_units else int(r.max_units)])
         sys_row[r.system] = ws.max_row
-        for j in range(3, 8):
+        # inputs a formula reads (max_units is the plan's limit: no formula here reads it)
+        for j, fmt in ((3, "$#,##0"), (4, "$#,##0.00"), (5, "#,##0"), (6, "#,##0")):
             ws.cell(ws.max_row, j).fill = inp
+            ws.cell(ws.max_row, j).number_format = fmt
 
     def sysref(name: str, field: str) -> str:
         return f"Inputs!${_col(head.index(field) + 1)}${sys_row[name]}"
@@ -205,7 +248,15 @@ def build_workbook(result: FleetPlan) -> Any:
                      + (f", {int(r.prefill_instance_gpus)}-GPU prefill instance"
                         if r.prefill_instance_gpus == r.prefill_instance_gpus and r.prefill_instance_gpus
                         else "") + ")"])
+    _formats(wp, ww, wt)
     for sheet in wb.worksheets:
+        # print: landscape, every column on one page's width, the header row repeated
+        sheet.page_setup.orientation = "landscape"
+        sheet.page_setup.paperSize = sheet.PAPERSIZE_A4
+        sheet.page_setup.fitToWidth = 1
+        sheet.page_setup.fitToHeight = 0
+        sheet.sheet_properties.pageSetUpPr.fitToPage = True
+        sheet.print_title_rows = "1:1"
         for column in sheet.columns:
             width = max(len(str(c.value)) if c.value is not None and not str(c.value).startswith("=") else 12
                         for c in column)

@@ -148,3 +148,30 @@ def test_sources_sheet_covers_every_figure(book):
         assert ("(all)", key) in figures
     assert all(src for *_, src in rows)
     assert sum(1 for _, f, *_ in rows if str(f).startswith("tps_per_gpu for")) == len(r.pools)
+
+
+def test_formats_print_setup_and_one_figure_for_a_year(book):
+    r, path = book
+    wb = openpyxl.load_workbook(path)
+    ws = wb["Inputs"]
+    hours, seconds = _find(ws, 1, "hours per year"), _find(ws, 1, "seconds per year")
+    assert str(ws.cell(seconds, 2).value) == f"=Inputs!$B${hours}*3600"
+    assert Evaluator(wb).value("Inputs", f"B{seconds}") == pytest.approx(ws.cell(hours, 2).value * 3600)
+    # money, counts and shares carry their formats
+    wp = wb["Pools"]
+    head = [c.value for c in wp[1]]
+    assert wp.cell(2, head.index("capex_usd") + 1).number_format.startswith("$")
+    assert wp.cell(2, head.index("units") + 1).number_format == "#,##0"
+    wwk = wb["Workloads"]
+    wh = [c.value for c in wwk[1]]
+    assert wwk.cell(2, wh.index("headroom") + 1).number_format == "0.0%"
+    # max_units: no formula reads it, so it is not styled as an input
+    head_row = _find(ws, 1, "system")
+    col = [c.value for c in ws[head_row]].index("max_units") + 1
+    row = _find(ws, 1, "gb200-nvl72")
+    assert ws.cell(row, col).fill.fill_type is None
+    assert ws.cell(row, col - 1).fill.fill_type == "solid"   # gpus_per_unit: a formula reads it
+    # printing: landscape, one page wide, the header repeated
+    for sheet in wb.worksheets:
+        assert sheet.page_setup.orientation == "landscape" and sheet.page_setup.fitToWidth == 1
+        assert sheet.sheet_properties.pageSetUpPr.fitToPage
