@@ -38,6 +38,8 @@ FAST: dict[str, Any] = {"max_gpus": 72, "batch_per_octave": 2}
 #: the panel's searches: the as-deployed one (the default, as on the command line), the limit
 #: search kept interactive (FAST), and the limit search as the command line runs it
 SEARCH_CHOICES = ("deployed", "fast", "full")
+#: the label column of every control: the longest label, "scale-out BW ×", in full
+LABEL_WIDTH = "8.5em"
 #: resources scaled by a slider (factor on the base system's value)
 FACTORS: tuple[tuple[str, str], ...] = (
     ("hbm_bandwidth", "HBM BW ×"), ("hbm_capacity", "HBM cap. ×"), ("flops", "FLOP/s ×"),
@@ -216,6 +218,20 @@ class Explorer:
         columns.append(w.VBox([w.HTML("<b>workload and serving</b>"), c["serving"], c["isl"], c["osl"],
                                c["weights"], c["mode"], c["speculation"], c["acceptance"], c["search"],
                                c["at"]]))
+        # a 1,280 px page holds the three columns side by side: each a third of the width (allowed to
+        # shrink below its content), every control as wide as its column with a label column wide
+        # enough for the longest label ("scale-out BW ×", "at tok/s/user"), slider readouts kept
+        for name, ctl in c.items():
+            if name.startswith("info_"):
+                continue
+            ctl.layout.width = "100%"
+            ctl.layout.min_width = "0"
+            if hasattr(ctl.style, "description_width"):
+                ctl.style.description_width = LABEL_WIDTH
+            if isinstance(ctl, w.ToggleButtons):
+                ctl.style.button_width = "5.2em"
+        for col in columns:
+            col.layout = w.Layout(flex="1 1 0%", min_width="0", width="33%", padding="0 6px 0 0")
         self.controls = c
         self.image = w.Image(format="svg+xml")
         self.text = w.HTML()
@@ -226,7 +242,7 @@ class Explorer:
                                                "for A's one at a time (several seconds)")
         self.explain_out = w.HTML()
         self.explain_button.on_click(lambda _: self.run_explain())
-        self.widget = w.VBox([w.HBox(columns), self.image, self.text,
+        self.widget = w.VBox([w.HBox(columns, layout=w.Layout(width="100%")), self.image, self.text,
                               w.HBox([self.explain_button]), self.explain_out, self.code_box])
         for name, ctl in c.items():
             if not name.startswith("info_"):

@@ -131,3 +131,20 @@ def test_without_ipywidgets_names_the_extra(monkeypatch):
         planner.explore(MODEL, "hgx-h200")
     msg = str(e.value)
     assert "\n" not in msg and "pip install 'moe-planner[jupyter]'" in msg
+
+
+def test_layout_fits_three_columns_with_every_label(panel: planner.Explorer):
+    # three columns share the row (a third each, allowed to shrink); each control fills its column
+    # and keeps a label column wide enough for the longest label, in full
+    from planner.explorer import LABEL_WIDTH
+
+    row = panel.widget.children[0]
+    assert len(row.children) == 3 and all(col.layout.width == "33%" for col in row.children)
+    for name, ctl in panel.controls.items():
+        if name.startswith("info_"):
+            continue
+        assert ctl.layout.width == "100%", name
+        if hasattr(ctl.style, "description_width"):
+            assert ctl.style.description_width == LABEL_WIDTH, name
+    longest = max(len(c.description) for n, c in panel.controls.items() if not n.startswith("info_"))
+    assert longest <= 15  # "scale-out BW ×": 8.5em holds 15 characters of the label font
