@@ -184,7 +184,7 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     check_output_args(args, files=["csv"], plots=["plot"])
     df = frontier(args.model, args.hardware, **frontier_kwargs(args))
     band = _band(args, args.model, args.hardware, df)
-    limit = _limit(args, args.model, args.hardware)
+    limit = _limit(args, args.model, args.hardware) if args.plot or args.json else None
     outputs: list[tuple[str, str, Any]] = []
     if args.csv:
         rows = df if band is None else _with_band(df, band)
@@ -398,11 +398,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     at = 50.0 if args.at is None else args.at
     e = explain(args.model, args.hardware[0], args.hardware[1], at=at, **kw) if args.explain else None
     c = compare(args.model, args.hardware[0], args.hardware[1], levels=tuple(args.levels), **kw)
-    from planner.plot import plot_frontiers
-
     grid = c.ratio.tps_per_user.to_numpy()[::5] if len(c.ratio) else None  # one grid: paired draws
     bands = [_band(args, args.model, h, f, grid) for h, f in zip(args.hardware, (c.a, c.b), strict=True)]
-    limits = [_limit(args, args.model, h) for h in args.hardware]
+    # the limit search beside the deployed one: drawn and kept in JSON, so only computed for those
+    limits = ([_limit(args, args.model, h) for h in args.hardware] if args.plot or args.json
+              else [None, None])
     both = pd.concat([f if b is None else _with_band(f, b)
                       for f, b in zip((c.a, c.b), bands, strict=True)], ignore_index=True)
     ratio_band = ratio_curve = None
@@ -424,6 +424,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.csv:
         outputs.append(("--csv", args.csv, lambda tmp: both.to_csv(tmp, index=False)))
     if args.plot:
+        from planner.plot import plot_frontiers  # matplotlib only when a figure is written
+
         outputs.append(("--plot", args.plot, savefig_to(
             lambda: plot_frontiers([c.a, c.b], c.ratio, bands=bands, logy=args.logy, limits=limits),
             args.plot)))
