@@ -188,13 +188,17 @@ def from_recipes(r: pd.DataFrame, stack: str) -> pd.DataFrame:
 def generic_deployments(hw: Hardware, disagg: bool, speculate: bool, stack: str) -> pd.DataFrame:
     """Deployments where no recipe applies: the layouts every stack's recipes run, on one node's
     GPUs (at most the scale-up domain): attention TP with EP 1, TP with EP over the node, attention
-    DP with EP over the node; and on 2 and 4 such nodes (the multi-node recipes' layouts: attention
-    TP within a node or attention DP, EP over every GPU).  Disaggregated, one prefill worker of the
+    DP with EP over the node; and on 2 and 4 such nodes, and 8 and 16 where the scale-up domain
+    holds them (the multi-node and rack recipes' layouts: attention TP within a node or attention
+    DP, EP over every GPU).  Disaggregated, one prefill worker of the
     same layout per decode worker; the benchmark's usual concurrencies.  A node is a host's GPUs
     (4 on a GB200 NVL72 tray), else the system's, at most the scale-up domain."""
     n = float(min(hw.gpus_per_host or hw.gpus_per_system, hw.domain_size))
     layouts = [(n, n, 1.0), (n, n, n), (n, 1.0, n)]
-    layouts += [(k * n, tpa, k * n) for k in (2.0, 4.0) for tpa in (n, 1.0)]
+    # 2 and 4 nodes (over the NIC where a node is the domain), and within a larger scale-up domain
+    # 8 and 16 nodes too (the wide expert-parallel workers a rack's recipes run: DEP32, DEP64)
+    ks = [2.0, 4.0] + [k for k in (8.0, 16.0) if k * n <= hw.domain_size]
+    layouts += [(k * n, tpa, k * n) for k in ks for tpa in (n, 1.0)]
     rows = []
     for g, tpa, ep in layouts:
         drafts = 0
@@ -232,6 +236,26 @@ def ladder(dep: pd.DataFrame, per_octave: int = CONC_PER_OCTAVE) -> pd.DataFrame
     return pd.concat(frames, ignore_index=True).drop_duplicates(ignore_index=True)
 
 
+#: where a system has no recipes of its own: the recipe system of its class whose recipes it
+#: takes (a rack of 72 GPUs in one NVLink / UALink domain: GB300 NVL72's, the newest rack the
+#: matrices cover; an 8-GPU node: B300's for a Blackwell-class part, H200's for a Hopper-class one)
+PROXY_RUNNERS = {"rack": "gb300", "blackwell": "b300", "hopper": "h200"}
+
+
+def recipe_runner(hw: Hardware) -> tuple[str, bool]:
+    """The benchmark runner whose recipes ``hw`` takes, and whether it is another system's (a
+    system the launch matrices do not cover takes its class's: :data:`PROXY_RUNNERS`; a PCIe
+    server takes none)."""
+    own = RUNNERS.get(hw.name)
+    if own is not None:
+        return own, False
+    if hw.su_link == "pcie":
+        return hw.name, False
+    if hw.domain_size >= 72:
+        return PROXY_RUNNERS["rack"], True
+    return PROXY_RUNNERS.get(hw.family, hw.name), hw.family in PROXY_RUNNERS
+
+
 def deployed_points(
     model: Model,
     hw: Hardware,
@@ -248,7 +272,7 @@ def deployed_points(
     docstring), and where they come from (a sentence for output headers).  ``precision``:
     ``fp4`` or ``fp8`` (the recipe's weights); ``speculate`` None: both."""
     stack = hw.stack or ""
-    runner = RUNNERS.get(hw.name.split(":")[0], hw.name)
+    runner, proxy = recipe_runner(hw)
     r = recipes()
     fw_ok = [f for f, (s, d) in FRAMEWORKS.items() if d == disagg and (frameworks is None or f in frameworks)]
     sel = r[(r.runner == runner) & r.framework.isin(fw_ok)]
@@ -278,6 +302,8 @@ def deployed_points(
         fws = ", ".join(sorted(set(mine.framework)))
         lens = f"{mine.isl.iloc[0]}/{mine.osl.iloc[0]}"
         note = f"InferenceX launch recipes of {src_model} ({fws}: {where}; ISL/OSL {lens})"
+        if proxy:
+            note += f", as run on {runner} (no recipe of {hw.name} itself)"
     else:
         specs = [False, True] if speculate is None else [bool(speculate)]
         dep = pd.concat(

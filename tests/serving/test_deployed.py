@@ -227,6 +227,19 @@ def test_where_no_recipe_fits_the_layouts_every_stack_runs_take_over():
     assert (f.gpus_total >= 16).all()
     # a GB200 NVL72 "node" for these layouts is one tray's 4 GPUs, not the 72-GPU domain
     dep = generic_deployments(load_hardware("gb200-nvl72"), False, False, "vllm")
-    assert set(dep.decode_gpus) == {4.0, 8.0, 16.0}
+    assert set(dep.decode_gpus) == {4.0, 8.0, 16.0, 32.0, 64.0}   # wide EP inside the 72-GPU domain
     g = frontier("mixtral-8x7b", "gb200-nvl72", serving="aggregated")
     assert len(g) and g.attrs["search"] == "deployed"
+
+
+def test_a_system_the_matrices_do_not_cover_takes_its_class_recipes():
+    from planner.serving.deployed import recipe_runner
+
+    assert recipe_runner(load_hardware("hgx-b200")) == ("b200", False)
+    assert recipe_runner(load_hardware("mi355x")) == ("mi355x", False)
+    rack = load_hardware("gb300-nvl72").replace(name="my-rack")
+    assert recipe_runner(rack) == ("gb300", True)
+    assert recipe_runner(load_hardware("hgx-h20")) == ("h200", True)
+    assert recipe_runner(load_hardware("rtx-6000d-server"))[1] is False   # PCIe: none
+    f = frontier("deepseek-r1", rack, serving="disaggregated", weights="nvfp4", mtp=0)
+    assert "as run on gb300" in f.attrs["deployments"]
