@@ -300,31 +300,10 @@ def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = Tr
     ):
         hw = hws[h]
         hw = hw.with_stack(stack) if stack in hw.stacks else hw
-        p = (
-            predict(
-                models[m],
-                hw,
-                dep_all.loc[idx],
-                weights=WEIGHTS.get(prec, prec),
-                isl=float(df.isl[idx[0]]),
-                osl=float(df.osl[idx[0]]),
-                mode="realistic",
-            )
-            if df.loc[idx, ["isl", "osl"]].nunique().max() == 1
-            else pd.concat(
-                [
-                    predict(
-                        models[m],
-                        hw,
-                        dep_all.loc[j],
-                        weights=WEIGHTS.get(prec, prec),
-                        isl=float(df.isl[j[0]]),
-                        osl=float(df.osl[j[0]]),
-                    )
-                    for _, j in df.loc[idx].groupby(["isl", "osl"]).groups.items()
-                ]
-            )
-        )
+        # one prediction per sequence-length pair among these rows
+        p = pd.concat([predict(models[m], hw, dep_all.loc[j], weights=WEIGHTS.get(prec, prec),
+                               isl=float(df.isl[j[0]]), osl=float(df.osl[j[0]]))
+                       for _, j in df.loc[idx].groupby(["isl", "osl"]).groups.items()])
         p = p.reindex(idx)
         df.loc[idx, "pred_output_tps_per_gpu"] = p.output_tps_per_gpu
         df.loc[idx, "pred_tpot_s"] = p.tpot_s
