@@ -270,7 +270,7 @@ def deployed_points(
 ) -> tuple[pd.DataFrame, str]:
     """The deployments the as-deployed search tries for ``model`` on ``hw`` (see the module
     docstring), and where they come from (a sentence for output headers).  ``precision``:
-    ``fp4`` or ``fp8`` (the recipe's weights); ``speculate`` None: both."""
+    ``fp4``, ``fp8`` or ``int4`` (the recipe's weights); ``speculate`` None: both."""
     stack = hw.stack or ""
     runner, proxy = recipe_runner(hw)
     r = recipes()
@@ -310,7 +310,8 @@ def deployed_points(
             [generic_deployments(hw, disagg, s, stack) for s in specs if not s or model.speculates],
             ignore_index=True,
         )
-        note = f"no launch recipe for {hw.name}: one node as attention TP, TP + EP and attention DP + EP"
+        note = (f"no launch recipe for {hw.name}: one node as attention TP, TP + EP and attention DP + EP, "
+                "and 2 to 16 nodes with EP over every GPU")
     if not model.speculates:
         dep = dep[dep.drafts == 0]
     return ladder(dep.reset_index(drop=True), per_octave), note
@@ -522,8 +523,8 @@ def deployed_frontier(
                              for sp in specs if not sp or model.speculates], ignore_index=True)
             pr = predict(model, hw, ladder(dep, per_octave), weights=w, isl=isl, osl=osl, mode=mode, kv=kv)
             frames.append(pr[pr.reason == 0].assign(weights=w))
-        notes = [f"no recipe deployment of {hw.name} fits {model.name}: one to four nodes as attention TP, "
-                 "TP + EP and attention DP + EP"]
+        notes = [f"no recipe deployment of {hw.name} fits {model.name}: one node as attention TP, TP + EP "
+                 "and attention DP + EP, and 2 to 16 nodes with EP over every GPU"]
     if not frames or all(f.empty for f in frames):
         raise SpecError(
             "<input>",
