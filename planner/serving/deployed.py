@@ -212,6 +212,19 @@ def generic_deployments(hw: Hardware, disagg: bool, speculate: bool, stack: str)
     return pd.DataFrame(rows)
 
 
+#: what :func:`generic_deployments` tries, for output headers
+GENERIC_LAYOUTS = ("one node as attention TP, TP + EP and attention DP + EP, and 2 to 16 nodes with EP "
+                   "over every GPU")
+
+
+def _generic(model: Model, hw: Hardware, disagg: bool, speculate: bool | None) -> pd.DataFrame:
+    """:func:`generic_deployments` with speculation off and on (``speculate`` None), or as given;
+    on only where ``model`` speculates."""
+    specs = [False, True] if speculate is None else [bool(speculate)]
+    return pd.concat([generic_deployments(hw, disagg, s, hw.stack or "") for s in specs
+                      if not s or model.speculates], ignore_index=True)
+
+
 def ladder(dep: pd.DataFrame, per_octave: int = CONC_PER_OCTAVE) -> pd.DataFrame:
     """Each layout (everything but the concurrency) at its own concurrencies and on a geometric
     ladder from one user to the most its decode workers run (:data:`MAX_RUNNING_PER_WORKER` each,
@@ -305,13 +318,8 @@ def deployed_points(
         if proxy:
             note += f", as run on {runner} (no recipe of {hw.name} itself)"
     else:
-        specs = [False, True] if speculate is None else [bool(speculate)]
-        dep = pd.concat(
-            [generic_deployments(hw, disagg, s, stack) for s in specs if not s or model.speculates],
-            ignore_index=True,
-        )
-        note = (f"no launch recipe for {hw.name}: one node as attention TP, TP + EP and attention DP + EP, "
-                "and 2 to 16 nodes with EP over every GPU")
+        dep = _generic(model, hw, disagg, speculate)
+        note = f"no launch recipe for {hw.name}: {GENERIC_LAYOUTS}"
     if not model.speculates:
         dep = dep[dep.drafts == 0]
     return ladder(dep.reset_index(drop=True), per_octave), note
@@ -402,7 +410,10 @@ def predict(
     bott = np.full(n, "", dtype=object)
     cats = {c: np.full(n, np.nan) for c in CATEGORIES}  # seconds each resource is busy per decode step
     b_out = np.full(n, np.nan)
-    x_agg, phi_agg = chunked_prefill_rate(model, hw, prec, mode, **dl, isl=I, local_share=True)
+    # the chunked prefill an aggregated step carries, on the decode layout (none to price where
+    # every deployment is disaggregated)
+    x_agg, phi_agg = (chunked_prefill_rate(model, hw, prec, mode, **dl, isl=I, local_share=True)
+                      if not disagg.all() else (np.full(n, np.nan), np.ones(n)))
     for drafts in sorted(set(dep.drafts.astype(int))):
         m = dep.drafts.to_numpy(int) == drafts
         spec = bench_speculation(model, drafts, hw.stack, acceptance_scale)
@@ -493,38 +504,27 @@ def deployed_frontier(
             "search",
             f"the as-deployed search serves aggregated or disaggregated, not {serving}: use --search limit",
         )
+    disagg = serving == "disaggregated"
+    speculate = None if mtp == "auto" else bool(resolve_speculation(model, mtp).drafts)
+
+    def fitting(dep: pd.DataFrame, w: str) -> pd.DataFrame:
+        pr = predict(model, hw, dep, weights=w, isl=isl, osl=osl, mode=mode, kv=kv)
+        return pr[pr.reason == 0].assign(weights=w)
+
     frames, notes = [], []
     for w in precision_options(model, hw, weights):
         rp = "fp4" if w in ("nvfp4", "mxfp4", "fp4") else ("int4" if w.startswith("int4") else "fp8")
-        speculate = None if mtp == "auto" else bool(resolve_speculation(model, mtp).drafts)
-        dep, note = deployed_points(
-            model,
-            hw,
-            disagg=serving == "disaggregated",
-            precision=rp,
-            speculate=speculate,
-            isl=isl,
-            osl=osl,
-            frameworks=frameworks,
-            per_octave=per_octave,
-        )
-        if dep.empty:
-            continue
-        notes.append(note)
-        pr = predict(model, hw, dep, weights=w, isl=isl, osl=osl, mode=mode, kv=kv)
-        frames.append(pr[pr.reason == 0].assign(weights=w))
+        dep, note = deployed_points(model, hw, disagg=disagg, precision=rp, speculate=speculate, isl=isl,
+                                    osl=osl, frameworks=frameworks, per_octave=per_octave)
+        if not dep.empty:
+            notes.append(note)
+            frames.append(fitting(dep, w))
     if not frames or all(f.empty for f in frames):
         # none of the recipes' deployments fits this model (a larger model than the recipes were
-        # written for): the layouts every stack runs, on one to four nodes
-        frames = []
-        for w in precision_options(model, hw, weights):
-            specs = [False, True] if mtp == "auto" else [bool(resolve_speculation(model, mtp).drafts)]
-            dep = pd.concat([generic_deployments(hw, serving == "disaggregated", sp, hw.stack or "")
-                             for sp in specs if not sp or model.speculates], ignore_index=True)
-            pr = predict(model, hw, ladder(dep, per_octave), weights=w, isl=isl, osl=osl, mode=mode, kv=kv)
-            frames.append(pr[pr.reason == 0].assign(weights=w))
-        notes = [f"no recipe deployment of {hw.name} fits {model.name}: one node as attention TP, TP + EP "
-                 "and attention DP + EP, and 2 to 16 nodes with EP over every GPU"]
+        # written for): the layouts every stack runs
+        dep = ladder(_generic(model, hw, disagg, speculate), per_octave)
+        frames = [fitting(dep, w) for w in precision_options(model, hw, weights)]
+        notes = [f"no recipe deployment of {hw.name} fits {model.name}: {GENERIC_LAYOUTS}"]
     if not frames or all(f.empty for f in frames):
         raise SpecError(
             "<input>",
