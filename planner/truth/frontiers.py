@@ -101,16 +101,8 @@ BOUND_SLACK = 0.01
 def load_frontiers(path: str | Path) -> pd.DataFrame:
     """The measured-frontier CSV at ``path``, checked for the required columns and numbers."""
     label = str(path)
-    df = read_csv(path, label)
-    missing = [c for c in REQUIRED if c not in df.columns]
-    if missing:
-        raise SpecError(
-            label,
-            "columns",
-            f"the columns of a measured-frontier file (InferenceX points); missing {', '.join(missing)}",
-        )
-    if df.empty:
-        raise SpecError(label, "rows", "at least one measured point")
+    df = read_csv(path, label, REQUIRED, "a measured-frontier file (InferenceX points)",
+                  "at least one measured point")
     for c in ("isl", "osl", "concurrency"):
         v = pd.to_numeric(df[c], errors="coerce")
         bad = ~(np.isfinite(v) & (v > 0))

@@ -196,31 +196,34 @@ def _label(path: str | Path | None) -> str:
     return str(path) if path is not None else "planner/truth/data/measured_runs.csv"
 
 
-def read_csv(path: Any, label: str) -> pd.DataFrame:
-    """A CSV file of measurements; a missing or unreadable one is a SpecError naming it."""
+def read_csv(path: Any, label: str, required: tuple[str, ...] = (), kind: str = "",
+             rows: str = "at least one row") -> pd.DataFrame:
+    """A CSV file of measurements with the ``required`` columns (``kind``: what the file is, for
+    the message) and at least one row; a missing, unreadable or short one is a SpecError naming it."""
     try:
         if hasattr(path, "open") and not isinstance(path, str | Path):  # a package resource
             with path.open("rb") as fh:
-                return pd.read_csv(fh)
-        return pd.read_csv(path)
+                df = pd.read_csv(fh)
+        else:
+            df = pd.read_csv(path)
     except FileNotFoundError:
         raise SpecError(label, "file", "an existing CSV file") from None
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise SpecError(label, "file", f"a readable CSV file ({type(exc).__name__})") from None
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise SpecError(label, "columns", f"the columns of {kind}; missing {', '.join(missing)}")
+    if df.empty:
+        raise SpecError(label, "rows", rows)
+    return df
 
 
 def load_runs(path: str | Path | None = None) -> pd.DataFrame:
     """The runs CSV (the bundled file unless ``path``), checked for the required columns."""
     label = _label(path)
     bundled = resources.files("planner.truth.data").joinpath("measured_runs.csv")
-    df = read_csv(bundled if path is None else path, label)
-    missing = [c for c in REQUIRED if c not in df.columns]
-    if missing:
-        raise SpecError(
-            label, "columns", f"the columns of the measured-runs file; missing {', '.join(missing)}"
-        )
-    if df.empty:
-        raise SpecError(label, "rows", "at least one run")
+    df = read_csv(bundled if path is None else path, label, REQUIRED, "the measured-runs file",
+                  "at least one run")
     for c in ("isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms"):
         v = pd.to_numeric(df[c], errors="coerce")
         bad = ~(np.isfinite(v) & (v > 0))
