@@ -131,16 +131,20 @@ def extract(repo: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*COLUMNS, "first_commit", "first_date"])
 
 
+def write_table(df: pd.DataFrame, out: Path) -> None:
+    """``df`` as gzip'd CSV at ``out`` (zero timestamp: reproducible bytes); prints its checksum."""
+    buf = io.StringIO()
+    df.to_csv(buf, index=False, lineterminator="\n")
+    data = buf.getvalue().encode()
+    out.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    print(f"{out.name}: {len(df)} rows, sha256 of the CSV {hashlib.sha256(data).hexdigest()}")
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__, file=sys.stderr)
         return 2
-    df = extract(Path(argv[0]))
-    buf = io.StringIO()
-    df.to_csv(buf, index=False, lineterminator="\n")
-    data = buf.getvalue().encode()
-    OUT.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
-    print(f"{OUT.name}: {len(df)} rows, sha256 of the CSV {hashlib.sha256(data).hexdigest()}")
+    write_table(extract(Path(argv[0])), OUT)
     return 0
 
 

@@ -24,9 +24,6 @@ generator expands it); identical rows (image ignored) once, with the last date a
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import io
 import re
 import sys
 from pathlib import Path
@@ -36,7 +33,7 @@ import pandas as pd
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from extract_benchmark_matrix import _bool, _concs, _git, _num  # noqa: E402  (the same matrix readers)
+from extract_benchmark_matrix import _bool, _concs, _git, _num, write_table  # noqa: E402  (the same matrix readers)
 
 OUT = Path(__file__).resolve().parents[1] / "planner" / "serving" / "data" / "deployment_recipes.csv.gz"
 FILES = ("nvidia-master.yaml", "amd-master.yaml")
@@ -162,12 +159,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__, file=sys.stderr)
         return 2
-    df = extract(Path(argv[0]))
-    buf = io.StringIO()
-    df.to_csv(buf, index=False, lineterminator="\n")
-    data = buf.getvalue().encode()
-    OUT.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
-    print(f"{OUT.name}: {len(df)} rows, sha256 of the CSV {hashlib.sha256(data).hexdigest()}")
+    write_table(extract(Path(argv[0])), OUT)
     return 0
 
 
