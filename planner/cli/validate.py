@@ -368,10 +368,8 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     fits = {"allreduce": ar, "nccl": nccl, "a2a": a2a}
     gemm = fit_gemm()
     moe, attn = fit_moe(), fit_attention()
-    # the all-to-all law goes in whole, but the step model takes only its bandwidth fraction: with
-    # the kernels' floors (tens of microseconds per phase) in the step, the measured runs are
-    # predicted far slower (leave-one-system-out on GB300 84% against 23%), so the runs' stacks do
-    # not pay an isolated kernel's fixed cost inside their CUDA graphs
+    # the all-to-all law goes in whole: the step model prices a phase with its floors where
+    # attention is data-parallel (equations.a2a_floor), with the link's latency elsewhere
     written = write_allreduce(ar + nccl + a2a + gemm + moe + attn) if args.write else []
     if args.json:
         print_json(json_safe({**{k: [f.__dict__ for f in v] for k, v in
@@ -403,8 +401,9 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
                 ["gpu", "kernels", "t_n0", "a_nl", "a_nm", "a_nc", "eta_nc", "eta_hb", "median |err|",
                  "p90"]))
     print("\n# a2a (low-latency dispatch and combine): t = floor[phase, dtype] + V / (eta_a2a B_su) "
-          "(moe-planner equations --term op.a2a, the floor as a_a2a); eta_a2a fitted once per stack "
-          "over the systems with the same links; the step model takes eta_a2a, not the floors")
+          "(moe-planner equations --term op.a2a, the floor as a_phase); eta_a2a fitted once per stack "
+          "over the systems with the same links; the step model takes both (a_disp, a_comb) where "
+          "attention is data-parallel")
     print(table([[f.gpu, f.stack, f.n, f"{f.values['efficiency']:.3g}{_se_shown(f.rel_se['efficiency'])}",
                   ", ".join(f"{k} {v * 1e6:.0f} us" for k, v in f.values.items() if k != "efficiency") or "-",
                   _pct(f.median_abs_err), _pct(f.p90_abs_err), f.source or "-"] for f in a2a],

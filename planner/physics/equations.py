@@ -67,6 +67,8 @@ from planner.physics.symbols import (
     X_sm,
     a_a2a,
     a_ar,
+    a_comb,
+    a_disp,
     a_nc,
     a_nl,
     a_nm,
@@ -123,6 +125,7 @@ from planner.physics.symbols import (
     n_mtp,
     n_sw,
     o_tbo,
+    phi_fl,
     phi_w,
     r_mem,
     s_h,
@@ -477,7 +480,29 @@ def a2a_volume(n_destinations: sp.Expr, bytes_per_elem: sp.Expr, tokens: sp.Expr
     return tokens * n_destinations * d * bytes_per_elem
 
 
-def a2a_time(bytes_per_elem: sp.Expr) -> sp.Expr:
+def a2a_su_time(bytes_per_elem: sp.Expr, alpha: sp.Expr) -> sp.Expr:
+    """One all-to-all phase inside the scale-up domain: its floor ``alpha`` plus the volume to the
+    in-domain destinations at the fraction ``eta_a2a`` of the link (or the host bridge the traffic
+    to peers under other switches crosses, :func:`su_seconds_per_byte`).  The law of the measured
+    dispatch and combine kernels (operator ``a2a``) and the step's scale-up part are this one
+    expression."""
+    return alpha + a2a_volume(n_dest_su, bytes_per_elem) * su_seconds_per_byte() / eta_a2a
+
+
+def a2a_floor(floor: sp.Expr) -> sp.Expr:
+    """The floor of one all-to-all phase: the share ``phi_fl`` (1 for a kernel timed alone; fitted to
+    the measured runs for a serving step, whose ranks arrive together and whose launches are in its
+    CUDA graph) of the low-latency kernels' own (``floor``: ``a_disp`` or ``a_comb``, fitted to
+    measured kernels) where attention is data-parallel inside the EP group
+    (``TP_a < EP``: each rank holds its own tokens and sends them to the ranks of their experts, as
+    DeepEP's low-latency kernels and TensorRT-LLM's all-to-all do), else the message latency
+    ``a_a2a``: with attention tensor-parallel over the EP group every rank already holds every
+    token, and the stacks gather and reduce-scatter the expert outputs (a collective's latency, not
+    the low-latency kernels' floor)."""
+    return sp.Piecewise((phi_fl * floor, TP_a < EP), (a_a2a, True))
+
+
+def a2a_time(bytes_per_elem: sp.Expr, floor: sp.Expr) -> sp.Expr:
     """One EP all-to-all phase: the slower of its scale-up and scale-out parts (each alpha-beta).
 
     Zero when EP = 1; the scale-out part only when EP spans more than one scale-up domain.  The
@@ -486,19 +511,21 @@ def a2a_time(bytes_per_elem: sp.Expr) -> sp.Expr:
     EPLB, two-batch overlap: measured 92 ms a step, LMSYS 2025-05-05) would take 101 ms with every
     micro-batch's communication hidden, so the imbalance its all-to-all saw was at most about 1.1;
     until a measured imbalance per EP size exists the bytes stay at the mean.  The scale-up part
-    has the all-to-all kernels' own latency per phase and bandwidth fraction (``a_a2a``,
-    ``eta_a2a``: fitted to measured dispatch and combine kernels, which cost tens of microseconds
-    per phase where a bare NVLink message costs about one), and its bandwidth is the
-    GPU's own link or, over PCIe, the host bridge the traffic to peers under other switches
-    crosses (:func:`su_seconds_per_byte`).
+    is :func:`a2a_su_time` with the phase's floor (:func:`a2a_floor`: the measured kernels' under
+    attention data parallelism, which cost tens of microseconds per phase where a bare NVLink
+    message costs about one); the scale-out part pays the same floor, or the network's latency
+    ``a_so`` where that is more.
     """
-    t_su = a_a2a + a2a_volume(n_dest_su, bytes_per_elem) * su_seconds_per_byte() / eta_a2a
-    t_so = link_time(a2a_volume(n_dest_so, bytes_per_elem), B_so, eta_so, a_so)
+    alpha = a2a_floor(floor)
+    t_su = a2a_su_time(bytes_per_elem, alpha)
+    # across domains the same kernels run (DeepEP's low-latency mode sends its RDMA copies from
+    # the same kernel): the phase pays the kernels' floor, or the network's latency where more
+    t_so = link_time(a2a_volume(n_dest_so, bytes_per_elem), B_so, eta_so, _max(alpha, a_so))
     return _max(t_su, t_so * indicator(G > N_su)) * indicator(EP > 1)
 
 
-t_dispatch = a2a_time(b_disp)
-t_combine = a2a_time(b_comb)
+t_dispatch = a2a_time(b_disp, a_disp)
+t_combine = a2a_time(b_comb, a_comb)
 
 
 def _ar_split(n: sp.Expr) -> tuple[sp.Expr, sp.Expr]:

@@ -127,7 +127,9 @@ expression; :func:`compile_operator` lambdifies one (sympy is imported on first 
   ring's does and a two-shot kernel's does not.
 - ``a2a``: one dispatch or combine phase of ``tokens`` per GPU inside one domain, to the
   ``(EP - 1)(1 - (1 - 1/EP)^k)`` other ranks a token's experts reach, at the GPU's link or, over
-  PCIe, the host bridge that traffic to peers under other switches crosses.
+  PCIe, the host bridge that traffic to peers under other switches crosses, plus the phase's
+  floor ``a_phase``: the step model's scale-up phase (``equations.a2a_su_time``) under attention
+  data parallelism, where the step prices a phase with the same floor (``a_disp``, ``a_comb``).
 """
 
 from __future__ import annotations
@@ -151,6 +153,7 @@ x_bytes = sp.Symbol("x", positive=True)    #: all-reduce message, bytes per GPU
 n_ar = sp.Symbol("n_g", positive=True)     #: GPUs in the all-reduce
 t_a2a = sp.Symbol("tokens", positive=True)  #: tokens each GPU sends in an all-to-all phase
 b_ph = sp.Symbol("b_phase", positive=True)  #: bytes per element of that phase
+a_ph = sp.Symbol("a_phase", nonnegative=True)  #: floor of that phase (a_disp or a_comb), s
 eta_g = sp.Symbol("eta_g", positive=True)   #: fitted fraction of the dense peak a GEMM reaches
 eta_gm = sp.Symbol("eta_gm", positive=True)  #: fitted fraction of HBM bandwidth a GEMM streams at
 w_g = sp.Symbol("w_g", nonnegative=True)    #: fitted share of the last wave's idle SMs a GEMM pays
@@ -197,6 +200,8 @@ OPERATOR_SYMBOLS = {
     "x": (x_bytes, "all-reduce message per GPU", "B"), "n_g": (n_ar, "GPUs in the all-reduce", "1"),
     "tokens": (t_a2a, "tokens each GPU sends in an all-to-all phase", "token"),
     "b_phase": (b_ph, "bytes per element of the phase (dispatch or combine)", "B"),
+    "a_phase": (a_ph, "floor of the phase: the dispatch or combine kernel's fitted floor for its dtype "
+                "(a_disp, a_comb; the step model's, under attention data parallelism)", "s"),
     "eta_g": (eta_g, "fraction of the dense peak a GEMM reaches (fitted per GPU, stack, dtype)", "1"),
     "eta_gm": (eta_gm, "fraction of HBM bandwidth a GEMM streams its operands at (fitted)", "1"),
     "w_g": (w_g, "share of the idle SMs of a GEMM's last wave the kernel pays for (fitted; 0: split-K or "
@@ -321,6 +326,11 @@ M_row = eq.b * eq.S_a0 * eq.e_kv * eq.b_kv / eq.s_kv
 Q_mla = eq.at(M_row, _MLA_AT)
 
 
+#: one measured all-to-all phase: the step's scale-up phase with ``tokens`` per rank (attention
+#: data-parallel: b = tokens, TP_a = 1) and the EP group as the instance, inside one domain (G = EP)
+_A2A_AT = {eq.b: t_a2a, eq.s_q: 1, eq.TP_a: 1, eq.G: eq.EP, eq.phi_fl: 1}
+
+
 def _attn_law(F: sp.Expr, M: sp.Expr) -> sp.Expr:
     return eq._max(F / (eta_a * eq.P_c), M / (eta_am * eq.B_hbm)) + t_a0
 
@@ -399,8 +409,7 @@ OPERATORS: dict[str, sp.Expr] = {
     "allreduce_nccl": eq.allreduce_nccl_time(x_bytes, n_ar),
     # one phase inside a domain: every other EP rank a token's k experts reach, uniform routing
     # (the instance is the EP group, inside one domain: G = EP)
-    "a2a": eq.a_a2a + eq.a2a_volume(eq.n_dest, b_ph, t_a2a)
-    * eq.su_seconds_per_byte(eq.at(eq.phi_hb, {eq.G: eq.EP})) / eq.eta_a2a,
+    "a2a": eq.at(eq.a2a_su_time(b_ph, a_ph), _A2A_AT),
 }
 
 

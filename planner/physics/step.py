@@ -417,6 +417,27 @@ def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
                 **allreduce_values(hw, mode))
 
 
+#: The measured dispatch kernels' dtype names by the routed experts' compute dtype (the dispatch
+#: sends the experts' input in it: NVFP4 on Blackwell's FP4 path); the combine sends BF16.
+A2A_DISPATCH_DTYPE = {"fp4": "nvfp4", "fp8": "fp8", "bf16": "bf16"}
+
+
+def a2a_floor_values(hw: Hardware, prec: Precisions, mode: str) -> dict[str, float]:
+    """``a_disp`` and ``a_comb``: in realistic mode the floors the stack's all-to-all law was fitted
+    with on measured dispatch and combine kernels (``a2a_<phase>_<dtype>``: the dispatch in the
+    routed experts' compute dtype, else BF16; the combine in BF16), where its spec carries them;
+    elsewhere the stack's or the link's per-phase latency (``a_a2a``); and ``phi_fl``, the share of
+    them a serving step pays.  0 in bound mode."""
+    if mode == "bound":
+        return {"a_disp": 0.0, "a_comb": 0.0, "phi_fl": 1.0}
+    e = hw.efficiency
+    other = e.a2a_latency if e.a2a_latency is not None else hw.su_latency
+    floors = dict(e.a2a_floors)
+    disp = A2A_DISPATCH_DTYPE.get(prec.compute["routed_experts"], "bf16")
+    return {"a_disp": floors.get(f"dispatch_{disp}", floors.get("dispatch_bf16", other)),
+            "a_comb": floors.get("combine_bf16", other), "phi_fl": e.floor_share}
+
+
 #: Kernels a serving stack launches per layer of a decode step under CUDA graphs, a fused kernel
 #: counted once (read from the decode forward of the stacks' DeepSeek-V2/V3, Llama and Qwen model
 #: code; stacks and versions differ by a kernel or two per operator).
@@ -506,6 +527,7 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
     )
     v.update(_efficiencies(hw, mode))
     v.update(gemm_law_values(hw, prec, mode))
+    v.update(a2a_floor_values(hw, prec, mode))
     if mode == "realistic":
         law = moe_law(hw, prec, model)
         if law is not None:

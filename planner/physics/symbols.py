@@ -191,6 +191,17 @@ eta_a2a = _s("eta_a2a", "achieved fraction of scale-up bandwidth in an expert al
              r"\eta_{a2a}")
 a_a2a = _s("a_a2a", "latency per phase (dispatch or combine) of an expert all-to-all in a scale-up domain",
            "s", "efficiency", r"\alpha_{a2a}", nonneg=True)
+a_disp = _s("a_disp", "floor of the dispatch phase of the low-latency expert all-to-all kernels (DeepEP "
+            "low-latency and their kin: launch, barrier, the receiver's polling, packing and quantizing) "
+            "under attention data parallelism, fitted per GPU, stack and dispatch dtype to measured "
+            "kernels", "s", "efficiency", r"\alpha_{disp}", nonneg=True)
+a_comb = _s("a_comb", "floor of the combine phase of those kernels (the weighted sum of the expert outputs "
+            "included), fitted per GPU, stack and combine dtype to measured kernels", "s", "efficiency",
+            r"\alpha_{comb}", nonneg=True)
+phi_fl = _s("phi_fl", "share of the low-latency all-to-all kernels' isolated floor (a_disp, a_comb) a phase "
+            "pays inside a serving step (the ranks arrive together and the launch is in the step's CUDA "
+            "graph; fitted to the measured runs per GPU family)", "1", "efficiency", r"\phi_{fl}",
+            nonneg=True)
 eta_so = _s("eta_so", "achieved fraction of scale-out bandwidth", "1", "efficiency", r"\eta_{so}")
 tau_k = _s("tau_k", "fixed cost per kernel (launch and ramp inside a CUDA graph, sync)", "s", "efficiency",
            r"\tau_{k}", nonneg=True)

@@ -30,15 +30,18 @@ REGIONS = ("global", "china")
 #: DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs") with the
 #: H100 SGLang efficiencies fitted to the measured runs, which ran without overlap.  Reproduced
 #: by ``scripts/derive_overlap_efficiency.py`` (tests/physics/test_step.py checks that the two
-#: agree): 90.44 ms with the whole shorter side hidden, 168.2 ms at eta_o = 0, against 91.91 ms
-#: measured, so 0.981 (1, its ceiling, before the Hopper SGLang fit took the host's time per
+#: agree): 93.4 ms with the whole shorter side hidden, 179.7 ms at eta_o = 0, against 91.91 ms
+#: measured, so 1, its ceiling, since each dispatch and combine pays the all-to-all kernels'
+#: floors (SGLang's DeepEP phases at vLLM's measured H100 floors, the Hopper runs not pinning a
+#: smaller share of them); 0.981 before that, with the Hopper SGLang fit's host time per sequence
+#: (1, its ceiling, before the Hopper SGLang fit took the host's time per
 #: sequence, which its Llama-3.1-8B runs pin, and its HBM fraction rose from 0.47 to 0.55; 0.983
 #: before the refit that followed the all-reduce laws of multi-node NVLink groups).  The
 #: step prices those experts with SGLang's Triton grouped-MoE law (its compute fraction 0.30 of
 #: the FP8 peak once the kernels' masked slots are read right, where 0.97 had put the same point
 #: at 84 ms and eta_o at 0.897); under DeepEP SGLang runs DeepGEMM's grouped GEMMs, for which no
 #: kernels are measured.  One point, so its uncertainty is wide (0 to 1).
-OVERLAP_EFFICIENCY = 0.981
+OVERLAP_EFFICIENCY = 1.0
 
 
 #: The communication laws' fields of :class:`Efficiency` fitted to a system's measured kernels
@@ -167,6 +170,9 @@ class Efficiency:
     #: work, overlapped with the GPU's step: it binds only where it is the longer); 0 where no
     #: measured run pins it
     host_per_sequence: float = 0.0
+    #: phi_fl, the share of the low-latency all-to-all kernels' isolated floor (``a2a_floors``) a
+    #: phase pays inside a serving step's CUDA graph (fitted to the measured runs per family)
+    floor_share: float = 1.0
     #: all-reduce inside a scale-up domain, fitted to measured kernels per stack (None: the
     #: link's own latency and the scale_up fraction)
     allreduce_latency: float | None = None      #: a_ar, s per pass
@@ -177,9 +183,8 @@ class Efficiency:
     a2a_latency: float | None = None            #: a_a2a, s per phase
     a2a_efficiency: float | None = None         #: eta_a2a
     #: the measured all-to-all kernels' isolated cost per phase and dtype (``dispatch_fp8`` ...: s;
-    #: launch, barrier, polling, packing), fitted with ``a2a_efficiency``.  Kernel scoring only:
-    #: inside a serving stack's CUDA graph a phase does not pay it as measured, so the step model's
-    #: per-phase latency stays ``a2a_latency`` (the link's where unset)
+    #: launch, barrier, polling, packing), fitted with ``a2a_efficiency``; the step model's
+    #: ``a_disp`` and ``a_comb`` under attention data parallelism (``step.a2a_floor_values``)
     a2a_floors: tuple[tuple[str, float], ...] = ()
     #: eta_o, share of the shorter of compute and communication hidden under two-micro-batch
     #: overlap (see OVERLAP_EFFICIENCY for where the default comes from)
@@ -552,7 +557,7 @@ def _regions(s: Fields, src: dict[str, str]) -> tuple[str, ...]:
 #: Efficiency fields a ``stacks:`` entry sets (``network`` sets scale_up and scale_out).
 STACK_FIELDS = {"compute": ("compute",), "hbm": ("hbm",), "network": ("scale_up", "scale_out"),
                 "kernel_overhead": ("kernel_overhead",), "step_overhead": ("step_overhead",),
-                "host_per_sequence": ("host_per_sequence",),
+                "host_per_sequence": ("host_per_sequence",), "floor_share": ("floor_share",),
                 "allreduce_latency": ("allreduce_latency",),
                 "allreduce_efficiency": ("allreduce_efficiency",),
                 "allreduce_large_efficiency": ("allreduce_large_efficiency",),

@@ -180,12 +180,12 @@ def _allreduce_seconds(d: pd.DataFrame, hw: Any, a_ar: float, eta_ar: float, eta
         a_ar=a_ar, a_so=a_so, **allreduce_values(hw, mode, str(d["stack"].iloc[0])), **link_symbols(hw, mode))
 
 
-def _a2a_seconds(d: pd.DataFrame, hw: Any, a_a2a: Any, eta_a2a: float) -> np.ndarray:
-    """The all-to-all law on phase rows ``d`` of system ``hw``."""
+def _a2a_seconds(d: pd.DataFrame, hw: Any, floor: Any, eta_a2a: float) -> np.ndarray:
+    """The all-to-all law on phase rows ``d`` of system ``hw``, each phase at ``floor``."""
     return compile_operator("a2a")(
         tokens=d.tokens.to_numpy(float), b_phase=d.dtype.map(A2A_BYTES).to_numpy(float),
         EP=d.ep.to_numpy(float), k=d.topk.to_numpy(float), d=d.hidden.to_numpy(float),
-        B_su=hw.su_bandwidth, eta_a2a=eta_a2a, a_a2a=a_a2a, N_su=float(hw.domain_size),
+        B_su=hw.su_bandwidth, eta_a2a=eta_a2a, a_phase=floor, N_su=float(hw.domain_size),
         **{k: v for k, v in link_symbols(hw).items() if k != "x_nvls"})
 
 
@@ -1062,14 +1062,15 @@ def fit_a2a(df: pd.DataFrame | None = None) -> list[LawFit]:
 
 
 def borrowed_a2a(fits: list[LawFit]) -> list[LawFit]:
-    """The bandwidth fraction of each stack in :data:`A2A_BORROWED`, from the stack whose kernels
-    it runs (the floors stay with the measured stack: they are isolated-kernel costs)."""
+    """The all-to-all law of each stack in :data:`A2A_BORROWED`, from the stack whose kernels it
+    runs: its bandwidth fraction and its floors per phase and dtype (the same kernels, on the same
+    GPU; the step model prices a phase with them under attention data parallelism)."""
     out = []
     for f in fits:
         for stack, src in A2A_BORROWED.items():
             if f.stack == src:
-                out.append(LawFit("a2a", f.gpu, stack, f.n, {"efficiency": f.values["efficiency"]},
-                                  {"efficiency": f.rel_se["efficiency"]}, f.median_abs_err, f.p90_abs_err,
+                out.append(LawFit("a2a", f.gpu, stack, f.n, dict(f.values), dict(f.rel_se), f.median_abs_err,
+                                  f.p90_abs_err,
                                   source=f"borrowed from {src}'s fit: the same DeepEP low-latency kernels"))
     return out
 

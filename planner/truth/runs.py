@@ -727,12 +727,12 @@ def score_runs(path: str | Path | None = None, stacks: bool = True) -> RunsScore
             system = system.with_stack(stack)
         elif not stacks:
             # the efficiency: block as written, with the stack's laws fitted to kernels that the step
-            # model takes (all-reduce, all-to-all, GEMM, grouped MoE, prefill attention)
+            # model takes (all-reduce, all-to-all with its floors, GEMM, grouped MoE, prefill attention)
             kernel = system.stacks.get(stack)
             system = system.without_stack()
             if kernel is not None:
                 system = system.replace(efficiency={
-                    f: getattr(kernel, f) for f in (*COMM_LAW_FIELDS, "gemm", "attn", "moe")})
+                    f: getattr(kernel, f) for f in (*COMM_LAW_FIELDS, "a2a_floors", "gemm", "attn", "moe")})
             # the stack's name stays, so that its kernels run as that stack dispatches them (the
             # all-reduce's reach and one-shot limits) while the efficiency: block is fitted
             system = system.replace(stack=str(stack))

@@ -83,6 +83,9 @@ PARAMETERS: tuple[RunParameter, ...] = (
     # the host's work per running sequence per step (tau_q), which binds where a step's sequences
     # take the host longer than the GPU; 10 ns (none) to 1 ms
     RunParameter("host_per_sequence", ("host_per_sequence",), 1e-8, 1e-3, "s", per_sequence=True),
+    # the share of the all-to-all kernels' isolated floor a serving step's phase pays (1: all of
+    # it, as timed alone; 0.01: none)
+    RunParameter("floor_share", ("floor_share",), 0.01, 1.0),
 )
 #: Fitted once per GPU family (every stack's runs together, :func:`fit_family`) and held at that
 #: value in each of the family's cells.  Within one cell the per-step overhead trades with the
@@ -94,7 +97,7 @@ PARAMETERS: tuple[RunParameter, ...] = (
 #: without that term), so it keeps the assumed 1 ms.  Held at 1 ms on both families, the held-out
 #: errors were no better (DeepSeek-R1 held out 20% against 18%, bias 0.87 against 0.96) and the
 #: Blackwell TensorRT-LLM and vLLM cells' p90 35% and 31% against 28% and 27%.
-FAMILY_ONLY = ("step_overhead",)
+FAMILY_ONLY = ("step_overhead", "floor_share")
 #: A stack's own: where its runs do not pin it, it keeps its spec value (no host floor), never the
 #: value another stack's runs pin in the family fit.  The host's per-request work is its
 #: scheduler's code.  Hopper SGLang's runs pin it at 60 us a sequence (Llama-3.1-8B at 450
@@ -417,6 +420,44 @@ def _solve(parts: list[_Part], free: tuple[RunParameter, ...], fixed_vals: dict[
     return np.exp(sol.x), cov, sol.fun
 
 
+#: The parameters a cell keeps only where several models' runs pin them: a constant of the stack
+#: or of the links (the host's time per sequence, the network fraction) that one model's runs
+#: alone reveal says what serving that model costs, not what the stack costs whatever it runs
+#: (Blackwell vLLM's host time per sequence, revealed by MiniMax-M2.5 alone, put a 1,024-sequence
+#: step of another model at 3.5x its measured time).  The GPU's fractions and per-kernel cost are
+#: the GPU's, and stay fitted where one model's runs pin them.
+MODEL_SPREAD = ("network", "host_per_sequence")
+#: ... kept where at least this many models each have :data:`MODEL_SPREAD_RUNS` runs whose predicted
+#: TPOT the fitted value moves by more than :data:`MODEL_SPREAD_MOVE` against the value it would be
+#: held at (a stray run of a second model does not make a constant general)
+MODEL_SPREAD_MODELS = 2
+MODEL_SPREAD_RUNS = 3
+MODEL_SPREAD_MOVE = 0.05
+
+
+def _lone_model(parts: list[_Part], free: list[RunParameter], at_x: dict[str, float],
+                held: dict[str, float]) -> tuple[int, str] | None:
+    """(index in ``free``, the model whose runs move most) of the first :data:`MODEL_SPREAD`
+    parameter whose fitted value (``at_x``) moves, against its ``held`` value, the runs of fewer than
+    :data:`MODEL_SPREAD_MODELS` models (each by :data:`MODEL_SPREAD_RUNS` runs), else None."""
+    on = np.array([at_x[q.name] for q in PARAMETERS])
+    for i, p in enumerate(free):
+        if p.name not in MODEL_SPREAD:
+            continue
+        runs: dict[str, int] = {}
+        off = np.array([held[p.name] if q.name == p.name else at_x[q.name] for q in PARAMETERS])
+        for part in parts:
+            with_it = part.inputs.tpot(_with(part.inputs.hw, PARAMETERS, on))
+            without = part.inputs.tpot(_with(part.inputs.hw, PARAMETERS, off))
+            moved = (np.isfinite(with_it) & np.isfinite(without)
+                     & (np.abs(np.log(with_it / without)) > math.log1p(MODEL_SPREAD_MOVE)))
+            for m in part.models[moved]:
+                runs[str(m)] = runs.get(str(m), 0) + 1
+        if sum(n >= MODEL_SPREAD_RUNS for n in runs.values()) < MODEL_SPREAD_MODELS:
+            return i, max(runs, key=runs.__getitem__) if runs else "none"
+    return None
+
+
 def fit_cell(parts: list[_Part], family: str, stack: str,
              pooled: CellFit | None = None, ttft: bool = True) -> CellFit:
     """Fit one cell; fix, one at a time, the parameter its runs pin least until all are pinned.
@@ -459,10 +500,17 @@ def fit_cell(parts: list[_Part], family: str, stack: str,
         at_bound = [(abs(math.log(xi / p.lo)) < 1e-3 or abs(math.log(xi / p.hi)) < 1e-3)
                     for p, xi in zip(free, x, strict=True)]
         bad = [i for i in range(len(free)) if not np.isfinite(se[i]) or se[i] > REL_SE_MAX or at_bound[i]]
+        at_x = {**fixed_vals, **{q.name: float(xi) for q, xi in zip(free, x, strict=True)}}
+        lone = _lone_model(parts, free, at_x, spec0)
+        if lone is not None:
+            i, model = lone
+            p = free.pop(i)
+            fixed[p.name] = (f"pinned by the runs of one model only ({model}), not carried to others; "
+                             f"held at {held_by[p.name]}")
+            continue
         if not bad:
             values.update({p.name: float(xi) for p, xi in zip(free, x, strict=True)})
             break
-        at_x = {**fixed_vals, **{q.name: float(xi) for q, xi in zip(free, x, strict=True)}}
         ss = float(res @ res)
         s2 = ss / max(len(res) - len(free), 1)
 

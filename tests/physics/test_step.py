@@ -506,3 +506,34 @@ def test_routed_experts_pay_their_grouped_moe_laws_activation_pass():
     assert kernels == pytest.approx(kernel_counts(m)["n_ke"] * hw.efficiency.kernel_overhead, rel=1e-6)
     b = evaluate_configs(m, hw, prec, "bound", **kw)
     assert float(np.asarray(b["part.experts.act"]).ravel()[0]) == 0.0
+
+
+def test_the_steps_all_to_all_phases_are_the_kernel_law():
+    """One physics: a decode step's dispatch and combine under attention data parallelism are the
+    all-to-all law the kernel scorecard fits (operator ``a2a``), at the floors the stack's spec
+    carries for the phase and dtype; with attention tensor-parallel over the EP group (every rank
+    holds every token: no low-latency all-to-all kernel runs) the phase takes the link's latency."""
+    from planner.physics.operators import arguments, compile_operator
+    from planner.physics.step import symbol_values
+
+    m, hw = load_model("deepseek-r1"), load_hardware("hgx-h200").with_stack("trtllm")
+    prec = resolve_precisions(m, hw)
+    floors = dict(hw.efficiency.a2a_floors)
+    assert prec.compute["routed_experts"] == "fp8"
+    kw = dict(G=8.0, EP=8.0, TP_e=1.0, E_slots=256.0, b=np.array([1.0, 16.0, 128.0]), S=2048.0)
+    vals = symbol_values(m, hw, prec, "realistic", TP_a=1.0, s_q=1.0, s_h=1.0, **kw)
+    assert vals["a_disp"] == floors["dispatch_fp8"] and vals["a_comb"] == floors["combine_bf16"]
+    out = evaluate_configs(m, hw, prec, "realistic", TP_a=1.0, **kw)
+    law = compile_operator("a2a")
+    given = {a: vals[a] for a in arguments("a2a") if a in vals}
+    for phase, nbytes, floor in (("dispatch", "b_disp", "a_disp"), ("combine", "b_comb", "a_comb")):
+        want = law(**given, tokens=kw["b"], b_phase=vals[nbytes], a_phase=vals[floor])
+        assert np.allclose(out[phase], want, rtol=1e-12)
+        # the floor is the measured kernels' (tens of microseconds), not a bare NVLink message's
+        assert np.all(out[phase] > vals[floor]) and vals[floor] > 20e-6
+    # attention TP over the EP group: the message latency, not the kernels' floor
+    tp = evaluate_configs(m, hw, prec, "realistic", TP_a=8.0, **kw)
+    assert np.all(tp["dispatch"] < vals["a_disp"] / 2)
+    # bound mode: no floor at all
+    bound = symbol_values(m, hw, prec, "bound", TP_a=1.0, s_q=1.0, s_h=1.0, **kw)
+    assert bound["a_disp"] == bound["a_comb"] == 0.0
