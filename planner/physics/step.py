@@ -427,7 +427,8 @@ def a2a_floor_values(hw: Hardware, prec: Precisions, mode: str) -> dict[str, flo
     with on measured dispatch and combine kernels (``a2a_<phase>_<dtype>``: the dispatch in the
     routed experts' compute dtype, else BF16; the combine in BF16), where its spec carries them;
     elsewhere the stack's or the link's per-phase latency (``a_a2a``); and ``phi_fl``, the share of
-    them a serving step pays.  0 in bound mode."""
+    them a serving step pays (fitted per family, apart for a scale-up domain that spans hosts: an
+    NVLink fabric's kernels are measured with floors 2.4-2.7x a node's).  0 in bound mode."""
     if mode == "bound":
         return {"a_disp": 0.0, "a_comb": 0.0, "phi_fl": 1.0}
     e = hw.efficiency
@@ -435,7 +436,8 @@ def a2a_floor_values(hw: Hardware, prec: Precisions, mode: str) -> dict[str, flo
     floors = dict(e.a2a_floors)
     disp = A2A_DISPATCH_DTYPE.get(prec.compute["routed_experts"], "bf16")
     return {"a_disp": floors.get(f"dispatch_{disp}", floors.get("dispatch_bf16", other)),
-            "a_comb": floors.get("combine_bf16", other), "phi_fl": e.floor_share}
+            "a_comb": floors.get("combine_bf16", other),
+            "phi_fl": e.floor_share_fabric if hw.domain_size > hw.gpus_per_host else e.floor_share}
 
 
 #: Kernels a serving stack launches per layer of a decode step under CUDA graphs, a fused kernel

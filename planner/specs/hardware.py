@@ -173,6 +173,12 @@ class Efficiency:
     #: phi_fl, the share of the low-latency all-to-all kernels' isolated floor (``a2a_floors``) a
     #: phase pays inside a serving step's CUDA graph (fitted to the measured runs per family)
     floor_share: float = 1.0
+    #: ... the same where the scale-up domain spans several hosts (an NVLink fabric such as an
+    #: NVL72 rack's, whose low-latency all-to-all kernels are measured with floors 2.4-2.7x a
+    #: node's: TensorRT-LLM's dispatch 160-200 us at EP 4).  Assumed 0 where the runs do not pin it:
+    #: GB300's 80 runs, the only rack runs here, come closest (relative SE 0.21) and put it at
+    #: 0.2-0.3 (median |error| 9% there, 13% at 0.05, 25% at 1), never near the isolated floors
+    floor_share_fabric: float = 0.0
     #: all-reduce inside a scale-up domain, fitted to measured kernels per stack (None: the
     #: link's own latency and the scale_up fraction)
     allreduce_latency: float | None = None      #: a_ar, s per pass
@@ -558,6 +564,7 @@ def _regions(s: Fields, src: dict[str, str]) -> tuple[str, ...]:
 STACK_FIELDS = {"compute": ("compute",), "hbm": ("hbm",), "network": ("scale_up", "scale_out"),
                 "kernel_overhead": ("kernel_overhead",), "step_overhead": ("step_overhead",),
                 "host_per_sequence": ("host_per_sequence",), "floor_share": ("floor_share",),
+                "floor_share_fabric": ("floor_share_fabric",),
                 "allreduce_latency": ("allreduce_latency",),
                 "allreduce_efficiency": ("allreduce_efficiency",),
                 "allreduce_large_efficiency": ("allreduce_large_efficiency",),

@@ -10,8 +10,10 @@ relative standard error.  Runs of one configuration at several concurrencies are
 independent, so these errors are a lower bound on the true uncertainty; the leave-one-system-out
 and leave-one-model-out errors are the honest measure of what the fit knows.
 
-The per-step overhead is fitted once per family and held at that value in every cell
-(:data:`FAMILY_ONLY`).  A parameter the cell's runs cannot
+The per-step overhead and the share of the all-to-all kernels' floors a step pays are fitted once
+per family and held at that value in every cell (:data:`FAMILY_ONLY`); a stack's host time per
+sequence or network fraction that the runs of only one model pin is held, not fitted
+(:data:`MODEL_SPREAD`).  A parameter the cell's runs cannot
 pin (relative standard error above :data:`REL_SE_MAX`, or a singular Jacobian) is merged: held
 at the value that every stack of the family pins together (:func:`fit_family`, one set of
 parameters for all the family's runs), or at its spec value where that fit cannot pin it
@@ -86,24 +88,29 @@ PARAMETERS: tuple[RunParameter, ...] = (
     # the share of the all-to-all kernels' isolated floor a serving step's phase pays (1: all of
     # it, as timed alone; 0.01: none)
     RunParameter("floor_share", ("floor_share",), 0.01, 1.0),
+    # ... on a scale-up domain that spans hosts (an NVL72 rack's NVLink fabric)
+    RunParameter("floor_share_fabric", ("floor_share_fabric",), 0.01, 1.0),
 )
 #: Fitted once per GPU family (every stack's runs together, :func:`fit_family`) and held at that
 #: value in each of the family's cells.  Within one cell the per-step overhead trades with the
 #: per-kernel one (a model's kernels per step are nearly fixed); across every model of a family
 #: (gpt-oss-120b's 508 kernels a pass against DeepSeek-R1's 1,386) the two part.  Fitted per cell
 #: it went to 1 us in three cells, and to 4.7 ms in Hopper SGLang's with the per-kernel cost at
-#: its 0.05 us floor.  Per family, Blackwell's runs push it to its 1 us floor (2026 builds) and
-#: Hopper's, beside the host's time per sequence, do not pin it (relative SE 25%; 1.17 ms, SE 16%,
-#: without that term), so it keeps the assumed 1 ms.  Held at 1 ms on both families, the held-out
+#: its 0.05 us floor.  Per family, Blackwell's runs push it to its 1 us floor (2026 builds, whose
+#: schedulers prepare the next step while the GPU runs this one) and Hopper's pin 1.18 ms
+#: (relative SE 16%).  The share of the all-to-all kernels' floors a step pays is the family's
+#: too (Blackwell 0.51; Hopper's runs, few of them attention-DP, do not pin it: the spec's 1).
+#: Held at 1 ms on both families, the held-out
 #: errors were no better (DeepSeek-R1 held out 20% against 18%, bias 0.87 against 0.96) and the
 #: Blackwell TensorRT-LLM and vLLM cells' p90 35% and 31% against 28% and 27%.
-FAMILY_ONLY = ("step_overhead", "floor_share")
+FAMILY_ONLY = ("step_overhead", "floor_share", "floor_share_fabric")
 #: A stack's own: where its runs do not pin it, it keeps its spec value (no host floor), never the
 #: value another stack's runs pin in the family fit.  The host's per-request work is its
-#: scheduler's code.  Hopper SGLang's runs pin it at 60 us a sequence (Llama-3.1-8B at 450
-#: sequences: 23-29 ms a step at TP 8 and TP 4 alike, where the GPU's work is 9-14 ms), Hopper
-#: TensorRT-LLM's at 90 us, Blackwell vLLM's at 79 us (MiniMax-M2.5 at 250-500 sequences a rank);
-#: Blackwell SGLang's and TensorRT-LLM's and Hopper vLLM's do not.
+#: scheduler's code.  Kept only where several models' runs pin it (:data:`MODEL_SPREAD`): Hopper
+#: TensorRT-LLM's, 109 us a sequence (Llama-3.1-8B, Qwen3-32B and DeepSeek-R1 runs).  Hopper
+#: SGLang's 60 us (Llama-3.1-8B at 450 sequences: 23-29 ms a step at TP 8 and TP 4 alike, where
+#: the GPU's work is 9-14 ms) and Blackwell vLLM's 79 us (MiniMax-M2.5 at 250-500 sequences a
+#: rank) were one model's each, and are held at 0.
 STACK_ONLY = ("host_per_sequence",)
 #: Fitted after the TPOT parameters, to log(predicted / measured) TTFT (``ttft_served``: the pass,
 #: a per-request latency, the pass's host time per kernel and the queued share of a prompt wave), at
@@ -423,8 +430,8 @@ def _solve(parts: list[_Part], free: tuple[RunParameter, ...], fixed_vals: dict[
 #: The parameters a cell keeps only where several models' runs pin them: a constant of the stack
 #: or of the links (the host's time per sequence, the network fraction) that one model's runs
 #: alone reveal says what serving that model costs, not what the stack costs whatever it runs
-#: (Blackwell vLLM's host time per sequence, revealed by MiniMax-M2.5 alone, put a 1,024-sequence
-#: step of another model at 3.5x its measured time).  The GPU's fractions and per-kernel cost are
+#: (Blackwell vLLM's host time per sequence, 79 us, was revealed by MiniMax-M2.5's runs alone and
+#: set a floor under every model's step on that stack).  The GPU's fractions and per-kernel cost are
 #: the GPU's, and stay fitted where one model's runs pin them.
 MODEL_SPREAD = ("network", "host_per_sequence")
 #: ... kept where at least this many models each have :data:`MODEL_SPREAD_RUNS` runs whose predicted

@@ -537,3 +537,21 @@ def test_the_steps_all_to_all_phases_are_the_kernel_law():
     # bound mode: no floor at all
     bound = symbol_values(m, hw, prec, "bound", TP_a=1.0, s_q=1.0, s_h=1.0, **kw)
     assert bound["a_disp"] == bound["a_comb"] == 0.0
+
+
+def test_a_fabric_spanning_hosts_pays_its_own_share_of_the_floors():
+    # an NVL72 rack's scale-up domain spans its hosts (72 GPUs, 4 a host): its phases pay the
+    # fabric's share of the floors; an 8-GPU node's, the node's share
+    import dataclasses
+
+    from planner.physics.step import a2a_floor_values
+
+    for name, fabric in (("gb300-nvl72", True), ("hgx-b200", False)):
+        hw = load_hardware(name).with_stack("trtllm")
+        hw = hw.replace(efficiency={"floor_share": 0.5, "floor_share_fabric": 0.25})
+        assert (hw.domain_size > hw.gpus_per_host) is fabric
+        prec = resolve_precisions(load_model("deepseek-r1"), hw)
+        v = a2a_floor_values(hw, prec, "realistic")
+        assert v["phi_fl"] == (0.25 if fabric else 0.5)
+        assert v["a_disp"] == dict(hw.efficiency.a2a_floors)["dispatch_fp8"]
+        assert a2a_floor_values(dataclasses.replace(hw), prec, "bound")["a_disp"] == 0.0

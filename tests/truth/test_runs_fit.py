@@ -55,10 +55,11 @@ def test_fit_recovers_known_parameters(h200_trtllm_parts):
     # runs "measured" at known efficiencies, exactly as the model predicts them: the fit, started
     # from the spec values, must find those efficiencies again (a host time of 0.4 ms a sequence
     # makes 38 of these 199 runs host-bound, which pins it; half the all-to-all kernels' floor,
-    # which the attention-DP runs pin).  The network fraction is the spec's: no run of a second
-    # model moves with it by 5%, so it is held there (MODEL_SPREAD), and said
+    # which the attention-DP runs pin; the share on a multi-host fabric at the spec's 0).  The
+    # network fraction is the spec's: no run of a second model moves with it by 5%, so it is held
+    # there (MODEL_SPREAD), and said
     spec_network = rf._spec_value(h200_trtllm_parts[0].inputs.hw, rf.PARAMETERS[2])
-    truth = np.array([0.6, 0.7, spec_network, 10e-6, 0.8e-3, 0.4e-3, 0.5])
+    truth = np.array([0.6, 0.7, spec_network, 10e-6, 0.8e-3, 0.4e-3, 0.5, 0.0])
     parts = []
     for p in h200_trtllm_parts:
         t = p.inputs.tpot(rf._with(p.inputs.hw, rf.PARAMETERS, truth))
@@ -67,8 +68,10 @@ def test_fit_recovers_known_parameters(h200_trtllm_parts):
     got = np.array([f.values[p.name] for p in rf.PARAMETERS])
     np.testing.assert_allclose(got, truth, rtol=1e-3)
     assert f.after["tpot_median_abs_err"] < 1e-3
-    assert set(f.fitted) == {p.name for p in rf.PARAMETERS} - {"network"}
-    assert list(f.fixed) == ["network"] and "one model only" in f.fixed["network"]
+    # the fabric's share of the floors touches no run of a one-host system: held at the spec's
+    assert set(f.fitted) == {p.name for p in rf.PARAMETERS} - {"network", "floor_share_fabric"}
+    assert set(f.fixed) == {"network", "floor_share_fabric"} and "one model only" in f.fixed["network"]
+    assert "not pinned" in f.fixed["floor_share_fabric"]
 
 
 def test_a_parameter_the_runs_do_not_touch_is_held_and_said(h200_trtllm_parts):
@@ -378,7 +381,7 @@ def test_a_host_time_only_one_models_runs_reveal_is_not_fitted(fit_cells):
         m = p.models == "llama-3.1-8b"
         if m.any():
             one.append(rf._Part(rf._take(p.inputs, m), p.measured_s[m], p.systems[m], p.models[m]))
-    truth = np.array([0.6, 0.7, 0.5, 10e-6, 0.8e-3, 0.4e-3, 0.5])
+    truth = np.array([0.6, 0.7, 0.5, 10e-6, 0.8e-3, 0.4e-3, 0.5, 0.0])
     synthetic = [dataclasses.replace(p, measured_s=p.inputs.tpot(rf._with(p.inputs.hw, rf.PARAMETERS, truth)))
                  for p in one]
     f = rf.fit_cell(synthetic, "hopper", "trtllm", ttft=False)
