@@ -465,6 +465,23 @@ def _lone_model(parts: list[_Part], free: list[RunParameter], at_x: dict[str, fl
     return None
 
 
+def _untouched(parts: list[_Part], free: list[RunParameter], at: dict[str, float]) -> list[RunParameter]:
+    """The parameters of ``free`` that move no run's prediction from one end of their range to the
+    other: e.g. the fabric's share of the all-to-all floors on one-host systems.  Held
+    before the fit rather than left to it (a zero column of the Jacobian slows the solver)."""
+    def tpot(v: dict[str, float]) -> np.ndarray:
+        x = np.array([v[q.name] for q in PARAMETERS])
+        return np.concatenate([part.inputs.tpot(_with(part.inputs.hw, PARAMETERS, x)) for part in parts])
+
+    out = []
+    for p in free:
+        base, t = tpot({**at, p.name: p.lo}), tpot({**at, p.name: p.hi})
+        ok = np.isfinite(t) & np.isfinite(base)
+        if not np.any(np.abs(t[ok] - base[ok]) > 1e-12 * np.abs(base[ok])):
+            out.append(p)
+    return out
+
+
 def fit_cell(parts: list[_Part], family: str, stack: str,
              pooled: CellFit | None = None, ttft: bool = True) -> CellFit:
     """Fit one cell; fix, one at a time, the parameter its runs pin least until all are pinned.
@@ -496,6 +513,9 @@ def fit_cell(parts: list[_Part], family: str, stack: str,
                            f"give together ({how})")
     spec0 = dict(spec)  # where an unpinned parameter is held
     free = [p for p in PARAMETERS if p.name not in family_only]
+    for p in _untouched(parts, free, spec0):
+        free.remove(p)
+        fixed[p.name] = f"moves no run of these (not pinned); held at {held_by[p.name]}"
     values = dict(spec)
     spec = dict(spec)  # values held fixed (spec0's, or a bound a parameter was pushed to)
     cov = np.zeros((0, 0))
