@@ -555,3 +555,24 @@ def test_a_fabric_spanning_hosts_pays_its_own_share_of_the_floors():
         assert v["phi_fl"] == (0.25 if fabric else 0.5)
         assert v["a_disp"] == dict(hw.efficiency.a2a_floors)["dispatch_fp8"]
         assert a2a_floor_values(dataclasses.replace(hw), prec, "bound")["a_disp"] == 0.0
+
+
+def test_the_steps_attention_all_reduce_is_the_kernel_law():
+    """One physics: the decode step's attention all-reduce (b s_q d b_a bytes over the TP_a GPUs)
+    is operator ``allreduce``, the law the kernel scorecard scores the stacks' measured all-reduce
+    kernels with, for the same inputs (the stack's fitted latency and fractions, its dispatch)."""
+    from planner.physics.operators import arguments, compile_operator
+    from planner.physics.step import symbol_values
+
+    m, hw = load_model("llama-3.1-70b"), load_hardware("hgx-h200").with_stack("trtllm")
+    prec = resolve_precisions(m, hw)
+    kw = dict(G=8.0, EP=1.0, TP_e=8.0, E_slots=1.0, b=np.array([1.0, 32.0, 256.0]), S=2048.0)
+    for tp in (2.0, 8.0):
+        at = {**kw, "G": tp, "TP_e": tp}
+        vals = symbol_values(m, hw, prec, "realistic", TP_a=tp, s_q=1.0, s_h=1.0, **at)
+        out = evaluate_configs(m, hw, prec, "realistic", TP_a=tp, **at)
+        law = compile_operator("allreduce")
+        given = {a: vals[a] for a in arguments("allreduce") if a in vals}
+        want = law(**given, x=kw["b"] * m.d * 2.0, n_g=tp)
+        assert np.allclose(out["allreduce_attn"], want, rtol=1e-12)
+        assert np.all(want > 0)
