@@ -195,10 +195,9 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
     handles, labels = ax.get_legend_handles_labels()
     bottom = (0.22 * len(labels) + 0.25) / fig.get_figheight()
     fig.legend(handles, labels, fontsize=8, loc="lower left", bbox_to_anchor=(0.01, 0.005))
-    if reuse:
-        fig.subplots_adjust(left=0.08, right=0.86, top=0.94, bottom=bottom + 0.06, hspace=0.08)
-    else:
-        fig.tight_layout(rect=(0.0, bottom, 1.0, 1.0))
+    # fixed margins (tight_layout measured every text box: a third of a second per figure)
+    fig.subplots_adjust(left=0.08, right=0.86 if annotate_bottleneck else 0.97, top=0.94,
+                        bottom=bottom + 0.06, hspace=0.08)
     if path is not None:
         fig.savefig(path, dpi=130)
     return fig
@@ -243,6 +242,7 @@ def plot_sizing(curves: pd.DataFrame, path: str | Path | None = None, title: str
                      label=text(f"{hw} ({unit}s)"))
     for ax in axes:
         ax.set_xscale("log")
+        _plain_log_ticks(ax.xaxis)
         # only where the frontiers exist
         ax.set_xlim(float(curves["tps_per_user"].min()), float(curves["tps_per_user"].max()))
         ax.grid(True, which="both", alpha=0.3)
@@ -262,7 +262,7 @@ def plot_sizing(curves: pd.DataFrame, path: str | Path | None = None, title: str
     default = "Sizing" + (f": {a['model']}" if a.get("model") else "") + (
         f", {a['demand']}" if a.get("demand") else "")
     axes[0].set_title(text(title or default), fontsize=11)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.1, right=0.97, top=0.94, bottom=0.08, hspace=0.08)
     if path is not None:
         fig.savefig(path, dpi=130)
     return fig
