@@ -100,18 +100,16 @@ def check_output_args(args: argparse.Namespace, files: Sequence[str] = (), plots
 def savefig_to(fig_of: Callable[[], Any], path: str) -> Callable[[str], None]:
     """Content for :func:`planner.outputs.write_outputs`: the figure ``fig_of()`` saved to the path
     it is given, in the format ``path``'s extension names."""
-    from planner.plot import plot_format
+    from planner.plot import close_figure, plot_format
 
     fmt = plot_format(path)
 
     def write(tmp: str) -> None:
-        import matplotlib.pyplot as plt
-
         fig = fig_of()
         try:
             fig.savefig(tmp, dpi=130, format=fmt)
         finally:
-            plt.close(fig)
+            close_figure(fig)
     return write
 
 
