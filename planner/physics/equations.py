@@ -498,8 +498,9 @@ def a2a_floor(floor: sp.Expr) -> sp.Expr:
     DeepEP's low-latency kernels and TensorRT-LLM's all-to-all do), else the message latency
     ``a_a2a``: with attention tensor-parallel over the EP group every rank already holds every
     token, and the stacks gather and reduce-scatter the expert outputs (a collective's latency, not
-    the low-latency kernels' floor)."""
-    return sp.Piecewise((phi_fl * floor, TP_a < EP), (a_a2a, True))
+    the low-latency kernels' floor).  A phase never costs less than that message latency, whatever
+    share of the kernels' floor it pays."""
+    return sp.Piecewise((_max(phi_fl * floor, a_a2a), TP_a < EP), (a_a2a, True))
 
 
 def a2a_time(bytes_per_elem: sp.Expr, floor: sp.Expr) -> sp.Expr:
