@@ -33,8 +33,8 @@ REGIONS = ("global", "china")
 #: agree): 93.4 ms with the whole shorter side hidden, 179.7 ms at eta_o = 0, against 91.91 ms
 #: measured, so 1, its ceiling, since each dispatch and combine pays the all-to-all kernels'
 #: floors (SGLang's DeepEP phases at vLLM's measured H100 floors, the Hopper runs not pinning a
-#: smaller share of them); 0.981 before that, with the Hopper SGLang fit's host time per sequence
-#: (1, its ceiling, before the Hopper SGLang fit took the host's time per
+#: smaller share of them).  Before the floors entered the step it was 0.981 (1, its ceiling,
+#: before the Hopper SGLang fit took the host's time per
 #: sequence, which its Llama-3.1-8B runs pin, and its HBM fraction rose from 0.47 to 0.55; 0.983
 #: before the refit that followed the all-reduce laws of multi-node NVLink groups).  The
 #: step prices those experts with SGLang's Triton grouped-MoE law (its compute fraction 0.30 of

@@ -448,13 +448,15 @@ def _lone_model(parts: list[_Part], free: list[RunParameter], at_x: dict[str, fl
     parameter whose fitted value (``at_x``) moves, against its ``held`` value, the runs of fewer than
     :data:`MODEL_SPREAD_MODELS` models (each by :data:`MODEL_SPREAD_RUNS` runs), else None."""
     on = np.array([at_x[q.name] for q in PARAMETERS])
+    fitted: list[np.ndarray] | None = None  # the parts' predictions at at_x, computed once
     for i, p in enumerate(free):
         if p.name not in MODEL_SPREAD:
             continue
+        if fitted is None:
+            fitted = [part.inputs.tpot(_with(part.inputs.hw, PARAMETERS, on)) for part in parts]
         runs: dict[str, int] = {}
         off = np.array([held[p.name] if q.name == p.name else at_x[q.name] for q in PARAMETERS])
-        for part in parts:
-            with_it = part.inputs.tpot(_with(part.inputs.hw, PARAMETERS, on))
+        for part, with_it in zip(parts, fitted, strict=True):
             without = part.inputs.tpot(_with(part.inputs.hw, PARAMETERS, off))
             moved = (np.isfinite(with_it) & np.isfinite(without)
                      & (np.abs(np.log(with_it / without)) > math.log1p(MODEL_SPREAD_MOVE)))
@@ -469,17 +471,11 @@ def _untouched(parts: list[_Part], free: list[RunParameter], at: dict[str, float
     """The parameters of ``free`` that move no run's prediction from one end of their range to the
     other: e.g. the fabric's share of the all-to-all floors on one-host systems.  Held
     before the fit rather than left to it (a zero column of the Jacobian slows the solver)."""
-    def tpot(v: dict[str, float]) -> np.ndarray:
-        x = np.array([v[q.name] for q in PARAMETERS])
-        return np.concatenate([part.inputs.tpot(_with(part.inputs.hw, PARAMETERS, x)) for part in parts])
+    def res(v: dict[str, float]) -> np.ndarray:
+        return _residuals(parts, PARAMETERS, np.array([v[q.name] for q in PARAMETERS]))
 
-    out = []
-    for p in free:
-        base, t = tpot({**at, p.name: p.lo}), tpot({**at, p.name: p.hi})
-        ok = np.isfinite(t) & np.isfinite(base)
-        if not np.any(np.abs(t[ok] - base[ok]) > 1e-12 * np.abs(base[ok])):
-            out.append(p)
-    return out
+    return [p for p in free
+            if np.allclose(res({**at, p.name: p.lo}), res({**at, p.name: p.hi}), rtol=0.0, atol=1e-12)]
 
 
 def fit_cell(parts: list[_Part], family: str, stack: str,
