@@ -80,7 +80,7 @@ def _ipow(x: Any, e: Any) -> Any:
 #: Switches (0/1 flags and the draft count) whose scalar values are substituted exactly before
 #: compiling: with overlap on, the no-overlap branch of every MoE layer is not computed at all.
 SWITCHES: dict[str, tuple[float, ...]] = {"o": (0.0, 1.0), "x_off": (0.0, 1.0), "n_d": (0.0,),
-                                           "x_g": (0.0, 1.0)}
+                                           "x_g": (0.0, 1.0), "x_al": (0.0, 1.0)}
 
 
 @lru_cache(maxsize=1)

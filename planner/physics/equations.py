@@ -10,19 +10,21 @@ One step processes ``b`` sequences on every attention-DP rank, ``s_q`` query tok
 step and a prefill forward pass.
 
 Every operator's time is a roofline, ``max(F / (eta_c P), M / (eta_m B_hbm)) + tau_k``, summed
-over operators (a max per operator, then a sum; physics.md section 2).  In realistic mode the dense
-GEMMs (attention projections, dense FFN, shared experts, LM head, draft head) run instead at the
-throughput of the GEMM law fitted to measured GEMM kernels where the system's stack carries one
-(``x_g = 1``: :func:`gemm_operator`); the routed experts' grouped GEMMs keep the roofline, their
-FLOPs at ``eta_ce`` (the compute fraction of the stack's grouped-MoE law, fitted to measured
-grouped-MoE kernels; ``eta_c`` where it has none), plus that law's per-row activation pass
-(``x_xa = 1``, at its fraction ``eta_xa`` of HBM bandwidth; the law's compute fraction and this pass
-are fitted together, so one is not taken without the other); the attention core keeps the roofline, its FLOPs
-at ``eta_fa`` with ``S_a0`` context tokens' worth of extra work per query row and its softmax
-exponentials at ``X_sm`` per second (in a prefill pass the stack's prefill attention law, fitted to
-measured prefill attention kernels; in a decode step ``eta_c``, 0 and no exponential term).
-``bound`` mode sets every eta to 1, every latency and ``S_a0`` to 0 and ``X_sm`` to infinity: the
-speed of light.
+over operators (a max per operator, then a sum; physics.md section 2).  In realistic mode each
+operator instead follows the law fitted to the stack's measured kernels of its kind where the spec
+carries one, the same expression the kernel scorecard (:mod:`planner.physics.operators`) scores
+them with: the dense GEMMs (attention projections, dense FFN, shared experts, LM head, draft head)
+the GEMM law (``x_g = 1``: :func:`gemm_operator`); the routed experts the grouped-MoE law
+(``x_xa = 1``: :func:`moe_parts`, each touched expert's rows padded to its tile, the weight stream
+at ``eta_em``, the FLOPs at ``eta_ce``, plus the per-row and per-token activation passes); a decode
+step's attention core the decode attention law for the model's attention kind and KV dtype
+(``x_al = 1``: :func:`decode_attention_law`, with its kernel's KV splits and head tiles), a prefill
+pass's the prefill attention law (``eta_fa``, ``S_a0`` context tokens' worth of work per query
+row, softmax exponentials at ``X_sm``); the all-to-all and the all-reduce their communication laws.
+Each law's per-kernel floor is replaced by ``tau_k`` per kernel (fitted to the runs: inside a
+serving stack's CUDA graph a kernel costs what the others do).  ``eta_c`` and ``eta_m``, fitted to
+the runs, price only what no law covers.  ``bound`` mode sets every eta to 1, every latency and
+``S_a0`` to 0 and ``X_sm`` to infinity: the speed of light.
 """
 
 from __future__ import annotations
@@ -82,13 +84,18 @@ from planner.physics.symbols import (
     b_wd,
     b_we,
     b_wv,
+    beta_c,
     c_att,
     d,
     e_kv,
+    e_q,
+    eta_a,
     eta_a2a,
+    eta_am,
     eta_ar,
     eta_c,
     eta_ce,
+    eta_em,
     eta_fa,
     eta_hb,
     eta_m,
@@ -109,35 +116,45 @@ from planner.physics.symbols import (
     m_o4,
     m_o8,
     m_on,
+    n_blk,
     n_d,
     n_emb,
     n_fuse,
     n_hdr,
+    n_ht,
     n_ka,
     n_kc,
     n_kd,
     n_ke,
     n_kh,
     n_ks,
+    n_kvh,
     n_L,
     n_Ld,
     n_Ldr,
     n_mtp,
+    n_sub,
     n_sw,
     o_tbo,
     phi_fl,
+    phi_rp,
     phi_w,
     r_mem,
     s_h,
     s_kv,
     s_q,
+    t_c,
     t_fixed,
     t_m,
+    t_m0,
     t_n,
     t_n0,
+    t_q,
     t_qt,
+    t_r,
     tau_k,
     tau_q,
+    x_al,
     x_fw,
     x_g,
     x_mn,
@@ -355,13 +372,46 @@ phi_h = x_off * _max(0, M_kv - _max(C_free, 0)) / M_kv
 #: Largest b that fits: in HBM alone, or HBM + CPU-attached memory when spilling is allowed.
 b_max = (_max(C_free, 0) + x_off * C_host) / (S_c_eff * e_kv * b_kv * n_L / s_kv)
 
+#: The spilled fraction's read over the host link (the host tier, read beside HBM).
+t_kv_host = phi_h * M_kv_read / (eta_m * B_c2c)
+#: KV bytes of the per-row work of a decode kernel: S_a0 context tokens' worth of each sequence's
+#: cache, not windowed (0 where S_a0 is: GQA decode, bound mode).
+M_attn_row = b * S_a0 * e_kv * b_kv / s_kv
+
+
+def decode_attention_law(F: sp.Expr, M: sp.Expr, ctas: sp.Expr, q_elems: sp.Expr,
+                         row_blocks: sp.Expr = 0, per_cta: sp.Expr = 0, host: sp.Expr = 0) -> sp.Expr:
+    """The decode attention kernels' law, less its per-kernel floor  [s]: the FLOPs ``F`` at
+    ``eta_a`` of the peak, the KV bytes ``M`` at ``eta_am`` of HBM bandwidth (and the ``host`` read
+    beside it), the ``row_blocks`` blocks' own work ``t_r`` each, or one CTA's share of the stream
+    ``per_cta`` (:func:`planner.physics.operators._gqa_law`), whichever is longest; plus the SM time
+    of the split-KV grid, ``n_sub`` CTAs per block of the ``ctas`` blocks, ``t_c`` each and ``t_q``
+    per element of the ``q_elems`` query-head elements they load, ``N_sm`` at a time.  Fitted to
+    measured MLA and GQA decode kernels (``moe-planner calibrate --kernels``; operators
+    ``attn_mla_law``, ``attn_gqa_law``, which add the floor ``t_a0``); a decode step composes it
+    (:data:`t_attn_core`, ``x_al = 1``) with ``n_kc tau_k`` for its kernels instead of the floor."""
+    stream = _max(F / (eta_a * P_c), M / (eta_am * B_hbm), host, row_blocks * t_r, per_cta)
+    return stream + n_sub * (ctas * t_c + q_elems * t_q) / N_sm
+
+
+#: A decode step's attention core under the stack's decode attention law (x_al = 1): the FLOPs and
+#: the per-row work (S_a0 context tokens' worth, MLA), the KV read repeated by the head tiles that
+#: each stream it (n_ht, a share phi_rp of each further pass from HBM), the kernel's b n_blk
+#: blocks, each KV head's stream split over n_sub CTAs, its b s_q (h / TP_a) query heads of e_q
+#: elements.
+t_attn_law = decode_attention_law(
+    F_attn_core + F_attn_row,
+    (1 - phi_h) * (M_kv_read + M_attn_row) * (1 + phi_rp * (n_ht - 1)),
+    b * n_blk, b * s_q * (h / TP_a) * e_q, row_blocks=b * n_blk,
+    per_cta=M_kv_read / (b * n_kvh * n_sub * beta_c), host=t_kv_host)
 #: Attention core time: compute, or the KV read from HBM and (in parallel) from the host tier
-#: (the spilled fraction phi_h of every sequence's cache is read over the host link).
-t_attn_core = _max(
+#: (the spilled fraction phi_h of every sequence's cache is read over the host link); in a decode
+#: step with the stack's decode attention law (x_al = 1), that law.
+t_attn_core = (1 - x_al) * _max(
     t_attn_compute,
     (1 - phi_h) * M_kv_read / (eta_m * B_hbm),
-    phi_h * M_kv_read / (eta_m * B_c2c),
-) + n_kc * tau_k
+    t_kv_host,
+) + x_al * t_attn_law + n_kc * tau_k
 
 # ---- FFN: routed experts, shared experts, dense layers, LM head ---------------------------
 #: Expected distinct expert slots touched on the busiest GPU, which holds E_slots / EP of them and
@@ -373,6 +423,26 @@ n_touched = (E_slots / EP) * (1 - (1 - k / E_slots) ** (lam_EP * B_tok))
 
 F_experts = expert_flops(T_e)
 M_experts = expert_weight_bytes(n_touched)
+
+
+def moe_tile(rows: sp.Expr, experts: sp.Expr) -> sp.Expr:
+    """Rows of the tile a grouped GEMM runs each of ``experts`` touched experts on, given ``rows``
+    token-expert rows in all: the smallest power of two from ``t_m0`` up to ``t_m`` that holds an
+    expert's mean rows (the kernels size the tile to the rows; planner.truth.kernels.moe_tile)."""
+    per = _max(rows / _max(experts, 1), 1)
+    return _min(_max(2 ** sp.ceiling(sp.log(per, 2)), t_m0), t_m)
+
+
+def moe_parts(rows: sp.Expr, experts: sp.Expr, tile: sp.Expr, eta_compute: sp.Expr,
+              pad: sp.Expr = 1) -> tuple[sp.Expr, sp.Expr]:
+    """(compute, weights) of a grouped-MoE layer on one rank  [s]: the FLOPs of its ``rows``
+    token-expert rows, every one of the ``experts`` touched experts run on at least one whole
+    ``tile`` of rows (``pad = 1``; 0: no padding, the roofline), at ``eta_compute`` of the peak
+    ``P_e``; the touched experts' weights at ``eta_em`` of HBM bandwidth.  The grouped-MoE kernels'
+    law (operator ``moe_law``, fitted to measured kernels) and the step's routed experts
+    (:data:`t_experts`) are both this."""
+    padded = rows + pad * (_max(rows, experts * tile) - rows)
+    return expert_flops(padded) / (eta_compute * P_e), expert_weight_bytes(experts) / (eta_em * B_hbm)
 
 
 def expert_activation_bytes(rows: sp.Expr) -> sp.Expr:
@@ -403,10 +473,11 @@ M_tok_e = expert_token_bytes(b * s_q)
 #: busiest rank's rows' traffic at the law's fraction eta_xa of HBM bandwidth, its own tokens' at
 #: eta_xt.
 t_act_e = x_xa * (M_act_e / (eta_xa * B_hbm) + M_tok_e / (eta_xt * B_hbm))
-#: The grouped GEMMs of the routed experts: the roofline at the experts' own compute fraction, plus
-#: the activation passes.
-t_experts = (_max(F_experts / (eta_ce * P_e), M_experts / (eta_m * B_hbm))
-             + t_act_e + n_ke * tau_k)
+#: The grouped GEMMs of the routed experts: the grouped-MoE law's compute (each touched expert's rows
+#: padded to its tile where the stack carries the law, x_xa = 1) and weight stream, plus its
+#: activation passes, and n_ke tau_k for the layer's kernels instead of the law's floor.
+t_experts_c, t_experts_m = moe_parts(T_e, n_touched, moe_tile(T_e, n_touched), eta_ce, pad=x_xa)
+t_experts = _max(t_experts_c, t_experts_m) + t_act_e + n_ke * tau_k
 
 F_shared = 2 * E_s * 3 * d * f_e * b * s_q / TP_a
 M_shared = E_s * 3 * d * f_e * b_wd / TP_a
@@ -721,8 +792,8 @@ _shared_sides = gemm_parts(F_shared, M_shared, P_d, b * s_q, N_shared, "d")
 #: hides is the shorter one's kernel launches and the bandwidth the small shared GEMMs leave unused.
 #: On one stream, the sum.
 t_ffn_moe = (x_ss * _max(t_experts, t_shared,
-                         M_experts / (eta_m * B_hbm) + t_act_e + _shared_sides[1],
-                         F_experts / (eta_ce * P_e) + _shared_sides[0])
+                         t_experts_m + t_act_e + _shared_sides[1],
+                         t_experts_c + _shared_sides[0])
              + (1 - x_ss) * (t_experts + t_shared))
 t_compute_moe = t_attn_proj + t_attn_core + t_ffn_moe
 t_comm_moe = t_dispatch + t_combine + t_ar_attn + t_ar_moe
@@ -817,11 +888,12 @@ def _sides(name: str, parts: tuple[sp.Expr, sp.Expr]) -> dict[str, sp.Expr]:
 #: Roofline parts used to say which resource binds each operator.
 PARTS: dict[str, sp.Expr] = {
     **_sides("attn_proj", gemm_parts(F_attn_proj, M_attn_proj, P_a, b * s_q, N_attn_proj, "a")),
-    "attn_core.compute": t_attn_compute,
-    "attn_core.hbm": (1 - phi_h) * M_kv_read / (eta_m * B_hbm),
-    "attn_core.host": phi_h * M_kv_read / (eta_m * B_c2c),
-    "experts.compute": F_experts / (eta_ce * P_e),
-    "experts.hbm": M_experts / (eta_m * B_hbm),
+    "attn_core.compute": (1 - x_al) * t_attn_compute + x_al * (F_attn_core + F_attn_row) / (eta_a * P_c),
+    "attn_core.hbm": (1 - phi_h) * ((1 - x_al) * M_kv_read / (eta_m * B_hbm) + x_al * (
+        M_kv_read + M_attn_row) * (1 + phi_rp * (n_ht - 1)) / (eta_am * B_hbm)),
+    "attn_core.host": t_kv_host,
+    "experts.compute": t_experts_c,
+    "experts.hbm": t_experts_m,
     "experts.act": t_act_e,
     **_sides("shared_experts", gemm_parts(F_shared, M_shared, P_d, b * s_q, N_shared, "d")),
     **_sides("dense_ffn", gemm_parts(F_dense_ffn, M_dense_ffn, P_d, b * s_q, N_dense_ffn, "d")),

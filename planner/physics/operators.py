@@ -140,7 +140,13 @@ from typing import Any
 import sympy as sp
 
 from planner.physics import equations as eq
-from planner.physics.symbols import REGISTRY
+from planner.physics.symbols import (
+    REGISTRY,
+    beta_c,
+    n_ht,
+    n_sub,
+    phi_rp,
+)
 
 m_g = sp.Symbol("m", positive=True)        #: GEMM rows (tokens)
 n_g = sp.Symbol("n", positive=True)        #: GEMM output columns
@@ -169,7 +175,6 @@ T_ea = sp.Symbol("T_ea", positive=True)     #: token-expert slots that kernel's 
 n_ez = sp.Symbol("n_ez", nonnegative=True)  #: remote experts a masked grouped-MoE kernel launches blocks for
 t_z = sp.Symbol("t_z", nonnegative=True)    #: fitted SM time per output column of a masked expert's block, s
 eta_e = sp.Symbol("eta_e", positive=True)   #: fitted fraction of the dense peak of a grouped MoE
-eta_em = sp.Symbol("eta_em", positive=True)  #: fitted HBM fraction of a grouped MoE's weight stream
 t_e0 = sp.Symbol("t_e0", nonnegative=True)  #: fitted floor of a grouped MoE kernel, s
 eta_ea = sp.Symbol("eta_ea", positive=True)  #: fitted HBM fraction of a grouped MoE's activation traffic
 eta_et = sp.Symbol("eta_et", positive=True)  #: fitted HBM fraction of a grouped MoE's per-token traffic
@@ -179,17 +184,8 @@ d_n = sp.Symbol("d_n", positive=True)       #: MLA query/key head dimension with
 d_v = sp.Symbol("d_v", positive=True)       #: MLA value head dimension
 h_kv = sp.Symbol("h_kv", positive=True)     #: KV heads on the GPU
 d_head = sp.Symbol("d_head", positive=True)  #: head dimension
-eta_a = sp.Symbol("eta_a", positive=True)   #: fitted fraction of the dense peak of decode attention
-eta_am = sp.Symbol("eta_am", positive=True)  #: fitted HBM fraction of decode attention's KV read
 t_a0 = sp.Symbol("t_a0", nonnegative=True)  #: fitted floor of a decode attention kernel, s
-t_r = sp.Symbol("t_r", nonnegative=True)    #: fitted time per block (sequence, KV head) of GQA decode, s
-n_sub = sp.Symbol("n_sub", positive=True)   #: CTAs (sub-sequences) per block of a split-KV decode kernel
-n_ht = sp.Symbol("n_ht", positive=True)     #: CTAs per sequence that each stream an MLA decode's KV
 n_hc = sp.Symbol("n_hc", positive=True)     #: CTAs per sequence and KV split of an MLA decode kernel
-phi_rp = sp.Symbol("phi_rp", nonnegative=True)  #: fitted share of a repeated KV pass read from HBM
-beta_c = sp.Symbol("beta_c", positive=True)  #: fitted rate one CTA streams its share of the KV cache at, B/s
-t_c = sp.Symbol("t_c", nonnegative=True)    #: fitted SM time per CTA of a split-KV decode kernel, s
-t_q = sp.Symbol("t_q", nonnegative=True)    #: fitted SM time per CTA per query-head element, s
 
 OPERATOR_SYMBOLS = {
     "m": (m_g, "GEMM rows (tokens)", "1"), "n": (n_g, "GEMM output columns", "1"),
@@ -227,7 +223,6 @@ OPERATOR_SYMBOLS = {
             "s"),
     "eta_e": (eta_e, "fraction of the dense peak a grouped MoE kernel reaches (fitted per GPU, stack, dtype)",
               "1"),
-    "eta_em": (eta_em, "fraction of HBM bandwidth a grouped MoE kernel streams its weights at (fitted)", "1"),
     "t_e0": (t_e0, "per-kernel floor of a grouped MoE layer: launch, routing, prologue (fitted)", "s"),
     "eta_ea": (eta_ea, "fraction of HBM bandwidth of a grouped MoE layer's per-row activation traffic "
                "(gather, gate/up product, output; fitted)", "1"),
@@ -239,32 +234,9 @@ OPERATOR_SYMBOLS = {
     "d_n": (d_n, "MLA query/key head dimension without RoPE (qk_nope_head_dim)", "1"),
     "d_v": (d_v, "MLA value head dimension (v_head_dim)", "1"),
     "h_kv": (h_kv, "KV heads on the GPU", "1"), "d_head": (d_head, "attention head dimension", "1"),
-    "eta_a": (eta_a, "fraction of the dense peak a decode attention kernel reaches (fitted per GPU, stack, "
-              "KV dtype)", "1"),
-    "eta_am": (eta_am, "fraction of HBM bandwidth a decode attention kernel reads the KV cache at (fitted)",
-               "1"),
     "t_a0": (t_a0, "per-kernel floor of a decode attention kernel (fitted)", "s"),
-    "t_r": (t_r, "per-block work of a GQA decode kernel, one block per sequence and KV head (per query "
-            "head on MMHA): loading the query, the softmax, writing the output; overlaps the KV stream "
-            "(fitted)", "s"),
-    "n_ht": (n_ht, "CTAs per sequence of an MLA decode kernel that each stream the sequence's whole latent "
-             "KV range: head tiles x value-dimension slices (trtllm-gen's dispatch on Blackwell: "
-             "planner.truth.kernels.mla_dispatch; 1 elsewhere)", "1"),
     "n_hc": (n_hc, "CTAs per sequence and KV split of an MLA decode kernel: its head tiles times its value-"
              "dimension slices (2 on trtllm-gen's 128-head 2-CTA kernel; 1 elsewhere)", "1"),
-    "phi_rp": (phi_rp, "share of each repeated pass over the KV (a further head tile's or value slice's) "
-               "that comes from HBM, the rest hitting L2 (fitted; 0 where not fitted)", "1"),
-    "n_sub": (n_sub, "CTAs per block of a split-KV (multi-block) decode kernel, each streaming 1 / n_sub of "
-              "the block's context: the dispatcher's count (on Hopper: planner.truth.kernels."
-              "xqa_subsequences, mmha_subsequences for TensorRT-LLM, fa3_splits for SGLang and vLLM; MLA "
-              "on Blackwell: mla_dispatch's KV splits; 1 elsewhere)", "1"),
-    "beta_c": (beta_c, "rate one CTA of a decode kernel streams its share of the KV cache at (fitted; "
-               "infinite where not fitted)", "B/s"),
-    "t_c": (t_c, "SM time per CTA of a split-KV decode kernel: its prologue, its partial result written "
-            "and reduced (fitted; 0 where not fitted)", "s"),
-    "t_q": (t_q, "SM time per CTA per element of its query heads (GQA: h / h_kv heads of d_head; MLA: a "
-            "KV split's h heads of r_kv + d_r): loading them, writing their partial outputs; fitted; 0 "
-            "where not fitted)", "s"),
 }
 
 F_gemm = 2 * m_g * n_g * k_g
@@ -283,7 +255,7 @@ M_moe_min = eq.expert_weight_bytes(eq.k / eq.EP)
 #: rows in all -- the padding of experts with fewer rows than a tile, smooth (whole tiles expert by
 #: expert, from the table's own per-expert counts, fit worse: median of the cells' errors 19%
 #: against 17%; the kernels tile a small expert with fewer rows, t_m sized to the mean rows)
-F_moe_pad = eq.expert_flops(eq._max(T_er, n_er * eq.t_m))
+_moe_c, _moe_m = eq.moe_parts(T_er, n_er, eq.t_m, eta_e)
 #: BF16 activation bytes each token-expert row moves through HBM between the layer's kernels (the
 #: grouped GEMMs, the gated activation, the permute and the combine): its input row gathered in
 #: (d) and its output row written (d), its gate/up product (2 f_e / TP_e) written by the first GEMM
@@ -293,8 +265,6 @@ M_moe_act = eq.expert_activation_bytes(T_ea)
 #: ... and the BF16 bytes each token entering the layer moves once (its hidden state read, its
 #: combined output written: 2 d x 2 B), T_moe tokens: the collector hands the rank every token
 M_moe_tok = eq.expert_token_bytes(T_moe)
-#: ... and the weight bytes of the experts it touched
-M_moe_touched = eq.expert_weight_bytes(n_er)
 #: ... and, on SGLang's masked Triton path, the blocks its grouped GEMMs launch for the remote
 #: experts the tokens route to: one row of blocks each across both GEMMs' output columns (the gate
 #: and up projections' 2 f_e / TP_e, the down projection's d), each writing its zero rows and
@@ -320,10 +290,8 @@ F_gqa_pre, M_gqa_pre = eq.at(eq.F_attn_core, _GQA_PRE_AT), eq.at(eq.M_kv_read, _
 #: tokens' worth of FLOPs and of KV bytes (reading the query, the softmax and split-KV combine,
 #: writing the output; GQA decode prices it per block instead, :func:`_gqa_law`)
 R_mla = eq.at(eq.F_attn_row, _MLA_AT)
-#: its KV bytes' worth: S_a0 tokens of each sequence's cache, not windowed (a decode kernel's own
-#: term: the step model charges a decode step no per-row work)
-M_row = eq.b * eq.S_a0 * eq.e_kv * eq.b_kv / eq.s_kv
-Q_mla = eq.at(M_row, _MLA_AT)
+#: its KV bytes' worth: S_a0 tokens of each sequence's cache, not windowed (the step's M_attn_row)
+Q_mla = eq.at(eq.M_attn_row, _MLA_AT)
 
 
 #: one measured all-to-all phase: the step's scale-up phase with ``tokens`` per rank (attention
@@ -331,13 +299,10 @@ Q_mla = eq.at(M_row, _MLA_AT)
 _A2A_AT = {eq.b: t_a2a, eq.s_q: 1, eq.TP_a: 1, eq.G: eq.EP, eq.phi_fl: 1}
 
 
-def _attn_law(F: sp.Expr, M: sp.Expr) -> sp.Expr:
-    return eq._max(F / (eta_a * eq.P_c), M / (eta_am * eq.B_hbm)) + t_a0
-
-
 def _gqa_law(blocks: sp.Expr) -> sp.Expr:
     """GQA decode: the KV stream (or the FLOPs), the kernel's blocks or one CTA's share of the
-    stream, whichever is longest, the split-KV CTAs' own SM time, and a floor.
+    stream, whichever is longest, the split-KV CTAs' own SM time, and a floor
+    (:func:`planner.physics.equations.decode_attention_law`, the step's law, plus ``t_a0``).
 
     One block per sequence and KV head (the XQA and FlashAttention-style kernels load a KV head
     once for its whole query group; TensorRT-LLM's MMHA fallback runs one per query head), each
@@ -358,8 +323,8 @@ def _gqa_law(blocks: sp.Expr) -> sp.Expr:
     ~30 us once the grid is capped; one eta_am for all (the law without these terms) takes ~60%.
     With ``n_sub = 1``, ``beta_c`` infinite and ``t_c = t_q = 0`` it is the unsplit law."""
     per_cta = M_gqa / (eq.b * h_kv * n_sub) / beta_c   # a block's KV is its KV head's, whatever its heads
-    cta = n_sub * (blocks * t_c + eq.b * eq.h * d_head * t_q) / eq.N_sm
-    return eq._max(F_gqa / (eta_a * eq.P_c), M_gqa / (eta_am * eq.B_hbm), blocks * t_r, per_cta) + cta + t_a0
+    return eq.decode_attention_law(F_gqa, M_gqa, blocks, eq.b * eq.h * d_head, row_blocks=blocks,
+                                   per_cta=per_cta) + t_a0
 
 
 OPERATORS: dict[str, sp.Expr] = {
@@ -371,7 +336,8 @@ OPERATORS: dict[str, sp.Expr] = {
                              "t_g0": t_g0, "t_gq": t_gq}),
     # grouped MoE: the step model's expert roofline (its efficiencies), the fitted law, the bound
     "moe": eq.roofline(F_moe, M_moe, eq.P_e),
-    "moe_law": eq._max(F_moe_pad / (eta_e * eq.P_e), M_moe_touched / (eta_em * eq.B_hbm))
+    # the step's routed experts' law (eq.moe_parts), at the measured rank, plus its floor
+    "moe_law": eq._max(_moe_c, _moe_m)
     + M_moe_act / (eta_ea * eq.B_hbm) + M_moe_tok / (eta_et * eq.B_hbm) + t_moe_mask + t_e0,
     # the roofline at the peaks under uniform routing (no padding, no floor); measured kernels beat
     # it where the source's routing touches fewer experts than uniform routing would
@@ -384,8 +350,8 @@ OPERATORS: dict[str, sp.Expr] = {
     "attn_mla": eq.roofline(F_mla, M_mla, eq.P_c),
     # each of the n_ht CTAs streams the KV, the share phi_rp of a repeated pass missing L2; each
     # of the grid's CTAs costs SM time
-    "attn_mla_law": _attn_law(F_mla + R_mla, (M_mla + Q_mla) * (1 + phi_rp * (n_ht - 1)))
-    + n_sub * eq.b * (n_hc * t_c + eq.h * (r_kv + d_r) * t_q) / eq.N_sm,
+    "attn_mla_law": eq.decode_attention_law(F_mla + R_mla, (M_mla + Q_mla) * (1 + phi_rp * (n_ht - 1)),
+                                            eq.b * n_hc, eq.b * eq.h * (r_kv + d_r)) + t_a0,
     "attn_mla_bound": eq._max(F_mla / eq.P_c, M_mla / eq.B_hbm),
     "attn_mla_bound_l2": eq._max(F_mla / eq.P_c, eq._max(M_mla - C_l2, 0) / eq.B_hbm),
     "attn_gqa": eq.roofline(F_gqa, M_gqa, eq.P_c),

@@ -14,6 +14,7 @@ import numpy as np
 
 from planner.errors import SpecError
 from planner.physics import compiled
+from planner.physics.dispatch import decode_dispatch, trtllm_mmha
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
 from planner.specs.precision import compute_dtype, get_precision, kv_bytes
@@ -196,10 +197,18 @@ TILE_N = 128.0
 LAW_DTYPE = {"fp4": "nvfp4", "fp8": "fp8", "bf16": "bf16"}
 
 
+#: Rows of the smallest MMA tile a grouped GEMM runs an expert on: 16, the M of the m16n8k16 MMA
+#: and the least ``BLOCK_SIZE_M`` Triton's ``tl.dot`` takes (SGLang's and vLLM's fused-MoE
+#: kernels pick it, from their tuned configs, for experts with few rows).
+MOE_MIN_TILE = 16.0
+
+
 def gemm_tiles(hw: Hardware) -> dict[str, float]:
     """The GEMM law's tiling of ``hw``: tile height ``t_m`` (1 for a family without one: no
-    padding), width ``t_n`` and SMs ``N_sm`` (1 where the spec states none: no waves)."""
-    return {"t_m": TILE_M.get(hw.family, 1.0), "t_n": TILE_N, "N_sm": float(hw.sm_count or 1)}
+    padding), width ``t_n`` and SMs ``N_sm`` (1 where the spec states none: no waves); and
+    ``t_m0``, the least tile a grouped GEMM sizes an expert's rows to (at most ``t_m``)."""
+    t_m = TILE_M.get(hw.family, 1.0)
+    return {"t_m": t_m, "t_n": TILE_N, "N_sm": float(hw.sm_count or 1), "t_m0": min(MOE_MIN_TILE, t_m)}
 #: GEMM-law class -> the tensor class whose compute dtype it multiplies in.
 _LAW_CLASSES = {"a": "attention", "d": "dense_ffn", "v": "embeddings"}
 
@@ -399,14 +408,14 @@ def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
         raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
     if mode == "bound":
         return dict(eta_c=1.0, eta_fa=1.0, eta_ce=1.0, eta_xa=1.0, eta_xt=1.0, x_xa=0.0, S_a0=0.0,
-                    X_sm=np.inf, kappa_lc=0.0, t_qt=PREFILL_TILE_Q, eta_m=1.0,
+                    X_sm=np.inf, kappa_lc=0.0, t_qt=PREFILL_TILE_Q, eta_m=1.0, eta_em=1.0,
                     eta_su=1.0, eta_so=1.0, eta_ar=1.0, eta_nv=1.0, eta_a2a=1.0, tau_k=0.0,
                     eta_o=1.0, t_fixed=0.0, tau_q=0.0, a_su=0.0, a_so=0.0, a_ar=0.0, a_a2a=0.0,
                     **{"lambda": 1.0}, r_mem=0.0, **allreduce_values(hw, mode))
     e = hw.efficiency
     a_ar, eta_ar, eta_nv = _stack_allreduce(hw)
     return dict(eta_c=e.compute, eta_fa=e.compute, eta_ce=e.compute, eta_xa=1.0, eta_xt=1.0, x_xa=0.0,
-                S_a0=0.0, X_sm=np.inf, kappa_lc=0.0, t_qt=PREFILL_TILE_Q, eta_m=e.hbm,
+                S_a0=0.0, X_sm=np.inf, kappa_lc=0.0, t_qt=PREFILL_TILE_Q, eta_m=e.hbm, eta_em=e.hbm,
                 eta_su=e.scale_up, eta_so=e.scale_out, eta_ar=eta_ar, eta_nv=eta_nv,
                 tau_k=e.kernel_overhead, eta_o=e.overlap, t_fixed=e.step_overhead,
                 tau_q=e.host_per_sequence, a_su=hw.su_latency,
@@ -438,6 +447,58 @@ def a2a_floor_values(hw: Hardware, prec: Precisions, mode: str) -> dict[str, flo
     return {"a_disp": floors.get(f"dispatch_{disp}", floors.get("dispatch_bf16", other)),
             "a_comb": floors.get("combine_bf16", other),
             "phi_fl": e.floor_share_fabric if hw.domain_size > hw.gpus_per_host else e.floor_share}
+
+
+#: The decode attention law's neutral values: the roofline's (x_al = 0)
+_NO_ATTN_LAW = dict(x_al=0.0, eta_a=1.0, eta_am=1.0, t_r=0.0, beta_c=np.inf, t_c=0.0, t_q=0.0, phi_rp=0.0,
+                    n_sub=1.0, n_ht=1.0, n_blk=1.0, n_kvh=1.0, e_q=1.0)
+
+
+def attention_law_values(model: Model, hw: Hardware, prec: Precisions, mode: str, phase: str, *, b: Any,
+                         S: Any, TP_a: Any, s_kv: Any) -> dict[str, Any]:
+    """The decode attention law's symbols for a decode step in realistic mode, where the stack
+    carries a law for the model's attention kind and KV dtype (``attn_<mla|gqa>_<kv>``; on
+    TensorRT-LLM the shapes its dispatcher sends to MMHA take ``attn_gqa_mmha_<kv>`` where it has
+    one): ``x_al = 1``, the law's constants, and the kernel's dispatch for the step's ``b``
+    sequences of ``S`` tokens and its heads on the GPU (:mod:`planner.physics.dispatch`, the kernel
+    scorecard's own); MLA's per-row work ``S_a0``.  Elsewhere ``x_al = 0`` (the roofline).  Not
+    modelled: SGLang's and vLLM's Triton decode backends (the head dimensions the others do not
+    take); a model with sliding-window layers is dispatched at its full context."""
+    if mode != "realistic" or phase != "decode":
+        return dict(_NO_ATTN_LAW)
+    mla = model.attention == "mla"
+    kv = "bf16" if prec.kv == "fp16" else prec.kv
+    law = hw.efficiency.attn_law("mla" if mla else "gqa", kv)
+    if law is None:
+        return dict(_NO_ATTN_LAW)
+    sms = float(hw.sm_count or 1)
+    b, S, TP_a = (np.asarray(x, float) for x in (b, S, TP_a))
+    heads = model.h / TP_a
+    kv_heads = 1.0 if mla else model.h_kv / np.asarray(s_kv, float)
+    if mla:
+        n = decode_dispatch(hw.family, hw.stack, "mla", sms, b, heads, kv_heads, S)
+        return dict(x_al=1.0, eta_a=law.compute, eta_am=law.hbm, t_r=law.row, beta_c=law.stream, t_c=law.cta,
+                    t_q=law.query, phi_rp=law.repeat, n_sub=n["n_sub"], n_ht=n["n_ht"], n_blk=n["n_hc"],
+                    n_kvh=1.0, e_q=float(model.r_kv + model.d_r), S_a0=law.offset)
+    out = {k: np.broadcast_to(np.asarray(v, float), np.broadcast(b, S, heads).shape)
+           for k, v in _gqa_law(law, hw, "gqa", sms, b, S, heads, kv_heads).items()}
+    mmha_law = hw.efficiency.attn_law("gqa_mmha", kv)
+    if hw.stack == "trtllm" and mmha_law is not None:
+        mmha = trtllm_mmha(hw.family, sms, b, heads, kv_heads, S, kv == "fp8")
+        if np.any(mmha):
+            other = _gqa_law(mmha_law, hw, "gqa_mmha", sms, b, S, heads, kv_heads)
+            out = {k: np.where(mmha, other[k], v) for k, v in out.items()}
+    return dict(x_al=1.0, n_ht=1.0, n_kvh=kv_heads, e_q=float(model.d_head), S_a0=0.0, **out)
+
+
+def _gqa_law(law: Any, hw: Hardware, kind: str, sms: float, b: Any, S: Any, heads: Any,
+             kv_heads: Any) -> dict[str, Any]:
+    """A GQA decode law's constants and its kernel's dispatch (blocks per sequence: a KV head's,
+    or on MMHA a query head's)."""
+    n = decode_dispatch(hw.family, hw.stack, kind, sms, b, heads, kv_heads, S)
+    return dict(eta_a=law.compute, eta_am=law.hbm, t_r=law.row, beta_c=law.stream, t_c=law.cta,
+                t_q=law.query, phi_rp=law.repeat, n_sub=n["n_sub"],
+                n_blk=heads if kind == "gqa_mmha" else kv_heads)
 
 
 #: Kernels a serving stack launches per layer of a decode step under CUDA graphs, a fused kernel
@@ -533,7 +594,10 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
     if mode == "realistic":
         law = moe_law(hw, prec, model)
         if law is not None:
-            v.update(eta_ce=law.compute, eta_xa=law.act, eta_xt=law.token, x_xa=1.0)
+            v.update(eta_ce=law.compute, eta_em=law.hbm, eta_xa=law.act, eta_xt=law.token, x_xa=1.0)
+    v.update(attention_law_values(model, hw, prec, mode, phase, b=b, S=S, TP_a=TP_a, s_kv=s_kv))
+    if v["x_al"] == 1.0 and prec.kv == "fp8" and "fp8" in hw.flops:
+        v["P_c"] = hw.flops["fp8"]  # the decode law was fitted at the FP8 peak over an FP8 cache
     if phase == "prefill":
         # the prefill attention kernels' own law where this stack carries one for the KV dtype; over
         # an FP8 cache they multiply in FP8 (operators: attn_*_prefill_law), so its law is fitted at

@@ -141,6 +141,43 @@ S_a0 = _s("S_a0", "context tokens' worth of attention-core work each query row c
            "kernels: a prefill pass takes the prefill laws' value, a decode step and bound mode 0)",
            "token", "efficiency", "S_{a0}", nonneg=True)
 eta_m = _s("eta_m", "achieved fraction of memory bandwidth", "1", "efficiency", r"\eta_{m}")
+eta_em = _s("eta_em", "achieved fraction of HBM bandwidth of the routed experts' weight stream (the stack's "
+            "grouped-MoE kernel law where it carries one for the weight format; eta_m otherwise)", "1",
+            "efficiency", r"\eta_{em}")
+t_m0 = _s("t_m0", "rows of the smallest tile a grouped GEMM runs an expert on (16: the m16n8k16 MMA; the "
+          "kernels size an expert's tile to its mean rows, from t_m0 up to t_m)", "1", "hardware", "t_{m0}")
+x_al = _s("x_al", "a decode step's attention core follows the stack's decode attention kernel law for its "
+          "attention kind and KV dtype (1) or the roofline with the step's fractions (0: no law, a prefill "
+          "pass, bound mode)", "1", "efficiency", "x_{al}", nonneg=True)
+eta_a = _s("eta_a", "achieved fraction of the peak P_c of a decode attention kernel's FLOPs (its law, fitted "
+           "to measured decode attention kernels)", "1", "efficiency", r"\eta_{a}")
+eta_am = _s("eta_am", "achieved fraction of HBM bandwidth of a decode attention kernel's KV read (its law)",
+            "1", "efficiency", r"\eta_{am}")
+t_r = _s("t_r", "work per block (sequence, KV head; per query head on TensorRT-LLM's MMHA) of a GQA decode "
+         "kernel: loading the query, the softmax, writing the output; overlaps the KV stream (its law; 0 "
+         "for MLA)", "s", "efficiency", "t_{r}", nonneg=True)
+beta_c = _s("beta_c", "rate one CTA of a split-KV decode attention kernel streams its share of the KV cache "
+            "at (its law; infinite where not fitted)", "B/s", "efficiency", r"\beta_{c}")
+t_c = _s("t_c", "SM time per CTA of a split-KV decode attention kernel: its prologue, its partial result "
+         "written and reduced (its law; 0 where not fitted)", "s", "efficiency", "t_{c}", nonneg=True)
+t_q = _s("t_q", "SM time per CTA per element of its query heads of a decode attention kernel (its law; 0 "
+         "where not fitted)", "s", "efficiency", "t_{q}", nonneg=True)
+phi_rp = _s("phi_rp", "share of each repeated pass over an MLA decode kernel's KV (a further head tile's or "
+            "value slice's) that comes from HBM, the rest hitting L2 (its law; 0 where not fitted)", "1",
+            "efficiency", r"\phi_{rp}", nonneg=True)
+n_sub = _s("n_sub", "CTAs per block of a split-KV (multi-block) decode attention kernel, each streaming "
+           "1 / n_sub of the block's context: its dispatcher's count (planner.truth.kernels."
+           "decode_dispatch; 1 where not modelled)", "1", "efficiency", "n_{sub}")
+n_ht = _s("n_ht", "CTAs per sequence of an MLA decode kernel that each stream the sequence's whole latent "
+          "KV range: head tiles x value-dimension slices (trtllm-gen's dispatch on Blackwell; 1 elsewhere)",
+          "1", "efficiency", "n_{ht}")
+n_blk = _s("n_blk", "blocks (CTAs before the KV split) a decode attention kernel runs per sequence on the "
+           "GPU: its KV heads (GQA), its query heads (TensorRT-LLM's MMHA), head tiles x value slices of a "
+           "KV split (MLA: 1 elsewhere, 2 on trtllm-gen's 2-CTA kernel)", "1", "efficiency", "n_{blk}")
+n_kvh = _s("n_kvh", "KV heads a decode attention kernel streams per sequence on the GPU (GQA h_kv / s_kv; "
+           "MLA 1)", "1", "model", "n_{kvh}")
+e_q = _s("e_q", "elements of one query head a decode attention kernel loads (GQA d_head; MLA absorbed "
+         "r_kv + d_r)", "1", "model", "e_{q}")
 eta_su = _s("eta_su", "achieved fraction of scale-up bandwidth", "1", "efficiency", r"\eta_{su}")
 eta_ar = _s("eta_ar", "achieved fraction of scale-up bandwidth in an all-reduce", "1", "efficiency",
             r"\eta_{ar}")

@@ -862,19 +862,26 @@ def _split_stacks(text: str) -> tuple[list[str], dict[str, list[str]]]:
     return out, kept
 
 
-#: The GPU whose measured GEMM laws a spec of its family without GEMM tables of its own borrows
-#: (the fractions of its own peaks; the runs fit of the family assumes a GEMM law for the dense GEMMs).
+#: The GPU whose measured kernel laws (GEMM, grouped MoE, decode and prefill attention: the compute
+#: kernels') a spec of its family without kernel tables of its own borrows: the fractions of its own
+#: peaks and bandwidth.  The step composes those laws, and the runs fit prices with its fractions only
+#: what no law covers, so a spec without them would price its GEMMs, experts and attention at
+#: fractions fitted to what is left over.  Its communication laws are not borrowed: another system's
+#: links (H20's and H800's NVLink, an AMD part's Infinity Fabric) keep their own latency.
 GEMM_REFERENCE = {"hopper": "hgx-h100", "blackwell": "hgx-b200"}
+#: The law lines (by prefix) of a stack entry that a spec without kernel tables borrows.
+BORROWED_LAWS = ("    gemm_", "    moe_", "    attn_")
 
 
 def borrowed_gemm_lines(reference: str, text: str) -> dict[str, list[str]]:
-    """The ``gemm_`` lines of each stack entry of ``reference``'s spec ``text``, their notes saying
-    they are borrowed from it."""
+    """The compute-kernel law lines (:data:`BORROWED_LAWS`) of each stack entry of ``reference``'s
+    spec ``text``, their notes saying they are borrowed from it."""
     lines = {}
     for stack, kl in _split_stacks(text)[1].items():
-        tag = f'note: "borrowed from {reference} (same GPU family; no measured GEMMs of this GPU): fitted to'
+        tag = (f'note: "borrowed from {reference} (the family reference; no measured kernels of this GPU): '
+               'fitted to')
         g = [ln.replace('note: "fitted to', tag).replace("of this GPU and stack", "of that GPU and stack")
-             for ln in kl if ln.startswith("    gemm_")]
+             for ln in kl if ln.startswith(BORROWED_LAWS)]
         if g:
             lines[stack] = g
     return lines
@@ -883,13 +890,15 @@ def borrowed_gemm_lines(reference: str, text: str) -> dict[str, list[str]]:
 def render_stacks(text: str, block: str, borrowed: dict[str, list[str]] | None = None) -> str:
     """Spec text with its ``stacks:`` block (top-level key to the next one) replaced by ``block``;
     the laws fitted to kernels (the :data:`KERNEL_LINES` of a stack entry) are carried over into
-    the same stack's new entry, and a stack entry without ``gemm_`` lines of its own takes those
-    of ``borrowed`` (stack -> lines), replacing any it borrowed before."""
+    the same stack's new entry, and a stack entry without law lines of one kind (:data:`BORROWED_LAWS`)
+    of its own takes those of ``borrowed`` (stack -> lines), replacing any it borrowed before."""
     out, kept = _split_stacks(text)
     for stack, lines in (borrowed or {}).items():
         own = [ln for ln in kept.get(stack, [])  # lines borrowed before give way to today's
-               if not (ln.startswith("    gemm_") and "borrowed from" in ln)]
-        kept[stack] = own if any(ln.startswith("    gemm_") for ln in own) else lines + own
+               if not (ln.startswith(BORROWED_LAWS) and "borrowed from" in ln)]
+        take = [ln for ln in lines
+                if not any(ln.startswith(p) and any(o.startswith(p) for o in own) for p in BORROWED_LAWS)]
+        kept[stack] = take + own
     while out and not out[-1].strip():
         out.pop()
     new, stack = [], None
@@ -905,8 +914,8 @@ def render_stacks(text: str, block: str, borrowed: dict[str, list[str]] | None =
 def write_fit(fit: RunsFit) -> list[str]:
     """Write each family's ``stacks:`` block into every bundled hardware spec of that family
     whose scale-up fabric is NVLink (every run was measured on one; a PCIe system keeps its
-    ``efficiency:`` block), with the family reference GPU's GEMM laws where the spec has no
-    measured GEMMs of its own (:data:`GEMM_REFERENCE`); checks every new text parses before
+    ``efficiency:`` block), with the family reference GPU's compute-kernel laws where the spec has
+    none of its own (:data:`GEMM_REFERENCE`); checks every new text parses before
     writing any.  Returns the names written."""
     from planner.outputs import write_atomic
     from planner.specs.hardware import parse_hardware

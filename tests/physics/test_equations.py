@@ -120,7 +120,9 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         eta_ce=u(0.3, 1), eta_xa=u(0.03, 1), eta_xt=u(0.01, 1), x_xa=float(rng.integers(0, 2)),
         S_a0=u(0, 2000),
         X_sm=u(1e12, 2e13), kappa_lc=u(0, 2), t_qt=128.0,
-        eta_m=u(0.3, 1),
+        eta_m=u(0.3, 1), eta_em=u(0.3, 1), t_m0=16.0, x_al=float(rng.integers(0, 2)), eta_a=u(0.3, 1),
+        eta_am=u(0.3, 1), t_r=u(0, 1e-7), beta_c=u(1e10, 1e11), t_c=u(0, 3e-6), t_q=u(0, 2e-10),
+        phi_rp=u(0, 1), n_sub=i(1, 16), n_ht=i(1, 8), n_blk=i(1, 8), n_kvh=i(1, 8), e_q=i(64, 576),
         eta_su=u(0.3, 1), eta_so=u(0.3, 1), eta_ar=u(0.3, 1), a_ar=u(0, 1e-5), tau_k=u(0, 1e-5),
         N_ar=float(rng.choice([2, 4, 8, 72])), t_n0=u(0, 1e-5), a_nc=u(0, 1e-5), eta_nc=u(0.3, 1),
         a_nl=u(0, 1e-5), a_nm=u(0, 1e-5),
@@ -156,7 +158,7 @@ def test_symbolic_and_compiled_agree(seed):
     rng = np.random.default_rng(seed)
     vals = random_values(rng)
     if seed >= 4:  # off-switch values too: the compiled path substitutes 0/1 switches exactly
-        vals.update(o=0.37, x_off=0.5, n_d=2.0, x_g=0.6)
+        vals.update(o=0.37, x_off=0.5, n_d=2.0, x_g=0.6, x_al=0.3)
     out = compiled.evaluate(vals)
     for name in CHECKED:
         ref = _symbolic(name, vals)
@@ -186,13 +188,13 @@ def test_grids_share_one_compiled_version_whatever_their_scalars():
     gives as one value, so grids differing only in which of those are scalars share a compiled
     version; a single point keeps its own (hoisted on Python floats), and so does a fixed switch."""
     vals = random_values(np.random.default_rng(3))
-    vals.update(o=1.0, x_off=0.0, n_d=0.0, x_g=0.0)
+    vals.update(o=1.0, x_off=0.0, n_d=0.0, x_g=0.0, x_al=1.0)
     b = np.linspace(1.0, 64.0, 5)
     by_batch = compiled._signature({**vals, "b": b})
     by_batch_and_context = compiled._signature({**vals, "b": b, "S": np.full(5, vals["S"])})
     assert by_batch[0] == by_batch_and_context[0]
     assert by_batch[1] == by_batch_and_context[1] == (("o", 1.0), ("x_off", 0.0), ("n_d", 0.0),
-                                                      ("x_g", 0.0))
+                                                      ("x_g", 0.0), ("x_al", 1.0))
     assert {"G", "TP_a", "EP", "S", "b"} <= by_batch[0]
     assert "o" not in by_batch[0]  # the fixed switch is substituted, not an array
     assert compiled._signature(vals)[0] == frozenset()

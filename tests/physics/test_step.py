@@ -427,10 +427,12 @@ def test_prefill_attention_at_its_kernel_law_by_hand():
             + law.tail * 132 * (2 * 128 * (8192 + law.offset) * 256 / (law.compute * peak)
                                 + 128 * (8192 + law.offset) / law.softmax))
     assert close(t, want, rel=1e-9)
-    # a decode step keeps eta_c, the BF16 peak, no per-row work and no exponential term; bound
-    # mode the peak alone
+    # a decode step takes the stack's decode law instead: its eta_a at the peak of the cache's
+    # dtype, no per-row work (GQA) and no exponential term; bound mode the peak alone
     t, _ = _attn_core_compute(hw, m, "decode", "realistic", 4096.0, b=8.0)
-    assert close(t, 2 * 8 * 32 * 4096 * 256 / (hw.efficiency.compute * hw.flops["bf16"]), rel=1e-9)
+    dec = hw.efficiency.attn_law("gqa", prec.kv)
+    assert dec is not None
+    assert close(t, 2 * 8 * 32 * 4096 * 256 / (dec.compute * peak), rel=1e-9)
     t, _ = _attn_core_compute(hw, m, "prefill", "bound", 8192.0)
     assert close(t, 2 * 8192 * 32 * 4096 * 256 / peak, rel=1e-9)
 
@@ -576,3 +578,73 @@ def test_the_steps_attention_all_reduce_is_the_kernel_law():
         want = law(**given, x=kw["b"] * m.d * 2.0, n_g=tp)
         assert np.allclose(out["allreduce_attn"], want, rtol=1e-12)
         assert np.all(want > 0)
+
+
+@pytest.mark.parametrize("model,system,kv", [("deepseek-r1", "gb300-nvl72@trtllm", None),
+                                             ("llama-3.1-70b", "hgx-h200@trtllm", "bf16"),
+                                             ("llama-3.1-8b", "hgx-h200@vllm", None)])
+def test_the_steps_decode_attention_is_the_kernel_law(model, system, kv):
+    """One physics: a decode step's attention core is the decode attention law the kernel scorecard
+    scores the stack's measured kernels with (``attn_law_seconds``: the same expression, constants
+    and dispatch, TensorRT-LLM's MMHA fallback and trtllm-gen's MLA head tiles included), with the
+    step's per-kernel cost ``n_kc tau_k`` in place of the law's floor ``t_a0``."""
+    import pandas as pd
+
+    from planner.truth.kernels import attn_law_seconds, with_attention_kind
+
+    m, hw = load_model(model), load_hardware(system)
+    prec = resolve_precisions(m, hw, kv=kv)
+    kv = "bf16" if prec.kv == "fp16" else prec.kv
+    # one short sequence (on TensorRT-LLM over a BF16 cache its grid leaves SMs idle: MMHA)
+    b, S = np.array([1.0, 8.0, 64.0, 512.0]), np.array([100.0, 3000.0, 3000.0, 3000.0])
+    out = evaluate_configs(m, hw, prec, "realistic", G=1.0, TP_a=1.0, EP=1.0, TP_e=1.0, E_slots=float(m.E),
+                           b=b, S=S)
+    mla = m.attention == "mla"
+    rows = pd.DataFrame({"gpu": hw.name, "stack": hw.stack, "op": f"attention_{'mla' if mla else 'gqa'}",
+                         "dtype": "bf16", "kv_dtype": kv, "batch": b, "isl": S, "step": 0.0,
+                         "heads": float(m.h), "kv_heads": 1.0 if mla else float(m.h_kv),
+                         "head_dim": float(m.r_kv + m.d_r if mla else m.d_head), "window": 0.0,
+                         "variant": ""})
+    rows = with_attention_kind(rows)
+    want = np.zeros(len(b))
+    for kind in set(rows["kind"]):
+        sel = (rows["kind"] == kind).to_numpy()
+        law = hw.efficiency.attn_law(kind, kv)
+        assert law is not None, kind
+        want[sel] = attn_law_seconds(rows[sel], hw, kind, law) - law.floor
+    if "llama-3.1-70b" == model:
+        assert {"gqa", "gqa_mmha"} <= set(rows["kind"])  # both of TensorRT-LLM's kernels on Hopper
+    got = np.asarray(out["attn_core"]) - kernel_counts(m)["n_kc"] * hw.efficiency.kernel_overhead
+    assert np.allclose(got, want, rtol=1e-9)
+
+
+def test_the_steps_routed_experts_are_the_grouped_moe_law():
+    """One physics: a decode step's routed experts are operator ``moe_law`` (the grouped-MoE law the
+    kernel scorecard fits) at the busiest rank's rows T_e = lambda b k G / EP (TP_a = 1), the
+    experts it touches under uniform routing, (E / EP)(1 - (1 - k / E)^(lambda b G)), each padded
+    to the tile that holds its mean rows, and its b tokens; n_ke tau_k instead of the floor t_e0."""
+    from planner.physics.operators import arguments, compile_operator
+    from planner.physics.step import moe_law, symbol_values
+
+    m, hw = load_model("deepseek-r1"), load_hardware("hgx-b200@trtllm")
+    prec = resolve_precisions(m, hw)
+    law = moe_law(hw, prec, m)
+    assert law is not None
+    b = np.array([1.0, 16.0, 256.0])
+    kw = dict(G=8.0, TP_a=1.0, EP=8.0, TP_e=1.0, E_slots=256.0, b=b, S=2048.0)
+    out = evaluate_configs(m, hw, prec, "realistic", **kw)
+    vals = symbol_values(m, hw, prec, "realistic", s_q=1.0, s_h=1.0, **kw)
+    lam = hw.efficiency.load_imbalance
+    rows = lam * b * 8 * m.k / 8
+    touched = 32 * (1 - (1 - m.k / 256) ** (lam * b * 8))
+    tile = np.clip(2.0 ** np.ceil(np.log2(np.maximum(rows / touched, 1))), 16.0, 128.0)
+    given = {a: vals[a] for a in arguments("moe_law") if a in vals}
+    want = compile_operator("moe_law")(**{**given, "T_moe": b, "T_er": rows, "n_er": touched, "T_ea": rows,
+                                          "n_ez": 0.0, "t_z": 0.0, "t_m": tile, "eta_e": law.compute,
+                                          "eta_em": law.hbm, "eta_ea": law.act, "eta_et": law.token,
+                                          "t_e0": law.floor})
+    got = np.asarray(out["experts"]) - kernel_counts(m)["n_ke"] * hw.efficiency.kernel_overhead
+    assert np.allclose(got, want - law.floor, rtol=1e-9)
+    # at 256 sequences a rank gets lambda x 2048 rows over its 32 experts, over 64 each: the
+    # Blackwell tile of 128; one sequence's 8 rows take the least tile, 16
+    assert lam > 1 and tile[-1] == 128.0 and tile[0] == 16.0

@@ -502,7 +502,7 @@ def test_mla_dispatch_by_hand():
     # (128 heads: a 2-CTA cluster loading the KV once).  The KV splits fill the SMs; where the grid
     # still leaves half of them idle (all of them at one sequence) the value dimension is cut in
     # 2 or 4 slices, each re-streaming the KV, and the splits are recounted
-    from planner.truth.kernels import mla_dispatch
+    from planner.physics.dispatch import mla_dispatch
 
     b = [8, 8, 8, 8, 8, 64, 1, 2, 1]
     h = [32, 16, 8, 64, 64, 128, 16, 16, 128]
@@ -541,7 +541,7 @@ def test_mla_dispatch_by_hand():
 def test_split_kv_decode_by_hand():
     # TensorRT-LLM's XQA multi-block count (computeMultiBlockCount) on 132 SMs: one CTA per 128
     # context tokens, at most round(sqrt(8 n)), cut to 8 CTAs per SM, at least one
-    from planner.truth.kernels import mmha_subsequences, xqa_subsequences
+    from planner.physics.dispatch import mmha_subsequences, xqa_subsequences
 
     S = np.array([32768.0, 2048.0, 100.0, 2048.0])
     blocks = np.array([8.0, 512.0, 1.0, 16384.0])
@@ -553,7 +553,7 @@ def test_split_kv_decode_by_hand():
     # of it: 8 x 15 / 132 = 0.91 (14: 0.848); under vLLM's CUDA-graph cap of 16 the best is 0.97
     # (16), 85% of it 0.82: 14.  48 blocks: 5 splits (1.82 waves, 0.91); 200 blocks fill 80% of
     # the SMs: 1; 512 tokens are 4 KV blocks: 1
-    from planner.truth.kernels import fa3_splits
+    from planner.physics.dispatch import fa3_splits
 
     assert fa3_splits([8, 48, 200, 1], [32768, 32768, 32768, 512], 132, 128).tolist() == [15.0, 5.0, 1.0, 1.0]
     assert fa3_splits([8], [32768], 132, 16).tolist() == [14.0]
@@ -1081,7 +1081,8 @@ def test_triton_decode_splits_by_hand():
     # 131072 tokens: 1 block, 148 x 11 = 1628 cores: 8 splits; 64 sequences of 128 tokens, 8 query
     # heads per KV head: 64 blocks, 148 cores: ceil(148 / 64) = 3 (chunks of 43 tokens: 3); 64 of
     # 2 tokens, 32 / 2 heads (groups of 16): 128 blocks, 2 splits of 1 token; one token: 1
-    from planner.truth.kernels import attention_kind, triton_decode_splits
+    from planner.physics.dispatch import triton_decode_splits
+    from planner.truth.kernels import attention_kind
 
     got = triton_decode_splits([1, 64, 64, 1], [1, 8, 32, 1], [1, 1, 2, 1], [131072, 128, 2, 1], 148.0)
     assert got.tolist() == [8.0, 3.0, 2.0, 1.0]
@@ -1098,7 +1099,8 @@ def test_vllm_triton_segments_by_hand():
     # (sequence, KV head), where the sequences number at most 128 // h_kv, else the 2D kernel, one
     # CTA each.  One sequence of 131072 tokens: 16; 64 sequences with 4 KV heads (128 // 4 = 32 <
     # 64): 1; 64 of 2 tokens with 1 KV head: one tile, 1; 64 of 1024 with 2 KV heads (64 <= 64): 16
-    from planner.truth.kernels import attention_kind, vllm_triton_segments
+    from planner.physics.dispatch import vllm_triton_segments
+    from planner.truth.kernels import attention_kind
 
     got = vllm_triton_segments([1, 64, 64, 64], [1, 4, 1, 2], [131072, 8192, 2, 1024])
     assert got.tolist() == [16.0, 1.0, 1.0, 16.0]

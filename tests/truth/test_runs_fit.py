@@ -87,28 +87,28 @@ def test_a_parameter_the_runs_do_not_touch_is_held_and_said(h200_trtllm_parts):
 
 
 def test_a_parameter_a_cell_cannot_pin_takes_the_familys_value(fit_cells):
-    # Blackwell vLLM's runs do not pin the compute fraction (no run of theirs is compute-bound at
-    # its fraction: relative SE without bound): alone the cell keeps the spec's value (a fit to 7
-    # published points); given its family's fit (every stack together, here one that pinned compute
-    # at 0.4321), it holds that value instead, and says so
-    parts = fit_cells[("blackwell", "vllm")]
-    alone = rf.fit_cell(parts, "blackwell", "vllm", ttft=False)
+    # Hopper TensorRT-LLM's runs do not pin the compute fraction (only the few runs off the kernel
+    # laws take it: gpt-oss-120b's W4A8 experts; relative SE over the limit): alone the cell keeps the
+    # spec's value; given its family's fit (every stack together, here one that pinned compute at
+    # 0.4321), it holds that value instead, and says so
+    parts = fit_cells[("hopper", "trtllm")]
+    alone = rf.fit_cell(parts, "hopper", "trtllm", ttft=False)
     assert "compute" not in alone.fitted and "spec value" in alone.fixed["compute"]
     assert alone.values["compute"] == rf._spec_value(parts[0].inputs.hw, rf.PARAMETERS[0])
     family = dataclasses.replace(alone, stack="all stacks", n=1246, fitted=[*alone.fitted, "compute"],
                                  values={**alone.values, "compute": 0.4321},
                                  rel_se={**alone.rel_se, "compute": 0.15})
-    merged = rf.fit_cell(parts, "blackwell", "vllm", family, ttft=False)
+    merged = rf.fit_cell(parts, "hopper", "trtllm", family, ttft=False)
     assert "compute" not in merged.fitted and merged.values["compute"] == 0.4321
-    assert "all blackwell stacks' 1246 runs" in merged.fixed["compute"]
+    assert "all hopper stacks' 1246 runs" in merged.fixed["compute"]
     assert merged.ttft is None
     # the held value keeps the family fit's uncertainty: the stacks block records its variance
     # (0.15^2 in log space, uncorrelated with the cell's own parameters) and a band draws it
     # log-normally with that spread, not within a flat +-15%
     assert merged.held_se == {"compute": 0.15} and alone.held_se == {}
     fit = rf.RunsFit([merged], "test.csv", "0" * 64, "2026-12-01", {}, {})
-    text = rf.render_stacks(_spec_path("hgx-b200").read_text("utf-8"), rf.stacks_block(fit, "blackwell"))
-    entry = parse_yaml(text, "x.yaml")["stacks"]["vllm"]["covariance_log"]
+    text = rf.render_stacks(_spec_path("hgx-h200").read_text("utf-8"), rf.stacks_block(fit, "hopper"))
+    entry = parse_yaml(text, "x.yaml")["stacks"]["trtllm"]["covariance_log"]
     assert entry["order"] == [*merged.fitted, "compute"]
     m = np.asarray(entry["matrix"], float)
     assert m[-1, -1] == pytest.approx(0.15 ** 2, rel=1e-3) and not m[-1, :-1].any() and not m[:-1, -1].any()
@@ -226,9 +226,11 @@ def test_cli_calibrate_runs_json(capsys, tmp_path):
                     assert "fitted once per family" in why and c["values"][name] == f["values"][name]
                 elif "stacks' " in why:
                     assert name in f["fitted"] and c["values"][name] == f["values"][name]
-    # the vLLM runs alone do not pin the compute fraction; both stacks' runs together do
-    vllm = next(c for c in doc["cells"] if c["stack"] == "vllm")
-    assert "hopper stacks' " in vllm["fixed"]["compute"]
+    # the TensorRT-LLM runs alone do not pin the compute fraction (only gpt-oss-120b's W4A8 experts,
+    # which no kernel law covers, and dense GEMMs off the GEMM law still take it); both stacks' runs
+    # together do
+    trt = next(c for c in doc["cells"] if c["stack"] == "trtllm")
+    assert "hopper stacks' " in trt["fixed"]["compute"]
 
 
 def test_cli_write_refuses_a_users_file(tmp_path, capsys):
