@@ -262,10 +262,19 @@ def moe_path(hw: Hardware, model: Model) -> str:
     return ""
 
 
+def other_stacks(hw: Hardware) -> list[tuple[str, Any]]:
+    """The efficiencies of ``hw``'s other serving stacks (name order): where a stack has no law
+    fitted to kernels of some operator and format (TensorRT-LLM's tables on Hopper hold no INT4
+    W4A16 grouped MoE; vLLM's no MLA decode attention), the same GPU's other stacks' law for it
+    stands in, not the roofline at the fractions the runs fit to what the laws leave over."""
+    return [(name, e) for name, e in sorted(hw.stacks.items()) if name != hw.stack]
+
+
 def moe_law(hw: Hardware, prec: Precisions, model: Model | None = None) -> Any:
     """The stack's fitted grouped-MoE law for the routed experts' weight format on the
     implementation it runs ``model``'s experts on (:func:`moe_path`; its main one's where that
-    has no law of the format, or no model is given), None if none."""
+    has no law of the format, or no model is given); where the stack has none, the same GPU's
+    other stacks' (:func:`other_stacks`); None if none."""
     key = (prec.weights["routed_experts"], prec.compute["routed_experts"])
     path = moe_path(hw, model) if model is not None else ""
     for dt in MOE_LAW_DTYPE.get(key, ()):
@@ -273,6 +282,10 @@ def moe_law(hw: Hardware, prec: Precisions, model: Model | None = None) -> Any:
         law = hw.efficiency.moe_law(dt) if law is None else law
         if law is not None:
             return law
+    for _, e in other_stacks(hw):
+        for dt in MOE_LAW_DTYPE.get(key, ()):
+            if (law := e.moe_law(dt)) is not None:
+                return law
     return None
 
 
@@ -468,7 +481,10 @@ def attention_law_values(model: Model, hw: Hardware, prec: Precisions, mode: str
         return dict(_NO_ATTN_LAW)
     mla = model.attention == "mla"
     kv = "bf16" if prec.kv == "fp16" else prec.kv
-    law = hw.efficiency.attn_law("mla" if mla else "gqa", kv)
+    law, stack, eff = hw.efficiency.attn_law("mla" if mla else "gqa", kv), hw.stack, hw.efficiency
+    if law is None:  # another stack's law, with the dispatch of that stack's kernels
+        found = [(n, e, e.attn_law("mla" if mla else "gqa", kv)) for n, e in other_stacks(hw)]
+        stack, eff, law = next(((n, e, a) for n, e, a in found if a is not None), (stack, eff, None))
     if law is None:
         return dict(_NO_ATTN_LAW)
     sms = float(hw.sm_count or 1)
@@ -476,26 +492,26 @@ def attention_law_values(model: Model, hw: Hardware, prec: Precisions, mode: str
     heads = model.h / TP_a
     kv_heads = 1.0 if mla else model.h_kv / np.asarray(s_kv, float)
     if mla:
-        n = decode_dispatch(hw.family, hw.stack, "mla", sms, b, heads, kv_heads, S)
+        n = decode_dispatch(hw.family, stack, "mla", sms, b, heads, kv_heads, S)
         return dict(x_al=1.0, eta_a=law.compute, eta_am=law.hbm, t_r=law.row, beta_c=law.stream, t_c=law.cta,
                     t_q=law.query, phi_rp=law.repeat, n_sub=n["n_sub"], n_ht=n["n_ht"], n_blk=n["n_hc"],
                     n_kvh=1.0, e_q=float(model.r_kv + model.d_r), S_a0=law.offset)
     out = {k: np.broadcast_to(np.asarray(v, float), np.broadcast(b, S, heads).shape)
-           for k, v in _gqa_law(law, hw, "gqa", sms, b, S, heads, kv_heads).items()}
-    mmha_law = hw.efficiency.attn_law("gqa_mmha", kv)
-    if hw.stack == "trtllm" and mmha_law is not None:
+           for k, v in _gqa_law(law, hw.family, stack, "gqa", sms, b, S, heads, kv_heads).items()}
+    mmha_law = eff.attn_law("gqa_mmha", kv)
+    if stack == "trtllm" and mmha_law is not None:
         mmha = trtllm_mmha(hw.family, sms, b, heads, kv_heads, S, kv == "fp8")
         if np.any(mmha):
-            other = _gqa_law(mmha_law, hw, "gqa_mmha", sms, b, S, heads, kv_heads)
+            other = _gqa_law(mmha_law, hw.family, stack, "gqa_mmha", sms, b, S, heads, kv_heads)
             out = {k: np.where(mmha, other[k], v) for k, v in out.items()}
     return dict(x_al=1.0, n_ht=1.0, n_kvh=kv_heads, e_q=float(model.d_head), S_a0=0.0, **out)
 
 
-def _gqa_law(law: Any, hw: Hardware, kind: str, sms: float, b: Any, S: Any, heads: Any,
+def _gqa_law(law: Any, family: str, stack: str, kind: str, sms: float, b: Any, S: Any, heads: Any,
              kv_heads: Any) -> dict[str, Any]:
     """A GQA decode law's constants and its kernel's dispatch (blocks per sequence: a KV head's,
     or on MMHA a query head's)."""
-    n = decode_dispatch(hw.family, hw.stack, kind, sms, b, heads, kv_heads, S)
+    n = decode_dispatch(family, stack, kind, sms, b, heads, kv_heads, S)
     return dict(eta_a=law.compute, eta_am=law.hbm, t_r=law.row, beta_c=law.stream, t_c=law.cta,
                 t_q=law.query, phi_rp=law.repeat, n_sub=n["n_sub"],
                 n_blk=heads if kind == "gqa_mmha" else kv_heads)

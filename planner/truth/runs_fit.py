@@ -627,13 +627,16 @@ def datasheet_only(hw: Any, donor: Any | None) -> Any:
     without that stack: the link's own latency and bandwidth fractions, the roofline GEMMs), and
     NCCL's law by the donor's: what a buyer predicts for a part nobody here has measured."""
     blank = {f: (() if f in ("a2a_floors", "gemm", "moe", "attn") else None) for f in KERNEL_FIELDS}
-    eff, nccl = dict(blank), None
-    if donor is not None:
-        nccl = donor.nccl_allreduce
-        k = donor.stacks.get(hw.stack) if hw.stack else None
-        if k is not None:
-            eff = {f: getattr(k, f) for f in KERNEL_FIELDS}
-    return hw.replace(efficiency=eff, nccl_allreduce=nccl)
+    nccl = donor.nccl_allreduce if donor is not None else None
+
+    def swapped(stack: str) -> dict[str, Any]:
+        k = donor.stacks.get(stack) if donor is not None and stack else None
+        return {f: getattr(k, f) for f in KERNEL_FIELDS} if k is not None else dict(blank)
+
+    # every stack's laws, not the scored one's alone: a stack without a law of its own takes the
+    # same GPU's other stacks' (planner.physics.step.moe_law), which must be the donor's too
+    stacks = {s: dataclasses.replace(e, **swapped(s)) for s, e in hw.stacks.items()}
+    return dataclasses.replace(hw.replace(efficiency=swapped(hw.stack), nccl_allreduce=nccl), stacks=stacks)
 
 
 def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str,

@@ -182,9 +182,10 @@ def test_one_expert_top1_equals_dense(mode, layout):
     kw = dict(batch=layout["gpus"] * 4.0, context=2048, mode=mode, **layout)
     # realistic mode with the roofline for every GEMM: the dense FFN's GEMMs follow the GEMM law
     # fitted to measured dense GEMMs where the stack has one, the routed experts' the grouped-MoE
-    # law's fraction and activation pass
+    # law's fraction and activation pass (the other stacks' laws, which stand in for a stack's
+    # missing one, left out too)
     hw = load_hardware("hgx-h200")
-    hw = hw.replace(efficiency={"gemm": (), "moe": ()})
+    hw = hw.replace(efficiency={"gemm": (), "moe": ()}, stacks={})
     a = decode_step(moe, hw, **kw)
     d = decode_step(dense, hw, **kw)
     # the same work, except that the MoE block launches its router, top-k, permute and unpermute
@@ -648,3 +649,27 @@ def test_the_steps_routed_experts_are_the_grouped_moe_law():
     # at 256 sequences a rank gets lambda x 2048 rows over its 32 experts, over 64 each: the
     # Blackwell tile of 128; one sequence's 8 rows take the least tile, 16
     assert lam > 1 and tile[-1] == 128.0 and tile[0] == 16.0
+
+
+def test_a_stack_without_a_law_takes_the_same_gpus_other_stacks_law():
+    # TensorRT-LLM's kernel tables on Hopper hold no INT4 W4A16 grouped MoE (Kimi K2 Thinking's
+    # experts) and vLLM's no MLA decode attention: each takes the law another stack of the same GPU
+    # has for it (with that stack's kernels' dispatch), not the roofline at the runs' fractions
+    from planner.physics.step import attention_law_values, moe_law
+
+    kimi = load_model("kimi-k2-thinking")
+    trt = load_hardware("hgx-h200@trtllm")
+    prec = resolve_precisions(kimi, trt)
+    assert (prec.weights["routed_experts"], prec.compute["routed_experts"]) == ("int4_g32", "bf16")
+    assert trt.efficiency.moe_law("int4_wo") is None
+    assert moe_law(trt, prec, kimi) == trt.stacks["sglang"].moe_law("int4_wo")  # the first by name
+    vllm = load_hardware("hgx-h200@vllm")
+    assert vllm.efficiency.attn_law("mla", prec.kv) is None
+    v = attention_law_values(kimi, vllm, prec, "realistic", "decode", b=np.array([8.0]), S=np.array([2048.0]),
+                             TP_a=1.0, s_kv=1.0)
+    law = vllm.stacks["sglang"].attn_law("mla", prec.kv)
+    assert v["x_al"] == 1.0 and v["eta_am"] == law.hbm and v["t_c"] == law.cta
+    # without any stack's law: the roofline
+    alone = vllm.replace(stacks={})
+    assert attention_law_values(kimi, alone, prec, "realistic", "decode", b=np.array([8.0]),
+                                S=np.array([2048.0]), TP_a=1.0, s_kv=1.0)["x_al"] == 0.0

@@ -111,3 +111,29 @@ def test_unmeasured_system_carries_a_wider_band():
     w1 = (unmeasured.hi / unmeasured.lo).median()
     assert w1 > w0 * 1.3
     assert unmeasured.attrs["band_datasheet_log_sd"] == DATASHEET_ONLY_LOG_SD
+
+
+def test_a_held_out_systems_other_stacks_lend_it_none_of_their_laws():
+    # a stack without a law of its own takes the same GPU's other stacks' (Kimi K2 Thinking's INT4
+    # experts on TensorRT-LLM take SGLang's H200 law): held out, those must be the donor's too
+    import dataclasses
+
+    from planner.specs.hardware import KernelLaw
+
+    hw = _as_scored("hgx-h200", "trtllm")
+    donor = load_hardware("hgx-h100")
+    slow = KernelLaw(floor=1.0, hbm=1e-6, compute=1e-6)
+    poisoned = dataclasses.replace(hw, stacks={
+        s: dataclasses.replace(e, moe=tuple((k, slow) for k, _ in e.moe), attn=tuple((k, slow) for k, _ in e.attn))
+        for s, e in hw.stacks.items()})
+    m = load_model("kimi-k2-thinking")
+    prec = resolve_precisions(m, hw)
+    assert hw.efficiency.moe_law("int4_wo") is None  # TensorRT-LLM's own tables have none
+
+    def tpot(h):
+        dec = np.array([[8.0, 8.0, 1.0, 8.0]])
+        return decode_tpot(m, h, prec, "realistic", dec, np.array([32.0]), np.full(1, 1024.0),
+                           np.full(1, 1024.0), np.zeros(1, bool), categories=False)[0]
+
+    assert tpot(poisoned).min() > 10 * tpot(hw).max()  # the poison shows where it is used
+    np.testing.assert_allclose(tpot(datasheet_only(poisoned, donor)), tpot(datasheet_only(hw, donor)))
