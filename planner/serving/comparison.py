@@ -234,8 +234,10 @@ CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (
                                                "host_bandwidth")),
     # the GPU family sets the GEMM tile height the realistic GEMM law pads rows to, the SM count
     # the waves its tiles run in; the serving stack how its kernels are dispatched (all-reduce
-    # reach, shared experts on a second stream), which A's fitted efficiencies assume
-    ("efficiencies, overheads, GEMM tiles and serving stack", ("efficiency", "family", "sm_count", "stack")),
+    # reach, shared experts on a second stream), which A's fitted efficiencies assume; its other
+    # stacks lend the laws a stack lacks (planner.physics.step.other_stacks)
+    ("efficiencies, overheads, GEMM tiles and serving stack", ("efficiency", "family", "sm_count", "stack",
+                                                               "stacks")),
 )
 
 
