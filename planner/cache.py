@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from importlib import metadata, resources
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,8 @@ def cache_dir() -> Path | None:
 def source_key(package: str, modules: tuple[str, ...], distributions: tuple[str, ...] = ()) -> str:
     """A hash of the source of ``modules`` of ``package`` and the installed versions of
     ``distributions`` (e.g. ``("sympy",)``)."""
+    from importlib import metadata  # only here: it costs a command's start 20 ms
+
     h = hashlib.sha256()
     for dist in distributions:
         try:
@@ -39,13 +41,45 @@ def source_key(package: str, modules: tuple[str, ...], distributions: tuple[str,
     return h.hexdigest()[:20]
 
 
+def entry_name(kind: str, key: Any) -> str:
+    """The file name of the entry ``kind`` with ``key`` (any repr-able value)."""
+    return f"{kind}-{hashlib.sha256(repr(key).encode()).hexdigest()[:24]}.json"
+
+
 def entry_path(kind: str, key: Any) -> Path | None:
     """Where the entry ``kind`` with ``key`` (any repr-able value) lives; None without a cache."""
     directory = cache_dir()
     if directory is None:
         return None
-    digest = hashlib.sha256(repr(key).encode()).hexdigest()[:24]
-    return directory / f"{kind}-{digest}.json"
+    return directory / entry_name(kind, key)
+
+
+#: The entries shipped with the package (``planner/generated``, written by
+#: ``scripts/bundle_generated_code.py``): the generated code of the call signatures the main
+#: commands use and the parsed quantities of the bundled specs, so that a fresh install's first
+#: run need not import sympy or pint.  Their keys hash the package's own sources only (not the
+#: installed sympy, numpy or pint: generated numpy source and SI floats do not depend on them).
+BUNDLE_ENV = "MOE_PLANNER_BUNDLE"
+
+
+def bundled(kind: str, key: Any) -> Any:
+    """The shipped entry ``kind`` with ``key``, or None (none shipped, the cache turned off, or
+    ``MOE_PLANNER_NO_BUNDLE=1``: everything not in the user's cache derived afresh)."""
+    if cache_dir() is None or os.environ.get("MOE_PLANNER_NO_BUNDLE"):
+        return None
+    try:
+        text = resources.files("planner").joinpath("generated", entry_name(kind, key)).read_text("utf-8")
+        return json.loads(text)
+    except (OSError, ValueError):
+        return None
+
+
+def record(kind: str, key: Any, doc: Any) -> None:
+    """With ``MOE_PLANNER_BUNDLE`` set to a directory (``scripts/bundle_generated_code.py``), write
+    ``doc`` there as the shipped entry ``kind`` with ``key``; otherwise nothing."""
+    directory = os.environ.get(BUNDLE_ENV)
+    if directory:
+        write(Path(directory) / entry_name(kind, key), doc)
 
 
 def read(path: Path | None) -> Any:
@@ -64,9 +98,29 @@ def write(path: Path | None, doc: Any) -> None:
     if path is None:
         return
     try:
+        write_bytes(path, json.dumps(doc).encode("utf-8"))
+    except (TypeError, ValueError):
+        pass
+
+
+def read_bytes(path: Path | None) -> bytes | None:
+    """The bytes at ``path``, or None if there are none or they cannot be read."""
+    if path is None:
+        return None
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def write_bytes(path: Path | None, data: bytes) -> None:
+    """Write ``data`` at ``path`` through a temporary file and a rename; failures are ignored."""
+    if path is None:
+        return
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc), "utf-8")
+        tmp.write_bytes(data)
         os.replace(tmp, path)
-    except (OSError, TypeError, ValueError):
+    except OSError:
         pass

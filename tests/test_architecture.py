@@ -147,8 +147,19 @@ def test_warm_cache_evaluates_without_sympy_or_pint(tmp_path):
     code = ("import planner\n"
             "r = planner.decode_step('deepseek-v2-lite', 'hgx-h200', gpus=8, batch=64, context=2048)\n"
             "assert r.tps_per_gpu > 0\n")
-    env = {"XDG_CACHE_HOME": str(tmp_path), "MOE_PLANNER_NO_CACHE": ""}
+    env = {"XDG_CACHE_HOME": str(tmp_path), "MOE_PLANNER_NO_CACHE": "", "MOE_PLANNER_NO_BUNDLE": "1"}
     cold = _loaded_after(code, env)
-    assert "sympy" in cold  # the first run generates the code
+    assert "sympy" in cold  # the first run generates the code (the shipped entries left out)
     warm = _loaded_after(code, env)
     assert not {"sympy", "pint"} & warm, {"sympy", "pint"} & warm
+
+
+def test_a_fresh_install_runs_the_main_commands_without_sympy_or_pint(tmp_path):
+    # the generated code of the main commands' call signatures and the bundled specs' quantities
+    # ship with the package (planner/generated), so the first run with an empty cache loads them
+    code = ("import planner\n"
+            "r = planner.decode_step('kimi-k2-thinking', 'hgx-h200', gpus=8, batch=64, context=2048)\n"
+            "assert r.tps_per_gpu > 0\n")
+    first = _loaded_after(code, {"XDG_CACHE_HOME": str(tmp_path), "MOE_PLANNER_NO_CACHE": "",
+                                 "MOE_PLANNER_NO_BUNDLE": ""})
+    assert not {"sympy", "pint"} & first, {"sympy", "pint"} & first

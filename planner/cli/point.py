@@ -9,7 +9,6 @@ from typing import Any
 
 from planner.cli.common import add_command, add_stack, positive_float, positive_int, print_json
 from planner.errors import SpecError
-from planner.specs.reading import suggest
 
 POINT_EPILOG = """\
 examples:
@@ -309,7 +308,7 @@ def _cmd_equations(args: argparse.Namespace) -> int:
              | {f"serving.{k}": v for k, v in SERVING.items()})
     if args.term is not None and args.term not in exprs:
         raise SpecError("<input>", "--term", f"one of the expression names, got {args.term!r}"
-                        f"{suggest(args.term, list(exprs))}; see `moe-planner equations` for all")
+                        f"{_suggest(args.term, list(exprs))}; see `moe-planner equations` for all")
     names = [args.term] if args.term else list(exprs)
     plain = {s.symbol: sp.Symbol(n) for n, s in REGISTRY.items()}
     used: set[sp.Symbol] = set()
@@ -343,3 +342,9 @@ def _cmd_equations(args: argparse.Namespace) -> int:
         out.append(f"  {label:<{max(width, 12)}}  [{unit}]  {meaning}  ({group})")
     sys.stdout.write("\n".join(out) + "\n")
     return 0
+
+
+def _suggest(name: str, known: list[str]) -> str:
+    from planner.specs.reading import suggest
+
+    return suggest(name, known)

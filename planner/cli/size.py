@@ -20,7 +20,7 @@ from planner.cli.common import (
 from planner.cli.frontier import RATE_SERVING, workload_parent
 from planner.errors import SpecError
 from planner.outputs import table, write_outputs
-from planner.specs.hardware import REGIONS
+from planner.specs.regions import REGIONS
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planner.cli.common import add_command, json_safe, print_json
 from planner.errors import SpecError
-from planner.specs.hardware import Hardware, parse_hardware
-from planner.specs.hfconfig import load_hf_config
-from planner.specs.model import Model, parse_model
-from planner.specs.reading import path_kind, read_yaml, suggest
-from planner.specs.registry import hardware_names, load_hardware, load_model, model_names
-from planner.specs.units import format_si
+
+if TYPE_CHECKING:  # the spec modules load with the command, not with --help
+    from planner.specs.hardware import Hardware
+    from planner.specs.model import Model
 
 CONVENTIONS = """\
 conventions (hardware specs):
@@ -92,6 +90,12 @@ def _cmd_help(args: argparse.Namespace) -> int:
 
 def load_spec(name: str) -> Hardware | Model:
     """A bundled system or model by name, or a hardware / model YAML or config.json by path."""
+    from planner.specs.hardware import parse_hardware
+    from planner.specs.hfconfig import load_hf_config
+    from planner.specs.model import parse_model
+    from planner.specs.reading import path_kind, read_yaml, suggest
+    from planner.specs.registry import hardware_names, load_hardware, load_model, model_names
+
     if not isinstance(name, str) or not name:
         raise SpecError("<input>", "spec", f"a spec name or path, got {name!r}")
     if name in hardware_names():
@@ -125,6 +129,8 @@ def _kind(doc: dict[str, Any], label: str) -> str:
 # ---- summaries --------------------------------------------------------------------------------
 
 def hardware_summary(h: Hardware) -> str:
+    from planner.specs.units import format_si
+
     dt = next(d for d in ("fp4", "fp8", "bf16") if d in h.flops)
     gpus = f"{h.gpus_per_system} GPUs, " if h.gpus_per_system != h.domain_size else ""
     # (the spec's "hbm" fields hold a graphics-class part's memory too: the RTX cards carry GDDR7)
@@ -142,6 +148,8 @@ def model_summary(m: Model) -> str:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    from planner.specs.registry import hardware_names, load_hardware, load_model, model_names
+
     if args.json:
         hws = [load_hardware(n) for n in hardware_names()]
         mos = [load_model(n) for n in model_names()]
@@ -168,6 +176,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
 # ---- show -------------------------------------------------------------------------------------
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    from planner.specs.hardware import Hardware
+
     spec = load_spec(args.spec)
     if args.json:
         kind = "hardware" if isinstance(spec, Hardware) else "model"
@@ -192,6 +202,8 @@ def _table(sections: list[tuple[str, list[tuple[str, str, str]]]], header: tuple
 
 
 def _hardware_table(h: Hardware, full: bool) -> list[str]:
+    from planner.specs.units import format_si
+
     def src(key: str) -> str:
         s = h.sources.get(key, "")
         return s if full or len(s) <= SOURCE_WIDTH else s[: SOURCE_WIDTH - 3] + "..."
@@ -280,6 +292,8 @@ def _hardware_table(h: Hardware, full: bool) -> list[str]:
 
 
 def _model_table(m: Model) -> list[str]:
+    from planner.specs.units import format_si
+
     if m.attention == "mla":
         q = f"q_lora {m.r_q}" if m.r_q else "no query compression"
         attn = (f"MLA, {m.h} heads, {q}, kv_lora {m.r_kv}, "

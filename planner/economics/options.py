@@ -237,7 +237,7 @@ def by_region(hws: list[Hardware], region: str | None) -> tuple[list[Hardware], 
     """The systems that may be sold in ``region`` (``system.regions``; a spec that does not say
     counts as sold everywhere) and the names of those left out; all of them when ``region`` is
     None.  None left is a SpecError naming the regions each is sold in."""
-    from planner.specs.hardware import REGIONS
+    from planner.specs.regions import REGIONS
 
     if region is None:
         return hws, []

@@ -44,8 +44,9 @@ from planner.economics.demand import Demand, make_demand, read_profile
 from planner.economics.options import BASES, SEARCH_KEYS, SIZING_SERVING, Option, check_level, setup
 from planner.economics.pools import max_load, plan_pools, units_for
 from planner.errors import SpecError
-from planner.specs.hardware import REGIONS, Hardware
+from planner.specs.hardware import Hardware
 from planner.specs.reading import Fields, as_number, read_yaml
+from planner.specs.regions import REGIONS
 from planner.specs.registry import load_systems
 
 #: where the bundled example plan lives (used by the README and the notebook)

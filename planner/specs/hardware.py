@@ -10,6 +10,7 @@ from typing import Any
 
 from planner.errors import SpecError
 from planner.specs.reading import Fields
+from planner.specs.regions import REGIONS
 from planner.specs.units import parse_quantity
 
 FLOP_DTYPES = ("fp4", "fp8", "bf16")
@@ -17,10 +18,6 @@ FACT_KEYS = ("value", "source", "note", "kind", "retrieved", "direction")
 FACT_KINDS = ("datasheet", "secondary", "measured", "assumed", "derived", "estimate", "fitted")
 #: Scale-up link types: an NVLink/NVSwitch domain, or peer-to-peer over PCIe switches.
 LINKS = ("nvlink", "pcie")
-#: Regions a system may be sold in (``system.regions``): ``china`` (China, Hong Kong, Macau), where
-#: US export rules (EAR 3A090/4A090) require a licence for the parts above the thresholds, and
-#: ``global`` (elsewhere, as licensed).  See docs/specs.md.
-REGIONS = ("global", "china")
 
 
 #: eta_o when a spec does not give one: the share of the shorter side hidden under two-micro-batch

@@ -45,7 +45,9 @@ def _known() -> tuple[Any, dict[str, float]]:
     """(cache file, {"dimension|text": SI value}) of the quantities parsed in earlier runs."""
     path = cache.entry_path("quantities", cache.source_key("planner.specs", ("units",), ("pint",)))
     doc = cache.read(path)
-    return path, (doc if isinstance(doc, dict) else {})
+    if not isinstance(doc, dict):  # the quantities of the bundled specs, shipped with the package
+        doc = cache.bundled("quantities", cache.source_key("planner.specs", ("units",)))
+    return path, (dict(doc) if isinstance(doc, dict) else {})
 
 #: dimension name -> (pint unit the SI float is expressed in, words for the error message)
 DIMENSIONS: dict[str, tuple[str, str]] = {
@@ -113,6 +115,7 @@ def _parse_text(text: str, dimension: str, where: str, field: str) -> float:
     value = _parse_pint(text, dimension, where, field)
     known[key] = value
     cache.write(path, known)
+    cache.record("quantities", cache.source_key("planner.specs", ("units",)), known)
     return value
 
 
