@@ -166,7 +166,7 @@ phi_rp = _s("phi_rp", "share of each repeated pass over an MLA decode kernel's K
             "value slice's) that comes from HBM, the rest hitting L2 (its law; 0 where not fitted)", "1",
             "efficiency", r"\phi_{rp}", nonneg=True)
 n_sub = _s("n_sub", "CTAs per block of a split-KV (multi-block) decode attention kernel, each streaming "
-           "1 / n_sub of the block's context: its dispatcher's count (planner.truth.kernels."
+           "1 / n_sub of the block's context: its dispatcher's count (planner.physics.dispatch."
            "decode_dispatch; 1 where not modelled)", "1", "efficiency", "n_{sub}")
 n_ht = _s("n_ht", "CTAs per sequence of an MLA decode kernel that each stream the sequence's whole latent "
           "KV range: head tiles x value-dimension slices (trtllm-gen's dispatch on Blackwell; 1 elsewhere)",

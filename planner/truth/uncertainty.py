@@ -37,7 +37,7 @@ DATASHEET_ONLY_LOG_SD = 0.17
 #: The same for a system whose GPU family nobody here has measured (efficiencies and compute-kernel
 #: laws borrowed from another vendor's family): the AMD platforms' TPOT median |error| on the
 #: public measured frontier points (validate --frontiers, 2026-12-04) reaches 39% (MI300X; MI325X
-#: 37%, MI355X 21%; 24%, 24% and 15% before the step took the NVIDIA kernels' attention and MoE
+#: 37%, MI355X 26%; 24%, 24% and 15% before the step took the NVIDIA kernels' attention and MoE
 #: laws): ln 1.39 / 0.6745 = 0.49.
 UNMEASURED_FAMILY_LOG_SD = 0.49
 DEFAULT_SAMPLES = 100  # the 5th/95th percentiles between the 5th and 6th of 100 draws: stable

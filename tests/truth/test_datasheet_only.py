@@ -124,7 +124,8 @@ def test_a_held_out_systems_other_stacks_lend_it_none_of_their_laws():
     donor = load_hardware("hgx-h100")
     slow = KernelLaw(floor=1.0, hbm=1e-6, compute=1e-6)
     poisoned = dataclasses.replace(hw, stacks={
-        s: dataclasses.replace(e, moe=tuple((k, slow) for k, _ in e.moe), attn=tuple((k, slow) for k, _ in e.attn))
+        s: dataclasses.replace(e, moe=tuple((k, slow) for k, _ in e.moe),
+                               attn=tuple((k, slow) for k, _ in e.attn))
         for s, e in hw.stacks.items()})
     m = load_model("kimi-k2-thinking")
     prec = resolve_precisions(m, hw)
