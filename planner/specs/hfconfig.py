@@ -1,8 +1,9 @@
 """Hugging Face ``config.json`` -> :class:`~planner.specs.model.Model`.
 
 Reads the architecture fields and the ``quantization_config`` block of a checkpoint's
-``config.json`` (a file, or a directory holding one) for the MoE families the planner models,
-and the dense ones (``llama``, ``qwen3``: every layer a dense FFN, no experts):
+``config.json`` (a file, or a directory holding one) for the MoE families the planner models
+(MLA or GQA attention; the first layers dense, then MoE with routed and shared experts), and
+the dense ones (``llama``, ``qwen3``: every layer a dense FFN, no experts):
 
 ==============  ===========================================  ===================================
 model_type      architectures                                examples
@@ -14,6 +15,12 @@ qwen3_moe       Qwen3MoeForCausalLM                          Qwen3-235B-A22B, Qw
 gpt_oss         GptOssForCausalLM                            gpt-oss-120b, gpt-oss-20b
 mixtral         MixtralForCausalLM                           Mixtral-8x7B, Mixtral-8x22B
 minimax_m2      MiniMaxM2ForCausalLM                         MiniMax-M2, MiniMax-M2.1, MiniMax-M2.5
+glm4_moe        Glm4MoeForCausalLM                           GLM-4.5, GLM-4.5-Air, GLM-4.6, GLM-4.7
+olmoe           OlmoeForCausalLM                             OLMoE-1B-7B-0924, OLMoE-1B-7B-0125
+phimoe          PhiMoEForCausalLM, PhimoeForCausalLM         Phi-3.5-MoE-instruct
+granitemoe      GraniteMoeForCausalLM                        granite-3.1-3b-a800m, granite-3.0-1b-a400m
+hunyuan_v1_moe  HunYuanMoEV1ForCausalLM                      Hunyuan-A13B-Instruct
+ernie4_5_moe    Ernie4_5_MoeForCausalLM                      ERNIE-4.5-21B-A3B-PT, ERNIE-4.5-300B-A47B-PT
 llama           LlamaForCausalLM                             Llama-3.1-8B, Llama-3.1-70B (dense)
 qwen3           Qwen3ForCausalLM                             Qwen3-32B, Qwen3-8B (dense)
 ==============  ===========================================  ===================================
@@ -34,8 +41,12 @@ Storage precision per tensor class (``planner.specs.precision``):
   ``exclude_modules`` in older files).
 
 The input embedding and LM head are one class (``embeddings``) and stay at ``torch_dtype``.
-The KV cache is planned in bf16.  Keys the planner does not use (rope scaling, token ids,
-routing scale factors) are ignored; a key it needs that is missing is an error naming it.
+The KV cache is planned in bf16.  Keys the planner does not use (rope scaling, partial RoPE,
+token ids, routing scale factors, Granite's multipliers) are ignored; a key it needs that is
+missing is an error naming it.  A layout the model cannot express is an error naming the field:
+MoE on other layers than "the first ones dense, then every layer MoE" (ERNIE
+``moe_layer_interval`` or ``moe_layer_end_index``, Hunyuan ``moe_layer_num_skipped``), per-layer
+expert counts that vary, and Hunyuan's cross-layer KV sharing (``use_cla``).
 """
 
 from __future__ import annotations
@@ -54,7 +65,8 @@ from planner.specs.reading import Fields, path_kind, read_text
 
 #: model_type -> Model.architecture
 MODEL_TYPES = ("deepseek_v3", "kimi_k2", "deepseek_v2", "qwen3_moe", "gpt_oss", "mixtral",
-               "minimax_m2", "llama", "qwen3")
+               "minimax_m2", "glm4_moe", "olmoe", "phimoe", "granitemoe", "hunyuan_v1_moe", "ernie4_5_moe",
+               "llama", "qwen3")
 #: ``architectures[0]`` -> model_type, used only when ``model_type`` is absent
 ARCH_CLASSES = {
     "DeepseekV3ForCausalLM": "deepseek_v3",
@@ -63,12 +75,26 @@ ARCH_CLASSES = {
     "GptOssForCausalLM": "gpt_oss",
     "MixtralForCausalLM": "mixtral",
     "MiniMaxM2ForCausalLM": "minimax_m2",
+    "Glm4MoeForCausalLM": "glm4_moe",
+    "OlmoeForCausalLM": "olmoe",
+    "PhiMoEForCausalLM": "phimoe",  # the checkpoint's remote-code class
+    "PhimoeForCausalLM": "phimoe",  # the transformers class
+    "GraniteMoeForCausalLM": "granitemoe",
+    "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe",
+    "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
     "LlamaForCausalLM": "llama",
     "Qwen3ForCausalLM": "qwen3",
 }
 _MLA = ("deepseek_v3", "kimi_k2", "deepseek_v2")
 #: dense families: GQA attention and one dense FFN per layer, no experts
 _DENSE = ("llama", "qwen3")
+#: families whose attention takes no sliding window (a ``sliding_window`` key is unused)
+_FULL_ATTENTION = ("llama", "glm4_moe", "olmoe", "granitemoe", "hunyuan_v1_moe", "ernie4_5_moe")
+#: the key that sets the dense layers, where a family has one (for the error naming it)
+_DENSE_KEY = {"qwen3_moe": "mlp_only_layers", "glm4_moe": "first_k_dense_replace",
+              "ernie4_5_moe": "moe_layer_start_index"}
+#: the key of the routed experts per token where it is not ``num_experts_per_tok``
+_TOPK_KEY = {"hunyuan_v1_moe": "moe_topk", "ernie4_5_moe": "moe_k"}
 _DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16"}
 _GATE_UP_DOWN = ("gate_proj", "up_proj", "down_proj")
 #: NVIDIA ModelOpt ``quant_algo`` -> storage format (W4A16_NVFP4 stores the same bytes as NVFP4)
@@ -132,10 +158,11 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
     else:
         _gqa(f, arch, kw)
     if kw["k"] > kw["E"]:
-        raise SpecError(label, f.path(_key(f, "num_experts_per_tok", "experts_per_token")),
+        topk = _TOPK_KEY.get(arch) or _key(f, "num_experts_per_tok", "experts_per_token")
+        raise SpecError(label, f.path(topk),
                         f"at most the number of routed experts ({kw['E']}), got {kw['k']}")
     if kw["n_Ld"] >= n_L and arch not in _DENSE:
-        raise SpecError(label, f.path("first_k_dense_replace" if arch in _MLA else "mlp_only_layers"),
+        raise SpecError(label, f.path("first_k_dense_replace" if arch in _MLA else _DENSE_KEY[arch]),
                         f"fewer dense layers than num_hidden_layers ({n_L}), got {kw['n_Ld']}")
     if kw["n_Ld"] and not kw["f_d"]:
         raise SpecError(label, f.path("intermediate_size"), "a dense FFN size, since there are dense layers")
@@ -202,18 +229,23 @@ def _deepseek(f: Fields, kw: dict[str, Any]) -> None:
         raise SpecError(f.label, f.path("moe_layer_freq"),
                         f"1 (every layer after first_k_dense_replace is MoE), got {freq}")
     kw["n_Ld"] = min(first_dense, n_L)
-    n_group = f.integer("n_group", required=False, default=1)
-    topk_group = f.integer("topk_group", required=False, default=n_group)
-    if n_group > 1:
-        if topk_group > n_group:
-            raise SpecError(f.label, f.path("topk_group"), f"at most n_group ({n_group}), got {topk_group}")
-        kw["routing_groups"], kw["max_groups"] = n_group, topk_group
+    _routing_groups(f, kw)
     kw["mtp_layers"] = f.integer("num_nextn_predict_layers", required=False, default=0, minimum=0)
     if kw["mtp_layers"]:
         # the MTP module of this architecture, as measured on DeepSeek-R1's (the bundled spec's
         # figures): a checkpoint of its own may accept more or less, so the range is declared wide
         kw.update(spec_kind="mtp", spec_tokens=dict(MTP_TOKENS_PER_STEP), spec_range={1: (1.6, 1.95)},
                   spec_source=MTP_SOURCE)
+
+
+def _routing_groups(f: Fields, kw: dict[str, Any]) -> None:
+    """Node-limited routing (DeepSeek-V3 style ``n_group`` / ``topk_group``), where ``n_group`` > 1."""
+    n_group = f.integer("n_group", required=False, default=1)
+    topk_group = f.integer("topk_group", required=False, default=n_group)
+    if n_group > 1:
+        if topk_group > n_group:
+            raise SpecError(f.label, f.path("topk_group"), f"at most n_group ({n_group}), got {topk_group}")
+        kw["routing_groups"], kw["max_groups"] = n_group, topk_group
 
 
 #: Tokens per step of a DeepSeek-V3-architecture MTP module by draft tokens, as measured on
@@ -226,23 +258,56 @@ MTP_SOURCE = ("the architecture's MTP module as measured on DeepSeek-R1 (TensorR
 
 
 def _gqa(f: Fields, arch: str, kw: dict[str, Any]) -> None:
-    """Qwen3-MoE, gpt-oss, Mixtral, MiniMax-M2: grouped-query attention and a routed-only MoE FFN;
-    Llama and Qwen3 (dense): the same attention and one dense FFN per layer."""
+    """Grouped-query attention, then the family's FFN: a routed-only MoE (Qwen3-MoE, gpt-oss,
+    Mixtral, MiniMax-M2, OLMoE, Phi-3.5-MoE, Granite MoE), routed + shared experts after leading
+    dense layers (GLM-4.5, Hunyuan-A13B, ERNIE-4.5), or one dense FFN per layer (Llama, Qwen3)."""
     n_L, h = kw["n_L"], kw["h"]
     kw["attention"] = "gqa"
     kw["h_kv"] = f.integer("num_key_value_heads", required=False, default=h)
     if h % kw["h_kv"]:
         raise SpecError(f.label, f.path("num_key_value_heads"),
                         f"a divisor of num_attention_heads ({h}), got {kw['h_kv']}")
-    if f.has("head_dim"):
-        kw["d_head"] = f.integer("head_dim")
+    head_key = _key(f, "head_dim", "attention_head_dim")  # Hunyuan's own files: attention_head_dim
+    if f.has(head_key):
+        kw["d_head"] = f.integer(head_key)
     else:
         if kw["d"] % h:
             raise SpecError(f.label, f.path("head_dim"),
                             f"a value (the field is missing and hidden_size {kw['d']} is not a multiple "
                             f"of num_attention_heads {h})")
         kw["d_head"] = kw["d"] // h
-    kw["qkv_bias"] = f.boolean("attention_bias", default=arch == "gpt_oss")
+    if arch == "ernie4_5_moe":
+        # ERNIE's one bias switch covers attention and FFN alike; the published checkpoints have none
+        if f.boolean("use_bias", default=False):
+            raise SpecError(f.label, f.path("use_bias"),
+                            "false (biases on the FFN and experts are not modelled)")
+        kw["qkv_bias"] = False
+    else:
+        kw["qkv_bias"] = f.boolean("attention_bias", default=arch == "gpt_oss")
+    kw["E_s"], kw["n_Ld"], kw["f_d"] = 0, 0, 0
+    if arch in _DENSE:
+        # every layer's MLP is one dense FFN (gate, up, down); no router, no expert weights
+        kw["n_Ld"], kw["f_d"] = n_L, f.integer("intermediate_size")
+        kw["E"], kw["f_e"], kw["k"] = 1, 0, 1
+        if f.boolean("mlp_bias", default=False):
+            raise SpecError(f.label, f.path("mlp_bias"), "false (biases on the dense FFN are not modelled)")
+    elif arch in _SHARED_EXPERT_FFN:
+        _SHARED_EXPERT_FFN[arch](f, kw)
+    else:
+        _routed_only_ffn(f, arch, kw)
+    kw["sliding_window"], kw["sliding_layers"] = _sliding(f, arch, n_L)
+
+
+def _routed_only_ffn(f: Fields, arch: str, kw: dict[str, Any]) -> None:
+    """Routed experts in every layer, no shared expert (Qwen3-MoE: possibly some dense layers).
+
+    Mixtral, MiniMax-M2, gpt-oss, Phi-3.5-MoE and Granite MoE name the experts
+    ``num_local_experts`` and their width ``intermediate_size``; Qwen3-MoE and OLMoE
+    ``num_experts`` (OLMoE's width is ``intermediate_size``, Qwen3-MoE's ``moe_intermediate_size``).
+    Phi-3.5-MoE's LayerNorm biases and LM-head bias and OLMoE's and Granite's norm vectors are
+    too small to count; Granite's embedding, residual, attention and logit multipliers are scalars.
+    """
+    n_L = kw["n_L"]
     if arch == "qwen3_moe":
         kw["E"] = f.integer("num_experts")
         kw["f_e"] = f.integer("moe_intermediate_size")
@@ -256,22 +321,118 @@ def _gqa(f: Fields, arch: str, kw: dict[str, Any]) -> None:
         if f.has("shared_expert_intermediate_size"):
             raise SpecError(f.label, f.path("shared_expert_intermediate_size"),
                             "no shared expert (qwen3_moe has none; Qwen2-MoE is not supported)")
-    elif arch in _DENSE:
-        # every layer's MLP is one dense FFN (gate, up, down); no router, no expert weights
-        kw["n_Ld"], kw["f_d"] = n_L, f.integer("intermediate_size")
-        kw["E"], kw["f_e"] = 1, 0
-        if f.boolean("mlp_bias", default=False):
-            raise SpecError(f.label, f.path("mlp_bias"), "false (biases on the dense FFN are not modelled)")
+    elif arch == "olmoe":
+        kw["E"] = f.integer("num_experts")
+        kw["f_e"] = f.integer("intermediate_size")
     else:
         kw["E"] = f.integer("num_local_experts")
         kw["f_e"] = f.integer("intermediate_size")
-        kw["n_Ld"], kw["f_d"] = 0, 0
         kw["expert_bias"] = arch == "gpt_oss"  # gpt-oss experts and router carry biases
         if arch == "minimax_m2":
             _minimax_m2(f, n_L)
-    kw["k"] = 1 if arch in _DENSE else f.integer(_key(f, "num_experts_per_tok", "experts_per_token"))
-    kw["E_s"] = 0
-    kw["sliding_window"], kw["sliding_layers"] = _sliding(f, arch, n_L)
+    kw["k"] = f.integer(_key(f, "num_experts_per_tok", "experts_per_token"))
+
+
+def _glm4_moe(f: Fields, kw: dict[str, Any]) -> None:
+    """GLM-4.5 / 4.6 / 4.7: DeepSeek-V3's MoE layout (``first_k_dense_replace`` dense layers, then
+    ``n_routed_experts`` routed + ``n_shared_experts`` shared experts of ``moe_intermediate_size``;
+    an MTP layer per ``num_nextn_predict_layers``) under grouped-query attention with q/k/v biases.
+    Partial RoPE changes no weight; the QK-norm and routing-bias vectors are too small to count."""
+    kw["E"] = f.integer("n_routed_experts")
+    kw["k"] = f.integer("num_experts_per_tok")
+    kw["E_s"] = f.integer("n_shared_experts", required=False, default=0, minimum=0)
+    kw["f_e"] = f.integer("moe_intermediate_size")
+    kw["n_Ld"] = min(f.integer("first_k_dense_replace", required=False, default=0, minimum=0), kw["n_L"])
+    kw["f_d"] = f.integer("intermediate_size") if kw["n_Ld"] else 0
+    _routing_groups(f, kw)
+    # the checkpoints hold the MTP layer; with no published acceptance for it, speculation stays
+    # the user's to give (--mtp N with an acceptance)
+    kw["mtp_layers"] = f.integer("num_nextn_predict_layers", required=False, default=0, minimum=0)
+
+
+def _ernie4_5_moe(f: Fields, kw: dict[str, Any]) -> None:
+    """ERNIE-4.5 MoE: layers ``moe_layer_start_index`` to ``moe_layer_end_index`` hold
+    ``moe_num_experts`` routed experts (``moe_k`` per token) and ``moe_num_shared_experts`` shared
+    ones (one MLP of that many times ``moe_intermediate_size``), every ``moe_layer_interval``-th
+    layer.  The model expresses the first layers dense, then every layer MoE: an interval other
+    than 1 or dense layers after the MoE ones are refused."""
+    n_L = kw["n_L"]
+    experts = f.raw("moe_num_experts")
+    if isinstance(experts, list):  # ERNIE-4.5-VL: one pool of text and one of vision experts
+        raise SpecError(f.label, f.path("moe_num_experts"),
+                        f"one integer (one expert pool; the text + vision pools of ERNIE-4.5-VL are not "
+                        f"modelled), got {experts!r}")
+    kw["E"] = f.integer("moe_num_experts")
+    kw["k"] = f.integer("moe_k")
+    kw["E_s"] = f.integer("moe_num_shared_experts", required=False, default=0, minimum=0)
+    kw["f_e"] = f.integer("moe_intermediate_size")
+    interval = f.integer("moe_layer_interval", required=False, default=1)
+    if interval != 1:
+        raise SpecError(f.label, f.path("moe_layer_interval"),
+                        f"1 (MoE in every layer from moe_layer_start_index on; MoE in one layer of every "
+                        f"{interval} is not modelled), got {interval}")
+    start = f.integer("moe_layer_start_index", minimum=0)
+    end = f.raw("moe_layer_end_index", required=False, default=-1)
+    if end not in (-1, n_L - 1) or isinstance(end, bool):
+        raise SpecError(f.label, f.path("moe_layer_end_index"),
+                        f"the last layer ({n_L - 1}), -1 or null (MoE through the last layer; dense "
+                        f"layers after the MoE ones are not modelled), got {end!r}")
+    kw["n_Ld"] = min(start, n_L)
+    kw["f_d"] = f.integer("intermediate_size") if kw["n_Ld"] else 0
+
+
+def _hunyuan_v1_moe(f: Fields, kw: dict[str, Any]) -> None:
+    """Hunyuan-A13B: ``num_experts`` routed experts (``moe_topk`` per token) of
+    ``moe_intermediate_size`` in every layer, and a shared MLP of ``intermediate_size`` x
+    ``num_shared_expert`` (``use_mixed_mlp_moe``); the three may be given per layer (equal values).
+
+    Cross-layer attention (``use_cla``: one K/V projection and cache shared by ``cla_share_factor``
+    layers) is refused: the model gives every layer its own KV heads, so neither the cache nor the
+    attention reads would be priced as stated.  ``moe_layer_num_skipped`` > 0 (dense leading
+    layers) is refused too; no published checkpoint sets it.  The QK-norm vectors are too small to
+    count."""
+    n_L = kw["n_L"]
+    if f.boolean("use_cla", default=False):
+        share = f.raw("cla_share_factor", required=False, default="?")
+        raise SpecError(f.label, f.path("use_cla"),
+                        f"false (cross-layer KV sharing, one KV cache per {share} layers, is not modelled), "
+                        "got true")
+    skipped = f.integer("moe_layer_num_skipped", required=False, default=0, minimum=0)
+    if skipped:
+        raise SpecError(f.label, f.path("moe_layer_num_skipped"),
+                        f"0 (MoE in every layer; dense leading layers of Hunyuan are not modelled), "
+                        f"got {skipped}")
+    kw["E"] = _per_layer(f, "num_experts", n_L)
+    kw["k"] = _per_layer(f, "moe_topk", n_L)
+    width = f.integer("intermediate_size")
+    kw["f_e"] = _per_layer(f, "moe_intermediate_size", n_L, default=width)
+    shared = _per_layer(f, "num_shared_expert", n_L, default=1, minimum=0) * width
+    if not f.boolean("use_mixed_mlp_moe", default=True):
+        shared = 0
+    if shared % kw["f_e"]:
+        raise SpecError(f.label, f.path("num_shared_expert"),
+                        f"a shared MLP whose width (intermediate_size x num_shared_expert = {shared}) is a "
+                        f"multiple of the expert width ({kw['f_e']})")
+    kw["E_s"] = shared // kw["f_e"]
+
+
+#: families with shared experts or leading dense layers, each read by its own function
+_SHARED_EXPERT_FFN = {"glm4_moe": _glm4_moe, "ernie4_5_moe": _ernie4_5_moe, "hunyuan_v1_moe": _hunyuan_v1_moe}
+
+
+def _per_layer(f: Fields, key: str, n_L: int, default: int | None = None, minimum: int = 1) -> int:
+    """An integer given once, or once per layer (a list of ``n_L`` values, which must be equal)."""
+    raw = f.raw(key, required=default is None, default=default)
+    if isinstance(raw, list):
+        if len(raw) != n_L or len(set(map(repr, raw))) != 1:
+            got = f"{len(raw)} entries, values {sorted(set(map(repr, raw)))[:4]}"
+            raise SpecError(f.label, f.path(key),
+                            f"one integer, or a list of {n_L} equal ones (a value that varies by layer is "
+                            f"not modelled), got {got}")
+        raw = raw[0]
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < minimum:
+        raise SpecError(f.label, f.path(key), f"an integer >= {minimum} (or a list of them), got {raw!r}")
+    return raw
 
 
 def _minimax_m2(f: Fields, n_L: int) -> None:
@@ -298,8 +459,8 @@ def _minimax_m2(f: Fields, n_L: int) -> None:
 
 def _sliding(f: Fields, arch: str, n_L: int) -> tuple[int, int]:
     """(window in tokens, number of layers that use it)."""
-    if arch == "llama":
-        return 0, 0  # LlamaForCausalLM attends to the full context (a sliding_window key is unused)
+    if arch in _FULL_ATTENTION:
+        return 0, 0  # e.g. LlamaForCausalLM attends to the full context (a sliding_window key is unused)
     window = f.integer("sliding_window", required=False, default=0, minimum=0)
     if arch in ("qwen3_moe", "qwen3") and not f.boolean("use_sliding_window", default=False):
         return 0, 0
@@ -315,7 +476,7 @@ def _sliding(f: Fields, arch: str, n_L: int) -> tuple[int, int]:
     if arch in ("qwen3_moe", "qwen3"):
         first = f.integer("max_window_layers", required=False, default=0, minimum=0)
         return window, max(0, n_L - first)  # layers >= max_window_layers slide
-    return window, n_L  # mixtral: every layer
+    return window, n_L  # mixtral, phimoe: every layer (Phi-3.5-MoE's window is its whole context)
 
 
 def _base_dtype(top: Fields, f: Fields) -> tuple[str, str]:
@@ -342,13 +503,17 @@ def _module_names(arch: str, kw: dict[str, Any]) -> dict[str, list[str]]:
         shared = [f"mlp.shared_experts.{p}" for p in _GATE_UP_DOWN] if kw["E_s"] else []
     else:
         attn = ["q_proj", "k_proj", "v_proj", "o_proj"]
-        shared = []
+        mlp_experts = [f"mlp.experts.0.{p}" for p in _GATE_UP_DOWN]
+        w123 = [f"block_sparse_moe.experts.0.{w}" for w in ("w1", "w2", "w3")]
         routed = {
-            "qwen3_moe": [f"mlp.experts.0.{p}" for p in _GATE_UP_DOWN],
-            "mixtral": [f"block_sparse_moe.experts.0.{w}" for w in ("w1", "w2", "w3")],
-            "minimax_m2": [f"block_sparse_moe.experts.0.{w}" for w in ("w1", "w2", "w3")],
+            "qwen3_moe": mlp_experts, "olmoe": mlp_experts, "glm4_moe": mlp_experts,
+            "ernie4_5_moe": mlp_experts, "hunyuan_v1_moe": mlp_experts,
+            "mixtral": w123, "minimax_m2": w123, "phimoe": w123,
+            "granitemoe": ["block_sparse_moe.input_linear", "block_sparse_moe.output_linear"],
             "gpt_oss": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"],
         }.get(arch, [])  # dense families: no experts
+        shared_mlp = {"hunyuan_v1_moe": "mlp.shared_mlp"}.get(arch, "mlp.shared_experts")
+        shared = [f"{shared_mlp}.{p}" for p in _GATE_UP_DOWN] if kw["E_s"] else []
     names = {
         "attention": [f"model.layers.{i}.self_attn.{p}" for i in range(n_L) for p in attn],
         "routed_experts": [f"model.layers.{i}.{p}" for i in moe_layers for p in routed],

@@ -145,6 +145,138 @@ def test_minimax_m2_fields(tmp_path):
         load_hf_config(write(tmp_path, cfg))
 
 
+# ---- families loaded from trimmed copies of their published config.json (source in `_source`) ----
+
+PUBLISHED = [
+    # fixture, published total, published active (the expected value in our convention: the LM head
+    # counted, the input embedding not), where each figure is stated
+    # zai-org/GLM-4.5 model card (README, Model Introduction): "GLM-4.5-Air ... 106 billion total parameters
+    # and 12 billion active parameters"; the 12B leaves out the LM head (12.18B here without it), which
+    # ours counts: + V d = 151,552 x 4,096 (12B as stated would be 6.7% under ours)
+    ("glm-4.5-air", 106e9, 12e9 + 151_552 * 4096),
+    # GLM-4.7 keeps GLM-4.5's architecture (the GLM-5 technical report's GLM-4.5 column: 3 dense + 89 MoE
+    # layers, hidden 5120, 160 experts, 8 routed + 1 shared of 1536, 96 / 8 heads, vocab 151,552); the
+    # zai-org/GLM-4.5 model card: "355 billion total parameters with 32 billion active parameters",
+    # the 32B without the LM head as for the Air: + V d = 151,552 x 5,120
+    ("glm-4.7", 355e9, 32e9 + 151_552 * 5120),
+    # OLMoE paper (arXiv:2409.02060, linked from the allenai/OLMoE-1B-7B-0924 model card, whose "1B
+    # active and 7B total" are the rounded name), Table 1: 6.9B total, 1.3B active; the 1.3B counts the
+    # input embedding, which ours leaves out: - V d = 50,304 x 2,048
+    ("olmoe-1b-7b-0924", 6.9e9, 1.3e9 - 50_304 * 2048),
+    # microsoft/Phi-3.5-MoE-instruct model card: "16x3.8B parameters with 6.6B active parameters when
+    # using 2 experts"; the model page's safetensors count: 41.9B params
+    ("phi-3.5-moe-instruct", 41.9e9, 6.6e9),
+    # ibm-granite/granite-3.1-3b-a800m-instruct model card, architecture table (3B MoE column):
+    # "# Parameters 3.3B", "# Active Parameters 800M"; the 800M leaves out the tied embedding / LM head
+    # (0.81B here without it), which ours counts: + V d = 49,155 x 1,536
+    ("granite-3.1-3b-a800m-instruct", 3.3e9, 800e6 + 49_155 * 1536),
+    # tencent/Hunyuan-A13B-Instruct model card: "13 billion active parameters (out of a total of 80
+    # billion)"
+    ("hunyuan-a13b-instruct", 80e9, 13e9),
+    # baidu/ERNIE-4.5-21B-A3B-PT model page, safetensors count: 21.8B params (the card's "21B / 3B" are
+    # rounded: 21B would be 3.9% under ours); the card's 3B activated leaves out the tied embedding / LM
+    # head (3.09B here without it), which ours counts: + V d = 103,424 x 2,560
+    ("ernie-4.5-21b-a3b-pt", 21.8e9, 3e9 + 103_424 * 2560),
+]
+
+
+@pytest.mark.parametrize(("name", "total", "active"), PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_family_config_totals_match_the_published_figures(name, total, active):
+    m = load_hf_config(DATA / name)
+    assert math.isclose(m.total_params, total, rel_tol=0.03)
+    assert math.isclose(m.active_params, active, rel_tol=0.03)
+
+
+@pytest.mark.parametrize(("name", "arch"), [("glm-4.5-air", "glm4_moe"), ("olmoe-1b-7b-0924", "olmoe"),
+                                            ("phi-3.5-moe-instruct", "phimoe"),
+                                            ("granite-3.1-3b-a800m-instruct", "granitemoe"),
+                                            ("hunyuan-a13b-instruct", "hunyuan_v1_moe"),
+                                            ("ernie-4.5-21b-a3b-pt", "ernie4_5_moe")])
+def test_architectures_alone_name_the_family(name, arch, tmp_path):
+    cfg = fixture(name)
+    del cfg["model_type"]
+    m = load_hf_config(write(tmp_path, cfg))
+    assert m.architecture == arch and m.attention == "gqa" and not m.is_dense
+    assert m.total_params == load_hf_config(DATA / name).total_params
+
+
+def test_glm4_moe_reads_dense_layers_shared_expert_and_mtp(tmp_path):
+    m = load_hf_config(DATA / "glm-4.5-air")
+    # first_k_dense_replace 1 (FFN 10944), then 128 routed top-8 + 1 shared expert of 1408
+    assert (m.E, m.k, m.E_s, m.n_Ld, m.f_e, m.f_d) == (128, 8, 1, 1, 1408, 10944)
+    assert m.qkv_bias and m.mtp_layers == 1 and m.sliding_layers == 0
+    assert m.kv_bytes_per_token() == 2 * 8 * 128 * 46 * 2 == 188_416
+    assert m.class_params()["dense_ffn"] == 3 * 4096 * 10944 + 45 * 3 * 4096 * 1408  # layer 0 + shared
+    big = load_hf_config(DATA / "glm-4.7")
+    assert (big.n_Ld, big.E, big.max_context) == (3, 160, 202752)
+    cfg = fixture("glm-4.7")  # compressed-tensors FP8 on every Linear, as zai-org's -FP8 releases
+    fp8_group = {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}
+    cfg["quantization_config"] = {"quant_method": "compressed-tensors",
+                                  "config_groups": {"group_0": fp8_group}, "ignore": ["lm_head"]}
+    assert load_hf_config(write(tmp_path, cfg)).precision == {
+        "routed_experts": "fp8", "attention": "fp8", "dense_ffn": "fp8", "embeddings": "bf16"}
+    # the shared experts are most of the dense_ffn class (89 layers' against 3 dense layers' MLPs)
+    cfg["quantization_config"]["ignore"] = ["lm_head", "re:.*mlp[.]shared_experts[.].*"]
+    assert load_hf_config(write(tmp_path, cfg)).precision["dense_ffn"] == "bf16"
+
+
+def test_olmoe_and_granite_route_every_layer_without_a_shared_expert(tmp_path):
+    olmoe = load_hf_config(DATA / "olmoe-1b-7b-0924")
+    assert (olmoe.E, olmoe.k, olmoe.E_s, olmoe.n_Ld, olmoe.f_e) == (64, 8, 0, 0, 1024)  # num_experts
+    assert olmoe.kv_bytes_per_token() == 2 * 16 * 128 * 16 * 2 == 131_072  # 16 KV heads of 2048 / 16
+    granite = load_hf_config(DATA / "granite-3.1-3b-a800m-instruct")
+    assert (granite.E, granite.k, granite.E_s, granite.f_e, granite.d_head) == (40, 8, 0, 512, 64)
+    assert granite.class_params()["embeddings"] == 49_155 * 1536  # tied: one table
+    cfg = fixture("olmoe-1b-7b-0924")
+    cfg["sliding_window"] = 4096  # Llama-derived attention (as OLMoE's) takes no window: the key is unused
+    assert load_hf_config(write(tmp_path, cfg)).sliding_layers == 0
+
+
+def test_phimoe_slides_over_its_whole_context_with_attention_biases(tmp_path):
+    m = load_hf_config(DATA / "phi-3.5-moe-instruct")
+    assert (m.E, m.k, m.f_e) == (16, 2, 6400) and m.qkv_bias
+    assert (m.sliding_window, m.sliding_layers, m.max_context) == (131072, 32, 131072)
+    cfg = fixture("phi-3.5-moe-instruct")
+    del cfg["model_type"]
+    cfg["architectures"] = ["PhimoeForCausalLM"]  # the transformers class name
+    assert load_hf_config(write(tmp_path, cfg)).architecture == "phimoe"
+
+
+def test_hunyuan_reads_per_layer_lists_and_a_shared_mlp(tmp_path):
+    m = load_hf_config(DATA / "hunyuan-a13b-instruct")
+    # moe_topk / moe_intermediate_size / num_shared_expert given per layer (32 equal values); the shared
+    # MLP is intermediate_size x num_shared_expert = 3072 wide: one expert's width
+    assert (m.E, m.k, m.E_s, m.n_Ld, m.f_e, m.d_head) == (64, 8, 1, 0, 3072, 128)
+    assert m.kv_bytes_per_token() == 2 * 8 * 128 * 32 * 2 == 131_072  # use_cla false: a cache per layer
+    cfg = fixture("hunyuan-a13b-instruct")
+    cfg.update(moe_topk=8, moe_intermediate_size=1536, num_shared_expert=2)  # scalars
+    m2 = load_hf_config(write(tmp_path, cfg))
+    assert (m2.k, m2.f_e, m2.E_s) == (8, 1536, 4)  # a 2 x 3072 shared MLP: four experts of 1536
+    cfg.update(use_mixed_mlp_moe=False)
+    assert load_hf_config(write(tmp_path, cfg)).E_s == 0
+    cfg.update(use_mixed_mlp_moe=True, moe_intermediate_size=4096)
+    with pytest.raises(SpecError, match=r"num_shared_expert: a shared MLP whose width .*6144.* \(4096\)"):
+        load_hf_config(write(tmp_path, cfg))
+
+
+def test_ernie_leading_dense_layers_come_from_the_moe_start_index(tmp_path):
+    m = load_hf_config(DATA / "ernie-4.5-21b-a3b-pt")
+    # layer 0 dense (FFN 12288), layers 1-27 MoE: 64 routed top-6 + 2 shared experts of 1536
+    assert (m.E, m.k, m.E_s, m.n_Ld, m.f_e, m.f_d) == (64, 6, 2, 1, 1536, 12288)
+    assert m.tie_embeddings and not m.qkv_bias
+    for end in (-1, None):  # the end index as transformers' default, and as some copies write it
+        cfg = fixture("ernie-4.5-21b-a3b-pt")
+        cfg["moe_layer_end_index"] = end
+        assert load_hf_config(write(tmp_path, cfg)).total_params == m.total_params
+
+
+def test_cli_shows_a_family_config(capsys):
+    rc = main(["specs", "show", str(DATA / "hunyuan-a13b-instruct"), "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["architecture"] == "hunyuan_v1_moe"
+    assert d["total_params"] == load_hf_config(DATA / "hunyuan-a13b-instruct").total_params
+
+
 @pytest.mark.parametrize(("name", "arch"), [("llama-3.1-8b", "llama"), ("llama-3.1-70b", "llama"),
                                             ("qwen3-32b", "qwen3")])
 def test_dense_fields(name, arch, tmp_path):
@@ -227,7 +359,30 @@ def _edit(name, fn):
 BAD = [
     ("unsupported-architecture", _edit("mixtral-8x7b", lambda c: c.update(model_type="gemma3")),
      "model_type: one of deepseek_v3, kimi_k2, deepseek_v2, qwen3_moe, gpt_oss, mixtral, minimax_m2, "
-     "llama, qwen3; got 'gemma3'"),
+     "glm4_moe, olmoe, phimoe, granitemoe, hunyuan_v1_moe, ernie4_5_moe, llama, qwen3; got 'gemma3'"),
+    ("hybrid-granite", _edit("granite-3.1-3b-a800m-instruct",
+                             lambda c: c.update(model_type="granitemoehybrid")),
+     "model_type: one of deepseek_v3"),
+    ("hunyuan-cla", _edit("hunyuan-a13b-instruct", lambda c: c.update(use_cla=True)),
+     "use_cla: false (cross-layer KV sharing, one KV cache per 2 layers, is not modelled), got true"),
+    ("hunyuan-skipped", _edit("hunyuan-a13b-instruct", lambda c: c.update(moe_layer_num_skipped=1)),
+     "moe_layer_num_skipped: 0 (MoE in every layer"),
+    ("hunyuan-varying-topk", _edit("hunyuan-a13b-instruct", lambda c: c["moe_topk"].__setitem__(5, 4)),
+     "moe_topk: one integer, or a list of 32 equal ones (a value that varies by layer is not modelled), "
+     "got 32 entries, values ['4', '8']"),
+    ("ernie-interval", _edit("ernie-4.5-21b-a3b-pt", lambda c: c.update(moe_layer_interval=2)),
+     "moe_layer_interval: 1 (MoE in every layer from moe_layer_start_index on; MoE in one layer of every 2 "
+     "is not modelled), got 2"),
+    ("ernie-end-index", _edit("ernie-4.5-21b-a3b-pt", lambda c: c.update(moe_layer_end_index=20)),
+     "moe_layer_end_index: the last layer (27), -1 or null (MoE through the last layer; dense layers after "
+     "the MoE ones are not modelled), got 20"),
+    ("ernie-vl-pools", _edit("ernie-4.5-21b-a3b-pt", lambda c: c.update(moe_num_experts=[64, 64])),
+     "moe_num_experts: one integer (one expert pool"),
+    ("ernie-bias", _edit("ernie-4.5-21b-a3b-pt", lambda c: c.update(use_bias=True)), "use_bias: false"),
+    ("glm-all-dense", _edit("glm-4.5-air", lambda c: c.update(first_k_dense_replace=46)),
+     "first_k_dense_replace: fewer dense layers than num_hidden_layers (46), got 46"),
+    ("olmoe-topk", _edit("olmoe-1b-7b-0924", lambda c: c.update(num_experts_per_tok=65)),
+     "num_experts_per_tok: at most the number of routed experts (64), got 65"),
     ("unknown-architectures", _edit("mixtral-8x7b", lambda c: (c.pop("model_type"),
                                                                c.update(architectures=["Gemma3ForCausalLM"]))),
      "architectures: one of DeepseekV3ForCausalLM"),

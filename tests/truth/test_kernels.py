@@ -404,7 +404,8 @@ def test_a2a_law_spec_round_trip_and_what_the_step_takes(monkeypatch):
     eff = hw.efficiency
     assert eff.a2a_efficiency == pytest.approx(0.4)
     assert dict(eff.a2a_floors) == pytest.approx({"dispatch_bf16": 50e-6, "combine_bf16": 30e-6})
-    # the step model takes the fraction, and keeps the link's latency per phase, not the floor
+    # the step model takes the fraction; its message latency a_a2a stays the link's (the floors enter
+    # a step as a_disp and a_comb, at the share phi_fl: test_step.py)
     e = _efficiencies(hw, "realistic")
     assert e["eta_a2a"] == pytest.approx(0.4) and e["a_a2a"] == hw.su_latency
     # a measured kernel is priced with its floor: one dispatch phase of 8 tokens over EP 8, top-8,
