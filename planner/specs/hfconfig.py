@@ -21,6 +21,8 @@ phimoe          PhiMoEForCausalLM, PhimoeForCausalLM         Phi-3.5-MoE-instruc
 granitemoe      GraniteMoeForCausalLM                        granite-3.1-3b-a800m, granite-3.0-1b-a400m
 hunyuan_v1_moe  HunYuanMoEV1ForCausalLM                      Hunyuan-A13B-Instruct
 ernie4_5_moe    Ernie4_5_MoeForCausalLM                      ERNIE-4.5-21B-A3B-PT, ERNIE-4.5-300B-A47B-PT
+llama4          Llama4ForConditionalGeneration,              Llama-4-Scout-17B-16E,
+                Llama4ForCausalLM                            Llama-4-Maverick-17B-128E (text model)
 llama           LlamaForCausalLM                             Llama-3.1-8B, Llama-3.1-70B (dense)
 qwen3           Qwen3ForCausalLM                             Qwen3-32B, Qwen3-8B (dense)
 ==============  ===========================================  ===================================
@@ -43,10 +45,13 @@ Storage precision per tensor class (``planner.specs.precision``):
 The input embedding and LM head are one class (``embeddings``) and stay at ``torch_dtype``.
 The KV cache is planned in bf16.  Keys the planner does not use (rope scaling, partial RoPE,
 token ids, routing scale factors, Granite's multipliers) are ignored; a key it needs that is
-missing is an error naming it.  A layout the model cannot express is an error naming the field:
-MoE on other layers than "the first ones dense, then every layer MoE" (ERNIE
-``moe_layer_interval`` or ``moe_layer_end_index``, Hunyuan ``moe_layer_num_skipped``), per-layer
-expert counts that vary, and Hunyuan's cross-layer KV sharing (``use_cla``).
+missing is an error naming it.  Dense and MoE layers are counted wherever they sit (ERNIE's
+start / end / interval, Llama 4's ``moe_layers`` or ``interleave_moe_layer_step``, Qwen3-MoE's
+``mlp_only_layers``): the planner prices n_Ld dense and n_L - n_Ld MoE layers.  Llama 4's chunked
+attention is planned as a sliding window of the chunk size (an upper bound; see ``_llama4_chunked``).
+A layout the model cannot express is an error naming the field: Hunyuan's dense leading layers
+(``moe_layer_num_skipped``), per-layer expert counts that vary, ERNIE-4.5-VL's two expert pools,
+DeepSeek's ``moe_layer_freq``, and Hunyuan's cross-layer KV sharing (``use_cla``).
 """
 
 from __future__ import annotations
@@ -66,7 +71,9 @@ from planner.specs.reading import Fields, path_kind, read_text
 #: model_type -> Model.architecture
 MODEL_TYPES = ("deepseek_v3", "kimi_k2", "deepseek_v2", "qwen3_moe", "gpt_oss", "mixtral",
                "minimax_m2", "glm4_moe", "olmoe", "phimoe", "granitemoe", "hunyuan_v1_moe", "ernie4_5_moe",
-               "llama", "qwen3")
+               "llama4", "llama", "qwen3")
+#: other model_type spellings of a family (Llama 4's text_config says ``llama4_text``)
+_ALIASES = {"llama4_text": "llama4"}
 #: ``architectures[0]`` -> model_type, used only when ``model_type`` is absent
 ARCH_CLASSES = {
     "DeepseekV3ForCausalLM": "deepseek_v3",
@@ -82,6 +89,8 @@ ARCH_CLASSES = {
     "GraniteMoeForCausalLM": "granitemoe",
     "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe",
     "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
+    "Llama4ForConditionalGeneration": "llama4",
+    "Llama4ForCausalLM": "llama4",
     "LlamaForCausalLM": "llama",
     "Qwen3ForCausalLM": "qwen3",
 }
@@ -92,7 +101,7 @@ _DENSE = ("llama", "qwen3")
 _FULL_ATTENTION = ("llama", "glm4_moe", "olmoe", "granitemoe", "hunyuan_v1_moe", "ernie4_5_moe")
 #: the key that sets the dense layers, where a family has one (for the error naming it)
 _DENSE_KEY = {"qwen3_moe": "mlp_only_layers", "glm4_moe": "first_k_dense_replace",
-              "ernie4_5_moe": "moe_layer_start_index"}
+              "ernie4_5_moe": "moe_layer_start_index", "llama4": "interleave_moe_layer_step"}
 #: the key of the routed experts per token where it is not ``num_experts_per_tok``
 _TOPK_KEY = {"hunyuan_v1_moe": "moe_topk", "ernie4_5_moe": "moe_k"}
 _DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16"}
@@ -175,6 +184,7 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
     if kw["E_s"]:
         shape += f" + {kw['E_s']} shared"
     kw["description"] = f"{name} ({arch}, {shape}; weights {quant}{base_note}), from a HF config.json"
+    kw.pop("_moe_ids", None)
     return Model(**kw, path=label)
 
 
@@ -190,6 +200,7 @@ def _model_type(top: Fields, f: Fields) -> str:
     for fields in (f, top):
         if "model_type" in fields.doc:
             mt = fields.text("model_type")
+            mt = _ALIASES.get(mt, mt)
             if mt in MODEL_TYPES:
                 return mt
             if fields is top and f is not top and "model_type" not in f.doc:
@@ -353,9 +364,11 @@ def _glm4_moe(f: Fields, kw: dict[str, Any]) -> None:
 def _ernie4_5_moe(f: Fields, kw: dict[str, Any]) -> None:
     """ERNIE-4.5 MoE: layers ``moe_layer_start_index`` to ``moe_layer_end_index`` hold
     ``moe_num_experts`` routed experts (``moe_k`` per token) and ``moe_num_shared_experts`` shared
-    ones (one MLP of that many times ``moe_intermediate_size``), every ``moe_layer_interval``-th
-    layer.  The model expresses the first layers dense, then every layer MoE: an interval other
-    than 1 or dense layers after the MoE ones are refused."""
+    ones (one MLP of that many times ``moe_intermediate_size``), in every layer i of that range with
+    (i + 1) % ``moe_layer_interval`` == 0; every other layer is a dense FFN of ``intermediate_size``.
+    The planner prices n_Ld dense and n_L - n_Ld MoE layers wherever they sit, so dense layers
+    between or after the MoE ones are counted, not refused.  The text + vision expert pools of
+    ERNIE-4.5-VL (lists of expert counts) are refused."""
     n_L = kw["n_L"]
     experts = f.raw("moe_num_experts")
     if isinstance(experts, list):  # ERNIE-4.5-VL: one pool of text and one of vision experts
@@ -367,17 +380,19 @@ def _ernie4_5_moe(f: Fields, kw: dict[str, Any]) -> None:
     kw["E_s"] = f.integer("moe_num_shared_experts", required=False, default=0, minimum=0)
     kw["f_e"] = f.integer("moe_intermediate_size")
     interval = f.integer("moe_layer_interval", required=False, default=1)
-    if interval != 1:
-        raise SpecError(f.label, f.path("moe_layer_interval"),
-                        f"1 (MoE in every layer from moe_layer_start_index on; MoE in one layer of every "
-                        f"{interval} is not modelled), got {interval}")
     start = f.integer("moe_layer_start_index", minimum=0)
     end = f.raw("moe_layer_end_index", required=False, default=-1)
-    if end not in (-1, n_L - 1) or isinstance(end, bool):
+    if end is None or end == -1:
+        end = n_L - 1
+    if isinstance(end, bool) or not isinstance(end, int) or end < start:
         raise SpecError(f.label, f.path("moe_layer_end_index"),
-                        f"the last layer ({n_L - 1}), -1 or null (MoE through the last layer; dense "
-                        f"layers after the MoE ones are not modelled), got {end!r}")
-    kw["n_Ld"] = min(start, n_L)
+                        f"a layer index from moe_layer_start_index ({start}) on, -1 or null (the last "
+                        f"layer), got {end!r}")
+    # as ERNIE's own modelling code and transformers' decide it: (i + 1) % interval == 0, not
+    # (i - start) % interval (the two agree for interval 1, and for start 1 with interval 2)
+    moe = [i for i in range(start, min(end, n_L - 1) + 1) if (i + 1) % interval == 0]
+    kw["n_Ld"] = n_L - len(moe)  # the planner sums over layers: where the dense ones sit does not matter
+    kw["_moe_ids"] = moe
     kw["f_d"] = f.integer("intermediate_size") if kw["n_Ld"] else 0
 
 
@@ -416,8 +431,66 @@ def _hunyuan_v1_moe(f: Fields, kw: dict[str, Any]) -> None:
     kw["E_s"] = shared // kw["f_e"]
 
 
+def _llama4(f: Fields, kw: dict[str, Any]) -> None:
+    """Llama 4 (Scout, Maverick; the text model, under ``text_config`` of a
+    ``Llama4ForConditionalGeneration`` config): MoE layers hold ``num_local_experts`` routed experts
+    (``num_experts_per_tok`` per token) and one shared expert, all of ``intermediate_size``; the
+    other layers a dense FFN of ``intermediate_size_mlp``.  The MoE layers are the ``moe_layers``
+    list where given, else every ``interleave_moe_layer_step``-th layer (layers step-1, 2 step-1,
+    ...: Scout's step 1 makes every layer MoE, Maverick's 2 every second one), as transformers
+    derives them.  The vision tower and projector are not part of the text model and are not
+    counted; the QK-norm (no weights) and the router's scale are nothing to count."""
+    n_L = kw["n_L"]
+    kw["E"] = f.integer("num_local_experts")
+    kw["k"] = f.integer("num_experts_per_tok")
+    kw["f_e"] = f.integer("intermediate_size")
+    kw["E_s"] = 1  # the shared expert: gate, up, down of the routed experts' width
+    if f.has("moe_layers"):
+        ids = f.raw("moe_layers")
+        if (not isinstance(ids, list) or not all(type(i) is int and 0 <= i < n_L for i in ids)
+                or len(set(ids)) != len(ids)):
+            raise SpecError(f.label, f.path("moe_layers"),
+                            f"a list of distinct layer indices from 0 to {n_L - 1}, got {ids!r}")
+    else:
+        step = f.integer("interleave_moe_layer_step", required=False, default=1)
+        ids = list(range(step - 1, n_L, step))
+    kw["n_Ld"] = n_L - len(ids)  # the planner sums over layers: where the dense ones sit does not matter
+    kw["_moe_ids"] = sorted(ids)
+    kw["f_d"] = f.integer("intermediate_size_mlp") if kw["n_Ld"] else 0
+
+
+def _llama4_chunked(f: Fields, n_L: int) -> tuple[int, int]:
+    """(window, layers) for Llama 4's chunked attention: ``layer_types`` where given, else
+    ``no_rope_layers`` (1: a RoPE layer, which attends within its chunk; 0: a NoPE layer, full
+    attention), else one NoPE layer in every ``no_rope_layer_interval`` (4), as transformers derives
+    them.
+
+    Approximation: a chunked layer is priced as a sliding-window layer of window
+    ``attention_chunk_size`` C.  A query in a chunk attends the S mod C tokens of its own chunk so
+    far (C/2 on average over a long sequence), where a window attends min(S, C); and the KV cache
+    holds at most one chunk per such layer.  The window is an upper bound on both the attention
+    reads and the cache of these layers."""
+    chunk = f.integer("attention_chunk_size", required=False, default=0, minimum=0)
+    if not chunk:
+        return 0, 0
+    if f.has("layer_types"):
+        types = f.raw("layer_types")
+        if not isinstance(types, list) or len(types) != n_L:
+            raise SpecError(f.label, f.path("layer_types"), f"a list of {n_L} layer types (one per layer)")
+        return chunk, sum(1 for t in types if t == "chunked_attention")
+    flags = f.raw("no_rope_layers", required=False, default=[])
+    if flags:  # an empty list means "derive it", as in transformers
+        if not isinstance(flags, list) or len(flags) != n_L or any(x not in (0, 1) for x in flags):
+            raise SpecError(f.label, f.path("no_rope_layers"),
+                            f"a list of {n_L} flags, 1 (RoPE, chunked attention) or 0 (NoPE, full attention)")
+        return chunk, sum(flags)
+    every = f.integer("no_rope_layer_interval", required=False, default=4)
+    return chunk, sum(1 for i in range(n_L) if (i + 1) % every != 0)
+
+
 #: families with shared experts or leading dense layers, each read by its own function
-_SHARED_EXPERT_FFN = {"glm4_moe": _glm4_moe, "ernie4_5_moe": _ernie4_5_moe, "hunyuan_v1_moe": _hunyuan_v1_moe}
+_SHARED_EXPERT_FFN = {"glm4_moe": _glm4_moe, "ernie4_5_moe": _ernie4_5_moe, "hunyuan_v1_moe": _hunyuan_v1_moe,
+                      "llama4": _llama4}
 
 
 def _per_layer(f: Fields, key: str, n_L: int, default: int | None = None, minimum: int = 1) -> int:
@@ -459,6 +532,8 @@ def _minimax_m2(f: Fields, n_L: int) -> None:
 
 def _sliding(f: Fields, arch: str, n_L: int) -> tuple[int, int]:
     """(window in tokens, number of layers that use it)."""
+    if arch == "llama4":
+        return _llama4_chunked(f, n_L)
     if arch in _FULL_ATTENTION:
         return 0, 0  # e.g. LlamaForCausalLM attends to the full context (a sliding_window key is unused)
     window = f.integer("sliding_window", required=False, default=0, minimum=0)
@@ -495,7 +570,10 @@ def _base_dtype(top: Fields, f: Fields) -> tuple[str, str]:
 def _module_names(arch: str, kw: dict[str, Any]) -> dict[str, list[str]]:
     """Representative module names per tensor class, as the checkpoint spells them."""
     n_L, n_Ld = kw["n_L"], kw["n_Ld"]
-    moe_layers = range(n_Ld, n_L)
+    moe_layers = kw.get("_moe_ids", range(n_Ld, n_L))  # where a family reads them, the actual indices
+    moe_set = set(moe_layers)
+    dense_layers = [i for i in range(n_L) if i not in moe_set]
+    layers, mlp = "model.layers", "mlp"
     if arch in _MLA:
         attn = (["q_a_proj", "q_b_proj"] if kw["r_q"] else ["q_proj"]) + ["kv_a_proj_with_mqa", "kv_b_proj",
                                                                           "o_proj"]
@@ -511,14 +589,18 @@ def _module_names(arch: str, kw: dict[str, Any]) -> dict[str, list[str]]:
             "mixtral": w123, "minimax_m2": w123, "phimoe": w123,
             "granitemoe": ["block_sparse_moe.input_linear", "block_sparse_moe.output_linear"],
             "gpt_oss": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"],
+            "llama4": ["feed_forward.experts.gate_up_proj", "feed_forward.experts.down_proj"],
         }.get(arch, [])  # dense families: no experts
-        shared_mlp = {"hunyuan_v1_moe": "mlp.shared_mlp"}.get(arch, "mlp.shared_experts")
+        shared_mlp = {"hunyuan_v1_moe": "mlp.shared_mlp", "llama4": "feed_forward.shared_expert"}.get(
+            arch, "mlp.shared_experts")
+        if arch == "llama4":  # the checkpoint's names: the text model is the wrapper's language_model
+            layers, mlp = "language_model.model.layers", "feed_forward"
         shared = [f"{shared_mlp}.{p}" for p in _GATE_UP_DOWN] if kw["E_s"] else []
     names = {
-        "attention": [f"model.layers.{i}.self_attn.{p}" for i in range(n_L) for p in attn],
-        "routed_experts": [f"model.layers.{i}.{p}" for i in moe_layers for p in routed],
-        "dense_ffn": [f"model.layers.{i}.mlp.{p}" for i in range(n_Ld) for p in _GATE_UP_DOWN]
-        + [f"model.layers.{i}.{p}" for i in moe_layers for p in shared],
+        "attention": [f"{layers}.{i}.self_attn.{p}" for i in range(n_L) for p in attn],
+        "routed_experts": [f"{layers}.{i}.{p}" for i in moe_layers for p in routed],
+        "dense_ffn": [f"{layers}.{i}.{mlp}.{p}" for i in dense_layers for p in _GATE_UP_DOWN]
+        + [f"{layers}.{i}.{p}" for i in moe_layers for p in shared],
         "embeddings": ["lm_head"],
     }
     return names

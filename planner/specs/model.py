@@ -31,7 +31,7 @@ from planner.specs.reading import Fields, read_yaml
 
 ARCHITECTURES = ("deepseek_v3", "deepseek_v2", "kimi_k2", "qwen3_moe", "gpt_oss", "mixtral",
                  "minimax_m2", "glm4_moe", "olmoe", "phimoe", "granitemoe", "hunyuan_v1_moe", "ernie4_5_moe",
-                 "llama", "qwen3")
+                 "llama4", "llama", "qwen3")
 
 
 @dataclass(frozen=True)

@@ -177,6 +177,15 @@ PUBLISHED = [
     # rounded: 21B would be 3.9% under ours); the card's 3B activated leaves out the tied embedding / LM
     # head (3.09B here without it), which ours counts: + V d = 103,424 x 2,560
     ("ernie-4.5-21b-a3b-pt", 21.8e9, 3e9 + 103_424 * 2560),
+    # baidu/ERNIE-4.5-300B-A47B-PT model card: "300B total parameters and 47B activated parameters per
+    # token" (299.5B and 47.1B here, the LM head counted)
+    ("ernie-4.5-300b-a47b-pt", 300e9, 47e9),
+    # meta-llama/Llama-4-Scout-17B-16E and Llama-4-Maverick-17B-128E model cards: 17B activated, 109B /
+    # 400B total.  The 17B counts both the input embedding and the LM head (16.1B here without the
+    # embedding): - V d = 202,048 x 5,120.  The vision tower is not part of the text model and is not
+    # counted here (107.8B for Scout's text model, 1.1% under the card's 109B)
+    ("llama-4-scout-17b-16e", 109e9, 17e9 - 202_048 * 5120),
+    ("llama-4-maverick-17b-128e", 400e9, 17e9 - 202_048 * 5120),
 ]
 
 
@@ -191,7 +200,8 @@ def test_family_config_totals_match_the_published_figures(name, total, active):
                                             ("phi-3.5-moe-instruct", "phimoe"),
                                             ("granite-3.1-3b-a800m-instruct", "granitemoe"),
                                             ("hunyuan-a13b-instruct", "hunyuan_v1_moe"),
-                                            ("ernie-4.5-21b-a3b-pt", "ernie4_5_moe")])
+                                            ("ernie-4.5-21b-a3b-pt", "ernie4_5_moe"),
+                                            ("ernie-4.5-300b-a47b-pt", "ernie4_5_moe")])
 def test_architectures_alone_name_the_family(name, arch, tmp_path):
     cfg = fixture(name)
     del cfg["model_type"]
@@ -268,6 +278,84 @@ def test_ernie_leading_dense_layers_come_from_the_moe_start_index(tmp_path):
         cfg = fixture("ernie-4.5-21b-a3b-pt")
         cfg["moe_layer_end_index"] = end
         assert load_hf_config(write(tmp_path, cfg)).total_params == m.total_params
+
+
+def test_ernie_counts_moe_layers_by_start_end_and_interval(tmp_path):
+    big = load_hf_config(DATA / "ernie-4.5-300b-a47b-pt")
+    # layers 0-2 dense (FFN 28672), 3-53 MoE: 64 routed top-8 of 3584, no shared expert
+    assert (big.E, big.k, big.E_s, big.n_Ld, big.f_e, big.f_d) == (64, 8, 0, 3, 3584, 28672)
+    assert big.kv_bytes_per_token() == 2 * 8 * 128 * 54 * 2
+    ref = load_hf_config(DATA / "ernie-4.5-21b-a3b-pt")
+    assert ref.class_params()["routed_experts"] == 27 * 64 * 3 * 2560 * 1536
+    # MoE on layer i of [start, end] when (i + 1) % interval == 0, as ERNIE's and transformers' code
+    for start, end, interval, n_moe in [(1, 27, 2, 14),    # 1, 3, ..., 27
+                                        (0, 27, 2, 14),    # the same layers: layer 0 is not one
+                                        (1, 20, 1, 20),    # 1-20; 0 and 21-27 dense
+                                        (1, None, 3, 9),   # 2, 5, ..., 26
+                                        (4, -1, 4, 6)]:    # 7, 11, ..., 27
+        cfg = fixture("ernie-4.5-21b-a3b-pt")
+        cfg.update(moe_layer_start_index=start, moe_layer_end_index=end, moe_layer_interval=interval)
+        m = load_hf_config(write(tmp_path, cfg))
+        assert (m.n_L - m.n_Ld, m.n_Ld, m.f_d) == (n_moe, 28 - n_moe, 12288), (start, end, interval)
+        cls = m.class_params()
+        assert cls["routed_experts"] == n_moe * 64 * 3 * 2560 * 1536
+        assert cls["dense_ffn"] == (28 - n_moe) * 3 * 2560 * 12288 + n_moe * 2 * 3 * 2560 * 1536  # + shared
+        assert m.router_params == 64 * 2560  # per MoE layer
+
+
+def test_llama4_scout_and_maverick_fields(tmp_path):
+    scout = load_hf_config(DATA / "llama-4-scout-17b-16e")
+    assert scout.architecture == "llama4" and scout.attention == "gqa" and not scout.tie_embeddings
+    # every layer MoE: 16 routed top-1 + 1 shared expert, all of intermediate_size 8192
+    assert (scout.E, scout.k, scout.E_s, scout.n_Ld, scout.f_e, scout.f_d) == (16, 1, 1, 0, 8192, 0)
+    # chunked attention (8192-token chunks) on the RoPE layers, 3 of every 4; priced as a window
+    assert (scout.sliding_window, scout.sliding_layers) == (8192, 36)
+    assert scout.kv_bytes_per_token() == 2 * 8 * 128 * 48 * 2
+    assert scout.max_context == 10485760 and not scout.qkv_bias
+    mav = load_hf_config(DATA / "llama-4-maverick-17b-128e")
+    # interleave_moe_layer_step 2: layers 1, 3, ..., 47 MoE; the other 24 a dense MLP of 16384
+    assert (mav.E, mav.k, mav.E_s, mav.n_Ld, mav.f_e, mav.f_d) == (128, 1, 1, 24, 8192, 16384)
+    assert (mav.sliding_window, mav.sliding_layers) == (8192, 36)  # no no_rope_layers: every 4th NoPE
+    assert mav.class_params()["dense_ffn"] == 24 * 3 * 5120 * 16384 + 24 * 3 * 5120 * 8192
+    cfg = fixture("llama-4-maverick-17b-128e")
+    cfg["text_config"]["moe_layers"] = list(range(1, 48, 2))  # the explicit list, as newer copies write it
+    assert load_hf_config(write(tmp_path, cfg)).total_params == mav.total_params
+    cfg["text_config"]["moe_layers"] = [0, 5, 9]  # the list wins over the step
+    assert load_hf_config(write(tmp_path, cfg)).n_Ld == 45
+    cfg = fixture("llama-4-maverick-17b-128e")
+    cfg["text_config"]["layer_types"] = ["full_attention"] * 40 + ["chunked_attention"] * 8
+    assert load_hf_config(write(tmp_path, cfg)).sliding_layers == 8
+    del cfg["text_config"]["layer_types"]
+    cfg["text_config"]["no_rope_layer_interval"] = 2
+    assert load_hf_config(write(tmp_path, cfg)).sliding_layers == 24
+    cfg["text_config"]["attention_chunk_size"] = None  # no chunking: full attention everywhere
+    assert load_hf_config(write(tmp_path, cfg)).sliding_layers == 0
+
+
+def test_llama4_text_only_config(tmp_path):
+    # a Llama4ForCausalLM checkpoint: the text config at the top, model_type llama4_text
+    cfg = dict(fixture("llama-4-scout-17b-16e")["text_config"], architectures=["Llama4ForCausalLM"])
+    m = load_hf_config(write(tmp_path, cfg))
+    assert m.architecture == "llama4"
+    assert m.total_params == load_hf_config(DATA / "llama-4-scout-17b-16e").total_params
+    del cfg["model_type"]  # architectures alone decide
+    assert load_hf_config(write(tmp_path, cfg)).architecture == "llama4"
+
+
+def test_llama4_fp8_compressed_tensors(tmp_path):
+    # as the -FP8 Maverick release: FP8 on the Linear layers, the routers, attention and vision left out
+    cfg = fixture("llama-4-maverick-17b-128e")
+    fp8_group = {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}
+    cfg["quantization_config"] = {"quant_method": "compressed-tensors",
+                                  "config_groups": {"group_0": fp8_group},
+                                  "ignore": ["re:.*self_attn.*", "re:.*router", "re:vision_model.*",
+                                             "language_model.lm_head"]}
+    m = load_hf_config(write(tmp_path, cfg))
+    assert m.precision == {"routed_experts": "fp8", "attention": "bf16", "dense_ffn": "fp8",
+                           "embeddings": "bf16"}
+    # a layer-specific ignore sees the MoE layers where they are (odd indices), not in one block
+    cfg["quantization_config"]["ignore"] = [r"re:.*layers\.\d*[13579]\.feed_forward\..*"]
+    assert load_hf_config(write(tmp_path, cfg)).precision["routed_experts"] == "bf16"
 
 
 def test_cli_shows_a_family_config(capsys):
@@ -359,7 +447,7 @@ def _edit(name, fn):
 BAD = [
     ("unsupported-architecture", _edit("mixtral-8x7b", lambda c: c.update(model_type="gemma3")),
      "model_type: one of deepseek_v3, kimi_k2, deepseek_v2, qwen3_moe, gpt_oss, mixtral, minimax_m2, "
-     "glm4_moe, olmoe, phimoe, granitemoe, hunyuan_v1_moe, ernie4_5_moe, llama, qwen3; got 'gemma3'"),
+     "glm4_moe, olmoe, phimoe, granitemoe, hunyuan_v1_moe, ernie4_5_moe, llama4, llama, qwen3; got 'gemma3'"),
     ("hybrid-granite", _edit("granite-3.1-3b-a800m-instruct",
                              lambda c: c.update(model_type="granitemoehybrid")),
      "model_type: one of deepseek_v3"),
@@ -370,12 +458,20 @@ BAD = [
     ("hunyuan-varying-topk", _edit("hunyuan-a13b-instruct", lambda c: c["moe_topk"].__setitem__(5, 4)),
      "moe_topk: one integer, or a list of 32 equal ones (a value that varies by layer is not modelled), "
      "got 32 entries, values ['4', '8']"),
-    ("ernie-interval", _edit("ernie-4.5-21b-a3b-pt", lambda c: c.update(moe_layer_interval=2)),
-     "moe_layer_interval: 1 (MoE in every layer from moe_layer_start_index on; MoE in one layer of every 2 "
-     "is not modelled), got 2"),
-    ("ernie-end-index", _edit("ernie-4.5-21b-a3b-pt", lambda c: c.update(moe_layer_end_index=20)),
-     "moe_layer_end_index: the last layer (27), -1 or null (MoE through the last layer; dense layers after "
-     "the MoE ones are not modelled), got 20"),
+    ("ernie-end-before-start", _edit("ernie-4.5-21b-a3b-pt", lambda c: c.update(moe_layer_end_index=0)),
+     "moe_layer_end_index: a layer index from moe_layer_start_index (1) on, -1 or null (the last layer), "
+     "got 0"),
+    ("ernie-no-moe-layer", _edit("ernie-4.5-21b-a3b-pt", lambda c: c.update(moe_layer_interval=40)),
+     "moe_layer_start_index: fewer dense layers than num_hidden_layers (28), got 28"),
+    ("llama4-moe-layers", _edit("llama-4-maverick-17b-128e",
+                                lambda c: c["text_config"].update(moe_layers=[1, 48])),
+     "text_config.moe_layers: a list of distinct layer indices from 0 to 47, got [1, 48]"),
+    ("llama4-no-rope-layers", _edit("llama-4-maverick-17b-128e",
+                                    lambda c: c["text_config"].update(no_rope_layers=[1, 0])),
+     "text_config.no_rope_layers: a list of 48 flags"),
+    ("llama4-text-type", _edit("llama-4-scout-17b-16e",
+                               lambda c: c["text_config"].update(model_type="gemma3_text")),
+     "text_config.model_type: one of deepseek_v3"),
     ("ernie-vl-pools", _edit("ernie-4.5-21b-a3b-pt", lambda c: c.update(moe_num_experts=[64, 64])),
      "moe_num_experts: one integer (one expert pool"),
     ("ernie-bias", _edit("ernie-4.5-21b-a3b-pt", lambda c: c.update(use_bias=True)), "use_bias: false"),
