@@ -413,7 +413,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         ratio_curve = ratio_band_curve(bands[0], bands[1])
     from planner.serving.comparison import crossings
 
-    cross = crossings(c.ratio, args.threshold, ratio_curve, c.settings["power_factor"])
+    cross = crossings(c.ratio, args.threshold, ratio_curve, c.settings["power_factor"], c.solve)
     moves = None
     if args.assumptions:
         from planner.serving.assumptions import assumptions

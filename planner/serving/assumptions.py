@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import SpecError
-from planner.serving.comparison import Comparison, compare, crossing, crossing_intervals
+from planner.serving.comparison import Comparison, compare, confirmed
 from planner.specs.hardware import Hardware
 from planner.specs.registry import load_hardware, load_model
 
@@ -32,11 +32,11 @@ def _summary(c: Comparison, threshold: float) -> dict[str, Any]:
     if "largest" in c.table and c.table.largest.any():  # the table's own row at that rate (solved exactly)
         row = c.table[c.table.largest].iloc[0]
         x, y = float(row.tps_per_user), float(row.ratio)
+    gpu = confirmed(use.tps_per_user, use.ratio, threshold, c.solve)
+    mw = confirmed(use.tps_per_user, use.ratio_per_mw, threshold, c.solve, per_mw=True)
     return {"largest_ratio": y, "at_tps_per_user": x,
-            "crossing_per_gpu": crossing(use.tps_per_user, use.ratio, threshold),
-            "crossing_per_mw": crossing(use.tps_per_user, use.ratio_per_mw, threshold),
-            "intervals_per_gpu": crossing_intervals(use.tps_per_user, use.ratio, threshold),
-            "intervals_per_mw": crossing_intervals(use.tps_per_user, use.ratio_per_mw, threshold)}
+            "crossing_per_gpu": gpu[0] if gpu else None, "crossing_per_mw": mw[0] if mw else None,
+            "intervals_per_gpu": gpu, "intervals_per_mw": mw}
 
 
 def _variants(model: Any, ha: Hardware, hb: Hardware, kw: dict[str, Any]

@@ -45,6 +45,9 @@ class Comparison:
     ratio: pd.DataFrame
     table: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
+    #: rates -> (per-GPU ratio, per-MW ratio, both useful) with each side solved exactly at each
+    #: rate, as the table's rows are (:func:`crossings` checks the curve's intervals with it)
+    solve: Any = field(default=None, repr=False, compare=False)
 
 
 def ratio_curve(fa: pd.DataFrame, fb: pd.DataFrame, ha: Hardware, hb: Hardware,
@@ -162,7 +165,47 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
                 "power_factor": hb.power_per_gpu / ha.power_per_gpu,
                 "calibration": f"{pts_a.attrs['calibration']}; {pts_b.attrs['calibration']}"}
     settings.pop("hardware", None)
-    return Comparison(fa, fb, ratio, table, settings)
+
+    def solve(xs: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        sa, sb = frontier_at(m, ha, xs, points=pts_a, **kw), frontier_at(m, hb, xs, points=pts_b, **kw)
+        ya, yb = sa.tps_per_gpu.to_numpy(float), sb.tps_per_gpu.to_numpy(float)
+        return ya / yb, (ya / ha.power_per_gpu) / (yb / hb.power_per_gpu), _both_useful(ya, yb, fa, fb)
+
+    return Comparison(fa, fb, ratio, table, settings, solve)
+
+
+def confirmed(x: Any, y: Any, threshold: float, solve: Any, per_mw: bool = False) -> list[list[float]]:
+    """:func:`crossing_intervals` of the curve (``x``, ``y``), each kept only where the ratio solved
+    exactly (``solve``: :attr:`Comparison.solve`), at 3 significant figures as the table's rows
+    are, is useful and at least ``threshold`` at one of the interval's :data:`LARGEST_CANDIDATES`
+    largest curve points: at a frontier's tail the curve's interpolated frontiers and the solved
+    ones can disagree (RTX 6000D against H20: the curve above 10x at 18-19 tokens/s per user,
+    solved 6.4x), and the summary must not say 10x where no solved row does.  Without ``solve``,
+    the curve's."""
+    spans = crossing_intervals(x, y, threshold)
+    if solve is None or not spans:
+        return spans
+    xv, yv = np.asarray(x, float), np.asarray(y, float)
+    cands: list[list[float]] = []
+    for lo, hi in spans:
+        inside = np.flatnonzero((xv >= lo * (1 - 1e-9)) & (xv <= hi * (1 + 1e-9)) & np.isfinite(yv))
+        mine: list[float] = []
+        for k in inside[np.argsort(-yv[inside], kind="stable")]:
+            v = float(f"{xv[k]:.3g}")
+            if v not in mine:
+                mine.append(v)
+            if len(mine) == LARGEST_CANDIDATES:
+                break
+        cands.append(mine or [float(f"{lo:.3g}")])
+    flat = [v for c in cands for v in c]
+    gpu, mw, useful = solve(flat)
+    ok = useful & np.isfinite(mw if per_mw else gpu) & ((mw if per_mw else gpu) >= threshold)
+    out, i = [], 0
+    for span, c in zip(spans, cands, strict=True):
+        if ok[i:i + len(c)].any():
+            out.append(span)
+        i += len(c)
+    return out
 
 
 def crossing_intervals(x: np.ndarray, y: np.ndarray, threshold: float) -> list[list[float]]:
@@ -200,19 +243,20 @@ def crossing(x: np.ndarray, y: np.ndarray, threshold: float) -> list[float] | No
 
 
 def crossings(ratio: pd.DataFrame, threshold: float, band: pd.DataFrame | None = None,
-              power_factor: float = 1.0) -> dict[str, Any]:
+              power_factor: float = 1.0, solve: Any = None) -> dict[str, Any]:
     """Where the per-GPU and per-MW ratios first reach ``threshold``, on the rates where both
     systems are useful (see :class:`Comparison`): for each, the nominal interval (the first),
     every nominal interval (``intervals``, where the ratio dips below it and back) and, with a
     ratio ``band`` (:func:`planner.truth.uncertainty.ratio_band_curve`), the intervals where its
     upper edge (``earliest``: the ratio may reach it) and its lower edge (``surely``) do, over
     the same useful range.
-    ``power_factor`` turns a per-GPU ratio into the per-MW one (power per GPU of B over A)."""
+    ``power_factor`` turns a per-GPU ratio into the per-MW one (power per GPU of B over A).
+    ``solve`` (:attr:`Comparison.solve`): the nominal intervals are those :func:`confirmed`."""
     use = ratio[ratio.both_useful] if "both_useful" in ratio else ratio
     out: dict[str, Any] = {"threshold": float(threshold)}
     for key, col, f in (("per_gpu", "ratio", 1.0), ("per_mw", "ratio_per_mw", power_factor)):
-        entry: dict[str, Any] = {"nominal": crossing(use.tps_per_user, use[col], threshold),
-                                 "intervals": crossing_intervals(use.tps_per_user, use[col], threshold)}
+        spans = confirmed(use.tps_per_user, use[col], threshold, solve, per_mw=key == "per_mw")
+        entry: dict[str, Any] = {"nominal": spans[0] if spans else None, "intervals": spans}
         if band is not None:
             # on the same useful range as the nominal curve (past it, a ratio of small numbers)
             x = band.tps_per_user

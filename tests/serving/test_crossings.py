@@ -52,3 +52,30 @@ def test_a_ratio_that_dips_below_the_threshold_and_back_gives_two_intervals():
     # crossing 10 halfway in log rate between 100 (8x) and 1000 (12x): 10^2.5
     spans = crossing_intervals(x, np.array([12.0, 8.0, 12.0]), 10.0)
     assert spans[0][1] == pytest.approx(10 ** 1.5) and spans[1][0] == pytest.approx(10 ** 2.5)
+
+
+def test_an_interval_the_solved_ratio_does_not_reach_is_not_reported():
+    # the curve is above 10x in two places; solved exactly at each one's peak (at 3 significant
+    # figures, as the table's rows are), the first reaches 6.4x only (a frontier's tail, where the
+    # interpolated curve and the solved frontiers disagree), the second 12x: only the second stays,
+    # and it is the nominal one
+    x = np.array([10.0, 18.5, 30.0, 50.0, 80.0])
+    r = pd.DataFrame({"tps_per_user": x, "ratio": [5.0, 11.0, 5.0, 12.5, 5.0],
+                      "ratio_per_mw": [3.0, 7.0, 3.0, 8.0, 3.0], "both_useful": True})
+    asked = []
+
+    def solve(xs):
+        asked.extend(xs)
+        gpu = np.array([6.4 if v < 20 else 12.0 for v in xs])
+        return gpu, gpu * 0.6, np.ones(len(xs), bool)
+
+    c = crossings(r, 10.0, solve=solve)
+    assert asked == [18.5, 50.0]
+    assert len(c["per_gpu"]["intervals"]) == 1 and c["per_gpu"]["nominal"][0] > 30.0
+    assert c["per_mw"]["nominal"] is None  # 12 x 0.6 < 10 solved, 8 on the curve
+    # a solved point in either side's tail (not useful) does not count either
+    c = crossings(r, 10.0, solve=lambda xs: (np.full(len(xs), 12.0), np.full(len(xs), 12.0),
+                                              np.zeros(len(xs), bool)))
+    assert c["per_gpu"]["nominal"] is None
+    # without a solver, the curve's intervals
+    assert len(crossings(r, 10.0)["per_gpu"]["intervals"]) == 2
