@@ -616,8 +616,8 @@ def register(sub: Any) -> None:
                    help="mean KV lengths to sweep, tokens (default 2048)")
     w.add_argument("--batch-points", type=positive_int, default=256,
                    help="batch values per layout and context (default 256)")
-    w.add_argument("--chunk", type=positive_int, default=1 << 18,
-                   help="configurations evaluated at once; bounds memory (default 262144)")
+    w.add_argument("--chunk", type=positive_int, default=1 << 16,  # planner.serving.sweep.DEFAULT_CHUNK
+                   help="configurations evaluated at once; bounds memory (default 65536)")
     w.add_argument("--no-progress", action="store_true", help="no progress bar")
     w.add_argument("--csv", metavar="FILE", help="write the frontier points to FILE")
     w.add_argument("--json", action="store_true", help="print the summary and frontier as JSON")

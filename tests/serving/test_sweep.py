@@ -61,3 +61,12 @@ def test_ctrl_c_stops_cleanly(monkeypatch, capsys, tmp_path):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 130 and len(err) == 1 and err[0].startswith("interrupted: ")
     assert not out.exists()
+
+
+def test_the_command_lines_default_chunk_is_the_sweeps():
+    # the CLI keeps the number literal (its --help loads no model code); the two must agree
+    from planner.cli import build_parser
+    from planner.serving.sweep import DEFAULT_CHUNK
+
+    args = build_parser().parse_args(["sweep", "--model", "kimi-k2-thinking", "--hardware", "gb200-nvl72"])
+    assert args.chunk == DEFAULT_CHUNK == 65536
