@@ -459,6 +459,14 @@ def _llama4(f: Fields, kw: dict[str, Any]) -> None:
     kw["f_d"] = f.integer("intermediate_size_mlp") if kw["n_Ld"] else 0
 
 
+def _layers_of_type(f: Fields, n_L: int, kind: str) -> int:
+    """How many entries of the config's ``layer_types`` (one per layer) are ``kind``."""
+    types = f.raw("layer_types")
+    if not isinstance(types, list) or len(types) != n_L:
+        raise SpecError(f.label, f.path("layer_types"), f"a list of {n_L} layer types (one per layer)")
+    return sum(1 for t in types if t == kind)
+
+
 def _llama4_chunked(f: Fields, n_L: int) -> tuple[int, int]:
     """(window, layers) for Llama 4's chunked attention: ``layer_types`` where given, else
     ``no_rope_layers`` (1: a RoPE layer, which attends within its chunk; 0: a NoPE layer, full
@@ -474,10 +482,7 @@ def _llama4_chunked(f: Fields, n_L: int) -> tuple[int, int]:
     if not chunk:
         return 0, 0
     if f.has("layer_types"):
-        types = f.raw("layer_types")
-        if not isinstance(types, list) or len(types) != n_L:
-            raise SpecError(f.label, f.path("layer_types"), f"a list of {n_L} layer types (one per layer)")
-        return chunk, sum(1 for t in types if t == "chunked_attention")
+        return chunk, _layers_of_type(f, n_L, "chunked_attention")
     flags = f.raw("no_rope_layers", required=False, default=[])
     if flags:  # an empty list means "derive it", as in transformers
         if not isinstance(flags, list) or len(flags) != n_L or any(x not in (0, 1) for x in flags):
@@ -542,10 +547,7 @@ def _sliding(f: Fields, arch: str, n_L: int) -> tuple[int, int]:
     if not window:
         return 0, 0
     if f.has("layer_types"):
-        types = f.raw("layer_types")
-        if not isinstance(types, list) or len(types) != n_L:
-            raise SpecError(f.label, f.path("layer_types"), f"a list of {n_L} layer types (one per layer)")
-        return window, sum(1 for t in types if t == "sliding_attention")
+        return window, _layers_of_type(f, n_L, "sliding_attention")
     if arch == "gpt_oss":
         return window, (n_L + 1) // 2  # even layers (0, 2, ...) use the window
     if arch in ("qwen3_moe", "qwen3"):
