@@ -214,8 +214,7 @@ def decode_dispatch(family: str, stack: str, kind: str, sms: float, b: Any, h: A
         # FlashAttention-3 splits the window-limited context it loads
         w = np.asarray(window, float)
         loaded = np.where(w > 0, np.minimum(S, w), S)
-        blocks, loaded = np.broadcast_arrays(b * h_kv, loaded)
-        n = fa3_splits(blocks.ravel(), loaded.ravel(), sms, FA3_MAX_SPLITS[stack]).reshape(blocks.shape)
+        n = fa3_splits(b * h_kv, loaded, sms, FA3_MAX_SPLITS[stack])  # broadcasts any shapes
     else:
         return out
     return out | {"n_sub": n * ones}

@@ -262,31 +262,36 @@ def moe_path(hw: Hardware, model: Model) -> str:
     return ""
 
 
-def other_stacks(hw: Hardware) -> list[tuple[str, Any]]:
-    """The efficiencies of ``hw``'s other serving stacks (name order): where a stack has no law
-    fitted to kernels of some operator and format (TensorRT-LLM's tables on Hopper hold no INT4
-    W4A16 grouped MoE; vLLM's no MLA decode attention), the same GPU's other stacks' law for it
-    stands in, not the roofline at the fractions the runs fit to what the laws leave over."""
-    return [(name, e) for name, e in sorted(hw.stacks.items()) if name != hw.stack]
+def first_law(hw: Hardware, law_of: Any) -> tuple[str, Any, Any]:
+    """(stack, its efficiencies, law): the law ``law_of(efficiencies)`` of ``hw``'s own stack, or
+    where that has none the first of the same GPU's other stacks' (by name) that has one (None if
+    none does).  A stack without a law fitted to kernels of some operator and format (TensorRT-LLM's
+    tables on Hopper hold no INT4 W4A16 grouped MoE; vLLM's no MLA decode attention) takes the same
+    GPU's other stacks' law for it, not the roofline at the fractions the runs fit to what the laws
+    leave over."""
+    others = [(name, e) for name, e in sorted(hw.stacks.items()) if name != hw.stack]
+    for name, e in [(hw.stack, hw.efficiency), *others]:
+        if (law := law_of(e)) is not None:
+            return name, e, law
+    return hw.stack, hw.efficiency, None
 
 
 def moe_law(hw: Hardware, prec: Precisions, model: Model | None = None) -> Any:
     """The stack's fitted grouped-MoE law for the routed experts' weight format on the
     implementation it runs ``model``'s experts on (:func:`moe_path`; its main one's where that
     has no law of the format, or no model is given); where the stack has none, the same GPU's
-    other stacks' (:func:`other_stacks`); None if none."""
-    key = (prec.weights["routed_experts"], prec.compute["routed_experts"])
+    other stacks' (:func:`first_law`); None if none."""
+    dtypes = MOE_LAW_DTYPE.get((prec.weights["routed_experts"], prec.compute["routed_experts"]), ())
     path = moe_path(hw, model) if model is not None else ""
-    for dt in MOE_LAW_DTYPE.get(key, ()):
-        law = hw.efficiency.moe_law(dt, path) if path else None
-        law = hw.efficiency.moe_law(dt) if law is None else law
-        if law is not None:
-            return law
-    for _, e in other_stacks(hw):
-        for dt in MOE_LAW_DTYPE.get(key, ()):
-            if (law := e.moe_law(dt)) is not None:
+
+    def law_of(e: Any) -> Any:
+        for dt in dtypes:  # the second implementation's law on the stack's own entry first
+            law = e.moe_law(dt, path) if path and e is hw.efficiency else None
+            if (law := law or e.moe_law(dt)) is not None:
                 return law
-    return None
+        return None
+
+    return first_law(hw, law_of)[2]
 
 
 #: GPUs a serving stack's own all-reduce kernel spans, beyond which it calls NCCL (the scale-up
@@ -481,10 +486,8 @@ def attention_law_values(model: Model, hw: Hardware, prec: Precisions, mode: str
         return dict(_NO_ATTN_LAW)
     mla = model.attention == "mla"
     kv = "bf16" if prec.kv == "fp16" else prec.kv
-    law, stack, eff = hw.efficiency.attn_law("mla" if mla else "gqa", kv), hw.stack, hw.efficiency
-    if law is None:  # another stack's law, with the dispatch of that stack's kernels
-        found = [(n, e, e.attn_law("mla" if mla else "gqa", kv)) for n, e in other_stacks(hw)]
-        stack, eff, law = next(((n, e, a) for n, e, a in found if a is not None), (stack, eff, None))
+    # another stack's law, where it is one, with the dispatch of that stack's kernels
+    stack, eff, law = first_law(hw, lambda e: e.attn_law("mla" if mla else "gqa", kv))
     if law is None:
         return dict(_NO_ATTN_LAW)
     sms = float(hw.sm_count or 1)

@@ -79,35 +79,38 @@ def _both_useful(ya: Any, yb: Any, fa: pd.DataFrame, fb: pd.DataFrame) -> np.nda
 LARGEST_CANDIDATES = 8
 
 
-def _largest_useful_rate(ratio: pd.DataFrame, m: Any, ha: Hardware, hb: Hardware, pts_a: pd.DataFrame,
-                         pts_b: pd.DataFrame, fa: pd.DataFrame, fb: pd.DataFrame, kw: dict[str, Any]
-                         ) -> float | None:
+def _top_rates(x: np.ndarray, y: np.ndarray, idx: np.ndarray) -> list[float]:
+    """The rates of the curve points ``idx`` of largest ratio ``y``, largest first, at 3
+    significant figures as the table's rows are, without repeats: at most
+    :data:`LARGEST_CANDIDATES`."""
+    out: list[float] = []
+    for k in idx[np.argsort(-y[idx], kind="stable")]:
+        v = float(f"{x[k]:.3g}")
+        if v not in out:
+            out.append(v)
+        if len(out) == LARGEST_CANDIDATES:
+            break
+    return out
+
+
+def _largest_useful_rate(ratio: pd.DataFrame, solve: Any) -> float | None:
     """The rate (3 significant figures) of the ratio curve's largest useful value, where the
-    table, which solves each row exactly, finds both sides useful there too: the curve's
-    interpolated frontiers and the solved ones can disagree at a frontier's tail, so the curve's
-    :data:`LARGEST_CANDIDATES` largest useful points are solved, largest first, and the first
-    still useful is taken (at ISL 8192 the curve's largest, 9.6x at 197 tokens/s/user, has the
-    H200 at 4.97% of its peak when solved; the table then quoted an asked level's 5.9x)."""
+    table, which solves each row exactly (``solve``: :attr:`Comparison.solve`), finds both sides
+    useful there too: the curve's interpolated frontiers and the solved ones can disagree at a
+    frontier's tail, so the curve's :data:`LARGEST_CANDIDATES` largest useful points are solved,
+    largest first, and the first still useful is taken (at ISL 8192 the curve's largest, 9.6x at
+    197 tokens/s/user, has the H200 at 4.97% of its peak when solved; the table then quoted an
+    asked level's 5.9x)."""
     useful = ratio[ratio.both_useful & np.isfinite(ratio.ratio)]
     if useful.empty:
         return None
-    order = np.argsort(-useful.ratio.to_numpy(), kind="stable")
-    cands: list[float] = []
-    for i in order:
-        x = float(f"{float(useful.tps_per_user.iloc[int(i)]):.3g}")
-        if x not in cands:
-            cands.append(x)
-        if len(cands) == LARGEST_CANDIDATES:
-            break
-    def useful_when_solved(xs: list[float]) -> np.ndarray:
-        return _both_useful(frontier_at(m, ha, xs, points=pts_a, **kw).tps_per_gpu,
-                           frontier_at(m, hb, xs, points=pts_b, **kw).tps_per_gpu, fa, fb)
-
-    if useful_when_solved(cands[:1])[0]:  # the usual case: one solve
+    cands = _top_rates(useful.tps_per_user.to_numpy(float), useful.ratio.to_numpy(float),
+                       np.arange(len(useful)))
+    if solve(cands[:1])[2][0]:  # the usual case: one solve
         return cands[0]
     if len(cands) == 1:
         return None
-    ok = useful_when_solved(cands[1:])
+    ok = solve(cands[1:])[2]
     return cands[1 + int(np.argmax(ok))] if ok.any() else None
 
 
@@ -130,10 +133,16 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     fa.attrs.update(pts_a.attrs)
     fb.attrs.update(pts_b.attrs)
     ratio = ratio_curve(fa, fb, ha, hb)
+
+    def solve(xs: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        sa, sb = frontier_at(m, ha, xs, points=pts_a, **kw), frontier_at(m, hb, xs, points=pts_b, **kw)
+        ya, yb = sa.tps_per_gpu.to_numpy(float), sb.tps_per_gpu.to_numpy(float)
+        return ya / yb, (ya / ha.power_per_gpu) / (yb / hb.power_per_gpu), _both_useful(ya, yb, fa, fb)
+
     # the table's rates: the levels asked, and the rate of the curve's largest useful ratio, so
     # that the largest ratio quoted is a row of the table (computed as every row is)
     rows_at = [float(v) for v in levels]
-    x_max = _largest_useful_rate(ratio, m, ha, hb, pts_a, pts_b, fa, fb, kw)
+    x_max = _largest_useful_rate(ratio, solve)
     if x_max is not None and all(not np.isclose(x_max, v, rtol=1e-3) for v in rows_at):
         rows_at.append(x_max)
     rows_at = sorted(set(rows_at))
@@ -165,12 +174,6 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
                 "power_factor": hb.power_per_gpu / ha.power_per_gpu,
                 "calibration": f"{pts_a.attrs['calibration']}; {pts_b.attrs['calibration']}"}
     settings.pop("hardware", None)
-
-    def solve(xs: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        sa, sb = frontier_at(m, ha, xs, points=pts_a, **kw), frontier_at(m, hb, xs, points=pts_b, **kw)
-        ya, yb = sa.tps_per_gpu.to_numpy(float), sb.tps_per_gpu.to_numpy(float)
-        return ya / yb, (ya / ha.power_per_gpu) / (yb / hb.power_per_gpu), _both_useful(ya, yb, fa, fb)
-
     return Comparison(fa, fb, ratio, table, settings, solve)
 
 
@@ -189,14 +192,7 @@ def confirmed(x: Any, y: Any, threshold: float, solve: Any, per_mw: bool = False
     cands: list[list[float]] = []
     for lo, hi in spans:
         inside = np.flatnonzero((xv >= lo * (1 - 1e-9)) & (xv <= hi * (1 + 1e-9)) & np.isfinite(yv))
-        mine: list[float] = []
-        for k in inside[np.argsort(-yv[inside], kind="stable")]:
-            v = float(f"{xv[k]:.3g}")
-            if v not in mine:
-                mine.append(v)
-            if len(mine) == LARGEST_CANDIDATES:
-                break
-        cands.append(mine or [float(f"{lo:.3g}")])
+        cands.append(_top_rates(xv, yv, inside) or [float(f"{lo:.3g}")])
     flat = [v for c in cands for v in c]
     gpu, mw, useful = solve(flat)
     ok = useful & np.isfinite(mw if per_mw else gpu) & ((mw if per_mw else gpu) >= threshold)
@@ -279,7 +275,7 @@ CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the GPU family sets the GEMM tile height the realistic GEMM law pads rows to, the SM count
     # the waves its tiles run in; the serving stack how its kernels are dispatched (all-reduce
     # reach, shared experts on a second stream), which A's fitted efficiencies assume; its other
-    # stacks lend the laws a stack lacks (planner.physics.step.other_stacks)
+    # stacks lend the laws a stack lacks (planner.physics.step.first_law)
     ("efficiencies, overheads, GEMM tiles and serving stack", ("efficiency", "family", "sm_count", "stack",
                                                                "stacks")),
 )

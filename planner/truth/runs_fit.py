@@ -97,9 +97,10 @@ PARAMETERS: tuple[RunParameter, ...] = (
 #: (gpt-oss-120b's 508 kernels a pass against DeepSeek-R1's 1,386) the two part.  Fitted per cell
 #: it went to 1 us in three cells, and to 4.7 ms in Hopper SGLang's with the per-kernel cost at
 #: its 0.05 us floor.  Per family, Blackwell's runs push it to its 1 us floor (2026 builds, whose
-#: schedulers prepare the next step while the GPU runs this one) and Hopper's pin 1.18 ms
-#: (relative SE 16%).  The share of the all-to-all kernels' floors a step pays is the family's
-#: too (Blackwell 0.51; Hopper's runs, few of them attention-DP, do not pin it: the spec's 1).
+#: schedulers prepare the next step while the GPU runs this one); Hopper's, with the attention and
+#: experts at their kernel laws, do not pin it (relative SE 0.33; 1.18 ms, SE 16%, before) and it
+#: keeps the spec's 1 ms.  The share of the all-to-all kernels' floors a step pays is the family's
+#: too (Blackwell 0.99; Hopper's runs, few of them attention-DP, do not pin it: the spec's 1).
 #: Held at 1 ms on both families, the held-out
 #: errors were no better (DeepSeek-R1 held out 20% against 18%, bias 0.87 against 0.96) and the
 #: Blackwell TensorRT-LLM and vLLM cells' p90 35% and 31% against 28% and 27%.
@@ -107,7 +108,7 @@ FAMILY_ONLY = ("step_overhead", "floor_share", "floor_share_fabric")
 #: A stack's own: where its runs do not pin it, it keeps its spec value (no host floor), never the
 #: value another stack's runs pin in the family fit.  The host's per-request work is its
 #: scheduler's code.  Kept only where several models' runs pin it (:data:`MODEL_SPREAD`): Hopper
-#: TensorRT-LLM's, 109 us a sequence (Llama-3.1-8B, Qwen3-32B and DeepSeek-R1 runs).  Hopper
+#: TensorRT-LLM's, 102 us a sequence (Llama-3.1-8B, Qwen3-32B and DeepSeek-R1 runs).  Hopper
 #: SGLang's 60 us (Llama-3.1-8B at 450 sequences: 23-29 ms a step at TP 8 and TP 4 alike, where
 #: the GPU's work is 9-14 ms) and Blackwell vLLM's 79 us (MiniMax-M2.5 at 250-500 sequences a
 #: rank) were one model's each, and are held at 0.

@@ -332,7 +332,7 @@ def test_compare_summary_is_a_row_of_its_table(capsys):
     assert float(quoted.rstrip("x")) in cells  # the summary's figure is the marked row's
 
 
-def test_largest_row_is_the_curves_peak_that_stays_useful_when_solved(monkeypatch):
+def test_largest_row_is_the_curves_peak_that_stays_useful_when_solved():
     # the ratio curve's useful peaks at 197, 150 and 100 tokens/s/user (9.6x, 8x, 5x); solved
     # exactly for the table, system b at 197 gives 31 tok/s/GPU, under 5% of its 630 peak (its
     # tail), so the table's largest row is the curve's next, 150, not an asked level's 5x
@@ -342,17 +342,19 @@ def test_largest_row_is_the_curves_peak_that_stays_useful_when_solved(monkeypatc
                           "both_useful": [True, True, True]})
     solved = {"a": {100.0: 1500.0, 150.0: 600.0, 197.0: 300.0}, "b": {100.0: 300.0, 150.0: 75.0, 197.0: 31.0}}
 
-    def fake_frontier_at(m, hw, targets, points=None, **kw):
-        return pd.DataFrame({"tps_per_gpu": [solved[hw][float(x)] for x in targets]})
-
-    monkeypatch.setattr(cmp, "frontier_at", fake_frontier_at)
     fa, fb = pd.DataFrame({"tps_per_gpu": [2338.0]}), pd.DataFrame({"tps_per_gpu": [630.0]})
-    assert cmp._largest_useful_rate(ratio, None, "a", "b", None, None, fa, fb, {}) == 150.0
+
+    def solve(xs):  # as Comparison.solve: each side solved at each rate, and both useful
+        ya = np.array([solved["a"][float(x)] for x in xs])
+        yb = np.array([solved["b"][float(x)] for x in xs])
+        return ya / yb, ya / yb, cmp._both_useful(ya, yb, fa, fb)
+
+    assert cmp._largest_useful_rate(ratio, solve) == 150.0
     solved["b"][197.0] = 32.0  # at 5.1% of its peak: useful, and the peak is quoted
-    assert cmp._largest_useful_rate(ratio, None, "a", "b", None, None, fa, fb, {}) == 197.0
+    assert cmp._largest_useful_rate(ratio, solve) == 197.0
     # a curve with one useful point that falls into the tail when solved: no row is added
     solved["b"][197.0] = 31.0
-    assert cmp._largest_useful_rate(ratio.iloc[2:], None, "a", "b", None, None, fa, fb, {}) is None
+    assert cmp._largest_useful_rate(ratio.iloc[2:], solve) is None
 
 
 def test_table_columns_have_one_format():
