@@ -79,7 +79,26 @@ class _Terminated(Exception):
     pass
 
 
+def _keep_freed_memory() -> None:
+    """Ask glibc to keep 256 MiB of freed heap instead of handing it back to the system.
+
+    A search allocates and frees thousands of short-lived arrays; with glibc's defaults each one
+    is faulted in page by page again, which took a fifth of ``compare``'s CPU time in the kernel
+    (0.45 s of 2.1 s; 0.1 s with the pad, for 10 MB more resident memory).  Nothing happens
+    off glibc."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).mallopt(-2, 256 << 20)  # M_TOP_PAD
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # the command line's own process (not a caller's, e.g. a test)
+        _keep_freed_memory()
     stdout = sys.stdout  # an output written to "-" sends what follows it to stderr: restored here
     previous = None
     try:
