@@ -44,6 +44,7 @@ from planner.physics.symbols import (
     C_host,
     E_s,
     E_slots,
+    F_lt,
     G,
     M_nl,
     N_ar,
@@ -59,6 +60,7 @@ from planner.physics.symbols import (
     S,
     S_a0,
     S_c,
+    S_k,
     S_w,
     TP_a,
     TP_e,
@@ -87,6 +89,7 @@ from planner.physics.symbols import (
     beta_c,
     c_att,
     d,
+    d_I,
     e_kv,
     e_q,
     eta_a,
@@ -109,13 +112,16 @@ from planner.physics.symbols import (
     f_dr,
     f_e,
     h,
+    h_I,
     k,
     kappa_lc,
     lam,
     m_cu,
+    m_I,
     m_o4,
     m_o8,
     m_on,
+    m_st,
     n_blk,
     n_d,
     n_emb,
@@ -136,9 +142,12 @@ from planner.physics.symbols import (
     n_sub,
     n_sw,
     o_tbo,
+    phi_a,
     phi_fl,
+    phi_l,
     phi_rp,
     phi_w,
+    phi_x,
     r_mem,
     s_h,
     s_kv,
@@ -289,11 +298,15 @@ B_tok = b * s_q * G / TP_a
 lam_EP = 1 + (lam - 1) * indicator(EP > 1)
 #: Tokens arriving at the busiest expert-parallel rank: T_e = lambda B_tok k / EP.
 T_e = lam_EP * B_tok * k / EP
-#: Effective context per layer with sliding-window layers: (1 - phi_w) S + phi_w min(S, S_w).
-S_eff = (1 - phi_w) * S + phi_w * _min(S, S_w)
-#: The same for the tokens *held* in the cache (S_c = S in decode, the whole prompt in prefill,
-#: where the mean causal context S is half the prompt).
-S_c_eff = (1 - phi_w) * S_c + phi_w * _min(S_c, S_w)
+#: Context each query reads, per layer on average over the layer kinds: of the phi_a attention
+#: layers per layer (1 but in hybrids), a full one reads S, a sliding-window one min(S, S_w), a
+#: sparse one the top min(S, S_k) tokens its indexer picks; a linear mixer none (its state stands
+#: for the context): (phi_a - phi_w - phi_x) S + phi_w min(S, S_w) + phi_x min(S, S_k).
+S_eff = (phi_a - phi_w - phi_x) * S + phi_w * _min(S, S_w) + phi_x * _min(S, S_k)
+#: The tokens *held* in the KV cache, per layer on average (S_c = S in decode, the whole prompt in
+#: prefill, where the mean causal context S is half the prompt): a sparse layer keeps every token
+#: (the next query may pick any), a sliding layer its window, a linear mixer none.
+S_c_eff = (phi_a - phi_w) * S_c + phi_w * _min(S_c, S_w)
 
 # ---- attention -----------------------------------------------------------------------------
 #: Attention weights one attention-TP rank holds: the split part W_attn - W_rep divided by TP_a,
@@ -335,6 +348,22 @@ N_exp_lc = _min(s_q, t_qt) * (S_c_eff + S_a0)
 t_attn_lc = kappa_lc * N_sm * (F_attn_lc / (eta_fa * P_c) + N_exp_lc / X_sm)
 t_attn_compute = (F_attn_core + F_attn_row) / (eta_fa * P_c) + N_exp / X_sm + t_attn_lc
 
+# ---- sparse attention's indexer and linear mixers (per layer, on average over the layers) -------
+#: The indexer of a sparse-attention layer (DeepSeek-V3.2's lightning indexer) scores every cached
+#: token for each query: 2 b s_q (h_I / TP_a) d_I S FLOPs at the attention GEMMs' precision, over
+#: its own key cache of m_I bytes per token, b S_c m_I (one key head, not split by TP, as MLA's
+#: latent).  DeepSeek-V3.2-Exp report (2025), sec. 2.1: the indexer is O(L^2) but "much more
+#: efficient" than MLA, with few heads in FP8.
+F_index = 2 * b * s_q * (h_I / TP_a) * d_I * S
+M_index = b * S * m_I
+t_index = phi_x * _max(F_index / (eta_fa * P_a), M_index / (eta_m * B_hbm))
+#: A linear mixer (gated DeltaNet, KDA, Mamba-2) per step: F_lt FLOPs per token, and its state read
+#: and written once per pass, 2 b m_st / TP_a bytes, whatever the context (Yang et al. 2024, Gated
+#: Delta Networks; Dao and Gu 2024, Mamba-2: the recurrent form keeps one state per head).
+F_linear = b * s_q * F_lt / TP_a
+M_linear = 2 * b * m_st / TP_a
+t_linear = phi_l * _max(F_linear / (eta_fa * P_c), M_linear / (eta_m * B_hbm))
+
 def expert_flops(rows: sp.Expr) -> sp.Expr:
     """FLOPs of ``rows`` token-expert rows through a routed expert's three d x f_e / TP_e
     matrices (gate, up, down): ``2 * 3 d f_e rows / TP_e``."""
@@ -363,14 +392,17 @@ M_weights = (
     + n_Ldr * (W_attn_rank * b_wa + 3 * d * f_dr * b_wd / TP_a)
     + (n_fuse * d * d * b_wd + n_hdr * V_dr * d * b_wv) * _min(n_Ldr, 1) / TP_a
 )
-#: KV-cache bytes per GPU: b S_c e_kv b_kv n_L / s_kv.
-M_kv = b * S_c_eff * e_kv * b_kv * n_L / s_kv
+#: Cache bytes one sequence holds per GPU: its KV, S_c_eff e_kv b_kv n_L / s_kv; the indexer keys
+#: of the sparse layers, phi_x n_L S_c m_I; the linear mixers' states, phi_l n_L m_st / TP_a.
+m_seq = S_c_eff * e_kv * b_kv * n_L / s_kv + n_L * (phi_x * S_c * m_I + phi_l * m_st / TP_a)
+#: KV-cache bytes per GPU: b m_seq (without sparse or linear layers, b S_c e_kv b_kv n_L / s_kv).
+M_kv = b * m_seq
 #: HBM left for the KV cache: (1 - r_mem) C_hbm - weights.
 C_free = (1 - r_mem) * C_hbm - M_weights
 #: Fraction of the KV cache that spills to CPU-attached memory (second tier), when allowed.
 phi_h = x_off * _max(0, M_kv - _max(C_free, 0)) / M_kv
 #: Largest b that fits: in HBM alone, or HBM + CPU-attached memory when spilling is allowed.
-b_max = (_max(C_free, 0) + x_off * C_host) / (S_c_eff * e_kv * b_kv * n_L / s_kv)
+b_max = (_max(C_free, 0) + x_off * C_host) / m_seq
 
 #: The spilled fraction's read over the host link (the host tier, read beside HBM).
 t_kv_host = phi_h * M_kv_read / (eta_m * B_c2c)
@@ -406,12 +438,13 @@ t_attn_law = decode_attention_law(
     per_cta=M_kv_read / (b * n_kvh * n_sub * beta_c), host=t_kv_host)
 #: Attention core time: compute, or the KV read from HBM and (in parallel) from the host tier
 #: (the spilled fraction phi_h of every sequence's cache is read over the host link); in a decode
-#: step with the stack's decode attention law (x_al = 1), that law.
+#: step with the stack's decode attention law (x_al = 1), that law.  Plus, where the model has
+#: them, the sparse layers' indexer and the linear mixers (both 0 otherwise).
 t_attn_core = (1 - x_al) * _max(
     t_attn_compute,
     (1 - phi_h) * M_kv_read / (eta_m * B_hbm),
     t_kv_host,
-) + x_al * t_attn_law + n_kc * tau_k
+) + x_al * t_attn_law + n_kc * tau_k + t_index + t_linear
 
 # ---- FFN: routed experts, shared experts, dense layers, LM head ---------------------------
 #: Expected distinct expert slots touched on the busiest GPU, which holds E_slots / EP of them and
@@ -888,9 +921,11 @@ def _sides(name: str, parts: tuple[sp.Expr, sp.Expr]) -> dict[str, sp.Expr]:
 #: Roofline parts used to say which resource binds each operator.
 PARTS: dict[str, sp.Expr] = {
     **_sides("attn_proj", gemm_parts(F_attn_proj, M_attn_proj, P_a, b * s_q, N_attn_proj, "a")),
-    "attn_core.compute": (1 - x_al) * t_attn_compute + x_al * (F_attn_core + F_attn_row) / (eta_a * P_c),
+    "attn_core.compute": (1 - x_al) * t_attn_compute + x_al * (F_attn_core + F_attn_row) / (eta_a * P_c)
+    + phi_x * F_index / (eta_fa * P_a) + phi_l * F_linear / (eta_fa * P_c),
     "attn_core.hbm": (1 - phi_h) * ((1 - x_al) * M_kv_read / (eta_m * B_hbm) + x_al * (
-        M_kv_read + M_attn_row) * (1 + phi_rp * (n_ht - 1)) / (eta_am * B_hbm)),
+        M_kv_read + M_attn_row) * (1 + phi_rp * (n_ht - 1)) / (eta_am * B_hbm))
+    + (phi_x * M_index + phi_l * M_linear) / (eta_m * B_hbm),
     "attn_core.host": t_kv_host,
     "experts.compute": t_experts_c,
     "experts.hbm": t_experts_m,

@@ -581,11 +581,16 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
         n_emb=1 if model.tie_embeddings else 2,
         # the router (d x E per MoE layer) is read and multiplied with the attention weights;
         # spread over all layers so the per-layer symbol keeps the model's exact total
-        W_attn=model.attn_params + model.router_params * model.n_moe / model.n_L,
+        # (attention and linear mixers on average over the layers: the step charges n_L of them)
+        W_attn=(model.mixer_params + model.router_params * model.n_moe) / model.n_L,
         # ... and, like the MLA down-projections, replicated on every attention-TP rank
-        W_rep=model.attn_replicated_params + model.router_params * model.n_moe / model.n_L,
+        W_rep=(model.n_attn * model.attn_replicated_params + model.router_params * model.n_moe) / model.n_L,
         e_kv=model.kv_elems_per_token_layer, c_att=c_att,
         phi_w=model.sliding_layers / model.n_L, S_w=max(model.sliding_window, 1), n_mtp=n_mtp,
+        phi_a=model.n_attn / model.n_L, phi_x=model.sparse_layers / model.n_L,
+        S_k=max(model.sparse_top_k, 1), h_I=model.indexer_heads, d_I=model.indexer_head_dim,
+        m_I=model.indexer_key_bytes, phi_l=model.linear_layers / model.n_L,
+        F_lt=model.linear_flops_per_token(phase), m_st=model.linear_state_bytes_per_layer,
         x_mtp=x_mtp, **head,
         b_we=pb["routed_experts"], b_wa=pb["attention"], b_wd=pb["dense_ffn"],
         b_wv=pb["embeddings"], b_kv=kv_bytes(prec.kv), b_a=2.0,

@@ -56,6 +56,24 @@ c_att = _s("c_att", "attention-core width per head and context token, d_k + d_v 
 phi_w = _s("phi_w", "fraction of layers with sliding-window attention", "1", "model", r"\phi_{w}",
            nonneg=True)
 S_w = _s("S_w", "sliding window", "token", "model", "S_{w}")
+phi_a = _s("phi_a", "softmax-attention layers (full, sliding-window or sparse) per layer: 1, less in a "
+           "hybrid whose other layers are linear mixers (Nemotron-H counts its blocks over its MoE layers)",
+           "1", "model", r"\phi_{a}", nonneg=True)
+phi_x = _s("phi_x", "fraction of layers whose attention is sparse: each query reads the top S_k tokens "
+           "its indexer picks (DeepSeek sparse attention)", "1", "model", r"\phi_{x}", nonneg=True)
+S_k = _s("S_k", "tokens a sparse-attention query reads (the indexer's top-k)", "token", "model", "S_{k}")
+h_I = _s("h_I", "indexer heads of a sparse-attention layer (its scores over every cached token)", "1",
+         "model", "h_{I}", nonneg=True)
+d_I = _s("d_I", "indexer head size", "1", "model", "d_{I}", nonneg=True)
+m_I = _s("m_I", "indexer key-cache bytes per token per sparse layer (keys and their scales)", "B",
+         "model", "m_{I}", nonneg=True)
+phi_l = _s("phi_l", "linear-attention or state-space mixers (gated DeltaNet, KDA, Mamba-2) per "
+           "layer: a fixed-size state per sequence instead of a KV cache", "1", "model",
+           r"\phi_{l}", nonneg=True)
+F_lt = _s("F_lt", "FLOPs per token of one linear mixer's core (its recurrence and short convolution; in "
+          "prefill also the chunked form's work inside each chunk)", "FLOP", "model", "F_{lt}", nonneg=True)
+m_st = _s("m_st", "bytes of one linear mixer's state per sequence (the recurrent state and the "
+          "convolution window), split by heads over attention TP", "B", "model", "m_{st}", nonneg=True)
 n_mtp = _s("n_mtp", "MTP modules held in memory (0 when speculative decoding is off)", "1",
            "model", "n_{mtp}", nonneg=True)
 x_mtp = _s("x_mtp", "speculation drafts with the model's own MTP layers (1) or with a separate draft "

@@ -69,15 +69,20 @@ from planner.specs.precision import TENSOR_CLASSES
 from planner.specs.reading import Fields, path_kind, read_text
 
 #: model_type -> Model.architecture
-MODEL_TYPES = ("deepseek_v3", "kimi_k2", "deepseek_v2", "qwen3_moe", "gpt_oss", "mixtral",
-               "minimax_m2", "glm4_moe", "olmoe", "phimoe", "granitemoe", "hunyuan_v1_moe", "ernie4_5_moe",
-               "llama4", "llama", "qwen3")
-#: other model_type spellings of a family (Llama 4's text_config says ``llama4_text``)
-_ALIASES = {"llama4_text": "llama4"}
+MODEL_TYPES = ("deepseek_v3", "kimi_k2", "deepseek_v2", "deepseek_v32", "glm_moe_dsa", "qwen3_moe", "gpt_oss",
+               "mixtral", "minimax_m2", "glm4_moe", "olmoe", "phimoe", "granitemoe", "hunyuan_v1_moe",
+               "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe", "llama", "qwen3")
+#: other model_type spellings of a family (Llama 4's and Qwen3.5's text_config say ``llama4_text``
+#: and ``qwen3_5_moe_text``)
+_ALIASES = {"llama4_text": "llama4", "qwen3_5_moe_text": "qwen3_5_moe"}
 #: ``architectures[0]`` -> model_type, used only when ``model_type`` is absent
 ARCH_CLASSES = {
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV32ForCausalLM": "deepseek_v32",
+    "GlmMoeDsaForCausalLM": "glm_moe_dsa",
+    "Qwen3NextForCausalLM": "qwen3_next",
+    "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
     "Qwen3MoeForCausalLM": "qwen3_moe",
     "GptOssForCausalLM": "gpt_oss",
     "MixtralForCausalLM": "mixtral",
@@ -94,13 +99,19 @@ ARCH_CLASSES = {
     "LlamaForCausalLM": "llama",
     "Qwen3ForCausalLM": "qwen3",
 }
-_MLA = ("deepseek_v3", "kimi_k2", "deepseek_v2")
+_MLA = ("deepseek_v3", "kimi_k2", "deepseek_v2", "deepseek_v32", "glm_moe_dsa")
+#: MLA families with DeepSeek sparse attention (an indexer picks the top-k tokens per query)
+_DSA = ("deepseek_v32", "glm_moe_dsa")
+#: GQA hybrids with gated DeltaNet layers (three of four) and gated full-attention layers
+_GATED_DELTANET = ("qwen3_next", "qwen3_5_moe")
 #: dense families: GQA attention and one dense FFN per layer, no experts
 _DENSE = ("llama", "qwen3")
 #: families whose attention takes no sliding window (a ``sliding_window`` key is unused)
-_FULL_ATTENTION = ("llama", "glm4_moe", "olmoe", "granitemoe", "hunyuan_v1_moe", "ernie4_5_moe")
+_FULL_ATTENTION = ("llama", "glm4_moe", "olmoe", "granitemoe", "hunyuan_v1_moe", "ernie4_5_moe",
+                   *_GATED_DELTANET)
 #: the key that sets the dense layers, where a family has one (for the error naming it)
-_DENSE_KEY = {"qwen3_moe": "mlp_only_layers", "glm4_moe": "first_k_dense_replace",
+_DENSE_KEY = {"qwen3_moe": "mlp_only_layers", "qwen3_next": "mlp_only_layers",
+              "qwen3_5_moe": "mlp_only_layers", "glm4_moe": "first_k_dense_replace",
               "ernie4_5_moe": "moe_layer_start_index", "llama4": "interleave_moe_layer_step"}
 #: the key of the routed experts per token where it is not ``num_experts_per_tok``
 _TOPK_KEY = {"hunyuan_v1_moe": "moe_topk", "ernie4_5_moe": "moe_k"}
@@ -164,8 +175,12 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
     kw["h"] = f.integer("num_attention_heads")
     if arch in _MLA:
         _deepseek(f, kw)
+        if arch in _DSA:
+            _sparse_indexer(f, kw)
     else:
         _gqa(f, arch, kw)
+    if arch in _GATED_DELTANET:
+        _gated_deltanet(f, kw)
     if kw["k"] > kw["E"]:
         topk = _TOPK_KEY.get(arch) or _key(f, "num_experts_per_tok", "experts_per_token")
         raise SpecError(label, f.path(topk),
@@ -179,7 +194,11 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
     base, base_note = _base_dtype(top, f)
     kw["precision"], quant = _precision(top, f, arch, kw, base)
     kw["kv_precision"] = "bf16"
-    shape = ("MLA" if arch in _MLA else "GQA") + (f", dense FFN {kw['f_d']}" if arch in _DENSE
+    shape = ("MLA" if arch in _MLA else "GQA") + (f" + DSA top-{kw['sparse_top_k']}" if kw.get("sparse_top_k")
+                                                  else "")
+    if kw.get("linear_layers"):
+        shape += f", {kw['linear_layers']} of {n_L} layers gated DeltaNet"
+    shape += (f", dense FFN {kw['f_d']}" if arch in _DENSE
                                                   else f", {kw['E']} experts top-{kw['k']}")
     if kw["E_s"]:
         shape += f" + {kw['E_s']} shared"
@@ -242,11 +261,60 @@ def _deepseek(f: Fields, kw: dict[str, Any]) -> None:
     kw["n_Ld"] = min(first_dense, n_L)
     _routing_groups(f, kw)
     kw["mtp_layers"] = f.integer("num_nextn_predict_layers", required=False, default=0, minimum=0)
-    if kw["mtp_layers"]:
+    if kw["mtp_layers"] and kw["architecture"] != "glm_moe_dsa":
         # the MTP module of this architecture, as measured on DeepSeek-R1's (the bundled spec's
         # figures): a checkpoint of its own may accept more or less, so the range is declared wide
         kw.update(spec_kind="mtp", spec_tokens=dict(MTP_TOKENS_PER_STEP), spec_range={1: (1.6, 1.95)},
                   spec_source=MTP_SOURCE)
+
+
+#: Bytes per token and layer of DeepSeek sparse attention's indexer key cache: the key's
+#: ``index_head_dim`` elements in FP8 and one FP32 scale per 128 of them (DeepSeek-V3.2-Exp's
+#: reference ``kernel.act_quant`` with block 128, as the serving stacks store it: 128 + 4 = 132 B).
+INDEXER_SCALE_BLOCK = 128
+
+
+def _sparse_indexer(f: Fields, kw: dict[str, Any]) -> None:
+    """DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): every layer's MLA reads the ``index_topk``
+    tokens an indexer of ``index_n_heads`` heads of ``index_head_dim`` picks; the indexer's keys are
+    cached beside the latent KV (FP8 with a scale per 128 elements)."""
+    kw["sparse_top_k"] = f.integer("index_topk")
+    kw["indexer_heads"] = f.integer("index_n_heads")
+    kw["indexer_head_dim"] = dim = f.integer("index_head_dim")
+    kw["indexer_key_bytes"] = float(dim + 4 * -(-dim // INDEXER_SCALE_BLOCK))
+    kw["sparse_layers"] = kw["n_L"]
+
+
+def _gated_deltanet(f: Fields, kw: dict[str, Any]) -> None:
+    """Qwen3-Next and Qwen3.5: ``layer_types`` (else every ``full_attention_interval``-th layer full)
+    says which layers are full attention (with a sigmoid output gate: q_proj twice as wide) and
+    which gated DeltaNet: ``linear_num_value_heads`` value heads and ``linear_num_key_heads`` key
+    heads of ``linear_value_head_dim`` / ``linear_key_head_dim``, a short convolution of
+    ``linear_conv_kernel_dim`` taps.  The MoE's shared expert is one MLP of
+    ``shared_expert_intermediate_size`` (its scalar gate, d weights, too small to count)."""
+    n_L = kw["n_L"]
+    if f.has("layer_types"):
+        linear = _layers_of_type(f, n_L, "linear_attention")
+    else:
+        every = f.integer("full_attention_interval", required=False, default=4)
+        linear = sum(1 for i in range(n_L) if (i + 1) % every != 0)
+    if linear >= n_L:
+        raise SpecError(f.label, f.path("layer_types"), "at least one full_attention layer")
+    kw.update(linear_kind="gated_deltanet", linear_layers=linear,
+              linear_heads=f.integer("linear_num_value_heads"),
+              linear_key_heads=f.integer("linear_num_key_heads"),
+              linear_key_dim=f.integer("linear_key_head_dim"),
+              linear_value_dim=f.integer("linear_value_head_dim"),
+              linear_conv_kernel=f.integer("linear_conv_kernel_dim"))
+    # Qwen3-Next's attention is always gated; Qwen3.5 says so (attn_output_gate)
+    kw["output_gate"] = f.boolean("attn_output_gate", default=True)
+    shared = f.integer("shared_expert_intermediate_size", required=False, default=0, minimum=0)
+    if shared % kw["f_e"]:
+        raise SpecError(f.label, f.path("shared_expert_intermediate_size"),
+                        f"a multiple of moe_intermediate_size ({kw['f_e']}), got {shared}")
+    kw["E_s"] = shared // kw["f_e"]
+    kw["mtp_layers"] = f.integer(_key(f, "mtp_num_hidden_layers", "num_nextn_predict_layers"),
+                                 required=False, default=0, minimum=0)
 
 
 def _routing_groups(f: Fields, kw: dict[str, Any]) -> None:
@@ -319,7 +387,7 @@ def _routed_only_ffn(f: Fields, arch: str, kw: dict[str, Any]) -> None:
     too small to count; Granite's embedding, residual, attention and logit multipliers are scalars.
     """
     n_L = kw["n_L"]
-    if arch == "qwen3_moe":
+    if arch in ("qwen3_moe", *_GATED_DELTANET):
         kw["E"] = f.integer("num_experts")
         kw["f_e"] = f.integer("moe_intermediate_size")
         step = f.integer("decoder_sparse_step", required=False, default=1)
@@ -329,7 +397,7 @@ def _routed_only_ffn(f: Fields, arch: str, kw: dict[str, Any]) -> None:
         dense = [i for i in range(n_L) if i in only or (i + 1) % step != 0]
         kw["n_Ld"] = len(dense)  # the planner sums over layers: where the dense ones sit does not matter
         kw["f_d"] = f.integer("intermediate_size") if dense else 0
-        if f.has("shared_expert_intermediate_size"):
+        if arch == "qwen3_moe" and f.has("shared_expert_intermediate_size"):
             raise SpecError(f.label, f.path("shared_expert_intermediate_size"),
                             "no shared expert (qwen3_moe has none; Qwen2-MoE is not supported)")
     elif arch == "olmoe":
@@ -586,14 +654,16 @@ def _module_names(arch: str, kw: dict[str, Any]) -> dict[str, list[str]]:
         mlp_experts = [f"mlp.experts.0.{p}" for p in _GATE_UP_DOWN]
         w123 = [f"block_sparse_moe.experts.0.{w}" for w in ("w1", "w2", "w3")]
         routed = {
-            "qwen3_moe": mlp_experts, "olmoe": mlp_experts, "glm4_moe": mlp_experts,
+            "qwen3_moe": mlp_experts, "qwen3_next": mlp_experts, "qwen3_5_moe": mlp_experts,
+            "olmoe": mlp_experts, "glm4_moe": mlp_experts,
             "ernie4_5_moe": mlp_experts, "hunyuan_v1_moe": mlp_experts,
             "mixtral": w123, "minimax_m2": w123, "phimoe": w123,
             "granitemoe": ["block_sparse_moe.input_linear", "block_sparse_moe.output_linear"],
             "gpt_oss": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"],
             "llama4": ["feed_forward.experts.gate_up_proj", "feed_forward.experts.down_proj"],
         }.get(arch, [])  # dense families: no experts
-        shared_mlp = {"hunyuan_v1_moe": "mlp.shared_mlp", "llama4": "feed_forward.shared_expert"}.get(
+        shared_mlp = {"hunyuan_v1_moe": "mlp.shared_mlp", "llama4": "feed_forward.shared_expert",
+                      "qwen3_next": "mlp.shared_expert", "qwen3_5_moe": "mlp.shared_expert"}.get(
             arch, "mlp.shared_experts")
         if arch == "llama4":  # the checkpoint's names: the text model is the wrapper's language_model
             layers, mlp = "language_model.model.layers", "feed_forward"

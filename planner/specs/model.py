@@ -29,9 +29,9 @@ from planner.errors import SpecError
 from planner.specs.precision import TENSOR_CLASSES, get_precision, kv_bytes
 from planner.specs.reading import Fields, read_yaml
 
-ARCHITECTURES = ("deepseek_v3", "deepseek_v2", "kimi_k2", "qwen3_moe", "gpt_oss", "mixtral",
-                 "minimax_m2", "glm4_moe", "olmoe", "phimoe", "granitemoe", "hunyuan_v1_moe", "ernie4_5_moe",
-                 "llama4", "llama", "qwen3")
+ARCHITECTURES = ("deepseek_v3", "deepseek_v2", "deepseek_v32", "glm_moe_dsa", "kimi_k2", "qwen3_moe",
+                 "gpt_oss", "mixtral", "minimax_m2", "glm4_moe", "olmoe", "phimoe", "granitemoe",
+                 "hunyuan_v1_moe", "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe", "llama", "qwen3")
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,24 @@ class Model:
     sliding_window: int = 0  #: tokens (0: none)
     sliding_layers: int = 0
     qkv_bias: bool = False
+    output_gate: bool = False    #: a sigmoid gate on the attention output (q_proj twice as wide)
+    # sparse attention (DeepSeek sparse attention: an indexer picks the top-k tokens per query)
+    sparse_top_k: int = 0        #: tokens a query reads (0: dense attention)
+    sparse_layers: int = 0       #: attention layers that are sparse
+    indexer_heads: int = 0
+    indexer_head_dim: int = 0
+    indexer_key_bytes: float = 0.0  #: indexer key-cache bytes per token per sparse layer
+    # linear-attention / state-space mixers (hybrids): one fixed-size state per sequence
+    linear_kind: str = ""        #: "gated_deltanet" or "mamba2" ("": none)
+    linear_layers: int = 0       #: mixer layers that are linear
+    linear_heads: int = 0        #: value heads (Mamba-2: heads)
+    linear_key_heads: int = 0    #: key heads (Mamba-2: groups of B and C)
+    linear_key_dim: int = 0      #: key head size (Mamba-2: state size N)
+    linear_value_dim: int = 0    #: value head size (Mamba-2: head size P)
+    linear_conv_kernel: int = 0
+    linear_chunk: int = 64       #: chunk of the chunked (prefill) form
+    linear_state_bytes: float = 4.0  #: bytes per recurrent-state element (FP32 in the stacks)
+    attention_layers: int = 0    #: softmax-attention layers (0: every layer; Nemotron-H counts blocks)
     # MoE
     E: int = 1              #: routed experts
     k: int = 1              #: routed experts per token
@@ -115,10 +133,89 @@ class Model:
             q = d * self.r_q + self.r_q + self.r_q * h * dqk if self.r_q else d * h * dqk
             kv = d * (self.r_kv + self.d_r) + self.r_kv + self.r_kv * h * (self.d_n + self.d_v)
             return q + kv + h * self.d_v * d
-        p = d * h * self.d_head + 2 * d * self.h_kv * self.d_head + h * self.d_head * d
+        p = d * h * self.d_head * (2 if self.output_gate else 1) + 2 * d * self.h_kv * self.d_head
+        p += h * self.d_head * d
         if self.qkv_bias:
             p += (h + 2 * self.h_kv) * self.d_head + d
         return p
+
+    @property
+    def indexer_params(self) -> int:
+        """The indexer of a sparse layer (DeepSeek-V3.2): its query up-projection from the query
+        low rank r_q h_I d_I (or d h_I d_I), one key head d d_I with its LayerNorm (2 d_I), and the
+        per-head weights d h_I.  0 without sparse attention."""
+        if not self.sparse_top_k:
+            return 0
+        q_in = self.r_q or self.d
+        return q_in * self.indexer_heads * self.indexer_head_dim + self.d * self.indexer_head_dim \
+            + 2 * self.indexer_head_dim + self.d * self.indexer_heads
+
+    @property
+    def n_attn(self) -> int:
+        """Softmax-attention layers: every layer but the linear mixers (Nemotron-H: its own count)."""
+        return self.attention_layers or self.n_L - self.linear_layers
+
+    @property
+    def linear_conv_dim(self) -> int:
+        """Channels of a linear mixer's short convolution: gated DeltaNet q, k and v (2 h_k d_k +
+        h_v d_v); Mamba-2 x, B and C (h P + 2 G N)."""
+        if not self.linear_kind:
+            return 0
+        return 2 * self.linear_key_heads * self.linear_key_dim + self.linear_heads * self.linear_value_dim
+
+    @property
+    def linear_params(self) -> int:
+        """Weights of one linear mixer.
+
+        * Gated DeltaNet (Qwen3-Next, Qwen3.5): in_proj_qkvz d (2 h_k d_k + 2 h_v d_v), in_proj_ba
+          d 2 h_v, the convolution (2 h_k d_k + h_v d_v) K, A_log and dt_bias h_v each, the gated
+          RMSNorm d_v, out_proj h_v d_v d.
+        * Mamba-2 (Nemotron-H): in_proj d (2 h P + 2 G N + h), the convolution with its bias
+          (h P + 2 G N)(K + 1), A_log, D and dt_bias h each, the gated RMSNorm h P, out_proj h P d.
+        """
+        d, hv, dv = self.d, self.linear_heads, self.linear_value_dim
+        inner, conv = hv * dv, self.linear_conv_dim
+        if self.linear_kind == "gated_deltanet":
+            qkvz = d * (2 * self.linear_key_heads * self.linear_key_dim + 2 * inner)
+            return qkvz + d * 2 * hv + conv * self.linear_conv_kernel + 2 * hv + dv + inner * d
+        if self.linear_kind == "mamba2":
+            return d * (inner + conv + hv) + conv * (self.linear_conv_kernel + 1) + 3 * hv + inner + inner * d
+        return 0
+
+    @property
+    def mixer_params(self) -> int:
+        """Attention and linear-mixer weights over all layers."""
+        attention = self.n_attn * (self.attn_params + self.indexer_params)
+        return attention + self.linear_layers * self.linear_params
+
+    @property
+    def linear_state_bytes_per_layer(self) -> float:
+        """One sequence's state in one linear mixer: h_v d_k d_v recurrent elements (Mamba-2: h P N)
+        at ``linear_state_bytes`` each, and the convolution's last K - 1 inputs of each channel in
+        BF16."""
+        if not self.linear_kind:
+            return 0.0
+        rec = self.linear_heads * self.linear_key_dim * self.linear_value_dim
+        return rec * self.linear_state_bytes + self.linear_conv_dim * (self.linear_conv_kernel - 1) * 2.0
+
+    def linear_flops_per_token(self, phase: str = "decode") -> float:
+        """FLOPs per token of one linear mixer's core.
+
+        Decode (the recurrent form), per head: gated DeltaNet decays the state (d_k d_v), reads it
+        with the key (2 d_k d_v), adds the rank-one correction (2 d_k d_v) and reads it with the
+        query (2 d_k d_v): 7 d_k d_v; Mamba-2 decays it (P N), adds the outer product of the input
+        and B (2 P N) and reads it with C (2 P N): 5 P N.  The short convolution: 2 K per channel.
+        Prefill (the chunked form) adds the attention inside each chunk of C_ch tokens, scores and
+        values: 2 C_ch (d_k + d_v) per head and token.
+        """
+        if not self.linear_kind:
+            return 0.0
+        per = 7 if self.linear_kind == "gated_deltanet" else 5
+        f = per * self.linear_heads * self.linear_key_dim * self.linear_value_dim
+        f += 2 * self.linear_conv_kernel * self.linear_conv_dim
+        if phase != "decode":
+            f += 2 * self.linear_chunk * (self.linear_key_dim + self.linear_value_dim) * self.linear_heads
+        return float(f)
 
     @property
     def attn_replicated_params(self) -> int:
@@ -156,7 +253,7 @@ class Model:
         norms = 2 * self.d * self.n_L + self.d
         return {
             "routed_experts": self.n_moe * self.E * self.expert_params,
-            "attention": self.n_L * self.attn_params + norms + self.n_moe * self.router_params,
+            "attention": self.mixer_params + norms + self.n_moe * self.router_params,
             "dense_ffn": self.n_Ld * self.dense_ffn_params + self.n_moe * self.E_s * self.expert_params,
             "embeddings": self.embedding_params + self.head_params,
         }
@@ -168,10 +265,10 @@ class Model:
     @property
     def active_params(self) -> int:
         """Weights one token multiplies (input embedding excluded, LM head included)."""
-        per_layer = self.attn_params + 2 * self.d
         moe = (self.k + self.E_s) * self.expert_params + self.router_params
         lm_head = self.V * self.d
-        return self.n_L * per_layer + self.n_Ld * self.dense_ffn_params + self.n_moe * moe + lm_head
+        return (self.mixer_params + 2 * self.d * self.n_L + self.n_Ld * self.dense_ffn_params
+                + self.n_moe * moe + lm_head)
 
     @property
     def draft_params(self) -> int:
@@ -204,8 +301,15 @@ class Model:
         return 2 * self.h_kv * self.d_head
 
     def kv_bytes_per_token(self, kv: str | None = None) -> float:
-        """KV bytes per token over all layers (sliding-window layers counted in full)."""
-        return self.n_L * self.kv_elems_per_token_layer * kv_bytes(kv or self.kv_precision)
+        """KV bytes per token over the attention layers (sliding-window layers counted in full), with
+        the sparse layers' indexer keys; linear mixers hold none (:attr:`state_bytes`)."""
+        return (self.n_attn * self.kv_elems_per_token_layer * kv_bytes(kv or self.kv_precision)
+                + self.sparse_layers * self.indexer_key_bytes)
+
+    @property
+    def state_bytes(self) -> float:
+        """Bytes of one sequence's linear-mixer states over all layers (0 without linear mixers)."""
+        return self.linear_layers * self.linear_state_bytes_per_layer
 
     def weight_bytes(self, overrides: dict[str, str] | None = None) -> dict[str, float]:
         """Bytes per tensor class at the model's (or overridden) storage precision."""
@@ -228,6 +332,7 @@ class Model:
             expert_params=self.expert_params,
             class_params=self.class_params(),
             kv_bytes_per_token=self.kv_bytes_per_token(),
+            state_bytes_per_sequence=self.state_bytes,
             weight_bytes=wb,
             weight_bytes_total=sum(wb.values()),
         )
@@ -316,10 +421,13 @@ def parse_model(doc: dict[str, Any], label: str) -> Model:
         kw["sliding_window"] = a.integer("sliding_window", required=False, default=0, minimum=0)
         kw["sliding_layers"] = a.integer("sliding_layers", required=False, default=0, minimum=0)
         kw["qkv_bias"] = a.boolean("qkv_bias")
+        kw["output_gate"] = a.boolean("output_gate")
         a.boolean("attention_sinks")
         if kw["h"] % kw["h_kv"]:
             raise SpecError(label, "attention.kv_heads", f"a divisor of heads ({kw['h']})")
+    _parse_sparse(a, kw, label)
     a.done()
+    _parse_linear(f, kw, label)
     m = f.sub("moe", required=False)
     if m is None:
         _parse_dense(f, kw, label)
@@ -354,9 +462,55 @@ def parse_model(doc: dict[str, Any], label: str) -> Model:
         raise SpecError(label, "dense_layers", f"at most layers ({kw['n_L']})")
     if kw["n_Ld"] and not kw["f_d"]:
         raise SpecError(label, "moe.dense_intermediate_size", "a size, since dense_layers > 0")
-    if kw.get("sliding_layers", 0) > kw["n_L"]:
-        raise SpecError(label, "attention.sliding_layers", f"at most layers ({kw['n_L']})")
+    n_attn = kw.get("attention_layers") or kw["n_L"] - kw.get("linear_layers", 0)
+    if kw.get("sliding_layers", 0) + kw.get("sparse_layers", 0) > n_attn:
+        raise SpecError(label, "attention.sliding_layers", f"with the sparse layers, at most the attention "
+                        f"layers ({n_attn})")
     return Model(**kw, path=str(label))
+
+
+def _parse_sparse(a: Fields, kw: dict[str, Any], label: str) -> None:
+    """The optional sparse-attention fields of the ``attention:`` block (DeepSeek sparse
+    attention: ``sparse_top_k`` tokens per query, picked by an indexer of ``indexer_heads`` heads
+    of ``indexer_head_dim``, whose key cache holds ``indexer_key_bytes`` per token and layer)."""
+    top = a.integer("sparse_top_k", required=False, default=0, minimum=0)
+    if not top:
+        for extra in ("sparse_layers", "indexer_heads", "indexer_head_dim", "indexer_key_bytes"):
+            if a.has(extra):
+                raise SpecError(label, a.path(extra), "only with attention.sparse_top_k")
+        return
+    kw["sparse_top_k"] = top
+    kw["sparse_layers"] = a.integer("sparse_layers", minimum=1)
+    kw["indexer_heads"] = a.integer("indexer_heads", minimum=1)
+    kw["indexer_head_dim"] = a.integer("indexer_head_dim", minimum=1)
+    kw["indexer_key_bytes"] = a.number("indexer_key_bytes", lo=1.0, lo_open=False)
+
+
+LINEAR_KINDS = ("gated_deltanet", "mamba2")
+
+
+def _parse_linear(f: Fields, kw: dict[str, Any], label: str) -> None:
+    """The optional ``linear_attention:`` block of a hybrid: how many layers are linear mixers and
+    their shape (gated DeltaNet: heads of keys and values and their sizes; Mamba-2: heads, groups,
+    state size N as the key size and head size P as the value size)."""
+    b = f.sub("linear_attention", required=False)
+    if b is None:
+        return
+    kw["linear_kind"] = b.text("kind", choices=LINEAR_KINDS)
+    kw["linear_layers"] = b.integer("layers", minimum=1)
+    kw["linear_heads"] = b.integer("heads", minimum=1)
+    kw["linear_key_heads"] = b.integer("key_heads", minimum=1)
+    kw["linear_key_dim"] = b.integer("key_head_dim", minimum=1)
+    kw["linear_value_dim"] = b.integer("value_head_dim", minimum=1)
+    kw["linear_conv_kernel"] = b.integer("conv_kernel", minimum=1)
+    kw["linear_chunk"] = b.integer("chunk_size", required=False, default=64, minimum=1)
+    kw["linear_state_bytes"] = b.number("state_bytes", required=False, default=4.0, lo=1.0, lo_open=False)
+    kw["attention_layers"] = b.integer("attention_layers", required=False, default=0, minimum=0)
+    b.text("source")
+    b.done()
+    if kw["linear_layers"] >= kw["n_L"] and not kw["attention_layers"]:
+        raise SpecError(label, "linear_attention.layers", f"fewer than layers ({kw['n_L']}), or give "
+                        "attention_layers (a model of blocks)")
 
 
 def _parse_moe(f: Fields, m: Fields, kw: dict[str, Any], label: str) -> None:

@@ -1,0 +1,102 @@
+"""Sparse attention's indexer and the linear mixers of hybrids in the step: each term derived by hand
+(the arithmetic in the comments) and the invariants they must keep."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import sympy as sp
+
+from planner.physics import equations as eq
+from planner.physics.step import evaluate_configs, resolve_precisions
+from planner.specs.hfconfig import load_hf_config
+from planner.specs.registry import load_hardware
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _value(expr: sp.Expr, **values: float) -> float:
+    subs = {getattr(eq, k): v for k, v in values.items()}
+    return float(expr.xreplace(subs))
+
+
+def test_the_indexer_by_hand():
+    # DeepSeek-V3.2, one decode token of one sequence at 32k context, one GPU: 64 heads of 128 score
+    # every cached token, 2 x 64 x 128 x 32,768 = 536,870,912 FLOPs; its keys, 132 B each, 4,325,376 B
+    S = 32768.0
+    F = _value(eq.F_index, b=1.0, s_q=1.0, h_I=64.0, TP_a=1.0, d_I=128.0, S=S)
+    M = _value(eq.M_index, b=1.0, S=S, m_I=132.0)
+    assert F == 2 * 64 * 128 * S == 536_870_912
+    assert M == S * 132 == 4_325_376
+    # against the dense MLA it replaces (absorbed, 128 heads of 2 x 512 + 64): 2 x 128 x 1088 x S FLOPs
+    # and 576 x 2 B per token; the indexer is 5.9% of those FLOPs and 11.5% of those bytes, which is
+    # what makes DSA pay at long context (DeepSeek-V3.2-Exp report, sec. 2.1)
+    assert math.isclose(F / (2 * 128 * 1088 * S), 64 * 128 / (128 * 1088))
+    assert math.isclose(M / (S * 1152), 132 / 1152)
+
+
+def test_sparse_reads_the_top_k_and_the_indexer_keys():
+    # roofline branch (x_al = 0) at unit efficiencies, one sparse layer: the KV read is S_k tokens of
+    # e_kv b_kv, the indexer's S m_I beside it; at S <= S_k the sparse layer reads all of its context
+    hbm = eq.PARTS["attn_core.hbm"]
+    common = dict(x_al=0.0, x_off=0.0, eta_m=1.0, B_hbm=1.0, b=1.0, e_kv=576.0, b_kv=2.0, s_kv=1.0,
+                  phi_a=1.0, phi_w=0.0, phi_x=1.0, phi_l=0.0, S_w=1.0, m_I=132.0, S_k=2048.0, m_st=0.0,
+                  TP_a=1.0)
+    for S in (1024.0, 2048.0, 131072.0):
+        got = _value(hbm, S=S, **common)
+        assert math.isclose(got, min(S, 2048.0) * 1152 + S * 132)
+    dense = _value(hbm, S=131072.0, **(common | {"phi_x": 0.0}))
+    assert math.isclose(dense, 131072.0 * 1152)
+
+
+def test_linear_mixers_hold_a_state_not_a_cache():
+    # bytes one sequence holds per GPU: Qwen3.5 at attention TP 4 keeps its 15 full layers' KV split
+    # over min(4, 2 KV heads) = 2 ranks, 15 x 2 x 2 x 256 x 2 B / 2 per token, and 45 DeltaNet states of
+    # 4,268,032 B split over the 4 ranks by heads
+    m = load_hf_config(DATA / "qwen3.5-397b-a17b")
+    S = 8192.0
+    per_seq = _value(eq.m_seq, S_c=S, phi_a=15 / 60, phi_w=0.0, S_w=1.0, e_kv=2 * 2 * 256.0, b_kv=2.0,
+                     n_L=60.0, s_kv=2.0, phi_x=0.0, m_I=0.0, phi_l=45 / 60,
+                     m_st=m.linear_state_bytes_per_layer, TP_a=4.0)
+    assert math.isclose(per_seq, S * 15 * 2 * 2 * 256 * 2 / 2 + 45 * 4_268_032 / 4)
+
+
+def _step_parts(model, hw_name: str, S: np.ndarray, mode: str = "bound") -> dict[str, np.ndarray]:
+    hw = load_hardware(hw_name)
+    prec = resolve_precisions(model, hw)
+    return evaluate_configs(model, hw, prec, mode, G=8.0, TP_a=8.0, EP=8.0, TP_e=1.0, E_slots=float(model.E),
+                            b=8.0, S=S)
+
+
+def test_a_hybrids_attention_grows_with_context_at_its_share_of_full_layers():
+    # Qwen3.5 against the same model with every layer full attention: the attention core's growth with
+    # context is the 15 / 60 of it; the linear layers add a constant (their state read and written)
+    hybrid = load_hf_config(DATA / "qwen3.5-397b-a17b")
+    full = hybrid.replace(linear_kind="", linear_layers=0)
+    S = np.array([16384.0, 131072.0])
+    h = _step_parts(hybrid, "hgx-b200", S)["part.attn_core.hbm"]
+    f = _step_parts(full, "hgx-b200", S)["part.attn_core.hbm"]
+    assert math.isclose((h[1] - h[0]) / (f[1] - f[0]), 15 / 60, rel_tol=1e-9)
+    # the constant: 45 / 60 of a layer's state bytes, read and written, for 8 sequences over 8 ranks
+    state = 45 / 60 * 2 * 8 * hybrid.linear_state_bytes_per_layer / 8
+    hw = load_hardware("hgx-b200")
+    slope = (h[1] - h[0]) / (S[1] - S[0])
+    assert math.isclose(h[0] - slope * S[0], state / hw.hbm_bandwidth, rel_tol=1e-6)
+
+
+def test_sparse_attention_is_cheaper_at_long_context_and_equal_below_top_k():
+    dsa = load_hf_config(DATA / "deepseek-v3.2")
+    dense = dsa.replace(sparse_top_k=0, sparse_layers=0, indexer_heads=0, indexer_head_dim=0,
+                        indexer_key_bytes=0.0)
+    S = np.array([1024.0, 131072.0])
+    for mode in ("bound", "realistic"):
+        s = _step_parts(dsa, "hgx-b200", S, mode)
+        d = _step_parts(dense, "hgx-b200", S, mode)
+        # below the top-k only the indexer's small cost separates them
+        assert d["attn_core"][0] <= s["attn_core"][0] < 1.2 * d["attn_core"][0]
+        # at 128k the dense layer reads 64x the tokens a sparse one does
+        assert s["attn_core"][1] < 0.5 * d["attn_core"][1]
+        # and a sparse sequence holds more: its indexer keys beside the latent
+        assert s["memory.b_max"][1] < d["memory.b_max"][1]

@@ -1,0 +1,124 @@
+"""The 2026 families with sparse or linear attention, loaded from trimmed copies of their published
+config.json (tests/data/<name>/config.json, source in ``_source``): DeepSeek-V3.2 and GLM-5
+(DeepSeek sparse attention), Qwen3.5 and Qwen3-Next (gated DeltaNet hybrids)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from planner.errors import SpecError
+from planner.specs.hfconfig import load_hf_config
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def fixture(name: str) -> dict:
+    return json.loads((DATA / name / "config.json").read_text())
+
+
+def write(tmp_path: Path, cfg: dict) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+PUBLISHED = [
+    # DeepSeek-V3.2 is DeepSeek-V3.1-Terminus with the lightning indexer added (DeepSeek-V3.2-Exp report,
+    # sec. 2: "the same architecture ... except DSA"); the V3 README: "671B total parameters with 37B
+    # activated for each token".  The 61 indexers add 0.85B (13,959,424 each: wq_b 1536 x 8192, wk
+    # 7168 x 128, its LayerNorm 2 x 128, weights_proj 7168 x 64), inside 3%
+    ("deepseek-v3.2", 671e9, 37e9),
+    # zai-org/GLM-5 model card: "744B parameters (40B active)"
+    ("glm-5-fp8", 744e9, 40e9),
+    # Qwen/Qwen3.5-397B-A17B model card: "397B in total and 17B activated"; the 397B holds the vision
+    # tower (0.46B), which the text model does not; the 17B counts the input embedding, which ours
+    # leaves out: - V d = 248,320 x 4,096
+    ("qwen3.5-397b-a17b", 397e9, 17e9 - 248_320 * 4096),
+]
+
+
+@pytest.mark.parametrize(("name", "total", "active"), PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_totals_match_the_published_figures(name, total, active):
+    m = load_hf_config(DATA / name)
+    assert math.isclose(m.total_params, total, rel_tol=0.03)
+    assert math.isclose(m.active_params, active, rel_tol=0.03)
+
+
+def test_qwen3_next_total_matches_its_card():
+    # transformers docs (model_doc/qwen3_next.md): "80B total parameters, only 3B active".  The 3B is
+    # the rounded name (A3B): this count gives 3.56B with the LM head (3.87B with both tables), so
+    # only the total is held to 3%
+    m = load_hf_config(DATA / "qwen3-next-80b-a3b")
+    assert math.isclose(m.total_params, 80e9, rel_tol=0.03)
+    assert 3e9 < m.active_params < 4e9
+
+
+def test_deepseek_v32_counts_the_checkpoint_exactly():
+    # Hugging Face's count of the DeepSeek-V3.2 checkpoint, 685,355,329,792 parameters, holds the main
+    # model, the MTP layer (with its own indexer, 13,959,424) and the MTP layer's copies of the
+    # embedding and LM head (2 V d)
+    m = load_hf_config(DATA / "deepseek-v3.2")
+    indexer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64
+    assert m.indexer_params == indexer == 13_959_424
+    checkpoint = m.total_params + m.mtp_params + indexer + 2 * m.V * m.d
+    assert math.isclose(checkpoint, 685_355_329_792, rel_tol=1e-6)
+
+
+def test_dsa_fields_and_cache_bytes():
+    m = load_hf_config(DATA / "deepseek-v3.2")
+    assert (m.architecture, m.attention, m.sparse_top_k, m.sparse_layers) == ("deepseek_v32", "mla", 2048, 61)
+    assert (m.indexer_heads, m.indexer_head_dim) == (64, 128)
+    # the indexer key cache: 128 FP8 values and one FP32 scale per 128 (vLLM's DeepseekV32IndexerCache,
+    # head_dim + head_dim // 128 * 4 = 132 B)
+    assert m.indexer_key_bytes == 132
+    # per token: 61 layers x (512 + 64) BF16 latent + 61 x 132 indexer bytes
+    assert m.kv_bytes_per_token() == 61 * 576 * 2 + 61 * 132 == 78_324
+    assert m.spec_tokens  # DeepSeek's own MTP module
+    glm = load_hf_config(DATA / "glm-5-fp8")
+    assert (glm.architecture, glm.sparse_top_k, glm.indexer_heads, glm.n_Ld) == ("glm_moe_dsa", 2048, 32, 3)
+    assert (glm.d_n, glm.d_r, glm.d_v, glm.r_q) == (192, 64, 256, 2048)
+    assert glm.mtp_layers == 1 and not glm.spec_tokens  # no published acceptance for GLM-5's MTP layer
+    assert set(glm.precision.values()) == {"fp8", "bf16"} and glm.precision["routed_experts"] == "fp8"
+
+
+def test_gated_deltanet_fields_state_and_flops():
+    m = load_hf_config(DATA / "qwen3.5-397b-a17b")
+    assert (m.linear_kind, m.linear_layers, m.n_attn, m.n_L) == ("gated_deltanet", 45, 15, 60)
+    assert (m.linear_heads, m.linear_key_heads, m.linear_key_dim, m.linear_value_dim) == (64, 16, 128, 128)
+    assert m.output_gate and (m.E, m.k, m.E_s, m.f_e) == (512, 10, 1, 1024)
+    # one DeltaNet layer's weights, by tensor (transformers' Qwen3_5GatedDeltaNet): in_proj_qkv
+    # 12288 x 4096, in_proj_z 8192 x 4096, in_proj_b and in_proj_a 64 x 4096, conv1d 12288 x 4,
+    # dt_bias and A_log 64, norm 128, out_proj 4096 x 8192
+    assert m.linear_params == (12288 * 4096 + 8192 * 4096 + 2 * 64 * 4096 + 12288 * 4 + 2 * 64 + 128
+                               + 4096 * 8192) == 118_014_208
+    # the state per sequence and layer (SGLang and vLLM: [64, 128, 128] in FP32, mamba_ssm_dtype) and
+    # the convolution's last 3 inputs of 12,288 channels in BF16
+    assert m.linear_state_bytes_per_layer == 64 * 128 * 128 * 4 + 12288 * 3 * 2 == 4_268_032
+    assert m.state_bytes == 45 * 4_268_032
+    # the KV cache: only the 15 full-attention layers, 2 KV heads of 256, K and V in BF16
+    assert m.kv_bytes_per_token() == 15 * 2 * 2 * 256 * 2 == 30_720
+    # decode FLOPs per token and layer: 7 d_k d_v per value head, 2 K per convolution channel
+    assert m.linear_flops_per_token("decode") == 7 * 64 * 128 * 128 + 2 * 4 * 12288
+    # prefill adds the chunk's own attention: 2 x 64 x (128 + 128) per head
+    assert m.linear_flops_per_token("prefill") - m.linear_flops_per_token("decode") == 2 * 64 * 256 * 64
+    nxt = load_hf_config(DATA / "qwen3-next-80b-a3b")  # no layer_types: every 4th layer full
+    assert (nxt.linear_layers, nxt.n_attn, nxt.linear_heads, nxt.output_gate) == (36, 12, 32, True)
+
+
+def test_bad_hybrid_configs_are_one_line_errors(tmp_path):
+    cfg = fixture("qwen3.5-397b-a17b")
+    cfg["text_config"]["layer_types"] = ["linear_attention"] * 60
+    with pytest.raises(SpecError, match="layer_types: at least one full_attention layer"):
+        load_hf_config(write(tmp_path, cfg))
+    cfg = fixture("qwen3.5-397b-a17b")
+    cfg["text_config"]["shared_expert_intermediate_size"] = 1500
+    with pytest.raises(SpecError, match="shared_expert_intermediate_size: a multiple of moe_intermediate"):
+        load_hf_config(write(tmp_path, cfg))
+    cfg = fixture("deepseek-v3.2")
+    del cfg["index_topk"]
+    with pytest.raises(SpecError, match="index_topk: a value"):
+        load_hf_config(write(tmp_path, cfg))
