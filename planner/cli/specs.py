@@ -300,8 +300,16 @@ def _model_table(m: Model) -> list[str]:
                 f"nope/rope/v head dims {m.d_n}/{m.d_r}/{m.d_v}")
     else:
         attn = f"GQA, {m.h} query / {m.h_kv} KV heads of {m.d_head}" + (", QKV bias" if m.qkv_bias else "")
+        if m.output_gate:
+            attn += ", gated output"
         if m.sliding_window:
             attn += f", {m.sliding_window}-token window on {m.sliding_layers} layers"
+    if m.sparse_top_k:
+        attn += (f"; sparse on {m.sparse_layers} layers: top {m.sparse_top_k} tokens per query, indexer "
+                 f"{m.indexer_heads} heads of {m.indexer_head_dim}")
+    if m.linear_kind:
+        attn += (f"; {m.n_attn} attention and {m.linear_layers} {m.linear_kind.replace('_', ' ')} layers "
+                 f"({m.linear_heads} heads, key {m.linear_key_dim}, value {m.linear_value_dim})")
     moe = f"{m.E} routed, top-{m.k}" + (f", + {m.E_s} shared" if m.E_s else "") + f", expert FFN {m.f_e}"
     if m.routing_groups:
         moe += f", {m.max_groups} of {m.routing_groups} groups per token"
@@ -319,7 +327,9 @@ def _model_table(m: Model) -> list[str]:
         ("MTP layers", f"{m.mtp_layers}" + (f", draft acceptance {m.mtp_acceptance:g}" if m.mtp_acceptance
                                             else ""), ""),
     ]
-    kv_note = f"{m.n_L} layers x {m.kv_elems_per_token_layer} elements x {m.kv_precision}"
+    kv_note = f"{m.n_attn} layers x {m.kv_elems_per_token_layer} elements x {m.kv_precision}"
+    if m.sparse_top_k:
+        kv_note += f" + {m.sparse_layers} indexer keys x {m.indexer_key_bytes:g} B"
     derived = [
         ("total params", f"{m.total_params / 1e9:.1f} B", "embeddings and LM head included, MTP excluded"),
         ("active params", f"{m.active_params / 1e9:.2f} B per token",
@@ -327,6 +337,10 @@ def _model_table(m: Model) -> list[str]:
         ("MTP params", f"{m.mtp_params / 1e9:.2f} B", "reported apart"),
         ("KV cache", format_si(m.kv_bytes_per_token(), "B") + " per token", kv_note),
     ]
+    if m.linear_kind:
+        derived.append(("linear state", format_si(m.state_bytes, "B") + " per sequence",
+                        f"{m.linear_layers} layers x {format_si(m.linear_state_bytes_per_layer, 'B')}, "
+                        "whatever the context"))
     wb = m.weight_bytes()
     cp = m.class_params()
     weights = [(c, format_si(wb[c], "B") if wb[c] else "0 B",

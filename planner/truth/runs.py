@@ -150,11 +150,8 @@ MODELS = {
     "moonshotai/Kimi-K2-Thinking": "kimi-k2-thinking",
     "moonshotai/Kimi-K2.5": "kimi-k2.5",
     "nvidia/Kimi-K2.5-NVFP4": "kimi-k2.5",
-}
-#: Models whose architecture the equations do not express yet, and the missing piece.
-NOT_MODELLED = {
-    "Qwen/Qwen3.5-397B-A17B": "architecture not modelled: linear-attention (Gated DeltaNet) layers",
-    "zhipuai/GLM-5": "architecture not modelled: DeepSeek sparse attention (indexer + top-k MLA)",
+    "Qwen/Qwen3.5-397B-A17B": "qwen3.5-397b-a17b",
+    "zhipuai/GLM-5": "glm-5",
 }
 #: Run ``system`` -> bundled hardware spec.
 SYSTEMS = {
@@ -394,8 +391,6 @@ def _layout(
 
 def _map(row: pd.Series, models: dict[str, Any]) -> _Mapped:
     mp = row.model_path
-    if mp in NOT_MODELLED:
-        return _Mapped(False, NOT_MODELLED[mp])
     name = MODELS.get(mp)
     hw = SYSTEMS.get(str(row.system))
     if name is None:

@@ -12,6 +12,7 @@ import pytest
 
 from planner.errors import SpecError
 from planner.specs.hfconfig import load_hf_config
+from planner.specs.registry import load_model
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -122,3 +123,18 @@ def test_bad_hybrid_configs_are_one_line_errors(tmp_path):
     del cfg["index_topk"]
     with pytest.raises(SpecError, match="index_topk: a value"):
         load_hf_config(write(tmp_path, cfg))
+
+
+@pytest.mark.parametrize(("fixture_name", "bundled"), [("deepseek-v3.2", "deepseek-v3.2"),
+                                                       ("glm-5-fp8", "glm-5"),
+                                                       ("qwen3.5-397b-a17b", "qwen3.5-397b-a17b")])
+def test_bundled_specs_are_their_configs(fixture_name, bundled):
+    hf, ref = load_hf_config(DATA / fixture_name), load_model(bundled)
+    counts = ("total_params", "active_params", "mtp_params")
+    assert [getattr(hf, c) for c in counts] == [getattr(ref, c) for c in counts]
+    assert hf.class_params() == ref.class_params()
+    assert hf.kv_bytes_per_token() == ref.kv_bytes_per_token() and hf.state_bytes == ref.state_bytes
+    assert hf.linear_flops_per_token("prefill") == ref.linear_flops_per_token("prefill")
+    assert (hf.sparse_top_k, hf.indexer_key_bytes) == (ref.sparse_top_k, ref.indexer_key_bytes)
+    if bundled != "glm-5":  # the bundled GLM-5 is the BF16 release, the fixture its FP8 twin
+        assert hf.precision == ref.precision
