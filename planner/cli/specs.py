@@ -298,6 +298,7 @@ def _model_table(m: Model) -> list[str]:
         q = f"q_lora {m.r_q}" if m.r_q else "no query compression"
         attn = (f"MLA, {m.h} heads, {q}, kv_lora {m.r_kv}, "
                 f"nope/rope/v head dims {m.d_n}/{m.d_r}/{m.d_v}")
+        attn += ", gated output" if m.output_gate else ""
     else:
         attn = f"GQA, {m.h} query / {m.h_kv} KV heads of {m.d_head}" + (", QKV bias" if m.qkv_bias else "")
         if m.output_gate:
@@ -308,9 +309,12 @@ def _model_table(m: Model) -> list[str]:
         attn += (f"; sparse on {m.sparse_layers} layers: top {m.sparse_top_k} tokens per query, indexer "
                  f"{m.indexer_heads} heads of {m.indexer_head_dim}")
     if m.linear_kind:
-        attn += (f"; {m.n_attn} attention and {m.linear_layers} {m.linear_kind.replace('_', ' ')} layers "
+        kind = {"gated_deltanet": "gated DeltaNet", "kda": "KDA", "mamba2": "Mamba-2"}[m.linear_kind]
+        attn += (f"; {m.n_attn} attention and {m.linear_layers} {kind} layers "
                  f"({m.linear_heads} heads, key {m.linear_key_dim}, value {m.linear_value_dim})")
     moe = f"{m.E} routed, top-{m.k}" + (f", + {m.E_s} shared" if m.E_s else "") + f", expert FFN {m.f_e}"
+    if m.latent_dim:
+        moe += f", in a latent of {m.latent_dim} (of {m.d})"
     if m.routing_groups:
         moe += f", {m.max_groups} of {m.routing_groups} groups per token"
     if m.is_dense:

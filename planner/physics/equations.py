@@ -67,6 +67,7 @@ from planner.physics.symbols import (
     V,
     V_dr,
     W_attn,
+    W_lat,
     W_rep,
     X_sm,
     a_a2a,
@@ -89,6 +90,7 @@ from planner.physics.symbols import (
     beta_c,
     c_att,
     d,
+    d_e,
     d_I,
     e_kv,
     e_q,
@@ -365,14 +367,14 @@ M_linear = 2 * b * m_st / TP_a
 t_linear = phi_l * _max(F_linear / (eta_fa * P_c), M_linear / (eta_m * B_hbm))
 
 def expert_flops(rows: sp.Expr) -> sp.Expr:
-    """FLOPs of ``rows`` token-expert rows through a routed expert's three d x f_e / TP_e
-    matrices (gate, up, down): ``2 * 3 d f_e rows / TP_e``."""
-    return 2 * 3 * d * f_e * rows / TP_e
+    """FLOPs of ``rows`` token-expert rows through a routed expert's three d_e x f_e / TP_e
+    matrices (gate, up, down): ``2 * 3 d_e f_e rows / TP_e`` (d_e = d but in a latent MoE)."""
+    return 2 * 3 * d_e * f_e * rows / TP_e
 
 
 def expert_weight_bytes(experts: sp.Expr) -> sp.Expr:
-    """Weight bytes of ``experts`` routed experts on one GPU: ``experts 3 d f_e b_we / TP_e``."""
-    return experts * 3 * d * f_e * b_we / TP_e
+    """Weight bytes of ``experts`` routed experts on one GPU: ``experts 3 d_e f_e b_we / TP_e``."""
+    return experts * 3 * d_e * f_e * b_we / TP_e
 
 
 # ---- memory capacity -------------------------------------------------------------------------
@@ -382,11 +384,11 @@ def expert_weight_bytes(experts: sp.Expr) -> sp.Expr:
 M_weights = (
     n_L * W_attn_rank * b_wa
     + n_Ld * 3 * d * f_d * b_wd / TP_a
-    + (n_L - n_Ld) * E_s * 3 * d * f_e * b_wd / TP_a
+    + (n_L - n_Ld) * (E_s * 3 * d * f_e + W_lat) * b_wd / TP_a
     + (n_L - n_Ld) * expert_weight_bytes(E_slots / EP)
     + n_emb * V * d * b_wv / TP_a
     + n_mtp * (W_attn_rank * b_wa + expert_weight_bytes(E_slots / EP)
-               + E_s * 3 * d * f_e * b_wd / TP_a + 2 * d * d * b_wa / TP_a)
+               + (E_s * 3 * d * f_e + W_lat) * b_wd / TP_a + 2 * d * d * b_wa / TP_a)
     # a draft head: its decoder layers (the verifier's attention shape, a dense FFN of f_dr), the
     # projection fusing n_fuse hidden states, and its own LM head if it has one
     + n_Ldr * (W_attn_rank * b_wa + 3 * d * f_dr * b_wd / TP_a)
@@ -482,9 +484,9 @@ def expert_activation_bytes(rows: sp.Expr) -> sp.Expr:
     """BF16 bytes ``rows`` token-expert rows move through HBM between a grouped-MoE layer's kernels
     (the grouped GEMMs, the gated activation, the permute and the combine): each row's input gathered
     in (d) and its output written (d), its gate/up product (2 f_e / TP_e) written by the first GEMM and
-    read back by the activation: ``rows (2 d + 4 f_e / TP_e) 2`` B.  Fitted to measured grouped-MoE
+    read back by the activation: ``rows (2 d_e + 4 f_e / TP_e) 2`` B.  Fitted to measured grouped-MoE
     kernels (``operators.moe_law``), where it is what a row costs beyond its FLOPs at prefill sizes."""
-    return rows * 2 * (2 * d + 4 * f_e / TP_e)
+    return rows * 2 * (2 * d_e + 4 * f_e / TP_e)
 
 
 def expert_token_bytes(tokens: sp.Expr) -> sp.Expr:
@@ -492,8 +494,9 @@ def expert_token_bytes(tokens: sp.Expr) -> sp.Expr:
     hidden state read (d) and its combined output written (d): ``tokens 2 d 2`` B.  Fitted to
     measured grouped-MoE kernels (``operators.moe_law``) at its own fraction of HBM bandwidth, which
     also carries the layer's per-token routing and permutation work; it binds where few of the
-    tokens' rows stay on the rank (wide EP) or the rows are narrow (wide expert TP)."""
-    return tokens * 2 * 2 * d
+    tokens' rows stay on the rank (wide EP) or the rows are narrow (wide expert TP); d_e wide in a
+    latent MoE."""
+    return tokens * 2 * 2 * d_e
 
 
 M_act_e = expert_activation_bytes(T_e)
@@ -512,10 +515,12 @@ t_act_e = x_xa * (M_act_e / (eta_xa * B_hbm) + M_tok_e / (eta_xt * B_hbm))
 t_experts_c, t_experts_m = moe_parts(T_e, n_touched, moe_tile(T_e, n_touched), eta_ce, pad=x_xa)
 t_experts = _max(t_experts_c, t_experts_m) + t_act_e + n_ke * tau_k
 
-F_shared = 2 * E_s * 3 * d * f_e * b * s_q / TP_a
-M_shared = E_s * 3 * d * f_e * b_wd / TP_a
+#: Shared experts, E_s 3 d f_e weights, and a latent MoE's projections into and out of the latent
+#: width, W_lat: dense GEMMs on every token of the attention rank.
+F_shared = 2 * (E_s * 3 * d * f_e + W_lat) * b * s_q / TP_a
+M_shared = (E_s * 3 * d * f_e + W_lat) * b_wd / TP_a
 #: Shared experts (none when E_s = 0: no kernel, no tau_k).
-N_shared = E_s * 3 * f_e / TP_a  #: output columns (gate, up and down as one GEMM of d input rows)
+N_shared = (E_s * 3 * f_e + W_lat / d) / TP_a  #: output columns (as one GEMM of d input rows)
 t_shared = gemm_operator(F_shared, M_shared, P_d, b * s_q, N_shared, "d", n_ks * _min(1, E_s))
 
 F_dense_ffn = 2 * 3 * d * f_d * b * s_q / TP_a
@@ -576,12 +581,13 @@ def su_seconds_per_byte(phi: sp.Expr = phi_hb) -> sp.Expr:
 
 
 def a2a_volume(n_destinations: sp.Expr, bytes_per_elem: sp.Expr, tokens: sp.Expr = b_send) -> sp.Expr:
-    """Bytes one GPU sends in one all-to-all phase: tokens x destinations x d x bytes.
+    """Bytes one GPU sends in one all-to-all phase: tokens x destinations x d_e x bytes (a latent MoE
+    dispatches its tokens in the latent width).
 
     The DeepSeek speed-limit check (arXiv:2505.09343 sec. 2.3) is this with tokens = 32,
     9 destinations, d = 7000.
     """
-    return tokens * n_destinations * d * bytes_per_elem
+    return tokens * n_destinations * d_e * bytes_per_elem
 
 
 def a2a_su_time(bytes_per_elem: sp.Expr, alpha: sp.Expr) -> sp.Expr:
@@ -807,7 +813,7 @@ t_ar_attn = allreduce_time(m_ar_attn, TP_a)
 #: busiest rank's distinct tokens lambda B_tok p_dest (p_dest = 1 when EP = 1, every token).
 #: (SGLang's MoE TP under attention DP gathers the tokens and reduce-scatters the outputs: the
 #: same bytes as this all-reduce.)
-m_ar_moe = lam_EP * B_tok * p_dest * d * b_a
+m_ar_moe = lam_EP * B_tok * p_dest * d_e * b_a
 t_ar_moe = allreduce_time(m_ar_moe, TP_e)
 
 # ---- layers and the step -------------------------------------------------------------------------
@@ -886,7 +892,7 @@ def speed_limit_step(tokens: sp.Expr, destinations: sp.Expr, hidden: sp.Expr, la
     equations: dispatch + combine via :func:`a2a_volume` / :func:`link_time` with every latency
     0 and efficiency 1, compute fully hidden, ``micro_batches`` of communication per layer."""
     t_comm = sum(
-        link_time(a2a_volume(destinations, bw, tokens).subs(d, hidden), B_so, 1, 0)
+        link_time(a2a_volume(destinations, bw, tokens).subs(d_e, hidden), B_so, 1, 0)
         for bw in (b_disp, b_comb)
     )
     t_layer = micro_batches * _max(0, t_comm)

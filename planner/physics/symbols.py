@@ -41,6 +41,11 @@ E = _s("E", "routed experts per MoE layer", "1", "model", integer=True)
 k = _s("k", "routed experts per token", "1", "model", integer=True)
 E_s = _s("E_s", "shared experts per MoE layer", "1", "model", "E_{s}", integer=True, nonneg=True)
 f_e = _s("f_e", "expert intermediate size", "1", "model", "f_{e}", integer=True)
+d_e = _s("d_e", "width of the routed experts' rows: the hidden size d, or a latent MoE's smaller "
+         "latent width (the tokens are projected into it before dispatch and out of it after combine)", "1",
+         "model", "d_{e}", integer=True)
+W_lat = _s("W_lat", "weights of a latent MoE layer's projections into and out of the latent width (2 d d_e; "
+           "0 without a latent)", "1", "model", r"W_{lat}", nonneg=True)
 f_d = _s("f_d", "dense FFN intermediate size", "1", "model", "f_{d}", nonneg=True)
 h = _s("h", "attention (query) heads", "1", "model", integer=True)
 V = _s("V", "vocabulary", "1", "model", integer=True)

@@ -71,10 +71,10 @@ from planner.specs.reading import Fields, path_kind, read_text
 #: model_type -> Model.architecture
 MODEL_TYPES = ("deepseek_v3", "kimi_k2", "deepseek_v2", "deepseek_v32", "glm_moe_dsa", "qwen3_moe", "gpt_oss",
                "mixtral", "minimax_m2", "glm4_moe", "olmoe", "phimoe", "granitemoe", "hunyuan_v1_moe",
-               "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe", "llama", "qwen3")
+               "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe", "kimi_linear", "llama", "qwen3")
 #: other model_type spellings of a family (Llama 4's and Qwen3.5's text_config say ``llama4_text``
 #: and ``qwen3_5_moe_text``)
-_ALIASES = {"llama4_text": "llama4", "qwen3_5_moe_text": "qwen3_5_moe"}
+_ALIASES = {"llama4_text": "llama4", "qwen3_5_moe_text": "qwen3_5_moe", "kimi_k3": "kimi_linear"}
 #: ``architectures[0]`` -> model_type, used only when ``model_type`` is absent
 ARCH_CLASSES = {
     "DeepseekV3ForCausalLM": "deepseek_v3",
@@ -83,6 +83,8 @@ ARCH_CLASSES = {
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
     "Qwen3NextForCausalLM": "qwen3_next",
     "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
+    "KimiLinearForCausalLM": "kimi_linear",
+    "KimiK3ForConditionalGeneration": "kimi_linear",
     "Qwen3MoeForCausalLM": "qwen3_moe",
     "GptOssForCausalLM": "gpt_oss",
     "MixtralForCausalLM": "mixtral",
@@ -171,9 +173,11 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
     n_L = kw["n_L"] = f.integer("num_hidden_layers")
     kw["V"] = f.integer("vocab_size")
     kw["tie_embeddings"] = f.boolean("tie_word_embeddings", default=False)
-    kw["max_context"] = f.integer("max_position_embeddings")
+    kw["max_context"] = f.integer(_key(f, "max_position_embeddings", "model_max_length"))
     kw["h"] = f.integer("num_attention_heads")
-    if arch in _MLA:
+    if arch == "kimi_linear":
+        _kimi_linear(f, kw)
+    elif arch in _MLA:
         _deepseek(f, kw)
         if arch in _DSA:
             _sparse_indexer(f, kw)
@@ -194,10 +198,12 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
     base, base_note = _base_dtype(top, f)
     kw["precision"], quant = _precision(top, f, arch, kw, base)
     kw["kv_precision"] = "bf16"
-    shape = ("MLA" if arch in _MLA else "GQA") + (f" + DSA top-{kw['sparse_top_k']}" if kw.get("sparse_top_k")
+    shape = kw["attention"].upper() + (f" + DSA top-{kw['sparse_top_k']}" if kw.get("sparse_top_k")
                                                   else "")
     if kw.get("linear_layers"):
-        shape += f", {kw['linear_layers']} of {n_L} layers gated DeltaNet"
+        shape += f", {kw['linear_layers']} of {n_L} layers {_LINEAR_NAMES[kw['linear_kind']]}"
+    if kw.get("latent_dim"):
+        shape += f", latent MoE {kw['latent_dim']}"
     shape += (f", dense FFN {kw['f_d']}" if arch in _DENSE
                                                   else f", {kw['E']} experts top-{kw['k']}")
     if kw["E_s"]:
@@ -315,6 +321,62 @@ def _gated_deltanet(f: Fields, kw: dict[str, Any]) -> None:
     kw["E_s"] = shared // kw["f_e"]
     kw["mtp_layers"] = f.integer(_key(f, "mtp_num_hidden_layers", "num_nextn_predict_layers"),
                                  required=False, default=0, minimum=0)
+
+
+_LINEAR_NAMES = {"gated_deltanet": "gated DeltaNet", "kda": "KDA", "mamba2": "Mamba-2"}
+
+
+def _kimi_linear(f: Fields, kw: dict[str, Any]) -> None:
+    """Kimi Linear and Kimi K3 (``kimi_linear``, K3 under the ``text_config`` of a ``kimi_k3``
+    wrapper): ``linear_attn_config`` names the KDA layers (``kda_layers``) and the MLA layers
+    (``full_attn_layers``, 1-based), KDA with ``num_heads`` heads of ``head_dim`` for keys and values
+    alike, a ``short_conv_kernel_size`` convolution, and an output gate of full rank
+    (``use_full_rank_gate``) or of rank ``head_dim``; MLA with an output gate where
+    ``mla_use_output_gate``; MoE of ``num_experts`` (``num_experts_per_token`` per token) and
+    ``num_shared_experts`` shared experts, after ``first_k_dense_replace`` dense layers; the routed
+    experts in a latent of ``routed_expert_hidden_size`` where it is narrower than the model (K3's
+    LatentMoE).  The vision tower of K3 is not part of the text model.  Its attention-residual
+    vectors (AttnRes: 4 d per layer) are too small to count."""
+    n_L = kw["n_L"]
+    kw["attention"] = "mla"
+    kw["r_q"] = f.integer("q_lora_rank", required=False, default=0, minimum=0) or 0
+    kw["r_kv"] = f.integer("kv_lora_rank")
+    kw["d_n"] = f.integer("qk_nope_head_dim")
+    kw["d_r"] = f.integer("qk_rope_head_dim")
+    kw["d_v"] = f.integer("v_head_dim")
+    kw["output_gate"] = f.boolean("mla_use_output_gate", default=False)
+    kw["E"] = f.integer("num_experts")
+    kw["k"] = f.integer("num_experts_per_token")
+    kw["E_s"] = f.integer("num_shared_experts", required=False, default=0, minimum=0)
+    kw["f_e"] = f.integer("moe_intermediate_size")
+    freq = f.integer("moe_layer_freq", required=False, default=1)
+    if freq != 1:
+        raise SpecError(f.label, f.path("moe_layer_freq"),
+                        f"1 (every layer after first_k_dense_replace is MoE), got {freq}")
+    kw["n_Ld"] = min(f.integer("first_k_dense_replace", required=False, default=0, minimum=0), n_L)
+    kw["f_d"] = f.integer("intermediate_size") if kw["n_Ld"] else 0
+    latent = f.integer("routed_expert_hidden_size", required=False, default=0, minimum=0)
+    kw["latent_dim"] = latent if latent and latent != kw["d"] else 0
+    groups = f.integer("num_expert_group", required=False, default=1)
+    if groups > 1:
+        kw["routing_groups"] = groups
+        kw["max_groups"] = f.integer("topk_group", required=False, default=groups)
+    kw["mtp_layers"] = f.integer("num_nextn_predict_layers", required=False, default=0, minimum=0)
+    la = f.sub("linear_attn_config")
+    kda, full = la.raw("kda_layers"), la.raw("full_attn_layers")
+    for key, ids in (("kda_layers", kda), ("full_attn_layers", full)):
+        if not isinstance(ids, list) or not all(type(i) is int and 1 <= i <= n_L for i in ids):
+            raise SpecError(f.label, la.path(key), f"a list of layer numbers from 1 to {n_L}, got {ids!r}")
+    if sorted(kda + full) != list(range(1, n_L + 1)):
+        raise SpecError(f.label, la.path("full_attn_layers"),
+                        f"with kda_layers, every layer 1 to {n_L} once (got {len(kda)} + {len(full)} layers)")
+    if not full:
+        raise SpecError(f.label, la.path("full_attn_layers"), "at least one MLA layer")
+    heads, dim = la.integer("num_heads"), la.integer("head_dim")
+    kw.update(linear_kind="kda", linear_layers=len(kda), linear_heads=heads, linear_key_heads=heads,
+              linear_key_dim=dim, linear_value_dim=dim,
+              linear_conv_kernel=la.integer("short_conv_kernel_size"),
+              linear_gate_rank=0 if la.boolean("use_full_rank_gate", default=False) else dim)
 
 
 def _routing_groups(f: Fields, kw: dict[str, Any]) -> None:
@@ -661,9 +723,11 @@ def _module_names(arch: str, kw: dict[str, Any]) -> dict[str, list[str]]:
             "granitemoe": ["block_sparse_moe.input_linear", "block_sparse_moe.output_linear"],
             "gpt_oss": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"],
             "llama4": ["feed_forward.experts.gate_up_proj", "feed_forward.experts.down_proj"],
+            "kimi_linear": [f"block_sparse_moe.experts.0.{w}" for w in ("w1", "w2", "w3")],
         }.get(arch, [])  # dense families: no experts
         shared_mlp = {"hunyuan_v1_moe": "mlp.shared_mlp", "llama4": "feed_forward.shared_expert",
-                      "qwen3_next": "mlp.shared_expert", "qwen3_5_moe": "mlp.shared_expert"}.get(
+                      "qwen3_next": "mlp.shared_expert", "qwen3_5_moe": "mlp.shared_expert",
+                      "kimi_linear": "block_sparse_moe.shared_experts"}.get(
             arch, "mlp.shared_experts")
         if arch == "llama4":  # the checkpoint's names: the text model is the wrapper's language_model
             layers, mlp = "language_model.model.layers", "feed_forward"

@@ -31,7 +31,8 @@ from planner.specs.reading import Fields, read_yaml
 
 ARCHITECTURES = ("deepseek_v3", "deepseek_v2", "deepseek_v32", "glm_moe_dsa", "kimi_k2", "qwen3_moe",
                  "gpt_oss", "mixtral", "minimax_m2", "glm4_moe", "olmoe", "phimoe", "granitemoe",
-                 "hunyuan_v1_moe", "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe", "llama", "qwen3")
+                 "hunyuan_v1_moe", "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe", "kimi_linear",
+                 "llama", "qwen3")
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,8 @@ class Model:
     sliding_window: int = 0  #: tokens (0: none)
     sliding_layers: int = 0
     qkv_bias: bool = False
-    output_gate: bool = False    #: a sigmoid gate on the attention output (q_proj twice as wide)
+    output_gate: bool = False    #: a sigmoid gate on the attention output (GQA: q_proj twice as wide;
+    #: MLA: a g_proj of h d_v x d beside o_proj)
     # sparse attention (DeepSeek sparse attention: an indexer picks the top-k tokens per query)
     sparse_top_k: int = 0        #: tokens a query reads (0: dense attention)
     sparse_layers: int = 0       #: attention layers that are sparse
@@ -68,7 +70,7 @@ class Model:
     indexer_head_dim: int = 0
     indexer_key_bytes: float = 0.0  #: indexer key-cache bytes per token per sparse layer
     # linear-attention / state-space mixers (hybrids): one fixed-size state per sequence
-    linear_kind: str = ""        #: "gated_deltanet" or "mamba2" ("": none)
+    linear_kind: str = ""        #: "gated_deltanet", "kda" or "mamba2" ("": none)
     linear_layers: int = 0       #: mixer layers that are linear
     linear_heads: int = 0        #: value heads (Mamba-2: heads)
     linear_key_heads: int = 0    #: key heads (Mamba-2: groups of B and C)
@@ -77,6 +79,8 @@ class Model:
     linear_conv_kernel: int = 0
     linear_chunk: int = 64       #: chunk of the chunked (prefill) form
     linear_state_bytes: float = 4.0  #: bytes per recurrent-state element (FP32 in the stacks)
+    linear_gate_rank: int = 0    #: KDA's output gate: 0 full rank (d x h d_v), else the rank of g_a g_b
+    latent_dim: int = 0          #: latent MoE: the routed experts' width (0: the model's d)
     attention_layers: int = 0    #: softmax-attention layers (0: every layer; Nemotron-H counts blocks)
     # MoE
     E: int = 1              #: routed experts
@@ -132,7 +136,7 @@ class Model:
             dqk = self.d_n + self.d_r
             q = d * self.r_q + self.r_q + self.r_q * h * dqk if self.r_q else d * h * dqk
             kv = d * (self.r_kv + self.d_r) + self.r_kv + self.r_kv * h * (self.d_n + self.d_v)
-            return q + kv + h * self.d_v * d
+            return q + kv + h * self.d_v * d * (2 if self.output_gate else 1)
         p = d * h * self.d_head * (2 if self.output_gate else 1) + 2 * d * self.h_kv * self.d_head
         p += h * self.d_head * d
         if self.qkv_bias:
@@ -178,6 +182,15 @@ class Model:
         if self.linear_kind == "gated_deltanet":
             qkvz = d * (2 * self.linear_key_heads * self.linear_key_dim + 2 * inner)
             return qkvz + d * 2 * hv + conv * self.linear_conv_kernel + 2 * hv + dv + inner * d
+        if self.linear_kind == "kda":
+            # Kimi Delta Attention (Kimi Linear, Kimi K3): q, k, v of h d_k / h d_v, the output gate
+            # (full rank d h d_v, or g_a g_b of rank r), beta d h, the per-channel decay f_a f_b of
+            # rank d_k, three convolutions, A_log h, dt_bias h d_k, the gated norm d_v, o_proj
+            hk = self.linear_key_heads * self.linear_key_dim
+            r = self.linear_gate_rank
+            gate = r * (d + inner) if r else d * inner
+            return (d * (2 * hk + inner) + gate + d * hv + self.linear_key_dim * (d + hk)
+                    + conv * self.linear_conv_kernel + hv + hk + dv + inner * d)
         if self.linear_kind == "mamba2":
             return d * (inner + conv + hv) + conv * (self.linear_conv_kernel + 1) + 3 * hv + inner + inner * d
         return 0
@@ -201,7 +214,8 @@ class Model:
     def linear_flops_per_token(self, phase: str = "decode") -> float:
         """FLOPs per token of one linear mixer's core.
 
-        Decode (the recurrent form), per head: gated DeltaNet decays the state (d_k d_v), reads it
+        Decode (the recurrent form), per head: gated DeltaNet (and KDA, whose decay is per channel,
+        the same count) decays the state (d_k d_v), reads it
         with the key (2 d_k d_v), adds the rank-one correction (2 d_k d_v) and reads it with the
         query (2 d_k d_v): 7 d_k d_v; Mamba-2 decays it (P N), adds the outer product of the input
         and B (2 P N) and reads it with C (2 P N): 5 P N.  The short convolution: 2 K per channel.
@@ -210,7 +224,7 @@ class Model:
         """
         if not self.linear_kind:
             return 0.0
-        per = 7 if self.linear_kind == "gated_deltanet" else 5
+        per = 5 if self.linear_kind == "mamba2" else 7
         f = per * self.linear_heads * self.linear_key_dim * self.linear_value_dim
         f += 2 * self.linear_conv_kernel * self.linear_conv_dim
         if phase != "decode":
@@ -228,9 +242,26 @@ class Model:
         return q_a + self.d * (self.r_kv + self.d_r) + self.r_kv
 
     @property
+    def d_e(self) -> int:
+        """The routed experts' width: d, or a latent MoE's latent width (Kimi K3: 3,584 of 7,168)."""
+        return self.latent_dim or self.d
+
+    @property
     def expert_params(self) -> int:
-        """One expert's weights: 3 d f_e (+ biases)."""
+        """One routed expert's weights: 3 d_e f_e (+ biases)."""
+        return 3 * self.d_e * self.f_e + ((2 * self.f_e + self.d_e) if self.expert_bias else 0)
+
+    @property
+    def shared_expert_params(self) -> int:
+        """One shared expert's weights, on the hidden state: 3 d f_e (+ biases)."""
         return 3 * self.d * self.f_e + ((2 * self.f_e + self.d) if self.expert_bias else 0)
+
+    @property
+    def latent_params(self) -> int:
+        """A latent MoE layer's projections into and out of the experts' width and the norm between
+        (Kimi K3's routed_expert_down_proj d x d_l, routed_expert_norm d_l, routed_expert_up_proj
+        d_l x d); 0 without a latent."""
+        return 2 * self.d * self.latent_dim + self.latent_dim if self.latent_dim else 0
 
     @property
     def dense_ffn_params(self) -> int:
@@ -254,7 +285,8 @@ class Model:
         return {
             "routed_experts": self.n_moe * self.E * self.expert_params,
             "attention": self.mixer_params + norms + self.n_moe * self.router_params,
-            "dense_ffn": self.n_Ld * self.dense_ffn_params + self.n_moe * self.E_s * self.expert_params,
+            "dense_ffn": self.n_Ld * self.dense_ffn_params
+            + self.n_moe * (self.E_s * self.shared_expert_params + self.latent_params),
             "embeddings": self.embedding_params + self.head_params,
         }
 
@@ -265,7 +297,8 @@ class Model:
     @property
     def active_params(self) -> int:
         """Weights one token multiplies (input embedding excluded, LM head included)."""
-        moe = (self.k + self.E_s) * self.expert_params + self.router_params
+        moe = (self.k * self.expert_params + self.E_s * self.shared_expert_params + self.router_params
+               + self.latent_params)
         lm_head = self.V * self.d
         return (self.mixer_params + 2 * self.d * self.n_L + self.n_Ld * self.dense_ffn_params
                 + self.n_moe * moe + lm_head)
@@ -289,7 +322,8 @@ class Model:
     def mtp_params(self) -> int:
         """One MTP module per layer: a full MoE decoder layer + the 2d x d projection + norms
         (embedding and head shared with the main model)."""
-        layer = self.attn_params + self.E * self.expert_params + self.E_s * self.expert_params
+        layer = (self.attn_params + self.E * self.expert_params + self.E_s * self.shared_expert_params
+                 + self.latent_params)
         return self.mtp_layers * (layer + self.router_params + 2 * self.d * self.d + 4 * self.d)
 
     # ---- KV cache -------------------------------------------------------------------------
@@ -330,6 +364,7 @@ class Model:
             draft_params=self.draft_params,
             attn_params_per_layer=self.attn_params,
             expert_params=self.expert_params,
+            shared_expert_params=self.shared_expert_params,
             class_params=self.class_params(),
             kv_bytes_per_token=self.kv_bytes_per_token(),
             state_bytes_per_sequence=self.state_bytes,
@@ -415,6 +450,7 @@ def parse_model(doc: dict[str, Any], label: str) -> Model:
         kw["d_n"] = a.integer("qk_nope_head_dim")
         kw["d_r"] = a.integer("qk_rope_head_dim")
         kw["d_v"] = a.integer("v_head_dim")
+        kw["output_gate"] = a.boolean("output_gate")
     else:
         kw["h_kv"] = a.integer("kv_heads")
         kw["d_head"] = a.integer("head_dim")
@@ -486,7 +522,7 @@ def _parse_sparse(a: Fields, kw: dict[str, Any], label: str) -> None:
     kw["indexer_key_bytes"] = a.number("indexer_key_bytes", lo=1.0, lo_open=False)
 
 
-LINEAR_KINDS = ("gated_deltanet", "mamba2")
+LINEAR_KINDS = ("gated_deltanet", "kda", "mamba2")
 
 
 def _parse_linear(f: Fields, kw: dict[str, Any], label: str) -> None:
@@ -505,6 +541,7 @@ def _parse_linear(f: Fields, kw: dict[str, Any], label: str) -> None:
     kw["linear_conv_kernel"] = b.integer("conv_kernel", minimum=1)
     kw["linear_chunk"] = b.integer("chunk_size", required=False, default=64, minimum=1)
     kw["linear_state_bytes"] = b.number("state_bytes", required=False, default=4.0, lo=1.0, lo_open=False)
+    kw["linear_gate_rank"] = b.integer("gate_rank", required=False, default=0, minimum=0)
     kw["attention_layers"] = b.integer("attention_layers", required=False, default=0, minimum=0)
     b.text("source")
     b.done()
@@ -528,6 +565,7 @@ def _parse_moe(f: Fields, m: Fields, kw: dict[str, Any], label: str) -> None:
                                  minimum=1 if m.has("max_groups_per_token") else 0)
     kw["routing_groups"] = m.integer("routing_groups", required=False, default=0, minimum=0)
     kw["expert_bias"] = m.boolean("expert_bias")
+    kw["latent_dim"] = m.integer("latent_dim", required=False, default=0, minimum=0)
     m.done()
 
 

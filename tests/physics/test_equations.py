@@ -67,8 +67,9 @@ def test_deepseek_speed_limit(point):
 
 
 def test_speed_limit_uses_the_model_volume():
-    # the check goes through the same a2a_volume the step model uses: tokens x dest x d x bytes
-    v = eq.a2a_volume(9, 3, 32).subs(REGISTRY["d"].symbol, 7000)
+    # the check goes through the same a2a_volume the step model uses: tokens x dest x d_e x bytes
+    # (d_e the width the experts' rows travel in: the hidden size d but in a latent MoE)
+    v = eq.a2a_volume(9, 3, 32).subs(REGISTRY["d_e"].symbol, 7000)
     assert v == 32 * 9 * 7000 * 3  # 6,048,000 B
 
 
@@ -105,7 +106,8 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
 
     EP, TP_e, E = i(1, 96), i(1, 4), i(8, 400)
     return dict(
-        d=i(512, 8192), n_L=i(4, 80), n_Ld=i(0, 3), E=E, k=i(1, 8), E_s=i(0, 2), f_e=i(256, 4096),
+        d=i(512, 8192), d_e=i(512, 8192), W_lat=u(0, 1e8),
+        n_L=i(4, 80), n_Ld=i(0, 3), E=E, k=i(1, 8), E_s=i(0, 2), f_e=i(256, 4096),
         f_d=i(0, 20000), h=i(8, 128), V=i(1000, 200000), n_emb=i(1, 2), W_attn=u(1e6, 2e8), W_rep=u(0, 1e6),
         e_kv=i(64, 1024), c_att=i(64, 1200), phi_w=u(0, 0.25), S_w=i(128, 4096), n_mtp=i(0, 1),
         # attention layers at least the sliding and sparse ones among them
@@ -361,7 +363,7 @@ def test_moe_tp_allreduce_reduces_each_token_once():
     # EP 1, MoE TP 8: every GPU holds a slice of every expert and sums a token's k expert
     # outputs before the reduce, so the all-reduce carries B_tok tokens x d x 2 B, not k copies
     vals = {s: v for s, v in {
-        "b": 4, "s_q": 1, "G": 8, "TP_a": 8, "EP": 1, "k": 8, "d": 7168, "b_a": 2,
+        "b": 4, "s_q": 1, "G": 8, "TP_a": 8, "EP": 1, "k": 8, "d_e": 7168, "b_a": 2,
         "lambda": 1.0}.items()}
     got = eq.m_ar_moe.xreplace({REGISTRY[s].symbol: v for s, v in vals.items()})
     assert close(got, 4 * 7168 * 2)  # B_tok = b s_q G / TP_a = 4 tokens, once each

@@ -100,3 +100,24 @@ def test_sparse_attention_is_cheaper_at_long_context_and_equal_below_top_k():
         assert s["attn_core"][1] < 0.5 * d["attn_core"][1]
         # and a sparse sequence holds more: its indexer keys beside the latent
         assert s["memory.b_max"][1] < d["memory.b_max"][1]
+
+
+def test_a_latent_moe_dispatches_and_multiplies_in_its_latent_width():
+    # a latent MoE sends each token's d_e-wide latent (Kimi K3: 3,584 of 7,168), and each routed row
+    # costs 2 x 3 d_e f_e FLOPs: halving the width halves both; the projections into and out of the
+    # latent (2 d d_e weights a layer) run beside the shared experts
+    assert _value(eq.a2a_volume(2, 1.0, 10), d_e=3584.0) == 10 * 2 * 3584
+    assert _value(eq.expert_flops(1), d_e=3584.0, f_e=3072.0, TP_e=1.0) == 2 * 3 * 3584 * 3072
+    k3 = load_hf_config(DATA / "kimi-k3")
+    wide = k3.replace(latent_dim=0)
+    hw = load_hardware("gb200-nvl72")
+    prec = resolve_precisions(k3, hw)
+    out = {}
+    for name, m in (("latent", k3), ("wide", wide)):
+        out[name] = evaluate_configs(m, hw, prec, "bound", G=72.0, TP_a=1.0, EP=72.0, TP_e=1.0,
+                                     E_slots=936.0, b=16.0, S=8192.0)
+    for part in ("part.a2a.scale_up", "part.experts.compute"):
+        assert math.isclose(out["latent"][part][()] / out["wide"][part][()], 0.5)
+    # the shared-expert GEMM carries the latent projections: 2 x 7168 x 3584 weights more per layer
+    extra = (out["latent"]["part.shared_experts.hbm"] - out["wide"]["part.shared_experts.hbm"])[()]
+    assert math.isclose(extra, 2 * 7168 * 3584 * 2 / hw.hbm_bandwidth, rel_tol=1e-9)

@@ -127,7 +127,8 @@ def test_bad_hybrid_configs_are_one_line_errors(tmp_path):
 
 @pytest.mark.parametrize(("fixture_name", "bundled"), [("deepseek-v3.2", "deepseek-v3.2"),
                                                        ("glm-5-fp8", "glm-5"),
-                                                       ("qwen3.5-397b-a17b", "qwen3.5-397b-a17b")])
+                                                       ("qwen3.5-397b-a17b", "qwen3.5-397b-a17b"),
+                                                       ("kimi-k3", "kimi-k3")])
 def test_bundled_specs_are_their_configs(fixture_name, bundled):
     hf, ref = load_hf_config(DATA / fixture_name), load_model(bundled)
     counts = ("total_params", "active_params", "mtp_params")
@@ -138,3 +139,39 @@ def test_bundled_specs_are_their_configs(fixture_name, bundled):
     assert (hf.sparse_top_k, hf.indexer_key_bytes) == (ref.sparse_top_k, ref.indexer_key_bytes)
     if bundled != "glm-5":  # the bundled GLM-5 is the BF16 release, the fixture its FP8 twin
         assert hf.precision == ref.precision
+
+
+def test_kimi_k3_counts_by_tensor():
+    # Moonshot's Kimi K3 model card: "Total Parameters 2.8T", "Activated Parameters 104B" (the
+    # activated count leaves out the input embedding, as ours does: 104.19B)
+    m = load_hf_config(DATA / "kimi-k3")
+    assert math.isclose(m.total_params, 2.8e12, rel_tol=0.03)
+    assert math.isclose(m.active_params, 104e9, rel_tol=0.03)
+    assert (m.linear_kind, m.linear_layers, m.n_attn, m.n_Ld, m.latent_dim) == ("kda", 69, 24, 1, 3584)
+    # a KDA layer, by tensor (vLLM's KimiK3DeltaAttention): q, k, v and the full-rank gate g 12288 x 7168
+    # each, f_a 128 x 7168, f_b 12288 x 128, b 96 x 7168, three convolutions 12288 x 4, A_log 96,
+    # dt_bias 12288, o_norm 128, o_proj 7168 x 12288
+    assert m.linear_params == (4 * 12288 * 7168 + 128 * 7168 + 12288 * 128 + 96 * 7168 + 3 * 12288 * 4 + 96
+                               + 12288 + 128 + 7168 * 12288) == 443_740_384
+    # a gated MLA layer: q_a 1536 x 7168 (+ norm), q_b 96 x 192 x 1536, kv_a 576 x 7168 (+ norm 512),
+    # kv_b 96 x 256 x 512, the gate g_proj and o_proj 12288 x 7168 each
+    assert m.attn_params == (1536 * 7168 + 1536 + 18432 * 1536 + 576 * 7168 + 512 + 24576 * 512
+                             + 2 * 12288 * 7168) == 232_196_096
+    # a routed expert in the latent: gate, up 3072 x 3584, down 3584 x 3072; a shared one on the hidden
+    # state, 3 x 3072 x 7168; the latent projections 7168 x 3584 twice and their norm
+    assert m.expert_params == 3 * 3584 * 3072 and m.shared_expert_params == 3 * 7168 * 3072
+    assert m.latent_params == 2 * 7168 * 3584 + 3584
+    # the state a sequence holds: 69 x (96 x 128 x 128 x 4 B + 3 x 12288 x 3 x 2 B) = 449,372,160 B
+    assert m.state_bytes == 69 * (96 * 128 * 128 * 4 + 3 * 12288 * 3 * 2) == 449_372_160
+    assert m.precision["routed_experts"] == "mxfp4" and m.precision["attention"] == "bf16"
+    assert m.precision["dense_ffn"] == "bf16"  # the shared experts: the checkpoint's ignore list
+
+
+def test_kimi_linear_low_rank_gate():
+    # moonshotai/Kimi-Linear-48B-A3B-Instruct card: 48B total ("3B" activated is the rounded name; 3.11B
+    # here with the LM head).  No use_full_rank_gate: the output gate is g_a 128 x 2304, g_b 4096 x 128
+    m = load_hf_config(DATA / "kimi-linear-48b-a3b")
+    assert math.isclose(m.total_params, 48e9, rel_tol=0.03)
+    assert m.linear_gate_rank == 128 and m.latent_dim == 0 and m.r_q == 0
+    full_rank = m.replace(linear_gate_rank=0)
+    assert full_rank.linear_params - m.linear_params == 2304 * 4096 - (128 * 2304 + 4096 * 128)
