@@ -46,13 +46,16 @@ Conventions: per GPU, per layer unless named otherwise; SI units (s, B, FLOP, B/
 
 #: How many times per step each per-layer term runs (n_L layers, n_Ld dense first, the rest MoE).
 _COUNT = {
-    "attn_proj": "n_L", "attn_core": "n_L", "experts": "n_moe", "shared_experts": "n_moe",
+    "attn_proj": "n_L", "attn_core": "n_L", "attn_indexer": "n_L", "attn_linear": "n_L",
+    "experts": "n_moe", "shared_experts": "n_moe",
     "experts_together": "n_moe",
     "dense_ffn": "n_Ld", "lm_head": "1", "dispatch": "n_moe", "combine": "n_moe",
     "allreduce_attn": "n_moe+2n_Ld", "allreduce_moe": "n_moe", "layer_moe": "n_moe",
     "layer_dense": "n_Ld", "draft": "1", "host": "1", "step": "1",
 }
 _PER_STEP_ONLY = {"lm_head", "draft", "host", "step"}
+#: rows that are parts of another (shown only where the model has them)
+_PARTS_OF = {"attn_indexer": "attn_core", "attn_linear": "attn_core"}
 
 
 
@@ -226,7 +229,7 @@ def _counts(m: Any, res: Any) -> dict[str, float]:
 
 def _binding_term(res: Any, counts: dict[str, float]) -> str:
     """The operator that takes the largest share of the step."""
-    ops = [t for t in res.terms if not t.startswith("layer_") and t not in ("step", "draft")]
+    ops = [t for t in res.terms if not t.startswith("layer_") and t not in ("step", "draft", *_PARTS_OF)]
     if not ops:
         return ""
     return max(ops, key=lambda t: res.terms[t] * counts[t])
@@ -266,9 +269,12 @@ def _table(res: Any, counts: dict[str, float], binding: str) -> str:
     lines.append("")
     lines.append(f"{'term':<16}{'per layer (us)':>15}  {'x count':<12}{'per step (us)':>14}")
     for t, v in res.terms.items():
+        if t in _PARTS_OF and not v:
+            continue
         per_layer = "" if t in _PER_STEP_ONLY else _us(v)
         cnt = f"x {counts[t]:g}"
-        lines.append(f"{t:<16}{per_layer:>15}  {cnt:<12}{_us(v * counts[t]):>14}")
+        name = f"  {t}" if t in _PARTS_OF else t  # indented: a part of the row above
+        lines.append(f"{name:<16}{per_layer:>15}  {cnt:<12}{_us(v * counts[t]):>14}")
     if c["overlap"]:
         lines.append("(overlap: layer_moe = 2 max(compute, comm) at half the batch; the operator rows "
                      "above are for the full batch)")

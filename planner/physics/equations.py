@@ -904,6 +904,9 @@ def speed_limit_step(tokens: sp.Expr, destinations: sp.Expr, hidden: sp.Expr, la
 TERMS: dict[str, sp.Expr] = {
     "attn_proj": t_attn_proj,
     "attn_core": t_attn_core,
+    # parts of attn_core, where the model has them: the sparse layers' indexer, the linear mixers
+    "attn_indexer": t_index,
+    "attn_linear": t_linear,
     "experts": t_experts,
     "shared_experts": t_shared,
     "experts_together": t_ffn_moe,

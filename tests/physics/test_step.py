@@ -81,6 +81,8 @@ HAND = {
 # routed and shared experts on two streams (bound mode): both stream weights, so together they take
 # the HBM time of their bytes together, 38.3994 + 2.29376 = 40.6932 us (no less than either alone)
 HAND["experts_together"] = HAND["experts"] + HAND["shared_experts"]
+# Kimi K2 has no sparse-attention indexer and no linear mixers: those parts of attn_core are 0
+HAND["attn_indexer"] = HAND["attn_linear"] = 0.0
 HAND["layer_moe"] = (HAND["attn_proj"] + HAND["attn_core"] + HAND["experts_together"]
                      + HAND["dispatch"] + HAND["combine"] + HAND["allreduce_attn"])        # 54.3720 us
 HAND["layer_dense"] = HAND["attn_proj"] + HAND["attn_core"] + HAND["dense_ffn"] + 2 * HAND["allreduce_attn"]
