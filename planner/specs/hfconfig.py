@@ -70,8 +70,9 @@ from planner.specs.reading import Fields, path_kind, read_text
 
 #: model_type -> Model.architecture
 MODEL_TYPES = ("deepseek_v3", "kimi_k2", "deepseek_v2", "deepseek_v32", "glm_moe_dsa", "qwen3_moe", "gpt_oss",
-               "mixtral", "minimax_m2", "glm4_moe", "olmoe", "phimoe", "granitemoe", "hunyuan_v1_moe",
-               "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe", "kimi_linear", "llama", "qwen3")
+               "mixtral", "minimax_m2", "minimax_m3", "glm4_moe", "olmoe", "phimoe", "granitemoe",
+               "hunyuan_v1_moe", "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe", "kimi_linear",
+               "llama", "qwen3")
 #: other model_type spellings of a family (Llama 4's and Qwen3.5's text_config say ``llama4_text``
 #: and ``qwen3_5_moe_text``)
 _ALIASES = {"llama4_text": "llama4", "qwen3_5_moe_text": "qwen3_5_moe", "kimi_k3": "kimi_linear"}
@@ -89,6 +90,8 @@ ARCH_CLASSES = {
     "GptOssForCausalLM": "gpt_oss",
     "MixtralForCausalLM": "mixtral",
     "MiniMaxM2ForCausalLM": "minimax_m2",
+    "MiniMaxM3SparseForCausalLM": "minimax_m3",
+    "MiniMaxM3SparseForConditionalGeneration": "minimax_m3",
     "Glm4MoeForCausalLM": "glm4_moe",
     "OlmoeForCausalLM": "olmoe",
     "PhiMoEForCausalLM": "phimoe",  # the checkpoint's remote-code class
@@ -110,10 +113,11 @@ _GATED_DELTANET = ("qwen3_next", "qwen3_5_moe")
 _DENSE = ("llama", "qwen3")
 #: families whose attention takes no sliding window (a ``sliding_window`` key is unused)
 _FULL_ATTENTION = ("llama", "glm4_moe", "olmoe", "granitemoe", "hunyuan_v1_moe", "ernie4_5_moe",
-                   *_GATED_DELTANET)
+                   "minimax_m3", *_GATED_DELTANET)
 #: the key that sets the dense layers, where a family has one (for the error naming it)
 _DENSE_KEY = {"qwen3_moe": "mlp_only_layers", "qwen3_next": "mlp_only_layers",
               "qwen3_5_moe": "mlp_only_layers", "glm4_moe": "first_k_dense_replace",
+              "minimax_m3": "moe_layer_freq",
               "ernie4_5_moe": "moe_layer_start_index", "llama4": "interleave_moe_layer_step"}
 #: the key of the routed experts per token where it is not ``num_experts_per_tok``
 _TOPK_KEY = {"hunyuan_v1_moe": "moe_topk", "ernie4_5_moe": "moe_k"}
@@ -198,7 +202,7 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
     base, base_note = _base_dtype(top, f)
     kw["precision"], quant = _precision(top, f, arch, kw, base)
     kw["kv_precision"] = "bf16"
-    shape = kw["attention"].upper() + (f" + DSA top-{kw['sparse_top_k']}" if kw.get("sparse_top_k")
+    shape = kw["attention"].upper() + (f", sparse top-{kw['sparse_top_k']}" if kw.get("sparse_top_k")
                                                   else "")
     if kw.get("linear_layers"):
         shape += f", {kw['linear_layers']} of {n_L} layers {_LINEAR_NAMES[kw['linear_kind']]}"
@@ -624,8 +628,55 @@ def _llama4_chunked(f: Fields, n_L: int) -> tuple[int, int]:
 
 
 #: families with shared experts or leading dense layers, each read by its own function
-_SHARED_EXPERT_FFN = {"glm4_moe": _glm4_moe, "ernie4_5_moe": _ernie4_5_moe, "hunyuan_v1_moe": _hunyuan_v1_moe,
-                      "llama4": _llama4}
+def _flags(f: Fields, key: str, n_L: int) -> list[int]:
+    """A per-layer list of 0/1 flags (``moe_layer_freq``, ``sparse_attention_freq``)."""
+    flags = f.raw(key)
+    if not isinstance(flags, list) or len(flags) != n_L or any(x not in (0, 1) for x in flags):
+        raise SpecError(f.label, f.path(key), f"a list of {n_L} flags, 0 or 1, one per layer")
+    return flags
+
+
+#: Bytes per element of MiniMax-M3's index-key cache (vLLM's MiniMaxM3IndexerCache: BF16 by default)
+MINIMAX_M3_INDEX_BYTES = 2
+
+
+def _minimax_m3(f: Fields, kw: dict[str, Any]) -> None:
+    """MiniMax-M3 (text model of a ``minimax_m3_vl`` checkpoint): dense FFN layers of
+    ``dense_intermediate_size`` where ``moe_layer_freq`` is 0, else ``num_local_experts`` routed
+    experts (``num_experts_per_tok``) of ``intermediate_size`` and ``n_shared_experts`` of
+    ``shared_intermediate_size``; block-sparse attention (``sparse_attention_config``) on the layers
+    ``sparse_attention_freq`` marks: a query reads ``sparse_topk_blocks`` blocks of
+    ``sparse_block_size`` tokens, picked by an indexer of ``sparse_num_index_heads`` query heads of
+    ``sparse_index_dim`` against one index key per token (cached in BF16).  Planned as DeepSeek
+    sparse attention with top-k = blocks x block size (the forced local block counts inside it).
+    The published checkpoint holds no MTP weights (``num_mtp_modules`` is not read)."""
+    n_L = kw["n_L"]
+    moe = _flags(f, "moe_layer_freq", n_L)
+    kw["E"] = f.integer("num_local_experts")
+    kw["k"] = f.integer("num_experts_per_tok")
+    kw["f_e"] = f.integer("intermediate_size")
+    kw["n_Ld"] = n_L - sum(moe)
+    kw["_moe_ids"] = [i for i, x in enumerate(moe) if x]
+    kw["f_d"] = f.integer("dense_intermediate_size") if kw["n_Ld"] else 0
+    shared = f.integer("shared_intermediate_size", required=False, default=0, minimum=0)
+    shared *= f.integer("n_shared_experts", required=False, default=1, minimum=0)
+    if shared % kw["f_e"]:
+        raise SpecError(f.label, f.path("shared_intermediate_size"),
+                        f"a multiple of intermediate_size ({kw['f_e']}), got {shared}")
+    kw["E_s"] = shared // kw["f_e"]
+    if f.boolean("attention_output_gate", default=False):
+        kw["output_gate"] = True
+    sa = f.sub("sparse_attention_config", required=False)
+    if sa is not None and sa.boolean("use_sparse_attention", default=True):
+        kw["sparse_layers"] = sum(_flags(sa, "sparse_attention_freq", n_L))
+        kw["sparse_top_k"] = sa.integer("sparse_topk_blocks") * sa.integer("sparse_block_size")
+        kw["indexer_heads"] = sa.integer("sparse_num_index_heads")
+        kw["indexer_head_dim"] = dim = sa.integer("sparse_index_dim")
+        kw["indexer_key_bytes"] = float(dim * MINIMAX_M3_INDEX_BYTES)
+
+
+_SHARED_EXPERT_FFN = {"minimax_m3": _minimax_m3, "glm4_moe": _glm4_moe, "ernie4_5_moe": _ernie4_5_moe,
+                      "hunyuan_v1_moe": _hunyuan_v1_moe, "llama4": _llama4}
 
 
 def _per_layer(f: Fields, key: str, n_L: int, default: int | None = None, minimum: int = 1) -> int:
@@ -719,7 +770,7 @@ def _module_names(arch: str, kw: dict[str, Any]) -> dict[str, list[str]]:
             "qwen3_moe": mlp_experts, "qwen3_next": mlp_experts, "qwen3_5_moe": mlp_experts,
             "olmoe": mlp_experts, "glm4_moe": mlp_experts,
             "ernie4_5_moe": mlp_experts, "hunyuan_v1_moe": mlp_experts,
-            "mixtral": w123, "minimax_m2": w123, "phimoe": w123,
+            "mixtral": w123, "minimax_m2": w123, "minimax_m3": w123, "phimoe": w123,
             "granitemoe": ["block_sparse_moe.input_linear", "block_sparse_moe.output_linear"],
             "gpt_oss": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"],
             "llama4": ["feed_forward.experts.gate_up_proj", "feed_forward.experts.down_proj"],

@@ -30,9 +30,9 @@ from planner.specs.precision import TENSOR_CLASSES, get_precision, kv_bytes
 from planner.specs.reading import Fields, read_yaml
 
 ARCHITECTURES = ("deepseek_v3", "deepseek_v2", "deepseek_v32", "glm_moe_dsa", "kimi_k2", "qwen3_moe",
-                 "gpt_oss", "mixtral", "minimax_m2", "glm4_moe", "olmoe", "phimoe", "granitemoe",
-                 "hunyuan_v1_moe", "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe", "kimi_linear",
-                 "llama", "qwen3")
+                 "gpt_oss", "mixtral", "minimax_m2", "minimax_m3", "glm4_moe", "olmoe", "phimoe",
+                 "granitemoe", "hunyuan_v1_moe", "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe",
+                 "kimi_linear", "llama", "qwen3")
 
 
 @dataclass(frozen=True)

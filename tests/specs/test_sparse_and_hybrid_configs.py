@@ -39,6 +39,10 @@ PUBLISHED = [
     # tower (0.46B), which the text model does not; the 17B counts the input embedding, which ours
     # leaves out: - V d = 248,320 x 4,096
     ("qwen3.5-397b-a17b", 397e9, 17e9 - 248_320 * 4096),
+    # MiniMaxAI/MiniMax-M3 model card: "~428B parameters and ~23B activated parameters"; the checkpoint's
+    # 427,040,140,160 hold the vision tower (0.85B), which the text model does not; the ~23B leaves out
+    # the LM head, which ours counts: + V d = 200,064 x 6,144
+    ("minimax-m3", 427.04e9 - 0.85e9, 23e9 + 200_064 * 6144),
 ]
 
 
@@ -128,7 +132,8 @@ def test_bad_hybrid_configs_are_one_line_errors(tmp_path):
 @pytest.mark.parametrize(("fixture_name", "bundled"), [("deepseek-v3.2", "deepseek-v3.2"),
                                                        ("glm-5-fp8", "glm-5"),
                                                        ("qwen3.5-397b-a17b", "qwen3.5-397b-a17b"),
-                                                       ("kimi-k3", "kimi-k3")])
+                                                       ("kimi-k3", "kimi-k3"), ("minimax-m3", "minimax-m3"),
+                                                       ("llama-4-maverick-17b-128e", "llama-4-maverick")])
 def test_bundled_specs_are_their_configs(fixture_name, bundled):
     hf, ref = load_hf_config(DATA / fixture_name), load_model(bundled)
     counts = ("total_params", "active_params", "mtp_params")
@@ -175,3 +180,13 @@ def test_kimi_linear_low_rank_gate():
     assert m.linear_gate_rank == 128 and m.latent_dim == 0 and m.r_q == 0
     full_rank = m.replace(linear_gate_rank=0)
     assert full_rank.linear_params - m.linear_params == 2304 * 4096 - (128 * 2304 + 4096 * 128)
+
+
+def test_minimax_m3_block_sparse_attention():
+    m = load_hf_config(DATA / "minimax-m3")
+    # 16 blocks of 128 tokens per query on layers 3-59; an indexer of 4 heads of 128 against one BF16
+    # index key per token (256 B); layers 0-2 dense in attention and FFN
+    assert (m.sparse_top_k, m.sparse_layers, m.indexer_heads, m.indexer_key_bytes) == (2048, 57, 4, 256)
+    assert (m.n_Ld, m.f_d, m.E, m.k, m.E_s, m.f_e) == (3, 12288, 128, 4, 1, 3072)
+    # the cache per token: 60 layers of 4 KV heads of 128, K and V in BF16, and 57 index keys
+    assert m.kv_bytes_per_token() == 60 * 2 * 4 * 128 * 2 + 57 * 256 == 137_472
