@@ -141,6 +141,7 @@ from planner.physics.symbols import (
     n_Ld,
     n_Ldr,
     n_mtp,
+    n_mx,
     n_sub,
     n_sw,
     o_tbo,
@@ -367,14 +368,15 @@ M_linear = 2 * b * m_st / TP_a
 t_linear = phi_l * _max(F_linear / (eta_fa * P_c), M_linear / (eta_m * B_hbm))
 
 def expert_flops(rows: sp.Expr) -> sp.Expr:
-    """FLOPs of ``rows`` token-expert rows through a routed expert's three d_e x f_e / TP_e
-    matrices (gate, up, down): ``2 * 3 d_e f_e rows / TP_e`` (d_e = d but in a latent MoE)."""
-    return 2 * 3 * d_e * f_e * rows / TP_e
+    """FLOPs of ``rows`` token-expert rows through a routed expert's n_mx d_e x f_e / TP_e
+    matrices (gate, up, down: n_mx = 3; up, down: 2): ``2 n_mx d_e f_e rows / TP_e`` (d_e = d but in
+    a latent MoE)."""
+    return 2 * n_mx * d_e * f_e * rows / TP_e
 
 
 def expert_weight_bytes(experts: sp.Expr) -> sp.Expr:
-    """Weight bytes of ``experts`` routed experts on one GPU: ``experts 3 d_e f_e b_we / TP_e``."""
-    return experts * 3 * d_e * f_e * b_we / TP_e
+    """Weight bytes of ``experts`` routed experts on one GPU: ``experts n_mx d_e f_e b_we / TP_e``."""
+    return experts * n_mx * d_e * f_e * b_we / TP_e
 
 
 # ---- memory capacity -------------------------------------------------------------------------
@@ -383,12 +385,12 @@ def expert_weight_bytes(experts: sp.Expr) -> sp.Expr:
 #: each MTP module held is one MoE layer plus its 2d x d projection.
 M_weights = (
     n_L * W_attn_rank * b_wa
-    + n_Ld * 3 * d * f_d * b_wd / TP_a
-    + (n_L - n_Ld) * (E_s * 3 * d * f_e + W_lat) * b_wd / TP_a
+    + n_Ld * n_mx * d * f_d * b_wd / TP_a
+    + (n_L - n_Ld) * (E_s * n_mx * d * f_e + W_lat) * b_wd / TP_a
     + (n_L - n_Ld) * expert_weight_bytes(E_slots / EP)
     + n_emb * V * d * b_wv / TP_a
     + n_mtp * (W_attn_rank * b_wa + expert_weight_bytes(E_slots / EP)
-               + (E_s * 3 * d * f_e + W_lat) * b_wd / TP_a + 2 * d * d * b_wa / TP_a)
+               + (E_s * n_mx * d * f_e + W_lat) * b_wd / TP_a + 2 * d * d * b_wa / TP_a)
     # a draft head: its decoder layers (the verifier's attention shape, a dense FFN of f_dr), the
     # projection fusing n_fuse hidden states, and its own LM head if it has one
     + n_Ldr * (W_attn_rank * b_wa + 3 * d * f_dr * b_wd / TP_a)
@@ -484,9 +486,10 @@ def expert_activation_bytes(rows: sp.Expr) -> sp.Expr:
     """BF16 bytes ``rows`` token-expert rows move through HBM between a grouped-MoE layer's kernels
     (the grouped GEMMs, the gated activation, the permute and the combine): each row's input gathered
     in (d) and its output written (d), its gate/up product (2 f_e / TP_e) written by the first GEMM and
-    read back by the activation: ``rows (2 d_e + 4 f_e / TP_e) 2`` B.  Fitted to measured grouped-MoE
+    read back by the activation: ``rows (2 d_e + 4 f_e / TP_e) 2`` B (a plain expert, n_mx = 2, writes
+    and reads its f_e-wide up projection: 2 f_e instead of 4 f_e).  Fitted to measured grouped-MoE
     kernels (``operators.moe_law``), where it is what a row costs beyond its FLOPs at prefill sizes."""
-    return rows * 2 * (2 * d_e + 4 * f_e / TP_e)
+    return rows * 2 * (2 * d_e + 2 * (n_mx - 1) * f_e / TP_e)
 
 
 def expert_token_bytes(tokens: sp.Expr) -> sp.Expr:
@@ -515,17 +518,17 @@ t_act_e = x_xa * (M_act_e / (eta_xa * B_hbm) + M_tok_e / (eta_xt * B_hbm))
 t_experts_c, t_experts_m = moe_parts(T_e, n_touched, moe_tile(T_e, n_touched), eta_ce, pad=x_xa)
 t_experts = _max(t_experts_c, t_experts_m) + t_act_e + n_ke * tau_k
 
-#: Shared experts, E_s 3 d f_e weights, and a latent MoE's projections into and out of the latent
+#: Shared experts, E_s n_mx d f_e weights, and a latent MoE's projections into and out of the latent
 #: width, W_lat: dense GEMMs on every token of the attention rank.
-F_shared = 2 * (E_s * 3 * d * f_e + W_lat) * b * s_q / TP_a
-M_shared = (E_s * 3 * d * f_e + W_lat) * b_wd / TP_a
+F_shared = 2 * (E_s * n_mx * d * f_e + W_lat) * b * s_q / TP_a
+M_shared = (E_s * n_mx * d * f_e + W_lat) * b_wd / TP_a
 #: Shared experts (none when E_s = 0: no kernel, no tau_k).
-N_shared = (E_s * 3 * f_e + W_lat / d) / TP_a  #: output columns (as one GEMM of d input rows)
+N_shared = (E_s * n_mx * f_e + W_lat / d) / TP_a  #: output columns (as one GEMM of d input rows)
 t_shared = gemm_operator(F_shared, M_shared, P_d, b * s_q, N_shared, "d", n_ks * _min(1, E_s))
 
-F_dense_ffn = 2 * 3 * d * f_d * b * s_q / TP_a
-M_dense_ffn = 3 * d * f_d * b_wd / TP_a
-N_dense_ffn = 3 * f_d / TP_a
+F_dense_ffn = 2 * n_mx * d * f_d * b * s_q / TP_a
+M_dense_ffn = n_mx * d * f_d * b_wd / TP_a
+N_dense_ffn = n_mx * f_d / TP_a
 t_dense_ffn = gemm_operator(F_dense_ffn, M_dense_ffn, P_d, b * s_q, N_dense_ffn, "d", n_kd)
 
 F_head = 2 * b * s_h * V * d / TP_a

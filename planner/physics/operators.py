@@ -379,8 +379,9 @@ OPERATORS: dict[str, sp.Expr] = {
     # (the instance is the EP group, inside one domain: G = EP)
     "a2a": eq.at(eq.a2a_su_time(b_ph, a_ph), _A2A_AT),
 }
-#: The measured kernels run on the model's width (no latent MoE): d_e = d, no latent projections.
-OPERATORS = {n: e.xreplace({eq.d_e: eq.d, eq.W_lat: 0}) for n, e in OPERATORS.items()}
+#: The measured kernels run on the model's width (no latent MoE: d_e = d, no latent projections) with
+#: gated experts (three matrices).
+OPERATORS = {n: e.xreplace({eq.d_e: eq.d, eq.W_lat: 0, eq.n_mx: 3}) for n, e in OPERATORS.items()}
 
 
 def arguments(name: str) -> tuple[str, ...]:

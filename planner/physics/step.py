@@ -576,7 +576,7 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
     head = draft_head(model)
     head["n_Ldr"] = np.where(drafting & (x_mtp == 0), head["n_Ldr"], 0)
     v = dict(
-        d=model.d, d_e=model.d_e, W_lat=2 * model.d * model.latent_dim,
+        d=model.d, d_e=model.d_e, W_lat=2 * model.d * model.latent_dim, n_mx=model.ffn_matrices,
         n_L=model.n_L, n_Ld=model.n_Ld, E=model.E, k=model.k, E_s=model.E_s,
         f_e=model.f_e, f_d=model.f_d, h=model.h, V=model.V,
         n_emb=1 if model.tie_embeddings else 2,

@@ -46,6 +46,8 @@ d_e = _s("d_e", "width of the routed experts' rows: the hidden size d, or a late
          "model", "d_{e}", integer=True)
 W_lat = _s("W_lat", "weights of a latent MoE layer's projections into and out of the latent width (2 d d_e; "
            "0 without a latent)", "1", "model", r"W_{lat}", nonneg=True)
+n_mx = _s("n_mx", "weight matrices of an FFN or expert: 3 gated (gate, up, down: SwiGLU), 2 plain (up, down: "
+          "Nemotron-H's squared ReLU)", "1", "model", "n_{mx}", integer=True)
 f_d = _s("f_d", "dense FFN intermediate size", "1", "model", "f_{d}", nonneg=True)
 h = _s("h", "attention (query) heads", "1", "model", integer=True)
 V = _s("V", "vocabulary", "1", "model", integer=True)

@@ -72,7 +72,7 @@ from planner.specs.reading import Fields, path_kind, read_text
 MODEL_TYPES = ("deepseek_v3", "kimi_k2", "deepseek_v2", "deepseek_v32", "glm_moe_dsa", "qwen3_moe", "gpt_oss",
                "mixtral", "minimax_m2", "minimax_m3", "glm4_moe", "olmoe", "phimoe", "granitemoe",
                "hunyuan_v1_moe", "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe", "kimi_linear",
-               "llama", "qwen3")
+               "nemotron_h", "llama", "qwen3")
 #: other model_type spellings of a family (Llama 4's and Qwen3.5's text_config say ``llama4_text``
 #: and ``qwen3_5_moe_text``)
 _ALIASES = {"llama4_text": "llama4", "qwen3_5_moe_text": "qwen3_5_moe", "kimi_k3": "kimi_linear"}
@@ -85,6 +85,7 @@ ARCH_CLASSES = {
     "Qwen3NextForCausalLM": "qwen3_next",
     "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
     "KimiLinearForCausalLM": "kimi_linear",
+    "NemotronHForCausalLM": "nemotron_h",
     "KimiK3ForConditionalGeneration": "kimi_linear",
     "Qwen3MoeForCausalLM": "qwen3_moe",
     "GptOssForCausalLM": "gpt_oss",
@@ -174,13 +175,18 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
 
     kw: dict[str, Any] = {"name": name, "architecture": arch, "source": f"Hugging Face config.json: {label}"}
     kw["d"] = f.integer("hidden_size")
-    n_L = kw["n_L"] = f.integer("num_hidden_layers")
+    n_L = kw["n_L"] = f.integer("num_hidden_layers", required=arch != "nemotron_h", default=0,
+                                minimum=0 if arch == "nemotron_h" else 1)
+    if arch == "nemotron_h":  # a model of blocks: the planner's layers are its MoE blocks
+        n_L = kw["n_L"] = _nemotron_blocks(f).count("E")
     kw["V"] = f.integer("vocab_size")
     kw["tie_embeddings"] = f.boolean("tie_word_embeddings", default=False)
     kw["max_context"] = f.integer(_key(f, "max_position_embeddings", "model_max_length"))
     kw["h"] = f.integer("num_attention_heads")
     if arch == "kimi_linear":
         _kimi_linear(f, kw)
+    elif arch == "nemotron_h":
+        _nemotron_h(f, kw)
     elif arch in _MLA:
         _deepseek(f, kw)
         if arch in _DSA:
@@ -204,7 +210,10 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
     kw["kv_precision"] = "bf16"
     shape = kw["attention"].upper() + (f", sparse top-{kw['sparse_top_k']}" if kw.get("sparse_top_k")
                                                   else "")
-    if kw.get("linear_layers"):
+    if arch == "nemotron_h":
+        shape += f", blocks: {kw['linear_layers']} Mamba-2, {kw['attention_layers']} attention, {n_L} MoE"
+        shape += ", plain (squared-ReLU) experts" if kw["ffn_matrices"] == 2 else ""
+    elif kw.get("linear_layers"):
         shape += f", {kw['linear_layers']} of {n_L} layers {_LINEAR_NAMES[kw['linear_kind']]}"
     if kw.get("latent_dim"):
         shape += f", latent MoE {kw['latent_dim']}"
@@ -381,6 +390,73 @@ def _kimi_linear(f: Fields, kw: dict[str, Any]) -> None:
               linear_key_dim=dim, linear_value_dim=dim,
               linear_conv_kernel=la.integer("short_conv_kernel_size"),
               linear_gate_rank=0 if la.boolean("use_full_rank_gate", default=False) else dim)
+
+
+_BLOCK_KINDS = {"mamba": "M", "moe": "E", "attention": "*", "mlp": "-"}
+
+
+def _nemotron_blocks(f: Fields) -> str:
+    """Nemotron-H's blocks as pattern letters (M Mamba-2, E MoE, * attention, - MLP), from
+    ``hybrid_override_pattern`` or ``layers_block_type`` (Nemotron-3 Ultra)."""
+    if f.has("hybrid_override_pattern"):
+        pattern = f.text("hybrid_override_pattern")
+    else:
+        kinds = f.raw("layers_block_type")
+        if not isinstance(kinds, list) or any(k not in _BLOCK_KINDS for k in kinds):
+            raise SpecError(f.label, f.path("layers_block_type"),
+                            f"a list of block kinds ({', '.join(_BLOCK_KINDS)})")
+        pattern = "".join(_BLOCK_KINDS[k] for k in kinds)
+    if not pattern or set(pattern) - set("ME*-"):
+        raise SpecError(f.label, f.path("hybrid_override_pattern"),
+                        f"a string of block letters M, E, * and -, got {pattern!r}")
+    if "-" in pattern:
+        raise SpecError(f.label, f.path("hybrid_override_pattern"),
+                        "no '-' (dense MLP) blocks beside MoE blocks (not modelled)")
+    if not pattern.count("E") or not pattern.count("*"):
+        raise SpecError(f.label, f.path("hybrid_override_pattern"),
+                        "at least one E (MoE) and one * (attention) block")
+    return pattern
+
+
+def _nemotron_h(f: Fields, kw: dict[str, Any]) -> None:
+    """Nemotron-H (Nemotron-3 Nano, Super, Ultra): a stack of blocks, each one mixer or one FFN: Mamba-2
+    (M), MoE (E) or GQA attention (*).  The planner's layers are the MoE blocks, with the attention
+    and Mamba-2 blocks counted per layer (``attention_layers``, ``linear_attention.layers``).  Mamba-2:
+    ``mamba_num_heads`` heads of ``mamba_head_dim``, ``n_groups`` groups of B and C of
+    ``ssm_state_size``, a ``conv_kernel`` convolution with bias, the state in
+    ``mamba_ssm_cache_dtype``.  The experts are plain (up, down: ``mlp_hidden_act`` relu2), routed
+    ones of ``moe_intermediate_size`` in a latent of ``moe_latent_size`` where given (Super, Ultra),
+    and ``n_shared_experts`` of ``moe_shared_expert_intermediate_size`` on the hidden state.  Each
+    block has one norm (here two per layer: a few d more or less)."""
+    pattern = _nemotron_blocks(f)
+    kw["attention"] = "gqa"
+    kw["h_kv"] = f.integer("num_key_value_heads")
+    kw["d_head"] = f.integer("head_dim")
+    kw["qkv_bias"] = f.boolean("attention_bias", default=False)
+    kw["E"] = f.integer("n_routed_experts")
+    kw["k"] = f.integer("num_experts_per_tok")
+    kw["f_e"] = f.integer("moe_intermediate_size")
+    kw["n_Ld"], kw["f_d"] = 0, 0
+    act = f.text("mlp_hidden_act", required=False, default="relu2")
+    kw["ffn_matrices"] = 2 if act == "relu2" else 3
+    shared = f.integer("moe_shared_expert_intermediate_size", required=False, default=0, minimum=0)
+    shared *= f.integer("n_shared_experts", required=False, default=1, minimum=0)
+    if shared % kw["f_e"]:
+        raise SpecError(f.label, f.path("moe_shared_expert_intermediate_size"),
+                        f"a multiple of moe_intermediate_size ({kw['f_e']}), got {shared}")
+    kw["E_s"] = shared // kw["f_e"]
+    latent = f.integer("moe_latent_size", required=False, default=0, minimum=0)
+    kw["latent_dim"] = latent if latent and latent != kw["d"] else 0
+    _routing_groups(f, kw)
+    kw["mtp_layers"] = f.integer("num_nextn_predict_layers", required=False, default=0, minimum=0)
+    state = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
+    dtype = f.text("mamba_ssm_cache_dtype", required=False, default="float32", choices=state)
+    kw.update(linear_kind="mamba2", linear_layers=pattern.count("M"), attention_layers=pattern.count("*"),
+              linear_heads=f.integer("mamba_num_heads"), linear_key_heads=f.integer("n_groups"),
+              linear_key_dim=f.integer("ssm_state_size"), linear_value_dim=f.integer("mamba_head_dim"),
+              linear_conv_kernel=f.integer("conv_kernel"),
+              linear_chunk=f.integer("chunk_size", required=False, default=128),
+              linear_state_bytes=state[dtype])
 
 
 def _routing_groups(f: Fields, kw: dict[str, Any]) -> None:
@@ -775,6 +851,7 @@ def _module_names(arch: str, kw: dict[str, Any]) -> dict[str, list[str]]:
             "gpt_oss": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"],
             "llama4": ["feed_forward.experts.gate_up_proj", "feed_forward.experts.down_proj"],
             "kimi_linear": [f"block_sparse_moe.experts.0.{w}" for w in ("w1", "w2", "w3")],
+            "nemotron_h": ["mixer.experts.0.up_proj", "mixer.experts.0.down_proj"],
         }.get(arch, [])  # dense families: no experts
         shared_mlp = {"hunyuan_v1_moe": "mlp.shared_mlp", "llama4": "feed_forward.shared_expert",
                       "qwen3_next": "mlp.shared_expert", "qwen3_5_moe": "mlp.shared_expert",

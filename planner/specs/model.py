@@ -32,7 +32,7 @@ from planner.specs.reading import Fields, read_yaml
 ARCHITECTURES = ("deepseek_v3", "deepseek_v2", "deepseek_v32", "glm_moe_dsa", "kimi_k2", "qwen3_moe",
                  "gpt_oss", "mixtral", "minimax_m2", "minimax_m3", "glm4_moe", "olmoe", "phimoe",
                  "granitemoe", "hunyuan_v1_moe", "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe",
-                 "kimi_linear", "llama", "qwen3")
+                 "kimi_linear", "nemotron_h", "llama", "qwen3")
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,7 @@ class Model:
     linear_state_bytes: float = 4.0  #: bytes per recurrent-state element (FP32 in the stacks)
     linear_gate_rank: int = 0    #: KDA's output gate: 0 full rank (d x h d_v), else the rank of g_a g_b
     latent_dim: int = 0          #: latent MoE: the routed experts' width (0: the model's d)
+    ffn_matrices: int = 3        #: 3: gated FFNs and experts (gate, up, down); 2: plain (up, down)
     attention_layers: int = 0    #: softmax-attention layers (0: every layer; Nemotron-H counts blocks)
     # MoE
     E: int = 1              #: routed experts
@@ -248,13 +249,14 @@ class Model:
 
     @property
     def expert_params(self) -> int:
-        """One routed expert's weights: 3 d_e f_e (+ biases)."""
-        return 3 * self.d_e * self.f_e + ((2 * self.f_e + self.d_e) if self.expert_bias else 0)
+        """One routed expert's weights: 3 d_e f_e (+ biases); 2 d_e f_e for a plain (ungated) one."""
+        bias = (2 * self.f_e + self.d_e) if self.expert_bias else 0
+        return self.ffn_matrices * self.d_e * self.f_e + bias
 
     @property
     def shared_expert_params(self) -> int:
-        """One shared expert's weights, on the hidden state: 3 d f_e (+ biases)."""
-        return 3 * self.d * self.f_e + ((2 * self.f_e + self.d) if self.expert_bias else 0)
+        """One shared expert's weights, on the hidden state: 3 d f_e (+ biases; 2 d f_e ungated)."""
+        return self.ffn_matrices * self.d * self.f_e + ((2 * self.f_e + self.d) if self.expert_bias else 0)
 
     @property
     def latent_params(self) -> int:
@@ -265,7 +267,7 @@ class Model:
 
     @property
     def dense_ffn_params(self) -> int:
-        return 3 * self.d * self.f_d
+        return self.ffn_matrices * self.d * self.f_d
 
     @property
     def router_params(self) -> int:
@@ -566,6 +568,10 @@ def _parse_moe(f: Fields, m: Fields, kw: dict[str, Any], label: str) -> None:
     kw["routing_groups"] = m.integer("routing_groups", required=False, default=0, minimum=0)
     kw["expert_bias"] = m.boolean("expert_bias")
     kw["latent_dim"] = m.integer("latent_dim", required=False, default=0, minimum=0)
+    kw["ffn_matrices"] = m.integer("ffn_matrices", required=False, default=3, minimum=2)
+    if kw["ffn_matrices"] > 3:
+        raise SpecError(label, m.path("ffn_matrices"),
+                        f"2 (up, down) or 3 (gate, up, down), got {kw['ffn_matrices']}")
     m.done()
 
 

@@ -106,7 +106,7 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
 
     EP, TP_e, E = i(1, 96), i(1, 4), i(8, 400)
     return dict(
-        d=i(512, 8192), d_e=i(512, 8192), W_lat=u(0, 1e8),
+        d=i(512, 8192), d_e=i(512, 8192), W_lat=u(0, 1e8), n_mx=i(2, 3),
         n_L=i(4, 80), n_Ld=i(0, 3), E=E, k=i(1, 8), E_s=i(0, 2), f_e=i(256, 4096),
         f_d=i(0, 20000), h=i(8, 128), V=i(1000, 200000), n_emb=i(1, 2), W_attn=u(1e6, 2e8), W_rep=u(0, 1e6),
         e_kv=i(64, 1024), c_att=i(64, 1200), phi_w=u(0, 0.25), S_w=i(128, 4096), n_mtp=i(0, 1),
@@ -470,8 +470,9 @@ def test_shared_experts_on_a_second_stream(seed):
     serial, parallel = num(eq.t_ffn_moe, N_ss=4.0), num(eq.t_ffn_moe, N_ss=8.0)  # 8 tokens a rank
     assert close(serial, t_e + t_s)
     assert max(t_e, t_s, hbm_both) <= parallel * (1 + 1e-12) and parallel <= serial * (1 + 1e-12)
-    # a model without shared experts: the routed experts alone, either way
-    assert close(num(eq.t_ffn_moe, N_ss=8.0, E_s=0.0), num(eq.t_experts, E_s=0.0))
+    # a model without shared experts (nor a latent's projections beside them): the routed experts
+    # alone, either way
+    assert close(num(eq.t_ffn_moe, N_ss=8.0, E_s=0.0, W_lat=0.0), num(eq.t_experts, E_s=0.0))
 
 
 def test_shared_stream_threshold_by_stack_and_phase():

@@ -107,7 +107,7 @@ def test_a_latent_moe_dispatches_and_multiplies_in_its_latent_width():
     # costs 2 x 3 d_e f_e FLOPs: halving the width halves both; the projections into and out of the
     # latent (2 d d_e weights a layer) run beside the shared experts
     assert _value(eq.a2a_volume(2, 1.0, 10), d_e=3584.0) == 10 * 2 * 3584
-    assert _value(eq.expert_flops(1), d_e=3584.0, f_e=3072.0, TP_e=1.0) == 2 * 3 * 3584 * 3072
+    assert _value(eq.expert_flops(1), n_mx=3.0, d_e=3584.0, f_e=3072.0, TP_e=1.0) == 2 * 3 * 3584 * 3072
     k3 = load_hf_config(DATA / "kimi-k3")
     wide = k3.replace(latent_dim=0)
     hw = load_hardware("gb200-nvl72")

@@ -190,3 +190,33 @@ def test_minimax_m3_block_sparse_attention():
     assert (m.n_Ld, m.f_d, m.E, m.k, m.E_s, m.f_e) == (3, 12288, 128, 4, 1, 3072)
     # the cache per token: 60 layers of 4 KV heads of 128, K and V in BF16, and 57 index keys
     assert m.kv_bytes_per_token() == 60 * 2 * 4 * 128 * 2 + 57 * 256 == 137_472
+
+
+@pytest.mark.parametrize(("name", "total", "active"), [
+    # NVIDIA's Nemotron-3 Nano page: "31.6B total", "3.2B active (3.6B with embeddings)": the 3.2B leaves
+    # out the input embedding, as ours does
+    ("nemotron-3-nano-30b-a3b", 31.6e9, 3.2e9),
+    # nvidia Nemotron-3 Super model card: "120B (12B active)"
+    ("nemotron-3-super", 120e9, 12e9),
+])
+def test_nemotron_h_totals(name, total, active):
+    m = load_hf_config(DATA / name)
+    assert math.isclose(m.total_params, total, rel_tol=0.03)
+    assert math.isclose(m.active_params, active, rel_tol=0.03)
+
+
+def test_nemotron_h_blocks_mamba_and_plain_experts():
+    m = load_hf_config(DATA / "nemotron-3-nano-30b-a3b")
+    # 52 blocks: 23 Mamba-2, 23 MoE, 6 attention; the planner's layers are the MoE blocks
+    assert (m.n_L, m.linear_layers, m.n_attn, m.linear_kind) == (23, 23, 6, "mamba2")
+    # squared-ReLU experts: up and down only, 2 x 2688 x 1856; the shared MLP of 3712 = 2 experts' width
+    assert m.ffn_matrices == 2 and m.expert_params == 2 * 2688 * 1856 and m.E_s == 2
+    # a Mamba-2 block, by tensor (transformers' NemotronHMamba2Mixer): in_proj 10304 x 2688 (z and x of
+    # 4096, B and C of 8 x 128, dt of 64), the convolution 6144 x 4 with its bias, dt_bias, A_log and D
+    # of 64, the gated norm 4096, out_proj 2688 x 4096
+    assert m.linear_params == (10304 * 2688 + 6144 * 4 + 6144 + 3 * 64 + 4096 + 2688 * 4096) == 38_742_208
+    # its state: 64 heads x 64 x 128 in FP32 (mamba_ssm_cache_dtype) and the convolution's last 3
+    # inputs of 6144 channels in BF16, in each of the 23 Mamba blocks
+    assert m.state_bytes == 23 * (64 * 64 * 128 * 4 + 6144 * 3 * 2)
+    super_ = load_hf_config(DATA / "nemotron-3-super")
+    assert super_.latent_dim == 1024 and super_.expert_params == 2 * 1024 * 2688
