@@ -354,9 +354,9 @@ t_attn_compute = (F_attn_core + F_attn_row) / (eta_fa * P_c) + N_exp / X_sm + t_
 # ---- sparse attention's indexer and linear mixers (per layer, on average over the layers) -------
 #: The indexer of a sparse-attention layer (DeepSeek-V3.2's lightning indexer) scores every cached
 #: token for each query: 2 b s_q (h_I / TP_a) d_I S FLOPs at the attention GEMMs' precision, over
-#: its own key cache of m_I bytes per token, b S_c m_I (one key head, not split by TP, as MLA's
-#: latent).  DeepSeek-V3.2-Exp report (2025), sec. 2.1: the indexer is O(L^2) but "much more
-#: efficient" than MLA, with few heads in FP8.
+#: its own key cache of m_I bytes per token, b S m_I read (one key head, not split by TP, as MLA's
+#: latent).  Its cost still grows with the whole context, as dense attention's did, but with few
+#: heads in FP8 (DeepSeek-V3.2-Exp's inference/model.py: 64 heads of 128).
 F_index = 2 * b * s_q * (h_I / TP_a) * d_I * S
 M_index = b * S * m_I
 t_index = phi_x * _max(F_index / (eta_fa * P_a), M_index / (eta_m * B_hbm))

@@ -120,7 +120,8 @@ def prefill_candidates(model: Model, hw: Hardware, space: SearchSpace, isl: floa
 def kv_transfer_time(model: Model, hw: Hardware, kv: str, isl: float, n_send: Any,
                      same_domain: bool, mode: str) -> Any:
     """Seconds to hand one request's KV from prefill to decode: over the scale-up domain when
-    both pools sit in one, over the NIC otherwise."""
+    both pools sit in one, over the NIC otherwise.  A hybrid's linear-mixer states go with it,
+    spread over the prompt's tokens (``state_bytes / isl`` per token)."""
     eff = hw.efficiency
     if same_domain:
         B, eta, a = hw.su_bandwidth, eff.scale_up, hw.su_latency
@@ -128,8 +129,9 @@ def kv_transfer_time(model: Model, hw: Hardware, kv: str, isl: float, n_send: An
         B, eta, a = hw.so_bandwidth, eff.scale_out, hw.so_latency
     if mode == "bound":
         eta, a = 1.0, 0.0
-    return compiled.evaluate_named("t_kv_transfer", I=isl, m_kv=model.kv_bytes_per_token(kv),
-                        B_link=B, eta_link=eta, alpha_link=a, n_send=n_send)
+    m_kv = model.kv_bytes_per_token(kv) + model.state_bytes / np.maximum(isl, 1.0)
+    return compiled.evaluate_named("t_kv_transfer", I=isl, m_kv=m_kv, B_link=B, eta_link=eta, alpha_link=a,
+                                   n_send=n_send)
 
 
 def request_latency(hw: Hardware, mode: str) -> float:

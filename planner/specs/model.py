@@ -162,8 +162,8 @@ class Model:
 
     @property
     def linear_conv_dim(self) -> int:
-        """Channels of a linear mixer's short convolution: gated DeltaNet q, k and v (2 h_k d_k +
-        h_v d_v); Mamba-2 x, B and C (h P + 2 G N)."""
+        """Channels of a linear mixer's short convolution: gated DeltaNet's and KDA's q, k and v
+        (2 h_k d_k + h_v d_v); Mamba-2's x, B and C (h P + 2 G N)."""
         if not self.linear_kind:
             return 0
         return 2 * self.linear_key_heads * self.linear_key_dim + self.linear_heads * self.linear_value_dim
@@ -215,11 +215,11 @@ class Model:
     def linear_flops_per_token(self, phase: str = "decode") -> float:
         """FLOPs per token of one linear mixer's core.
 
-        Decode (the recurrent form), per head: gated DeltaNet (and KDA, whose decay is per channel,
-        the same count) decays the state (d_k d_v), reads it
-        with the key (2 d_k d_v), adds the rank-one correction (2 d_k d_v) and reads it with the
-        query (2 d_k d_v): 7 d_k d_v; Mamba-2 decays it (P N), adds the outer product of the input
-        and B (2 P N) and reads it with C (2 P N): 5 P N.  The short convolution: 2 K per channel.
+        Decode (the recurrent form), per head: gated DeltaNet (and KDA, whose decay is per channel:
+        the same count) decays the state (d_k d_v), reads it with the key (2 d_k d_v), adds the
+        rank-one correction (2 d_k d_v) and reads it with the query (2 d_k d_v): 7 d_k d_v; Mamba-2
+        decays it (P N), adds the outer product of the input and B (2 P N) and reads it with C
+        (2 P N): 5 P N.  The short convolution: 2 K per channel.
         Prefill (the chunked form) adds the attention inside each chunk of C_ch tokens, scores and
         values: 2 C_ch (d_k + d_v) per head and token.
         """
