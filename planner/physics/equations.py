@@ -137,6 +137,7 @@ from planner.physics.symbols import (
     n_kh,
     n_ks,
     n_kvh,
+    n_kx,
     n_L,
     n_Ld,
     n_Ldr,
@@ -147,7 +148,7 @@ from planner.physics.symbols import (
     o_tbo,
     phi_a,
     phi_fl,
-    phi_l,
+    phi_lm,
     phi_rp,
     phi_w,
     phi_x,
@@ -356,16 +357,17 @@ t_attn_compute = (F_attn_core + F_attn_row) / (eta_fa * P_c) + N_exp / X_sm + t_
 #: token for each query: 2 b s_q (h_I / TP_a) d_I S FLOPs at the attention GEMMs' precision, over
 #: its own key cache of m_I bytes per token, b S m_I read (one key head, not split by TP, as MLA's
 #: latent).  Its cost still grows with the whole context, as dense attention's did, but with few
-#: heads in FP8 (DeepSeek-V3.2-Exp's inference/model.py: 64 heads of 128).
+#: heads in FP8 (DeepSeek-V3.2-Exp's inference/model.py: 64 heads of 128).  It runs as n_kx small
+#: kernels on its critical path, tau_k each.
 F_index = 2 * b * s_q * (h_I / TP_a) * d_I * S
 M_index = b * S * m_I
-t_index = phi_x * _max(F_index / (eta_fa * P_a), M_index / (eta_m * B_hbm))
+t_index = phi_x * (_max(F_index / (eta_fa * P_a), M_index / (eta_m * B_hbm)) + n_kx * tau_k)
 #: A linear mixer (gated DeltaNet, KDA, Mamba-2) per step: F_lt FLOPs per token, and its state read
 #: and written once per pass, 2 b m_st / TP_a bytes, whatever the context (Yang et al. 2024, Gated
 #: Delta Networks; Dao and Gu 2024, Mamba-2: the recurrent form keeps one state per head).
 F_linear = b * s_q * F_lt / TP_a
 M_linear = 2 * b * m_st / TP_a
-t_linear = phi_l * _max(F_linear / (eta_fa * P_c), M_linear / (eta_m * B_hbm))
+t_linear = phi_lm * _max(F_linear / (eta_fa * P_c), M_linear / (eta_m * B_hbm))
 
 def expert_flops(rows: sp.Expr) -> sp.Expr:
     """FLOPs of ``rows`` token-expert rows through a routed expert's n_mx d_e x f_e / TP_e
@@ -397,8 +399,8 @@ M_weights = (
     + (n_fuse * d * d * b_wd + n_hdr * V_dr * d * b_wv) * _min(n_Ldr, 1) / TP_a
 )
 #: Cache bytes one sequence holds per GPU: its KV, S_c_eff e_kv b_kv n_L / s_kv; the indexer keys
-#: of the sparse layers, phi_x n_L S_c m_I; the linear mixers' states, phi_l n_L m_st / TP_a.
-m_seq = S_c_eff * e_kv * b_kv * n_L / s_kv + n_L * (phi_x * S_c * m_I + phi_l * m_st / TP_a)
+#: of the sparse layers, phi_x n_L S_c m_I; the linear mixers' states, phi_lm n_L m_st / TP_a.
+m_seq = S_c_eff * e_kv * b_kv * n_L / s_kv + n_L * (phi_x * S_c * m_I + phi_lm * m_st / TP_a)
 #: KV-cache bytes per GPU: b m_seq (without sparse or linear layers, b S_c e_kv b_kv n_L / s_kv).
 M_kv = b * m_seq
 #: HBM left for the KV cache: (1 - r_mem) C_hbm - weights.
@@ -934,10 +936,10 @@ def _sides(name: str, parts: tuple[sp.Expr, sp.Expr]) -> dict[str, sp.Expr]:
 PARTS: dict[str, sp.Expr] = {
     **_sides("attn_proj", gemm_parts(F_attn_proj, M_attn_proj, P_a, b * s_q, N_attn_proj, "a")),
     "attn_core.compute": (1 - x_al) * t_attn_compute + x_al * (F_attn_core + F_attn_row) / (eta_a * P_c)
-    + phi_x * F_index / (eta_fa * P_a) + phi_l * F_linear / (eta_fa * P_c),
+    + phi_x * F_index / (eta_fa * P_a) + phi_lm * F_linear / (eta_fa * P_c),
     "attn_core.hbm": (1 - phi_h) * ((1 - x_al) * M_kv_read / (eta_m * B_hbm) + x_al * (
         M_kv_read + M_attn_row) * (1 + phi_rp * (n_ht - 1)) / (eta_am * B_hbm))
-    + (phi_x * M_index + phi_l * M_linear) / (eta_m * B_hbm),
+    + (phi_x * M_index + phi_lm * M_linear) / (eta_m * B_hbm),
     "attn_core.host": t_kv_host,
     "experts.compute": t_experts_c,
     "experts.hbm": t_experts_m,

@@ -15,7 +15,22 @@ from __future__ import annotations
 
 import sympy as sp
 
-from planner.physics.symbols import A, E_s, TP_a, b, n_ka, n_kc, n_kd, n_ke, n_kh, n_ks, n_L, n_Ld
+from planner.physics.symbols import (
+    A,
+    E_s,
+    TP_a,
+    b,
+    n_ka,
+    n_kc,
+    n_kd,
+    n_ke,
+    n_kh,
+    n_ks,
+    n_kx,
+    n_L,
+    n_Ld,
+    phi_x,
+)
 
 X_d = sp.Symbol("X_d", positive=True)    #: output tokens/s per decode GPU
 X_p = sp.Symbol("X_p", positive=True)    #: prompt tokens/s per prefill GPU
@@ -90,9 +105,10 @@ usd_per_mtok = c_h / (3600 * Y) * 1e6
 
 #: Kernels one forward pass launches: n_Ld dense layers (attention projections and core, the FFN)
 #: and n_L - n_Ld MoE layers (attention, routed experts, the shared experts where the model has
-#: them), and the LM head (the per-layer counts of planner.physics.step.KERNELS).
+#: them), the indexers of the phi_x n_L sparse layers, and the LM head (the per-layer counts of
+#: planner.physics.step.KERNELS).
 kernels_per_pass = (n_Ld * (n_ka + n_kc + n_kd)
-                    + (n_L - n_Ld) * (n_ka + n_kc + n_ke + n_ks * sp.Min(1, E_s)) + n_kh)
+                    + (n_L - n_Ld) * (n_ka + n_kc + n_ke + n_ks * sp.Min(1, E_s)) + phi_x * n_L * n_kx + n_kh)
 #: TTFT a benchmark measures: the request's own pass, plus a per-request latency outside the
 #: passes, plus the host time of the pass, plus the share q_w of the wave of prompts that arrived
 #: with it and were prefilled ahead of it.  A prefill pass runs outside CUDA graphs (the stacks

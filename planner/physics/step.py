@@ -532,10 +532,15 @@ def _gqa_law(law: Any, family: str, stack: str, kind: str, sms: float, b: Any, S
 #:   two grouped GEMMs, SiLU-and-mul, unpermute and weighted reduce = 8.
 #: - Shared experts: gate-up GEMM, SiLU-and-mul, down GEMM = 3.  A dense FFN: RMSNorm and those 3 = 4.
 #: - LM head: final RMSNorm, GEMM, two sampling kernels = 4.
+#: - A sparse layer's indexer (SGLang's NSA indexer, decode): on one stream the q and k projections
+#:   (wq_b, wk), the key's LayerNorm, RoPE and the two copies writing it back, the Hadamard rotation
+#:   and FP8 quantisation of q and k, while the head-weight projection runs on the other; then the
+#:   weights' scaling, the key-cache write, the paged MQA logits and the top-k = 14 (times phi_x: 0
+#:   in a model without sparse layers).
 KERNELS = {
     "mla": {"n_ka": 10, "n_kc": 2},
     "gqa": {"n_ka": 4, "n_kc": 2},
-    "any": {"n_ke": 8, "n_ks": 3, "n_kd": 4, "n_kh": 4},
+    "any": {"n_ke": 8, "n_ks": 3, "n_kd": 4, "n_kh": 4, "n_kx": 14},
 }
 
 
@@ -547,7 +552,7 @@ def kernel_counts(model: Model) -> dict[str, int]:
 def pass_kernels(model: Model) -> float:
     """``n_kp``: the kernels one forward pass of ``model`` launches (``kernels_per_pass``)."""
     return float(compiled.evaluate_named("kernels_per_pass", E_s=model.E_s, n_Ld=model.n_Ld, n_L=model.n_L,
-                                         **kernel_counts(model)))
+                                         phi_x=model.sparse_layers / model.n_L, **kernel_counts(model)))
 
 
 def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G: Any, TP_a: Any,
@@ -590,7 +595,7 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
         phi_w=model.sliding_layers / model.n_L, S_w=max(model.sliding_window, 1), n_mtp=n_mtp,
         phi_a=model.n_attn / model.n_L, phi_x=model.sparse_layers / model.n_L,
         S_k=max(model.sparse_top_k, 1), h_I=model.indexer_heads, d_I=model.indexer_head_dim,
-        m_I=model.indexer_key_bytes, phi_l=model.linear_layers / model.n_L,
+        m_I=model.indexer_key_bytes, phi_lm=model.linear_layers / model.n_L,
         F_lt=model.linear_flops_per_token(phase), m_st=model.linear_state_bytes_per_layer,
         x_mtp=x_mtp, **head,
         b_we=pb["routed_experts"], b_wa=pb["attention"], b_wd=pb["dense_ffn"],
@@ -788,7 +793,9 @@ def _categories(model: Model, out: dict[str, np.ndarray], vals: dict[str, Any]) 
     k = kernel_counts(model)
     k_moe = k["n_ka"] + k["n_kc"] + k["n_ke"] + (k["n_ks"] if model.E_s else 0)
     k_dense = k["n_ka"] + k["n_kc"] + k["n_kd"]
-    latency = (vals["tau_k"] * (n_moe * k_moe * mb + k_dense * n_ld + k["n_kh"]) + vals["t_fixed"]
+    k_index = k["n_kx"] * model.sparse_layers / model.n_L  # a sparse layer's indexer, per layer
+    latency = (vals["tau_k"] * (n_moe * (k_moe + k_index) * mb + (k_dense + k_index) * n_ld + k["n_kh"])
+               + vals["t_fixed"]
                + n_moe * mb * (a2a_alpha + ar_alpha) + 2 * n_ld * (out["allreduce_attn"] - ar_bw))
     # the host's work for the step's sequences (term host, tau_q b) runs beside the GPU's; a fixed
     # cost off the GPU's resources, it counts as latency where it is the larger

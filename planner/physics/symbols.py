@@ -74,9 +74,9 @@ h_I = _s("h_I", "indexer heads of a sparse-attention layer (its scores over ever
 d_I = _s("d_I", "indexer head size", "1", "model", "d_{I}", nonneg=True)
 m_I = _s("m_I", "indexer key-cache bytes per token per sparse layer (keys and their scales)", "B",
          "model", "m_{I}", nonneg=True)
-phi_l = _s("phi_l", "linear-attention or state-space mixers (gated DeltaNet, KDA, Mamba-2) per "
+phi_lm = _s("phi_lm", "linear-attention or state-space mixers (gated DeltaNet, KDA, Mamba-2) per "
            "layer: a fixed-size state per sequence instead of a KV cache", "1", "model",
-           r"\phi_{l}", nonneg=True)
+            r"\phi_{lm}", nonneg=True)
 F_lt = _s("F_lt", "FLOPs per token of one linear mixer's core (its recurrence and short convolution; in "
           "prefill also the chunked form's work inside each chunk)", "FLOP", "model", "F_{lt}", nonneg=True)
 m_st = _s("m_st", "bytes of one linear mixer's state per sequence (the recurrent state and the "
@@ -322,6 +322,8 @@ n_ks = _s("n_ks", "kernels per MoE layer of the shared experts", "1", "model", "
 n_kd = _s("n_kd", "kernels per dense-FFN layer (norm, gate-up, activation, down)", "1", "model",
           "n_{k,d}", integer=True)
 n_kh = _s("n_kh", "kernels of the LM head and sampling", "1", "model", "n_{k,h}", integer=True)
+n_kx = _s("n_kx", "kernels on the critical path of a sparse layer's indexer", "1", "model", "n_{k,x}",
+          integer=True)
 
 # ---- layout ---------------------------------------------------------------------------------
 G = _s("G", "GPUs in the instance", "1", "layout", integer=True)

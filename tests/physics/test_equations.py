@@ -112,7 +112,7 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         e_kv=i(64, 1024), c_att=i(64, 1200), phi_w=u(0, 0.25), S_w=i(128, 4096), n_mtp=i(0, 1),
         # attention layers at least the sliding and sparse ones among them
         phi_a=u(0.5, 1), phi_x=u(0, 0.25), S_k=i(256, 4096), h_I=i(0, 64), d_I=i(0, 128), m_I=u(0, 200),
-        phi_l=u(0, 1), F_lt=u(0, 1e7), m_st=u(0, 4e6),
+        phi_lm=u(0, 1), F_lt=u(0, 1e7), m_st=u(0, 4e6),
         x_mtp=float(rng.integers(0, 2)), n_Ldr=i(0, 2), f_dr=i(1000, 20000), n_fuse=i(0, 3), n_hdr=i(0, 1),
         V_dr=i(1000, 200000),
         b_we=u(0.5, 2), b_wa=u(0.5, 2), b_wd=u(0.5, 2), b_wv=u(0.5, 2), b_kv=u(1, 2), b_a=2.0,
@@ -140,7 +140,7 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         s_kv=i(1, 8), M_nl=i(1, 8), x_fw=float(rng.integers(0, 2)), N_ss=float(rng.choice([0, 256, 1e12])),
         o=float(rng.integers(0, 2)), x_off=float(rng.integers(0, 2)),
         b=u(0.1, 256), S=u(10, 1e5), S_c=u(10, 1e5), s_q=i(1, 4), s_h=i(1, 4), n_d=i(0, 3), A=u(1, 4),
-        n_ka=i(1, 12), n_kc=i(1, 3), n_ke=i(1, 10), n_ks=i(1, 4), n_kd=i(1, 5), n_kh=i(1, 5),
+        n_ka=i(1, 12), n_kc=i(1, 3), n_ke=i(1, 10), n_ks=i(1, 4), n_kd=i(1, 5), n_kh=i(1, 5), n_kx=i(0, 20),
         x_g=float(rng.integers(0, 2)), t_m=float(rng.choice([64, 128])), t_n=128.0,
         N_sm=float(rng.choice([1, 132, 148])),
         **{f"{p}{c}": u(0.3, 1) for p in ("eta_g", "eta_gm") for c in "adv"},
@@ -491,12 +491,14 @@ def test_shared_stream_threshold_by_stack_and_phase():
 def test_kernels_per_pass_by_hand():
     # DeepSeek-R1: 3 dense layers of 10 + 2 + 4 kernels, 58 MoE layers of 10 + 2 + 8 + 3 (one shared
     # expert), the LM head's 4: 48 + 1334 + 4 = 1386.  gpt-oss-120b: 36 x (4 + 2 + 8) + 4 = 508.
-    # Llama-3.1-70B (dense): 80 x (4 + 2 + 4) + 4 = 804.
+    # Llama-3.1-70B (dense): 80 x (4 + 2 + 4) + 4 = 804.  DeepSeek-V3.2: R1's layout with an indexer of
+    # 14 kernels in each of its 61 sparse layers: 1386 + 854 = 2240.
     from planner.physics.step import pass_kernels
 
     assert pass_kernels(load_model("deepseek-r1")) == 1386
     assert pass_kernels(load_model("gpt-oss-120b")) == 508
     assert pass_kernels(load_model("llama-3.1-70b")) == 804
+    assert pass_kernels(load_model("deepseek-v3.2")) == 1386 + 61 * 14
 
 
 def test_aggregated_step_waits_for_any_attention_dp_ranks_prefill_chunk():
