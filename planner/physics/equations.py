@@ -89,6 +89,8 @@ from planner.physics.symbols import (
     b_wv,
     beta_c,
     c_att,
+    c_x,
+    c_z,
     d,
     d_e,
     d_I,
@@ -152,6 +154,7 @@ from planner.physics.symbols import (
     phi_rp,
     phi_w,
     phi_x,
+    phi_z,
     r_mem,
     s_h,
     s_kv,
@@ -168,6 +171,7 @@ from planner.physics.symbols import (
     tau_k,
     tau_q,
     x_al,
+    x_cw,
     x_fw,
     x_g,
     x_mn,
@@ -302,15 +306,21 @@ B_tok = b * s_q * G / TP_a
 lam_EP = 1 + (lam - 1) * indicator(EP > 1)
 #: Tokens arriving at the busiest expert-parallel rank: T_e = lambda B_tok k / EP.
 T_e = lam_EP * B_tok * k / EP
-#: Context each query reads, per layer on average over the layer kinds: of the phi_a attention
+#: Context rows each query reads, per layer on average over the layer kinds: of the phi_a attention
 #: layers per layer (1 but in hybrids), a full one reads S, a sliding-window one min(S, S_w), a
-#: sparse one the top min(S, S_k) tokens its indexer picks; a linear mixer none (its state stands
-#: for the context): (phi_a - phi_w - phi_x) S + phi_w min(S, S_w) + phi_x min(S, S_k).
-S_eff = (phi_a - phi_w - phi_x) * S + phi_w * _min(S, S_w) + phi_x * _min(S, S_k)
-#: The tokens *held* in the KV cache, per layer on average (S_c = S in decode, the whole prompt in
-#: prefill, where the mean causal context S is half the prompt): a sparse layer keeps every token
-#: (the next query may pick any), a sliding layer its window, a linear mixer none.
-S_c_eff = (phi_a - phi_w) * S_c + phi_w * _min(S_c, S_w)
+#: sparse one the top S_k of its S / c_x rows that its indexer picks (c_x tokens a row where the KV
+#: is compressed, else 1), a compressed one all of its S / c_z rows, and the compressed ones also
+#: their window of raw tokens where they keep one (x_cw); a linear mixer none (its state stands for
+#: the context): (phi_a - phi_w - phi_x - phi_z) S + phi_w min(S, S_w) + phi_x min(S / c_x, S_k)
+#: + phi_z S / c_z + x_cw (phi_x + phi_z) min(S, S_w).
+S_eff = ((phi_a - phi_w - phi_x - phi_z) * S + phi_w * _min(S, S_w) + phi_x * _min(S / c_x, S_k)
+         + phi_z * S / c_z + x_cw * (phi_x + phi_z) * _min(S, S_w))
+#: The rows *held* in the KV cache, per layer on average (S_c = S in decode, the whole prompt in
+#: prefill, where the mean causal context S is half the prompt): a sparse layer keeps every row
+#: (the next query may pick any), a sliding layer its window, a compressed one its S_c / c rows
+#: and its window, a linear mixer none.
+S_c_eff = ((phi_a - phi_w - phi_x - phi_z) * S_c + phi_w * _min(S_c, S_w) + phi_x * S_c / c_x
+           + phi_z * S_c / c_z + x_cw * (phi_x + phi_z) * _min(S_c, S_w))
 
 # ---- attention -----------------------------------------------------------------------------
 #: Attention weights one attention-TP rank holds: the split part W_attn - W_rep divided by TP_a,
@@ -354,13 +364,14 @@ t_attn_compute = (F_attn_core + F_attn_row) / (eta_fa * P_c) + N_exp / X_sm + t_
 
 # ---- sparse attention's indexer and linear mixers (per layer, on average over the layers) -------
 #: The indexer of a sparse-attention layer (DeepSeek-V3.2's lightning indexer) scores every cached
-#: token for each query: 2 b s_q (h_I / TP_a) d_I S FLOPs at the attention GEMMs' precision, over
-#: its own key cache of m_I bytes per token, b S m_I read (one key head, not split by TP, as MLA's
-#: latent).  Its cost still grows with the whole context, as dense attention's did, but with few
-#: heads in FP8 (DeepSeek-V3.2-Exp's inference/model.py: 64 heads of 128).  It runs as n_kx small
-#: kernels on its critical path, tau_k each.
-F_index = 2 * b * s_q * (h_I / TP_a) * d_I * S
-M_index = b * S * m_I
+#: row for each query: 2 b s_q (h_I / TP_a) d_I S / c_x FLOPs at the attention GEMMs' precision,
+#: over its own key cache of m_I bytes per row, b S m_I / c_x read (one key head, not split by TP,
+#: as MLA's latent; c_x = 1 but where the KV is compressed).  Its cost still grows with the whole
+#: context, as dense attention's did, but with few heads in FP8 (DeepSeek-V3.2-Exp's
+#: inference/model.py: 64 heads of 128).  It runs as n_kx small kernels on its critical path, tau_k
+#: each.
+F_index = 2 * b * s_q * (h_I / TP_a) * d_I * S / c_x
+M_index = b * S / c_x * m_I
 t_index = phi_x * (_max(F_index / (eta_fa * P_a), M_index / (eta_m * B_hbm)) + n_kx * tau_k)
 #: A linear mixer (gated DeltaNet, KDA, Mamba-2) per step: F_lt FLOPs per token, and its state read
 #: and written once per pass, 2 b m_st / TP_a bytes, whatever the context (Yang et al. 2024, Gated
@@ -399,8 +410,8 @@ M_weights = (
     + (n_fuse * d * d * b_wd + n_hdr * V_dr * d * b_wv) * _min(n_Ldr, 1) / TP_a
 )
 #: Cache bytes one sequence holds per GPU: its KV, S_c_eff e_kv b_kv n_L / s_kv; the indexer keys
-#: of the sparse layers, phi_x n_L S_c m_I; the linear mixers' states, phi_lm n_L m_st / TP_a.
-m_seq = S_c_eff * e_kv * b_kv * n_L / s_kv + n_L * (phi_x * S_c * m_I + phi_lm * m_st / TP_a)
+#: of the sparse layers, phi_x n_L S_c m_I / c_x; the linear mixers' states, phi_lm n_L m_st / TP_a.
+m_seq = S_c_eff * e_kv * b_kv * n_L / s_kv + n_L * (phi_x * S_c / c_x * m_I + phi_lm * m_st / TP_a)
 #: KV-cache bytes per GPU: b m_seq (without sparse or linear layers, b S_c e_kv b_kv n_L / s_kv).
 M_kv = b * m_seq
 #: HBM left for the KV cache: (1 - r_mem) C_hbm - weights.

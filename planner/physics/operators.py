@@ -273,7 +273,8 @@ M_moe_tok = eq.expert_token_bytes(T_moe)
 t_moe_mask = n_ez * (2 * eq.f_e / eq.TP_e + eq.d) * t_z / eq.N_sm
 #: one decode attention kernel: one query token, the heads on this GPU (TP_a = 1), KV not split,
 #: one dense attention layer (no sparse or linear layers around it)
-_ONE_LAYER = {eq.phi_a: 1, eq.phi_x: 0, eq.phi_lm: 0, eq.S_k: eq.S}
+_ONE_LAYER = {eq.phi_a: 1, eq.phi_x: 0, eq.phi_lm: 0, eq.S_k: eq.S, eq.phi_z: 0, eq.c_x: 1, eq.c_z: 1,
+              eq.x_cw: 0}
 _MLA_AT = {eq.s_q: 1, eq.TP_a: 1, eq.s_kv: 1, eq.phi_w: 0, eq.S_w: eq.S, eq.c_att: 2 * r_kv + d_r,
            eq.e_kv: r_kv + d_r} | _ONE_LAYER
 _GQA_AT = {eq.s_q: 1, eq.TP_a: 1, eq.s_kv: 1, eq.c_att: 2 * d_head, eq.e_kv: 2 * h_kv * d_head} | _ONE_LAYER

@@ -570,7 +570,10 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
     pb = {c: get_precision(p).bytes for c, p in prec.weights.items()}
     mla = model.attention == "mla"
     if mla:
-        c_att = 2 * model.r_kv + model.d_r if phase == "decode" else model.d_n + model.d_r + model.d_v
+        # absorbed decode: scores over the latent and RoPE part, values over the latent (one shared
+        # head, DeepSeek-V4: scores and values over the whole head)
+        c_att = ((2 * (model.r_kv + model.d_r) if model.kv_shared else 2 * model.r_kv + model.d_r)
+                 if phase == "decode" else model.d_n + model.d_r + model.d_v)
         s_kv: Any = 1.0
     else:
         c_att = 2 * model.d_head
@@ -594,6 +597,8 @@ def symbol_values(model: Model, hw: Hardware, prec: Precisions, mode: str, *, G:
         e_kv=model.kv_elems_per_token_layer, c_att=c_att,
         phi_w=model.sliding_layers / model.n_L, S_w=max(model.sliding_window, 1), n_mtp=n_mtp,
         phi_a=model.n_attn / model.n_L, phi_x=model.sparse_layers / model.n_L,
+        c_x=model.sparse_compress, phi_z=model.compressed_layers / model.n_L, c_z=model.compress_ratio,
+        x_cw=1.0 if model.compressed_window else 0.0,
         S_k=max(model.sparse_top_k, 1), h_I=model.indexer_heads, d_I=model.indexer_head_dim,
         m_I=model.indexer_key_bytes, phi_lm=model.linear_layers / model.n_L,
         F_lt=model.linear_flops_per_token(phase), m_st=model.linear_state_bytes_per_layer,

@@ -69,6 +69,13 @@ phi_a = _s("phi_a", "softmax-attention layers (full, sliding-window or sparse) p
 phi_x = _s("phi_x", "fraction of layers whose attention is sparse: each query reads the top S_k tokens "
            "its indexer picks (DeepSeek sparse attention)", "1", "model", r"\phi_{x}", nonneg=True)
 S_k = _s("S_k", "tokens a sparse-attention query reads (the indexer's top-k)", "token", "model", "S_{k}")
+c_x = _s("c_x", "tokens per compressed KV row of the sparse layers (DeepSeek-V4's ratio-4 layers: 4; 1 "
+         "without compression)", "token", "model", "c_{x}")
+phi_z = _s("phi_z", "fraction of layers that attend every compressed KV row of c_z tokens (DeepSeek-V4's "
+           "ratio-128 layers)", "1", "model", r"\phi_{z}", nonneg=True)
+c_z = _s("c_z", "tokens per compressed KV row of those layers", "token", "model", "c_{z}")
+x_cw = _s("x_cw", "the compressed layers also attend a sliding window of S_w raw tokens (1: DeepSeek-V4)",
+          "1", "model", "x_{cw}", nonneg=True)
 h_I = _s("h_I", "indexer heads of a sparse-attention layer (its scores over every cached token)", "1",
          "model", "h_{I}", nonneg=True)
 d_I = _s("d_I", "indexer head size", "1", "model", "d_{I}", nonneg=True)

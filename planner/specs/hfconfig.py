@@ -69,10 +69,10 @@ from planner.specs.precision import TENSOR_CLASSES
 from planner.specs.reading import Fields, path_kind, read_text
 
 #: model_type -> Model.architecture
-MODEL_TYPES = ("deepseek_v3", "kimi_k2", "deepseek_v2", "deepseek_v32", "glm_moe_dsa", "qwen3_moe", "gpt_oss",
-               "mixtral", "minimax_m2", "minimax_m3", "glm4_moe", "olmoe", "phimoe", "granitemoe",
-               "hunyuan_v1_moe", "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe", "kimi_linear",
-               "nemotron_h", "llama", "qwen3")
+MODEL_TYPES = ("deepseek_v3", "kimi_k2", "deepseek_v2", "deepseek_v32", "deepseek_v4", "glm_moe_dsa",
+               "qwen3_moe", "gpt_oss", "mixtral", "minimax_m2", "minimax_m3", "glm4_moe", "olmoe", "phimoe",
+               "granitemoe", "hunyuan_v1_moe", "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe",
+               "kimi_linear", "nemotron_h", "llama", "qwen3")
 #: other model_type spellings of a family (Llama 4's and Qwen3.5's text_config say ``llama4_text``
 #: and ``qwen3_5_moe_text``)
 _ALIASES = {"llama4_text": "llama4", "qwen3_5_moe_text": "qwen3_5_moe", "kimi_k3": "kimi_linear"}
@@ -81,6 +81,7 @@ ARCH_CLASSES = {
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV32ForCausalLM": "deepseek_v32",
+    "DeepseekV4ForCausalLM": "deepseek_v4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
     "Qwen3NextForCausalLM": "qwen3_next",
     "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
@@ -105,7 +106,7 @@ ARCH_CLASSES = {
     "LlamaForCausalLM": "llama",
     "Qwen3ForCausalLM": "qwen3",
 }
-_MLA = ("deepseek_v3", "kimi_k2", "deepseek_v2", "deepseek_v32", "glm_moe_dsa")
+_MLA = ("deepseek_v3", "kimi_k2", "deepseek_v2", "deepseek_v32", "deepseek_v4", "glm_moe_dsa")
 #: MLA families with DeepSeek sparse attention (an indexer picks the top-k tokens per query)
 _DSA = ("deepseek_v32", "glm_moe_dsa")
 #: GQA hybrids with gated DeltaNet layers (three of four) and gated full-attention layers
@@ -187,6 +188,8 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
         _kimi_linear(f, kw)
     elif arch == "nemotron_h":
         _nemotron_h(f, kw)
+    elif arch == "deepseek_v4":
+        _deepseek_v4(f, kw)
     elif arch in _MLA:
         _deepseek(f, kw)
         if arch in _DSA:
@@ -208,6 +211,11 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
     base, base_note = _base_dtype(top, f)
     kw["precision"], quant = _precision(top, f, arch, kw, base)
     kw["kv_precision"] = "bf16"
+    if arch == "deepseek_v4":
+        if f.text("expert_dtype", required=False, default="") == "fp4":
+            kw["precision"]["routed_experts"] = "mxfp4"  # FP4 E2M1 with a UE8M0 scale per 32
+            quant = quant.replace("routed_experts fp8", "routed_experts mxfp4")
+        kw["kv_precision"] = "fp8"  # vLLM: "DeepseekV4 only supports fp8 kv-cache format for now"
     shape = kw["attention"].upper() + (f", sparse top-{kw['sparse_top_k']}" if kw.get("sparse_top_k")
                                                   else "")
     if arch == "nemotron_h":
@@ -217,6 +225,9 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
         shape += f", {kw['linear_layers']} of {n_L} layers {_LINEAR_NAMES[kw['linear_kind']]}"
     if kw.get("latent_dim"):
         shape += f", latent MoE {kw['latent_dim']}"
+    if kw.get("compressed_layers"):
+        shape += (f", KV compressed {kw['sparse_compress']}x on the sparse layers and "
+                  f"{kw['compress_ratio']}x on {kw['compressed_layers']} more, window {kw['sliding_window']}")
     shape += (f", dense FFN {kw['f_d']}" if arch in _DENSE
                                                   else f", {kw['E']} experts top-{kw['k']}")
     if kw["E_s"]:
@@ -390,6 +401,52 @@ def _kimi_linear(f: Fields, kw: dict[str, Any]) -> None:
               linear_key_dim=dim, linear_value_dim=dim,
               linear_conv_kernel=la.integer("short_conv_kernel_size"),
               linear_gate_rank=0 if la.boolean("use_full_rank_gate", default=False) else dim)
+
+
+def _deepseek_v4(f: Fields, kw: dict[str, Any]) -> None:
+    """DeepSeek-V4 (Pro, Flash): MLA-like attention with one KV head of ``head_dim`` (RoPE on its last
+    ``qk_rope_head_dim``) read as both key and value, queries from a ``q_lora_rank`` low rank, a
+    grouped low-rank output (``o_groups`` groups of rank ``o_lora_rank``) and ``hc_mult``
+    hyper-connection streams.  ``compress_ratios`` (one per layer, then the MTP layers') sets each
+    layer's KV: 4, rows of 4 tokens a lightning indexer picks the top ``index_topk`` of
+    (``index_n_heads`` heads of ``index_head_dim``); a larger ratio, rows of that many tokens all
+    attended; 0, the window alone; every layer also keeps its last ``sliding_window`` raw tokens.
+    Every layer is MoE (``num_hash_layers`` route by token id: the same cost); the routed experts in
+    FP4 where ``expert_dtype`` says so (MXFP4: vLLM's DeepseekV4FP8Config).  Left out: the
+    compressors' bounded FP32 states and the hyper-connections' residual traffic."""
+    n_L = kw["n_L"]
+    if f.integer("num_key_value_heads", required=False, default=1) != 1:
+        raise SpecError(f.label, f.path("num_key_value_heads"), "1 (one shared KV head)")
+    head, rope = f.integer("head_dim"), f.integer("qk_rope_head_dim")
+    kw.update(attention="mla", r_q=f.integer("q_lora_rank"), r_kv=head - rope, d_r=rope, d_n=head - rope,
+              d_v=head, kv_shared=True, o_groups=f.integer("o_groups", required=False, default=0, minimum=0),
+              o_lora_rank=f.integer("o_lora_rank", required=False, default=0, minimum=0),
+              hc_mult=f.integer("hc_mult", required=False, default=0, minimum=0))
+    kw["E"] = f.integer("n_routed_experts")
+    kw["k"] = f.integer("num_experts_per_tok")
+    kw["E_s"] = f.integer("n_shared_experts", required=False, default=0, minimum=0)
+    kw["f_e"] = f.integer("moe_intermediate_size")
+    kw["n_Ld"], kw["f_d"] = 0, 0
+    kw["mtp_layers"] = f.integer("num_nextn_predict_layers", required=False, default=0, minimum=0)
+    ratios = f.raw("compress_ratios")
+    if (not isinstance(ratios, list) or len(ratios) < n_L
+            or not all(type(r) is int and r >= 0 for r in ratios)):
+        raise SpecError(f.label, f.path("compress_ratios"),
+                        f"a list of at least {n_L} ratios (0: window only)")
+    main = ratios[:n_L]
+    other = sorted({r for r in main if r > 4})
+    if len(other) > 1 or any(r in (1, 2, 3) for r in main):
+        raise SpecError(f.label, f.path("compress_ratios"),
+                        f"0, 4 (sparse) and one larger ratio, got {sorted(set(main))}")
+    window = f.integer("sliding_window")
+    kw.update(sliding_window=window, sliding_layers=main.count(0), compressed_window=True,
+              sparse_compress=4, sparse_layers=main.count(4),
+              compressed_layers=sum(1 for r in main if r > 4), compress_ratio=other[0] if other else 1)
+    if kw["sparse_layers"]:
+        kw["sparse_top_k"] = f.integer("index_topk")
+        kw["indexer_heads"] = f.integer("index_n_heads")
+        kw["indexer_head_dim"] = dim = f.integer("index_head_dim")
+        kw["indexer_key_bytes"] = float(dim + 4 * -(-dim // INDEXER_SCALE_BLOCK))
 
 
 _BLOCK_KINDS = {"mamba": "M", "moe": "E", "attention": "*", "mlp": "-"}

@@ -29,8 +29,8 @@ from planner.errors import SpecError
 from planner.specs.precision import TENSOR_CLASSES, get_precision, kv_bytes
 from planner.specs.reading import Fields, read_yaml
 
-ARCHITECTURES = ("deepseek_v3", "deepseek_v2", "deepseek_v32", "glm_moe_dsa", "kimi_k2", "qwen3_moe",
-                 "gpt_oss", "mixtral", "minimax_m2", "minimax_m3", "glm4_moe", "olmoe", "phimoe",
+ARCHITECTURES = ("deepseek_v3", "deepseek_v2", "deepseek_v32", "deepseek_v4", "glm_moe_dsa", "kimi_k2",
+                 "qwen3_moe", "gpt_oss", "mixtral", "minimax_m2", "minimax_m3", "glm4_moe", "olmoe", "phimoe",
                  "granitemoe", "hunyuan_v1_moe", "ernie4_5_moe", "llama4", "qwen3_next", "qwen3_5_moe",
                  "kimi_linear", "nemotron_h", "llama", "qwen3")
 
@@ -69,6 +69,16 @@ class Model:
     indexer_heads: int = 0
     indexer_head_dim: int = 0
     indexer_key_bytes: float = 0.0  #: indexer key-cache bytes per token per sparse layer
+    # compressed KV (DeepSeek-V4): rows of several tokens, each layer keeping a raw window beside them
+    sparse_compress: int = 1     #: tokens per compressed row of the sparse layers (1: none)
+    compressed_layers: int = 0   #: layers that attend every compressed row of compress_ratio tokens
+    compress_ratio: int = 1
+    compressed_window: bool = False  #: compressed layers also attend the last sliding_window raw tokens
+    # DeepSeek-V4's MLA variant: one KV head used as K and V (no kv_b), a grouped low-rank output
+    kv_shared: bool = False
+    o_groups: int = 0            #: output groups (0: one o_proj of h d_v x d)
+    o_lora_rank: int = 0
+    hc_mult: int = 0             #: hyper-connection streams (0: a plain residual)
     # linear-attention / state-space mixers (hybrids): one fixed-size state per sequence
     linear_kind: str = ""        #: "gated_deltanet", "kda" or "mamba2" ("": none)
     linear_layers: int = 0       #: mixer layers that are linear
@@ -136,13 +146,39 @@ class Model:
         if self.attention == "mla":
             dqk = self.d_n + self.d_r
             q = d * self.r_q + self.r_q + self.r_q * h * dqk if self.r_q else d * h * dqk
-            kv = d * (self.r_kv + self.d_r) + self.r_kv + self.r_kv * h * (self.d_n + self.d_v)
-            return q + kv + h * self.d_v * d * (2 if self.output_gate else 1)
+            if self.kv_shared:  # one head of r_kv + d_r read as both key and value, its norm
+                kv = (d + 1) * (self.r_kv + self.d_r)
+            else:
+                kv = d * (self.r_kv + self.d_r) + self.r_kv + self.r_kv * h * (self.d_n + self.d_v)
+            if self.o_groups:  # grouped low-rank output: wo_a h d_v x r_o (per group), wo_b g r_o x d
+                out = h * self.d_v * self.o_lora_rank + self.o_groups * self.o_lora_rank * d
+            else:
+                out = h * self.d_v * d
+            return q + kv + out + h * self.d_v * d * (1 if self.output_gate else 0) + self.hc_params
         p = d * h * self.d_head * (2 if self.output_gate else 1) + 2 * d * self.h_kv * self.d_head
         p += h * self.d_head * d
         if self.qkv_bias:
             p += (h + 2 * self.h_kv) * self.d_head + d
         return p
+
+    @property
+    def hc_params(self) -> int:
+        """Hyper-connections (DeepSeek-V4's mHC) per layer: for the attention and the FFN sub-block each,
+        a mixing projection of (2 + m) m x m d and its bias (2 + m) m and 3 scales, m = ``hc_mult``
+        streams (0 without)."""
+        m = self.hc_mult
+        return 2 * ((2 + m) * m * (m * self.d + 1) + 3) if m else 0
+
+    @property
+    def compressor_params(self) -> int:
+        """DeepSeek-V4's KV compressors over all layers: each compressed layer projects every token to
+        a key-value and a score of coff x head width (coff = 2 where rows overlap, the sparse layers'
+        ratio-4 rows; 1 for the others), d x 2 coff (r_kv + d_r); the sparse layers' indexer has its
+        own, of its head width d_I (vLLM's deepseek_compressor: state of 2 coff head_dim)."""
+        head = self.r_kv + self.d_r
+        sparse = 2 if self.sparse_compress > 1 else 0
+        per_sparse = self.d * 2 * sparse * (head + self.indexer_head_dim) if sparse else 0
+        return self.sparse_layers * per_sparse + self.compressed_layers * self.d * 2 * head
 
     @property
     def indexer_params(self) -> int:
@@ -199,8 +235,8 @@ class Model:
     @property
     def mixer_params(self) -> int:
         """Attention and linear-mixer weights over all layers."""
-        attention = self.n_attn * (self.attn_params + self.indexer_params)
-        return attention + self.linear_layers * self.linear_params
+        attention = self.n_attn * self.attn_params + self.sparse_layers * self.indexer_params
+        return attention + self.compressor_params + self.linear_layers * self.linear_params
 
     @property
     def linear_state_bytes_per_layer(self) -> float:
@@ -337,10 +373,13 @@ class Model:
         return 2 * self.h_kv * self.d_head
 
     def kv_bytes_per_token(self, kv: str | None = None) -> float:
-        """KV bytes per token over the attention layers (sliding-window layers counted in full), with
-        the sparse layers' indexer keys; linear mixers hold none (:attr:`state_bytes`)."""
-        return (self.n_attn * self.kv_elems_per_token_layer * kv_bytes(kv or self.kv_precision)
-                + self.sparse_layers * self.indexer_key_bytes)
+        """KV bytes per token over the attention layers (sliding-window layers counted in full; a
+        compressed layer a row per ``c`` tokens, its window aside), with the sparse layers' indexer
+        keys; linear mixers hold none (:attr:`state_bytes`)."""
+        rows = (self.n_attn - self.sparse_layers - self.compressed_layers
+                + self.sparse_layers / self.sparse_compress + self.compressed_layers / self.compress_ratio)
+        return (rows * self.kv_elems_per_token_layer * kv_bytes(kv or self.kv_precision)
+                + self.sparse_layers * self.indexer_key_bytes / self.sparse_compress)
 
     @property
     def state_bytes(self) -> float:
@@ -453,6 +492,14 @@ def parse_model(doc: dict[str, Any], label: str) -> Model:
         kw["d_r"] = a.integer("qk_rope_head_dim")
         kw["d_v"] = a.integer("v_head_dim")
         kw["output_gate"] = a.boolean("output_gate")
+        kw["kv_shared"] = a.boolean("kv_shared")
+        kw["o_groups"] = a.integer("o_groups", required=False, default=0, minimum=0)
+        kw["o_lora_rank"] = a.integer("o_lora_rank", required=False, default=0, minimum=0)
+        if bool(kw["o_groups"]) != bool(kw["o_lora_rank"]):
+            raise SpecError(label, "attention.o_lora_rank", "given with attention.o_groups (both or neither)")
+        kw["hc_mult"] = a.integer("hc_mult", required=False, default=0, minimum=0)
+        kw["sliding_window"] = a.integer("sliding_window", required=False, default=0, minimum=0)
+        kw["sliding_layers"] = a.integer("sliding_layers", required=False, default=0, minimum=0)
     else:
         kw["h_kv"] = a.integer("kv_heads")
         kw["d_head"] = a.integer("head_dim")
@@ -464,6 +511,7 @@ def parse_model(doc: dict[str, Any], label: str) -> Model:
         if kw["h"] % kw["h_kv"]:
             raise SpecError(label, "attention.kv_heads", f"a divisor of heads ({kw['h']})")
     _parse_sparse(a, kw, label)
+    _parse_compressed(a, kw, label)
     a.done()
     _parse_linear(f, kw, label)
     m = f.sub("moe", required=False)
@@ -501,9 +549,10 @@ def parse_model(doc: dict[str, Any], label: str) -> Model:
     if kw["n_Ld"] and not kw["f_d"]:
         raise SpecError(label, "moe.dense_intermediate_size", "a size, since dense_layers > 0")
     n_attn = kw.get("attention_layers") or kw["n_L"] - kw.get("linear_layers", 0)
-    if kw.get("sliding_layers", 0) + kw.get("sparse_layers", 0) > n_attn:
-        raise SpecError(label, "attention.sliding_layers", f"with the sparse layers, at most the attention "
-                        f"layers ({n_attn})")
+    kinds = kw.get("sliding_layers", 0) + kw.get("sparse_layers", 0) + kw.get("compressed_layers", 0)
+    if kinds > n_attn:
+        raise SpecError(label, "attention.sliding_layers", f"with the sparse and compressed layers, at most "
+                        f"the attention layers ({n_attn})")
     return Model(**kw, path=str(label))
 
 
@@ -513,7 +562,8 @@ def _parse_sparse(a: Fields, kw: dict[str, Any], label: str) -> None:
     of ``indexer_head_dim``, whose key cache holds ``indexer_key_bytes`` per token and layer)."""
     top = a.integer("sparse_top_k", required=False, default=0, minimum=0)
     if not top:
-        for extra in ("sparse_layers", "indexer_heads", "indexer_head_dim", "indexer_key_bytes"):
+        for extra in ("sparse_layers", "indexer_heads", "indexer_head_dim", "indexer_key_bytes",
+                      "sparse_compress"):
             if a.has(extra):
                 raise SpecError(label, a.path(extra), "only with attention.sparse_top_k")
         return
@@ -522,6 +572,18 @@ def _parse_sparse(a: Fields, kw: dict[str, Any], label: str) -> None:
     kw["indexer_heads"] = a.integer("indexer_heads", minimum=1)
     kw["indexer_head_dim"] = a.integer("indexer_head_dim", minimum=1)
     kw["indexer_key_bytes"] = a.number("indexer_key_bytes", lo=1.0, lo_open=False)
+    kw["sparse_compress"] = a.integer("sparse_compress", required=False, default=1)
+
+
+def _parse_compressed(a: Fields, kw: dict[str, Any], label: str) -> None:
+    """The optional compressed-KV fields of the ``attention:`` block (DeepSeek-V4): layers that
+    attend every row of ``compress_ratio`` tokens, and whether compressed layers also attend the
+    last ``sliding_window`` raw tokens."""
+    kw["compressed_layers"] = a.integer("compressed_layers", required=False, default=0, minimum=0)
+    kw["compress_ratio"] = a.integer("compress_ratio", required=kw["compressed_layers"] > 0, default=1)
+    kw["compressed_window"] = a.boolean("compressed_window")
+    if kw["compressed_window"] and not kw.get("sliding_window"):
+        raise SpecError(label, a.path("compressed_window"), "given with attention.sliding_window (its size)")
 
 
 LINEAR_KINDS = ("gated_deltanet", "kda", "mamba2")

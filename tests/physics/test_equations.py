@@ -109,9 +109,10 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         d=i(512, 8192), d_e=i(512, 8192), W_lat=u(0, 1e8), n_mx=i(2, 3),
         n_L=i(4, 80), n_Ld=i(0, 3), E=E, k=i(1, 8), E_s=i(0, 2), f_e=i(256, 4096),
         f_d=i(0, 20000), h=i(8, 128), V=i(1000, 200000), n_emb=i(1, 2), W_attn=u(1e6, 2e8), W_rep=u(0, 1e6),
-        e_kv=i(64, 1024), c_att=i(64, 1200), phi_w=u(0, 0.25), S_w=i(128, 4096), n_mtp=i(0, 1),
+        e_kv=i(64, 1024), c_att=i(64, 1200), phi_w=u(0, 0.1), S_w=i(128, 4096), n_mtp=i(0, 1),
         # attention layers at least the sliding and sparse ones among them
-        phi_a=u(0.5, 1), phi_x=u(0, 0.25), S_k=i(256, 4096), h_I=i(0, 64), d_I=i(0, 128), m_I=u(0, 200),
+        phi_a=u(0.5, 1), phi_x=u(0, 0.2), phi_z=u(0, 0.2), c_x=i(1, 8), c_z=i(1, 256), x_cw=i(0, 1),
+        S_k=i(256, 4096), h_I=i(0, 64), d_I=i(0, 128), m_I=u(0, 200),
         phi_lm=u(0, 1), F_lt=u(0, 1e7), m_st=u(0, 4e6),
         x_mtp=float(rng.integers(0, 2)), n_Ldr=i(0, 2), f_dr=i(1000, 20000), n_fuse=i(0, 3), n_hdr=i(0, 1),
         V_dr=i(1000, 200000),

@@ -26,8 +26,8 @@ def test_the_indexer_by_hand():
     # DeepSeek-V3.2, one decode token of one sequence at 32k context, one GPU: 64 heads of 128 score
     # every cached token, 2 x 64 x 128 x 32,768 = 536,870,912 FLOPs; its keys, 132 B each, 4,325,376 B
     S = 32768.0
-    F = _value(eq.F_index, b=1.0, s_q=1.0, h_I=64.0, TP_a=1.0, d_I=128.0, S=S)
-    M = _value(eq.M_index, b=1.0, S=S, m_I=132.0)
+    F = _value(eq.F_index, b=1.0, s_q=1.0, h_I=64.0, TP_a=1.0, d_I=128.0, S=S, c_x=1.0)
+    M = _value(eq.M_index, b=1.0, S=S, m_I=132.0, c_x=1.0)
     assert F == 2 * 64 * 128 * S == 536_870_912
     assert M == S * 132 == 4_325_376
     # against the dense MLA it replaces (absorbed, 128 heads of 2 x 512 + 64): 2 x 128 x 1088 x S FLOPs
@@ -43,7 +43,7 @@ def test_sparse_reads_the_top_k_and_the_indexer_keys():
     hbm = eq.PARTS["attn_core.hbm"]
     common = dict(x_al=0.0, x_off=0.0, eta_m=1.0, B_hbm=1.0, b=1.0, e_kv=576.0, b_kv=2.0, s_kv=1.0,
                   phi_a=1.0, phi_w=0.0, phi_x=1.0, phi_lm=0.0, S_w=1.0, m_I=132.0, S_k=2048.0, m_st=0.0,
-                  TP_a=1.0)
+                  TP_a=1.0, c_x=1.0, phi_z=0.0, c_z=1.0, x_cw=0.0)
     for S in (1024.0, 2048.0, 131072.0):
         got = _value(hbm, S=S, **common)
         assert math.isclose(got, min(S, 2048.0) * 1152 + S * 132)
@@ -59,7 +59,7 @@ def test_linear_mixers_hold_a_state_not_a_cache():
     S = 8192.0
     per_seq = _value(eq.m_seq, S_c=S, phi_a=15 / 60, phi_w=0.0, S_w=1.0, e_kv=2 * 2 * 256.0, b_kv=2.0,
                      n_L=60.0, s_kv=2.0, phi_x=0.0, m_I=0.0, phi_lm=45 / 60,
-                     m_st=m.linear_state_bytes_per_layer, TP_a=4.0)
+                     m_st=m.linear_state_bytes_per_layer, TP_a=4.0, c_x=1.0, phi_z=0.0, c_z=1.0, x_cw=0.0)
     assert math.isclose(per_seq, S * 15 * 2 * 2 * 256 * 2 / 2 + 45 * 4_268_032 / 4)
 
 
@@ -130,6 +130,18 @@ def test_a_latent_moe_dispatches_and_multiplies_in_its_latent_width():
 def test_the_indexer_runs_as_its_kernels():
     # with nothing to read or multiply, a sparse layer's indexer still costs its n_kx kernels (14 on
     # SGLang's decode path, planner.physics.step.KERNELS), tau_k each, times the sparse share of layers
-    got = _value(eq.t_index, phi_x=0.5, b=1.0, s_q=1.0, h_I=0.0, d_I=0.0, TP_a=1.0, S=1.0, m_I=0.0,
+    got = _value(eq.t_index, phi_x=0.5, b=1.0, s_q=1.0, h_I=0.0, d_I=0.0, TP_a=1.0, S=1.0, m_I=0.0, c_x=1.0,
                  eta_fa=1.0, P_a=1.0, eta_m=1.0, B_hbm=1.0, n_kx=14.0, tau_k=3e-6)
     assert math.isclose(got, 0.5 * 14 * 3e-6)
+
+
+def test_compressed_layers_read_rows_and_a_window():
+    # DeepSeek-V4-Pro at 32k context: each of its 30 sparse layers reads the top 1,024 of its 8,192
+    # rows of 4 tokens and its 128-token window; each of its 31 others all 256 rows of 128 tokens and
+    # the window: per layer on average (30 x 1,152 + 31 x 384) / 61 rows; and it holds
+    # (30 x (8,192 + 128) + 31 x (256 + 128)) / 61
+    common = dict(phi_a=1.0, phi_w=0.0, phi_x=30 / 61, phi_z=31 / 61, c_x=4.0, c_z=128.0, S_k=1024.0,
+                  S_w=128.0, x_cw=1.0)
+    assert math.isclose(_value(eq.S_eff, S=32768.0, **common), (30 * 1152 + 31 * 384) / 61)
+    held = (30 * (8192 + 128) + 31 * (256 + 128)) / 61
+    assert math.isclose(_value(eq.S_c_eff, S_c=32768.0, **common), held)

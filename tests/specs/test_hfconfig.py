@@ -446,9 +446,10 @@ def _edit(name, fn):
 
 BAD = [
     ("unsupported-architecture", _edit("mixtral-8x7b", lambda c: c.update(model_type="gemma3")),
-     "model_type: one of deepseek_v3, kimi_k2, deepseek_v2, deepseek_v32, glm_moe_dsa, qwen3_moe, gpt_oss, "
-     "mixtral, minimax_m2, minimax_m3, glm4_moe, olmoe, phimoe, granitemoe, hunyuan_v1_moe, ernie4_5_moe, "
-     "llama4, qwen3_next, qwen3_5_moe, kimi_linear, nemotron_h, llama, qwen3; got 'gemma3'"),
+     "model_type: one of deepseek_v3, kimi_k2, deepseek_v2, deepseek_v32, deepseek_v4, glm_moe_dsa, "
+     "qwen3_moe, gpt_oss, mixtral, minimax_m2, minimax_m3, glm4_moe, olmoe, phimoe, granitemoe, "
+     "hunyuan_v1_moe, ernie4_5_moe, llama4, qwen3_next, qwen3_5_moe, kimi_linear, nemotron_h, llama, qwen3; "
+     "got 'gemma3'"),
     ("hybrid-granite", _edit("granite-3.1-3b-a800m-instruct",
                              lambda c: c.update(model_type="granitemoehybrid")),
      "model_type: one of deepseek_v3"),

@@ -133,7 +133,8 @@ def test_bad_hybrid_configs_are_one_line_errors(tmp_path):
                                                        ("glm-5-fp8", "glm-5"),
                                                        ("qwen3.5-397b-a17b", "qwen3.5-397b-a17b"),
                                                        ("kimi-k3", "kimi-k3"), ("minimax-m3", "minimax-m3"),
-                                                       ("llama-4-maverick-17b-128e", "llama-4-maverick")])
+                                                       ("llama-4-maverick-17b-128e", "llama-4-maverick"),
+                                                       ("deepseek-v4-pro", "deepseek-v4-pro")])
 def test_bundled_specs_are_their_configs(fixture_name, bundled):
     hf, ref = load_hf_config(DATA / fixture_name), load_model(bundled)
     counts = ("total_params", "active_params", "mtp_params")
@@ -220,3 +221,35 @@ def test_nemotron_h_blocks_mamba_and_plain_experts():
     assert m.state_bytes == 23 * (64 * 64 * 128 * 4 + 6144 * 3 * 2)
     super_ = load_hf_config(DATA / "nemotron-3-super")
     assert super_.latent_dim == 1024 and super_.expert_params == 2 * 1024 * 2688
+
+
+@pytest.mark.parametrize(("name", "total", "active"), [
+    # DeepSeek-V4 model card: "DeepSeek-V4-Pro with 1.6T parameters (49B activated) and DeepSeek-V4-Flash
+    # with 284B parameters (13B activated)"
+    ("deepseek-v4-pro", 1.6e12, 49e9),
+    ("deepseek-v4-flash", 284e9, 13e9),
+])
+def test_deepseek_v4_totals(name, total, active):
+    m = load_hf_config(DATA / name)
+    assert math.isclose(m.total_params, total, rel_tol=0.03)
+    assert math.isclose(m.active_params, active, rel_tol=0.03)
+
+
+def test_deepseek_v4_compressed_kv():
+    m = load_hf_config(DATA / "deepseek-v4-pro")
+    # compress_ratios: layers 0 and 1 at 128, then 4 and 128 alternating: 30 sparse layers of 4-token
+    # rows (the indexer's top 1,024 of them) and 31 layers of 128-token rows, all read; every layer
+    # also keeps its last 128 raw tokens
+    assert (m.sparse_layers, m.sparse_compress, m.sparse_top_k) == (30, 4, 1024)
+    assert (m.compressed_layers, m.compress_ratio, m.sliding_window) == (31, 128, 128) and m.compressed_window
+    # one KV head of 512 (448 + 64 RoPE) read as key and value; FP8 cache: per token of context
+    # 30 x (512 / 4 + 132 / 4) + 31 x 512 / 128 = 4,954 B (vLLM's rows carry 72 B of scales and BF16
+    # RoPE more: 584 B a row)
+    assert m.kv_elems_per_token_layer == 512 and m.kv_precision == "fp8"
+    assert m.kv_bytes_per_token() == 30 * (512 / 4 + 132 / 4) + 31 * 512 / 128 == 4954
+    assert m.precision["routed_experts"] == "mxfp4" and m.precision["attention"] == "fp8"
+    # the attention weights of a layer: q_a 7168 x 1536 (+ norm), q_b 1536 x 128 x 512, the shared KV
+    # head 7168 x 512 (+ norm), wo_a 128 x 512 x 1024, wo_b 16 x 1024 x 7168, the hyper-connections'
+    # 2 x (24 x 4 x 7168 + 24 + 3)
+    assert m.attn_params == (7168 * 1536 + 1536 + 1536 * 128 * 512 + 7169 * 512 + 128 * 512 * 1024
+                             + 16 * 1024 * 7168 + 2 * (24 * (4 * 7168 + 1) + 3))
