@@ -338,13 +338,22 @@ def _gated_deltanet(f: Fields, kw: dict[str, Any]) -> None:
               linear_conv_kernel=f.integer("linear_conv_kernel_dim"))
     # Qwen3-Next's attention is always gated; Qwen3.5 says so (attn_output_gate)
     kw["output_gate"] = f.boolean("attn_output_gate", default=True)
-    shared = f.integer("shared_expert_intermediate_size", required=False, default=0, minimum=0)
-    if shared % kw["f_e"]:
-        raise SpecError(f.label, f.path("shared_expert_intermediate_size"),
-                        f"a multiple of moe_intermediate_size ({kw['f_e']}), got {shared}")
-    kw["E_s"] = shared // kw["f_e"]
+    kw["E_s"] = _shared_experts(f, kw, "shared_expert_intermediate_size")
     kw["mtp_layers"] = f.integer(_key(f, "mtp_num_hidden_layers", "num_nextn_predict_layers"),
                                  required=False, default=0, minimum=0)
+
+
+def _shared_experts(f: Fields, kw: dict[str, Any], width_key: str, count_key: str | None = None) -> int:
+    """Shared experts as the planner counts them: the shared MLP's width (``width_key``, times
+    ``count_key`` of them where given) in routed experts' widths ``f_e``, which it must be a
+    multiple of."""
+    shared = f.integer(width_key, required=False, default=0, minimum=0)
+    if count_key:
+        shared *= f.integer(count_key, required=False, default=1, minimum=0)
+    if shared % kw["f_e"]:
+        raise SpecError(f.label, f.path(width_key), f"a multiple of the routed experts' width ({kw['f_e']}), "
+                        f"got {shared}")
+    return shared // kw["f_e"]
 
 
 _LINEAR_NAMES = {"gated_deltanet": "gated DeltaNet", "kda": "KDA", "mamba2": "Mamba-2"}
@@ -496,12 +505,7 @@ def _nemotron_h(f: Fields, kw: dict[str, Any]) -> None:
     kw["n_Ld"], kw["f_d"] = 0, 0
     act = f.text("mlp_hidden_act", required=False, default="relu2")
     kw["ffn_matrices"] = 2 if act == "relu2" else 3
-    shared = f.integer("moe_shared_expert_intermediate_size", required=False, default=0, minimum=0)
-    shared *= f.integer("n_shared_experts", required=False, default=1, minimum=0)
-    if shared % kw["f_e"]:
-        raise SpecError(f.label, f.path("moe_shared_expert_intermediate_size"),
-                        f"a multiple of moe_intermediate_size ({kw['f_e']}), got {shared}")
-    kw["E_s"] = shared // kw["f_e"]
+    kw["E_s"] = _shared_experts(f, kw, "moe_shared_expert_intermediate_size", "n_shared_experts")
     latent = f.integer("moe_latent_size", required=False, default=0, minimum=0)
     kw["latent_dim"] = latent if latent and latent != kw["d"] else 0
     _routing_groups(f, kw)
@@ -791,12 +795,7 @@ def _minimax_m3(f: Fields, kw: dict[str, Any]) -> None:
     kw["n_Ld"] = n_L - sum(moe)
     kw["_moe_ids"] = [i for i, x in enumerate(moe) if x]
     kw["f_d"] = f.integer("dense_intermediate_size") if kw["n_Ld"] else 0
-    shared = f.integer("shared_intermediate_size", required=False, default=0, minimum=0)
-    shared *= f.integer("n_shared_experts", required=False, default=1, minimum=0)
-    if shared % kw["f_e"]:
-        raise SpecError(f.label, f.path("shared_intermediate_size"),
-                        f"a multiple of intermediate_size ({kw['f_e']}), got {shared}")
-    kw["E_s"] = shared // kw["f_e"]
+    kw["E_s"] = _shared_experts(f, kw, "shared_intermediate_size", "n_shared_experts")
     if f.boolean("attention_output_gate", default=False):
         kw["output_gate"] = True
     sa = f.sub("sparse_attention_config", required=False)

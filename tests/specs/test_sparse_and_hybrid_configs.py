@@ -43,6 +43,14 @@ PUBLISHED = [
     # 427,040,140,160 hold the vision tower (0.85B), which the text model does not; the ~23B leaves out
     # the LM head, which ours counts: + V d = 200,064 x 6,144
     ("minimax-m3", 427.04e9 - 0.85e9, 23e9 + 200_064 * 6144),
+    # NVIDIA's Nemotron-3 Nano page: "31.6B total", "3.2B active (3.6B with embeddings)": the 3.2B leaves
+    # out the input embedding, as ours does; the Nemotron-3 Super model card: "120B (12B active)"
+    ("nemotron-3-nano-30b-a3b", 31.6e9, 3.2e9),
+    ("nemotron-3-super", 120e9, 12e9),
+    # DeepSeek-V4 model card: "DeepSeek-V4-Pro with 1.6T parameters (49B activated) and DeepSeek-V4-Flash
+    # with 284B parameters (13B activated)"
+    ("deepseek-v4-pro", 1.6e12, 49e9),
+    ("deepseek-v4-flash", 284e9, 13e9),
 ]
 
 
@@ -121,7 +129,7 @@ def test_bad_hybrid_configs_are_one_line_errors(tmp_path):
         load_hf_config(write(tmp_path, cfg))
     cfg = fixture("qwen3.5-397b-a17b")
     cfg["text_config"]["shared_expert_intermediate_size"] = 1500
-    with pytest.raises(SpecError, match="shared_expert_intermediate_size: a multiple of moe_intermediate"):
+    with pytest.raises(SpecError, match="shared_expert_intermediate_size: a multiple of the routed experts"):
         load_hf_config(write(tmp_path, cfg))
     cfg = fixture("deepseek-v3.2")
     del cfg["index_topk"]
@@ -193,19 +201,6 @@ def test_minimax_m3_block_sparse_attention():
     assert m.kv_bytes_per_token() == 60 * 2 * 4 * 128 * 2 + 57 * 256 == 137_472
 
 
-@pytest.mark.parametrize(("name", "total", "active"), [
-    # NVIDIA's Nemotron-3 Nano page: "31.6B total", "3.2B active (3.6B with embeddings)": the 3.2B leaves
-    # out the input embedding, as ours does
-    ("nemotron-3-nano-30b-a3b", 31.6e9, 3.2e9),
-    # nvidia Nemotron-3 Super model card: "120B (12B active)"
-    ("nemotron-3-super", 120e9, 12e9),
-])
-def test_nemotron_h_totals(name, total, active):
-    m = load_hf_config(DATA / name)
-    assert math.isclose(m.total_params, total, rel_tol=0.03)
-    assert math.isclose(m.active_params, active, rel_tol=0.03)
-
-
 def test_nemotron_h_blocks_mamba_and_plain_experts():
     m = load_hf_config(DATA / "nemotron-3-nano-30b-a3b")
     # 52 blocks: 23 Mamba-2, 23 MoE, 6 attention; the planner's layers are the MoE blocks
@@ -221,18 +216,6 @@ def test_nemotron_h_blocks_mamba_and_plain_experts():
     assert m.state_bytes == 23 * (64 * 64 * 128 * 4 + 6144 * 3 * 2)
     super_ = load_hf_config(DATA / "nemotron-3-super")
     assert super_.latent_dim == 1024 and super_.expert_params == 2 * 1024 * 2688
-
-
-@pytest.mark.parametrize(("name", "total", "active"), [
-    # DeepSeek-V4 model card: "DeepSeek-V4-Pro with 1.6T parameters (49B activated) and DeepSeek-V4-Flash
-    # with 284B parameters (13B activated)"
-    ("deepseek-v4-pro", 1.6e12, 49e9),
-    ("deepseek-v4-flash", 284e9, 13e9),
-])
-def test_deepseek_v4_totals(name, total, active):
-    m = load_hf_config(DATA / name)
-    assert math.isclose(m.total_params, total, rel_tol=0.03)
-    assert math.isclose(m.active_params, active, rel_tol=0.03)
 
 
 def test_deepseek_v4_compressed_kv():
