@@ -299,6 +299,7 @@ def _model_table(m: Model) -> list[str]:
         attn = (f"MLA, {m.h} heads, {q}, kv_lora {m.r_kv}, "
                 f"nope/rope/v head dims {m.d_n}/{m.d_r}/{m.d_v}")
         attn += ", gated output" if m.output_gate else ""
+        attn += ", one KV head read as key and value" if m.kv_shared else ""
     else:
         attn = f"GQA, {m.h} query / {m.h_kv} KV heads of {m.d_head}" + (", QKV bias" if m.qkv_bias else "")
         if m.output_gate:
@@ -306,8 +307,13 @@ def _model_table(m: Model) -> list[str]:
         if m.sliding_window:
             attn += f", {m.sliding_window}-token window on {m.sliding_layers} layers"
     if m.sparse_top_k:
-        attn += (f"; sparse on {m.sparse_layers} layers: top {m.sparse_top_k} tokens per query, indexer "
+        rows = "rows" if m.sparse_compress > 1 else "tokens"
+        attn += (f"; sparse on {m.sparse_layers} layers: top {m.sparse_top_k} {rows} per query, indexer "
                  f"{m.indexer_heads} heads of {m.indexer_head_dim}")
+    if m.sparse_compress > 1 or m.compressed_layers:
+        attn += (f"; KV kept as rows of {m.sparse_compress} tokens on the sparse layers and of "
+                 f"{m.compress_ratio} on {m.compressed_layers} more")
+        attn += f", each also reading its last {m.sliding_window} tokens" if m.compressed_window else ""
     if m.linear_kind:
         kind = {"gated_deltanet": "gated DeltaNet", "kda": "KDA", "mamba2": "Mamba-2"}[m.linear_kind]
         attn += (f"; {m.n_attn} attention and {m.linear_layers} {kind} layers "
