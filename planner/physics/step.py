@@ -472,6 +472,23 @@ _NO_ATTN_LAW = dict(x_al=0.0, eta_a=1.0, eta_am=1.0, t_r=0.0, beta_c=np.inf, t_c
                     n_sub=1.0, n_ht=1.0, n_blk=1.0, n_kvh=1.0, e_q=1.0)
 
 
+def dispatch_context(model: Model, S: Any) -> Any:
+    """The context a decode attention kernel is dispatched for: ``S``, or for a model with sparse or
+    compressed layers the rows its attention layers read, on average: a sparse layer the top
+    ``sparse_top_k`` of its ``S / sparse_compress`` rows, a compressed one its ``S / compress_ratio``
+    rows, each with its window where it keeps one (the kernel splits the rows it reads, not the
+    cache it holds)."""
+    if not (model.sparse_layers or model.compressed_layers):
+        return S
+    S = np.asarray(S, float)
+    window = np.minimum(S, model.sliding_window) if model.compressed_window else 0.0
+    dense = model.n_attn - model.sparse_layers - model.compressed_layers
+    sparse = np.minimum(S / model.sparse_compress, model.sparse_top_k) + window
+    compressed = S / model.compress_ratio + window
+    rows = dense * S + model.sparse_layers * sparse + model.compressed_layers * compressed
+    return np.maximum(rows / model.n_attn, 1.0)
+
+
 def attention_law_values(model: Model, hw: Hardware, prec: Precisions, mode: str, phase: str, *, b: Any,
                          S: Any, TP_a: Any, s_kv: Any) -> dict[str, Any]:
     """The decode attention law's symbols for a decode step in realistic mode, where the stack
@@ -481,9 +498,11 @@ def attention_law_values(model: Model, hw: Hardware, prec: Precisions, mode: str
     sequences of ``S`` tokens and its heads on the GPU (:mod:`planner.physics.dispatch`, the kernel
     scorecard's own); MLA's per-row work ``S_a0``.  Elsewhere ``x_al = 0`` (the roofline).  Not
     modelled: SGLang's and vLLM's Triton decode backends (the head dimensions the others do not
-    take); a model with sliding-window layers is dispatched at its full context."""
+    take); a model with sliding-window layers is dispatched at its full context, one with sparse or
+    compressed layers at the rows its attention layers read on average (:func:`dispatch_context`)."""
     if mode != "realistic" or phase != "decode":
         return dict(_NO_ATTN_LAW)
+    S = dispatch_context(model, S)
     mla = model.attention == "mla"
     kv = "bf16" if prec.kv == "fp16" else prec.kv
     # another stack's law, where it is one, with the dispatch of that stack's kernels
