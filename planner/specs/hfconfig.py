@@ -106,6 +106,9 @@ ARCH_CLASSES = {
     "LlamaForCausalLM": "llama",
     "Qwen3ForCausalLM": "qwen3",
 }
+#: the most layers a config may declare (the largest published model has under 200; the importers
+#: walk the layers one by one, so an absurd count is refused rather than iterated)
+MAX_LAYERS = 10_000
 _MLA = ("deepseek_v3", "kimi_k2", "deepseek_v2", "deepseek_v32", "deepseek_v4", "glm_moe_dsa")
 #: MLA families with DeepSeek sparse attention (an indexer picks the top-k tokens per query)
 _DSA = ("deepseek_v32", "glm_moe_dsa")
@@ -177,7 +180,7 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
     kw: dict[str, Any] = {"name": name, "architecture": arch, "source": f"Hugging Face config.json: {label}"}
     kw["d"] = f.integer("hidden_size")
     n_L = kw["n_L"] = f.integer("num_hidden_layers", required=arch != "nemotron_h", default=0,
-                                minimum=0 if arch == "nemotron_h" else 1)
+                                minimum=0 if arch == "nemotron_h" else 1, maximum=MAX_LAYERS)
     if arch == "nemotron_h":  # a model of blocks: the planner's layers are its MoE blocks
         n_L = kw["n_L"] = _nemotron_blocks(f).count("E")
     kw["V"] = f.integer("vocab_size")
@@ -203,7 +206,7 @@ def parse_hf_config(doc: dict[str, Any], label: str, name: str = "model") -> Mod
         raise SpecError(label, f.path(topk),
                         f"at most the number of routed experts ({kw['E']}), got {kw['k']}")
     if kw["n_Ld"] >= n_L and arch not in _DENSE:
-        raise SpecError(label, f.path("first_k_dense_replace" if arch in _MLA else _DENSE_KEY[arch]),
+        raise SpecError(label, f.path(_DENSE_KEY.get(arch, "first_k_dense_replace")),
                         f"fewer dense layers than num_hidden_layers ({n_L}), got {kw['n_Ld']}")
     if kw["n_Ld"] and not kw["f_d"]:
         raise SpecError(label, f.path("intermediate_size"), "a dense FFN size, since there are dense layers")
@@ -260,7 +263,7 @@ def _model_type(top: Fields, f: Fields) -> str:
         archs = fields.doc.get("architectures")
         if isinstance(archs, list) and archs:
             for a in archs:
-                if a in ARCH_CLASSES:
+                if isinstance(a, str) and a in ARCH_CLASSES:
                     return ARCH_CLASSES[a]
             raise SpecError(top.label, fields.path("architectures"),
                             f"one of {', '.join(ARCH_CLASSES)} (or a model_type among "
@@ -468,7 +471,7 @@ def _nemotron_blocks(f: Fields) -> str:
         pattern = f.text("hybrid_override_pattern")
     else:
         kinds = f.raw("layers_block_type")
-        if not isinstance(kinds, list) or any(k not in _BLOCK_KINDS for k in kinds):
+        if not isinstance(kinds, list) or any(not isinstance(k, str) or k not in _BLOCK_KINDS for k in kinds):
             raise SpecError(f.label, f.path("layers_block_type"),
                             f"a list of block kinds ({', '.join(_BLOCK_KINDS)})")
         pattern = "".join(_BLOCK_KINDS[k] for k in kinds)

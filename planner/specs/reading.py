@@ -15,6 +15,10 @@ import yaml
 
 from planner.errors import SpecError
 
+#: the largest integer a spec may give: 2**53, the last one a float64 holds exactly (every count a
+#: model or system has is far below it, and the sweeps compute in float64)
+MAX_INTEGER = 2**53
+
 #: "1e6": a number in scientific notation without a decimal point, which YAML 1.1 (PyYAML) reads
 #: as text
 _SCI_TEXT = re.compile(r"\s*[-+]?\d+(\.\d*)?[eE][-+]?\d+\s*")
@@ -192,7 +196,7 @@ class Fields:
         return Fields(value, self.label, self.path(key))
 
     def integer(self, key: str, required: bool = True, default: int | None = None,
-                minimum: int = 1) -> int | None:
+                minimum: int = 1, maximum: int = MAX_INTEGER) -> int | None:
         value = self.raw(key, required, default)
         if value is None:
             return None
@@ -200,6 +204,8 @@ class Fields:
             raise SpecError(self.label, self.path(key), f"an integer, got {value!r}")
         if value < minimum:
             raise SpecError(self.label, self.path(key), f"an integer >= {minimum}, got {value}")
+        if value > maximum:
+            raise SpecError(self.label, self.path(key), f"an integer <= {maximum}, got {value}")
         return value
 
     def number(self, key: str, lo: float = 0.0, hi: float = math.inf, required: bool = True,

@@ -137,6 +137,32 @@ def test_bad_hybrid_configs_are_one_line_errors(tmp_path):
         load_hf_config(write(tmp_path, cfg))
 
 
+@pytest.mark.parametrize(("name", "edit", "message"), [
+    # an absurd layer count is refused before the importers walk the layers one by one
+    ("qwen3.5-397b-a17b", lambda c: c["text_config"].update(num_hidden_layers=10**30),
+     r"text_config\.num_hidden_layers: an integer <= 10000, got 10{30}"),
+    ("kimi-k3", lambda c: c["text_config"].update(num_hidden_layers=10**30),
+     "num_hidden_layers: an integer <="),
+    # every dense layer: the error names the key of the family (K3's first_k_dense_replace)
+    ("kimi-k3", lambda c: c["text_config"].update(first_k_dense_replace=10**6),
+     "first_k_dense_replace: fewer dense layers than num_hidden_layers"),
+    # architectures of the wrong kind are named, not hashed
+    ("minimax-m3", lambda c: (c["text_config"].pop("model_type", None), c.pop("model_type", None),
+                              c["text_config"].update(architectures=[{}])), "architectures: one of"),
+    ("nemotron-3-nano-30b-a3b",
+     lambda c: c.update(hybrid_override_pattern=None, layers_block_type=[["mamba"]]),
+     "a list of block kinds"),
+    # an integer past 2**53 is not a count any model has (and would not survive float64)
+    ("deepseek-v3.2", lambda c: c.update(hidden_size=2**53 + 1),
+     r"hidden_size: an integer <= 9007199254740992"),
+])
+def test_absurd_sizes_and_kinds_are_one_line_errors(tmp_path, name, edit, message):
+    cfg = fixture(name)
+    edit(cfg)
+    with pytest.raises(SpecError, match=message):
+        load_hf_config(write(tmp_path, cfg))
+
+
 @pytest.mark.parametrize(("fixture_name", "bundled"), [("deepseek-v3.2", "deepseek-v3.2"),
                                                        ("glm-5-fp8", "glm-5"),
                                                        ("qwen3.5-397b-a17b", "qwen3.5-397b-a17b"),
