@@ -175,3 +175,121 @@ def _speculation() -> sp.Expr:
 #: Mean tokens per step of speculative decoding (Leviathan et al. 2023).
 tokens_per_step = _speculation()
 EQUATIONS["tokens_per_step"] = tokens_per_step
+
+
+# ---- service levels as percentiles ------------------------------------------------------------
+p_s = sp.Symbol("p_s", positive=True)           #: the percentile, as a fraction (0.99 for p99)
+N_u = sp.Symbol("N_u", positive=True)           #: requests a closed-loop benchmark sends per user
+x_st = sp.Symbol("x_st", nonnegative=True)      #: 1 where decode waits while prompts are prefilled
+t_pt = sp.Symbol("TPOT", positive=True)         #: median time per output token, s
+v_T = sp.Symbol("v_T", nonnegative=True)        #: variance of the tokens one step emits per sequence
+z_p = sp.Symbol("z_p", real=True)               #: the standard normal quantile of p_s
+rho_p = sp.Symbol("rho_p", positive=True)       #: utilisation of the prefill pool
+S_p = sp.Symbol("S_p", positive=True)           #: mean prefill service time of one prompt, s
+c_a2 = sp.Symbol("c_a2", nonnegative=True)      #: squared coefficient of variation of inter-arrival times
+c_s2 = sp.Symbol("c_s2", nonnegative=True)      #: squared coefficient of variation of service times
+SERVING_SYMBOLS.update({
+    "p_s": (p_s, "the percentile of a service level, as a fraction (0.99 for p99)", "1"),
+    "N_u": (N_u, "requests a closed-loop benchmark sends per user (its prompts over its concurrency; "
+            "InferenceX: 10)", "1"),
+    "x_st": (x_st, "1 where a request's decode stops while other prompts are prefilled (aggregated "
+             "serving), 0 where prefill runs on its own GPUs (disaggregated)", "1"),
+    "TPOT": (t_pt, "median time per output token", "s"),
+    "v_T": (v_T, "variance of the tokens one speculative step emits per sequence", "token^2"),
+    "z_p": (z_p, "the standard normal quantile of p_s (2.326 for p99)", "1"),
+    "rho_p": (rho_p, "utilisation of the prefill pool (arrival rate x service time)", "1"),
+    "S_p": (S_p, "mean prefill service time of one prompt at its pool (tokens / pool tokens/s)", "s"),
+    "c_a2": (c_a2, "squared coefficient of variation of the requests' inter-arrival times (1: Poisson)",
+             "1"),
+    "c_s2": (c_s2, "squared coefficient of variation of the prompts' service times (of their lengths)",
+             "1"),
+})
+
+#: Where in the first wave of a closed-loop burst the request at percentile p_s stands.  A
+#: benchmark of N_u requests per user starts all its users at once, so the first wave's prompts
+#: queue behind each other and the slowest (1 - p_s) N_u C requests of the N_u C it sends are the
+#: last (1 - p_s) N_u of each user's first prompts: at p99 of 10 per user, the request 90% of the
+#: way through the wave (later waves arrive spread out, as requests end at different times).
+q_burst = sp.Max(0, 1 - (1 - p_s) * N_u)
+#: TTFT at percentile p_s of a closed-loop burst: ttft_served with the wave share q_burst.
+ttft_burst = t_req + tau_h * n_kp + t_pass + q_burst * t_wave
+#: TPOT at percentile p_s of a closed-loop burst.  Where decode stops while prompts are prefilled
+#: (aggregated: the stacks run a waiting prompt before the next decode step), the first users'
+#: requests decode while the rest of the first wave is prefilled, and wait q_burst t_wave in all
+#: over their O - 1 tokens.  Speculation draws the tokens of each step at random: a request needs
+#: (O - 1) / A steps on average, with variance (O - 1) v_T / A^3 (a renewal count), so its TPOT
+#: spreads by z_p sqrt(v_T / ((O - 1) A)) of the median.
+tpot_burst = t_pt * (1 + z_p * sp.sqrt(v_T / ((O_out - 1) * A))) + x_st * q_burst * t_wave / (O_out - 1)
+
+
+def _draft_variance() -> sp.Expr:
+    """Variance of the tokens a step emits with ``n_draft`` drafts at acceptance ``alpha``: a step
+    emits 1 + j tokens where the first j drafts are accepted, P(T > k) = alpha^k for k <= n, so
+    E[T^2] = sum_k (2k + 1) alpha^k (k = 0..n) and v_T = E[T^2] - A^2."""
+    alpha, n = sp.Symbol("alpha", positive=True), sp.Symbol("n_draft", positive=True)
+    k = sp.Symbol("k", integer=True, nonnegative=True)
+    second = sp.summation((2 * k + 1) * alpha ** k, (k, 0, n))
+    return sp.simplify(second) - tokens_per_step ** 2
+
+
+v_T_draft = _draft_variance()
+#: Kingman's approximation of the mean wait in a G/G/1 queue (Kingman 1961): the prefill pool
+#: serves prompts in S_p each at utilisation rho_p.
+wait_mean = rho_p / (1 - rho_p) * (c_a2 + c_s2) / 2 * S_p
+#: The wait at percentile p_s: in heavy traffic a request waits with probability rho_p, and then an
+#: exponential time of mean wait_mean / rho_p (Kingman 1962), so P(W > w) = rho_p exp(-w rho_p /
+#: wait_mean) and the percentile is (wait_mean / rho_p) ln(rho_p / (1 - p_s)), 0 where rho_p <= 1 - p_s.
+wait_p = sp.Max(0, wait_mean / rho_p * sp.log(rho_p / (1 - p_s)))
+#: TTFT at percentile p_s of an open stream of requests: ttft_served with the queue's wait.
+ttft_queue = t_req + tau_h * n_kp + t_pass + wait_p
+#: The decode batch a request meets at percentile p_s of an open stream: the requests in decode are
+#: an infinite-server queue, Poisson in number for Poisson arrivals (variance = mean, M/G/inf);
+#: other arrivals scale the variance by the peakedness (1 + c_a2) / 2 (Whitt 1984); normal tail.
+b_p = b + z_p * sp.sqrt(b * (1 + c_a2) / 2)
+
+EQUATIONS.update({"ttft_burst": ttft_burst, "tpot_burst": tpot_burst, "v_T": v_T_draft,
+                  "wait_mean": wait_mean, "wait_p": wait_p, "ttft_queue": ttft_queue, "b_p": b_p})
+
+
+# ---- KV tiers and prefix reuse ----------------------------------------------------------------
+h_r = sp.Symbol("h_r", nonnegative=True)        #: share of the reusable prefix tokens found cached
+I_c = sp.Symbol("I_c", nonnegative=True)        #: prompt tokens a previous turn already computed
+C_tier = sp.Symbol("C_tier", nonnegative=True)  #: bytes per GPU the tiers in use hold for idle sessions
+t_idle = sp.Symbol("t_idle", positive=True)     #: time a session waits between its turns, s
+m_sess = sp.Symbol("m_sess", positive=True)     #: cache bytes of one idle session (its whole context)
+y_hit = sp.Symbol("y_hit", positive=True)       #: output tokens/s per GPU when every prefix is cached
+y_miss = sp.Symbol("y_miss", positive=True)     #: output tokens/s per GPU when no prefix is
+B_tier = sp.Symbol("B_tier", positive=True)     #: per-GPU bandwidth of a tier towards the GPU, B/s
+eta_tier = sp.Symbol("eta_tier", positive=True)  #: achieved fraction of it
+SERVING_SYMBOLS.update({
+    "h_r": (h_r, "share of the reusable prefix tokens found in a KV tier (the rest is recomputed)", "1"),
+    "I_c": (I_c, "prompt tokens of a request that a previous turn of its session computed", "token"),
+    "C_tier": (C_tier, "bytes per GPU that the KV tiers in use hold for sessions between turns", "B"),
+    "t_idle": (t_idle, "time a session waits between its turns (tool calls, the user's reading)", "s"),
+    "m_sess": (m_sess, "cache bytes one session holds between turns (its context x KV bytes per token)",
+               "B"),
+    "y_hit": (y_hit, "output tokens/s per GPU at one interactivity with every reusable prefix cached",
+              "token/s"),
+    "y_miss": (y_miss, "the same with every prefix recomputed", "token/s"),
+    "B_tier": (B_tier, "per-GPU bandwidth of a KV tier towards its GPU (HBM, host link, NVMe)", "B/s"),
+    "eta_tier": (eta_tier, "achieved fraction of that bandwidth", "1"),
+})
+
+#: Prompt tokens a request computes: the new ones and the reusable prefix that no tier held.
+I_computed = I_in - h_r * I_c
+#: Output tokens/s per GPU at hit share h_r: the GPU-seconds per output token are linear in the prompt
+#: tokens computed (disaggregated: 1/X_d + (I/O)/X_p; aggregated: the step's prefill share), so
+#: between the all-hit and the all-miss frontier at the same tokens/s per user they blend linearly.
+y_reuse = 1 / ((1 - h_r) / y_miss + h_r / y_hit)
+#: Sessions wait between turns holding m_sess each; a GPU serving y output tokens/s starts y / O
+#: requests a second, so it keeps (y / O) t_idle sessions.  The tiers hold a share C_tier / (that x
+#: m_sess) of them: h_r = min(1, K / y) with K = C_tier O / (t_idle m_sess).  With y = y_reuse(h_r),
+#: 1/y = 1/y_miss - h_r (1/y_miss - 1/y_hit), and the fixed point is linear in h_r.
+K_tier = C_tier * O_out / (t_idle * m_sess)
+hit_share = sp.Min(1, K_tier / y_miss / (1 + K_tier * (1 / y_miss - 1 / y_hit)))
+#: Time to bring one session's prefix back from a tier: its I_c tokens' cache, m_kv bytes each,
+#: over the links of the n_send GPUs of the rank that holds it.
+t_restore = I_c * sp.Symbol("m_kv", positive=True) / (sp.Symbol("n_send", positive=True) * eta_tier * B_tier)
+
+EQUATIONS.update({"I_computed": I_computed, "y_reuse": y_reuse, "hit_share": hit_share,
+                  "t_restore": t_restore})

@@ -375,6 +375,7 @@ def predict(
     ``t_<category>_s`` (seconds each resource is busy in one decode step),
     ``reason`` (0: feasible) beside the deployment's own.  Speculation: :func:`bench_speculation`
     (``acceptance_scale`` 1: the published acceptance)."""
+    from planner.serving.percentiles import burst
     from planner.serving.prefill import aggregated_prefill_terms, chunked_prefill_rate, served_ttft
 
     prec = resolve_precisions(model, hw, weights, kv)
@@ -459,6 +460,10 @@ def predict(
         ]
     e2e = ttft + (O - 1.0) * tpot
     out_tps = conc * O / (e2e * gpus)
+    # p99 of the benchmark's burst: its first wave queued, aggregated decode stalled by it
+    tt99, tp99 = burst(0.99, t_req=e.ttft_request if real else 0.0, tau_h=e.ttft_host if real else 0.0,
+                       n_kp=pass_kernels(model), t_pass=t_pass, t_wave=wave, tpot=tpot, osl=O, A=A_all,
+                       drafts=dep.drafts.to_numpy(float), stall=(~disagg).astype(float))
     ok = (reason == 0) & np.isfinite(out_tps) & np.isfinite(ttft)
     return dep.assign(
         gpus_total=gpus,
@@ -467,6 +472,8 @@ def predict(
         tpot_s=tpot,
         ttft_s=ttft,
         e2e_s=e2e,
+        ttft_p99_s=tt99,
+        tpot_p99_s=tp99,
         tps_per_user=1.0 / tpot,
         output_tps_per_gpu=out_tps,
         total_tps_per_gpu=out_tps * (I + O) / O,

@@ -187,6 +187,13 @@ class FrontierScore:
                 "ttft_median_abs_err": _q(s.ttft_err.to_numpy(float), 0.5),
                 "bias": _q((s.pred_output_tps_per_gpu / s.tps_per_gpu_output).to_numpy(float), 0.5),
             },
+            "p99": {
+                "points": int(np.isfinite(s.ttft_p99_err.to_numpy(float)).sum()),
+                "ttft_median_abs_err": _q(s.ttft_p99_err.to_numpy(float), 0.5),
+                "tpot_median_abs_err": _q(s.tpot_p99_err.to_numpy(float), 0.5),
+                "ttft_bias": _q((s.pred_ttft_p99_s / s.p99_ttft_s).to_numpy(float), 0.5),
+                "tpot_bias": _q((s.pred_tpot_p99_s / s.p99_tpot_s).to_numpy(float), 0.5),
+            },
             "frontier": {
                 "points_compared": int(np.isfinite(ratio).sum()),
                 "points_beyond_reach": int((~np.isfinite(ratio)).sum()),
@@ -275,6 +282,8 @@ def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = Tr
         "pred_output_tps_per_gpu",
         "pred_tpot_s",
         "pred_ttft_s",
+        "pred_ttft_p99_s",
+        "pred_tpot_p99_s",
         "pred_tps_per_user",
         "bound_tps_per_gpu",
     ):
@@ -300,6 +309,8 @@ def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = Tr
         df.loc[idx, "pred_output_tps_per_gpu"] = p.output_tps_per_gpu
         df.loc[idx, "pred_tpot_s"] = p.tpot_s
         df.loc[idx, "pred_ttft_s"] = p.ttft_s
+        for c in ("ttft_p99_s", "tpot_p99_s"):  # (a stand-in predictor may not give them)
+            df.loc[idx, f"pred_{c}"] = p[c] if c in p.columns else np.nan
         df.loc[idx, "pred_tps_per_user"] = p.tps_per_user
         df.loc[idx, "pred_bottleneck"] = p.bottleneck
         bad = p.reason.to_numpy() != 0
@@ -307,6 +318,11 @@ def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = Tr
     df["tps_err"] = _err(df.pred_output_tps_per_gpu, df.tps_per_gpu_output)
     df["tpot_err"] = _err(df.pred_tpot_s, df.tpot_s)
     df["ttft_err"] = _err(df.pred_ttft_s, df.ttft_s)
+    for c in ("p99_ttft_s", "p99_tpot_s"):
+        if c not in df.columns:
+            df[c] = np.nan
+    df["ttft_p99_err"] = _err(df.pred_ttft_p99_s, pd.to_numeric(df.p99_ttft_s, errors="coerce"))
+    df["tpot_p99_err"] = _err(df.pred_tpot_p99_s, pd.to_numeric(df.p99_tpot_s, errors="coerce"))
     df["scored"] = (df.status == "") & (df.rule == "")
     # the bound: decode alone at datasheet peaks, the limit search, every draft accepted
     df["bound_violation"] = False
