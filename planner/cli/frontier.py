@@ -108,6 +108,10 @@ def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated
                        help="time-to-first-token limit for the prefill pool, seconds (default 2): "
                        "the request's latency outside the passes (realistic mode: the stack's "
                        "fitted t_req), its prefill pass and the KV hand-off")
+        if search:  # frontier and compare
+            from planner.cli.workload import add_workload_flags
+
+            add_workload_flags(g)
     s = p.add_argument_group("search space (omit to let the search choose)")
     s.add_argument("--gpus", type=positive_int, default=None,
                    help="fix the instance size in GPUs (e.g. 8 for one HGX node)")
@@ -179,8 +183,11 @@ def _settings(attrs: dict[str, Any]) -> dict[str, Any]:
 
 
 def cmd_frontier(args: argparse.Namespace) -> int:
+    from planner.cli.workload import cmd_frontier_workload, workload_asked
     from planner.serving.frontiers import frontier
 
+    if workload_asked(args):
+        return cmd_frontier_workload(args)
     check_output_args(args, files=["csv"], plots=["plot"])
     df = frontier(args.model, args.hardware, **frontier_kwargs(args))
     band = _band(args, args.model, args.hardware, df)
@@ -386,8 +393,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
 
+    from planner.cli.workload import cmd_compare_workload, workload_asked
     from planner.serving.comparison import compare, explain
 
+    if workload_asked(args):
+        return cmd_compare_workload(args)
     if len(args.hardware) != 2:
         raise SpecError("<input>", "--hardware", f"two systems to compare, got {len(args.hardware)}")
     if args.at is not None and not args.explain:

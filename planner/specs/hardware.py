@@ -248,6 +248,8 @@ class Hardware:
     price_per_gpu_hour: float    #: USD per GPU-hour (rental or TCO)
     efficiency: Efficiency
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    nvme_capacity: float = 0.0   #: B of local NVMe per GPU (0: none given)
+    nvme_bandwidth: float = 0.0  #: B/s of NVMe reads per GPU
     path: str = field(default="", compare=False, repr=False)
     #: realistic-mode efficiencies fitted per serving stack (``stacks:`` block); ``stack`` is the
     #: one in use ("" where the spec has none: its ``efficiency:`` block as written)
@@ -466,6 +468,13 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
         host_cap = _fact(host, "capacity", "bytes", src, span="capacity")
         host_bw = _fact(host, "bandwidth", "bandwidth", src, link=True, span="link")
         host.done()
+    # local NVMe per GPU (a KV tier for sessions between turns): capacity, and read bandwidth
+    nvme = f.sub("local_storage", required=False)
+    nvme_cap, nvme_bw = 0.0, 0.0
+    if nvme is not None:
+        nvme_cap = _fact(nvme, "capacity", "bytes", src, span="capacity")
+        nvme_bw = _fact(nvme, "bandwidth", "bandwidth", src, span="link")
+        nvme.done()
 
     s = f.sub("system")
     gpus_per_system = _fact(s, "gpus_per_system", None, src, integer=True)
@@ -533,6 +542,7 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
         hbm_capacity=hbm_capacity, hbm_bandwidth=hbm_bandwidth, tdp=tdp, sm_count=sm_count,
         domain_size=domain_size, su_bandwidth=su_bw, su_latency=su_lat,
         so_bandwidth=so_bw, so_latency=so_lat, host_capacity=host_cap, host_bandwidth=host_bw,
+        nvme_capacity=nvme_cap, nvme_bandwidth=nvme_bw,
         gpus_per_system=gpus_per_system, gpus_per_unit=gpus_per_unit, unit=unit,
         power_per_gpu=power, power_per_gpu_typical=power_typical, price_per_unit=price_unit,
         price_per_gpu_hour=price_hour,

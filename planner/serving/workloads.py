@@ -1,0 +1,295 @@
+"""A frontier for a workload (:mod:`planner.specs.workload`): prefix reuse through KV tiers, the
+prefill pool sized for a TTFT percentile, and TPOT at a percentile of the decode batch.
+
+How a workload frontier is drawn (the equations of :mod:`planner.physics.serving_eq`):
+
+- two limit-search frontiers at the workload's mean lengths: every reusable prefix recomputed
+  (``y_miss``) and every one found cached (``y_hit``, the prompt is its new tokens only); the decode
+  context is the whole context either way;
+- at each point of the all-hit frontier the tiers hold a share ``hit_share`` of the sessions that
+  wait between turns (their bytes against the tiers' capacity per GPU: HBM left over by the running
+  batch, host memory, local NVMe, filled in that order), and the rate is ``y_reuse``;
+- a session found in host memory or NVMe is copied back over that tier's link (``t_restore``), which
+  its TTFT carries;
+- disaggregated serving: the prefill pool runs at the utilisation whose queue keeps the TTFT
+  percentile of the service level (``ttft_queue``; arrivals and prompt lengths from the workload),
+  which adds prefill GPUs to every point; TPOT at its percentile is the step at the decode batch of
+  that percentile (``b_p``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.errors import SpecError
+from planner.physics import compiled
+from planner.physics.step import evaluate_configs
+from planner.serving.comparison import envelope
+from planner.serving.frontiers import _costs, frontier
+from planner.serving.percentiles import batch_at, queue_wait
+from planner.serving.search import pareto, row_inputs
+from planner.specs.hardware import Hardware
+from planner.specs.model import Model
+from planner.specs.registry import load_hardware, load_model
+from planner.specs.workload import Workload, load_workload, slo_key
+
+TIERS = ("hbm", "host", "nvme")
+#: achieved fraction of a tier's link when a session's KV is copied back: assumed (a bulk copy of
+#: many blocks; the stacks' own figures for LMCache and Dynamo's KV block manager are not published
+#: per system)
+TIER_EFFICIENCY = 0.8
+#: the TTFT and TPOT percentiles a workload frontier reports when its service levels name none
+DEFAULT_PERCENTILES = {"ttft": 0.99, "tpot": 0.90}
+#: the highest prefill-pool utilisation searched for a TTFT service level
+MAX_UTILISATION = 0.999
+
+
+def tier_capacities(hw: Hardware, tiers: tuple[str, ...]) -> dict[str, tuple[float, float]]:
+    """(capacity B per GPU, bandwidth B/s per GPU) of the host and NVMe tiers in use (HBM is per point)."""
+    out = {}
+    if "host" in tiers and hw.host_capacity > 0:
+        out["host"] = (hw.host_capacity, hw.host_bandwidth)
+    if "nvme" in tiers and hw.nvme_capacity > 0:
+        out["nvme"] = (hw.nvme_capacity, hw.nvme_bandwidth)
+    return out
+
+
+def _percentiles(wl: Workload) -> dict[str, float]:
+    p = dict(DEFAULT_PERCENTILES)
+    for key in wl.slo:
+        metric, q = slo_key(key)
+        p[metric] = q
+    return p
+
+
+def workload_frontier(
+    model: Model | str,
+    hardware: Hardware | str,
+    workload: Workload | str,
+    *,
+    tiers: tuple[str, ...] | None = TIERS,
+    serving: str = "disaggregated",
+    mode: str = "realistic",
+    weights: str | None = None,
+    kv: str | None = None,
+    mtp: Any = "auto",
+    slo: dict[str, float] | None = None,
+) -> pd.DataFrame:
+    """The frontier of ``workload`` on ``hardware`` (see the module docstring).  ``tiers``: the KV
+    tiers sessions may wait in between turns (``("hbm", "host", "nvme")``, any subset, or None or
+    ``()`` for none: every later turn recomputes its prefix).  Columns beside the frontier's:
+    ``kv_hit_share``, ``kv_need_gb_per_gpu``, ``kv_<tier>_gb_per_gpu`` and ``kv_<tier>_use`` (share of
+    its capacity), ``kv_binding_tier``, ``restore_s``, ``prefill_utilisation``, ``ttft_pNN_s``,
+    ``tpot_pNN_s``; ``tps_per_gpu`` is output tokens/s per GPU with reuse and the prefill pool
+    sized for the TTFT service level."""
+    model, hw, wl = load_model(model), load_hardware(hardware), load_workload(workload)
+    if slo:
+        wl = wl.with_slo(slo)
+    tiers = tuple(tiers or ())
+    bad = [t for t in tiers if t not in TIERS]
+    if bad:
+        raise SpecError("<input>", "tiers", f"KV tiers among {', '.join(TIERS)}, got {bad[0]!r}")
+    if serving not in ("disaggregated", "decode"):
+        raise SpecError(
+            "<input>",
+            "serving",
+            "disaggregated or decode for a workload (its prefill pool is "
+            f"sized by queueing; aggregated serving is not modelled), got {serving!r}",
+        )
+    pct = _percentiles(wl)
+    isl, osl = max(round(wl.isl), 1), max(round(wl.osl), 1)
+    new = max(round(wl.isl - wl.cached), 1)
+    # a prompt's pass (and hand-off) must fit within the TTFT service level, where there is one
+    limit = wl.slo.get(f"ttft_p{_pct(pct['ttft'])}")
+    kw = dict(serving=serving, mode=mode, weights=weights, kv=kv, mtp=mtp, search="limit",
+              context=wl.decode_context)
+    if limit and serving == "disaggregated":
+        kw["max_ttft"] = limit
+    hit = frontier(model, hw, isl=new, osl=osl, **kw)
+    try:
+        miss = frontier(model, hw, isl=isl, osl=osl, **kw) if new < isl else hit
+    except SpecError:  # the whole prompt cannot be prefilled within the service level: a miss is never served
+        miss = hit.iloc[:0]
+    x = hit.tps_per_user.to_numpy(float)
+    y_hit = hit.output_tps_per_gpu.to_numpy(float)
+    y_miss = (np.nan_to_num(envelope(miss.assign(tps_per_gpu=miss.output_tps_per_gpu), x), nan=0.0)
+              if len(miss) else np.zeros(len(hit)))
+    kv_prec = kv or model.kv_precision
+    m_tok = model.kv_bytes_per_token(kv_prec)
+    m_sess = wl.session_tokens * m_tok + model.state_bytes
+    # HBM the running batch leaves on the decode GPUs, per GPU of the deployment
+    hbm = np.zeros(len(hit))
+    for i, (_, r) in enumerate(hit.iterrows()):
+        prec, lay = row_inputs(model, hw, r, wl.decode_context)
+        out = evaluate_configs(model, hw, prec, mode, b=1.0, **lay)
+        b_rank = float(r.batch_per_gpu) * float(r.tp_attn)
+        free = float(np.asarray(out["memory.free"]))
+        b_max = float(np.asarray(out["memory.b_max"]))
+        share = float(r.get("decode_gpu_fraction", 1.0)) if serving == "disaggregated" else 1.0
+        hbm[i] = max(free * (1 - b_rank / b_max), 0.0) * share if b_max > 0 else 0.0
+    other = tier_capacities(hw, tiers)
+    caps = {"hbm": hbm if "hbm" in tiers else np.zeros(len(hit))}
+    caps.update({t: np.full(len(hit), c) for t, (c, _) in other.items()})
+    C = sum(caps.values())
+    if wl.cached <= 0:
+        h = np.zeros(len(hit))
+    elif wl.idle_s <= 0:
+        h = np.ones(len(hit))  # no session waits: every prefix is still in flight
+    else:
+        h = np.asarray(
+            compiled.evaluate_named(
+                "hit_share",
+                C_tier=C,
+                O=wl.osl,
+                t_idle=wl.idle_s,
+                m_sess=m_sess,
+                y_miss=np.maximum(y_miss, 1e-300),
+                y_hit=y_hit,
+            ),
+            float,
+        )
+        h = np.where(y_miss > 0, h, np.where(C >= y_hit / wl.osl * wl.idle_s * m_sess, 1.0, 0.0))
+    h = np.clip(h * np.ones(len(hit)), 0.0, 1.0)
+    y = np.asarray(
+        compiled.evaluate_named("y_reuse", h_r=h, y_hit=y_hit, y_miss=np.maximum(y_miss, 1e-300)), float
+    )
+    y = np.where(y_miss > 0, y, np.where(h >= 1, y_hit, 0.0))
+    need = y / wl.osl * wl.idle_s * m_sess
+    left = need * h
+    cols: dict[str, Any] = {"kv_hit_share": h, "kv_need_gb_per_gpu": need / 1e9}
+    deepest = np.full(len(hit), "", dtype=object)
+    binding = np.full(len(hit), "none", dtype=object)
+    for t in TIERS:
+        cap = caps.get(t)
+        if cap is None:
+            continue
+        used = np.minimum(cap, left)
+        left = left - used
+        cols[f"kv_{t}_gb_per_gpu"] = cap / 1e9
+        cols[f"kv_{t}_use"] = np.where(cap > 0, used / np.maximum(cap, 1e-300), 0.0)
+        deepest = np.where(used > 0, t, deepest)
+        binding = np.where((h < 1 - 1e-9) & (wl.cached > 0), t, binding)  # all tiers full: the last binds
+    # the copy back from the deepest tier in use (HBM: none)
+    restore = np.zeros(len(hit))
+    for t, (_, bw) in other.items():
+        tr = float(
+            compiled.evaluate_named(
+                "t_restore",
+                I_c=wl.cached,
+                m_kv=m_tok,
+                n_send=1.0,
+                eta_tier=TIER_EFFICIENCY,
+                B_tier=max(bw, 1.0),
+            )
+        )
+        restore = np.where(deepest == t, tr / hit.tp_attn.to_numpy(float), restore)
+    cols.update(
+        kv_binding_tier=binding, kv_deepest_tier=np.where(deepest == "", "none", deepest), restore_s=restore
+    )
+    # the prefill queue: a prompt computes I - h I_c tokens at the prefill instance
+    pt, pp = pct["ttft"], pct["tpot"]
+    tname, pname = f"ttft_p{_pct(pt)}_s", f"tpot_p{_pct(pp)}_s"
+    base = hit.ttft_s.to_numpy(float) + restore
+    if serving == "disaggregated":
+        I_comp = np.asarray(compiled.evaluate_named("I_computed", I=wl.isl, h_r=h, I_c=wl.cached), float)
+        X_p = hit.prefill_tps_per_gpu.to_numpy(float)
+        S_p = I_comp / (X_p * hit.prefill_gpus.to_numpy(float))
+        limit = wl.slo.get(f"ttft_p{_pct(pt)}")
+        rho = _utilisation(pt, base, S_p, wl, limit)
+        # prefill GPUs idle (1 - rho) of the time: their share of GPU-seconds per output token grows
+        y = 1.0 / (1.0 / np.maximum(y, 1e-300) + (I_comp / wl.osl) * (1.0 / rho - 1.0) / X_p)
+        ttft = base + queue_wait(pt, rho, S_p, wl.arrival_cv2, wl.length_cv2)
+        cols["prefill_utilisation"] = rho
+    else:
+        ttft = base
+    cols[tname] = ttft
+    cols[pname] = _tpot_at(model, hw, hit, pp, wl, mode)
+    out = hit.assign(
+        **cols,
+        tps_per_gpu=y,
+        output_tps_per_gpu=y,
+        total_tps_per_gpu=y * (wl.isl + wl.osl) / wl.osl,
+        y_hit=y_hit,
+        y_miss=y_miss,
+    )
+    out = out.assign(**_costs(hw, out.tps_per_gpu.to_numpy(float)))
+    ok = np.isfinite(out.tps_per_gpu) & (out.tps_per_gpu > 0)
+    tpot_limit = wl.slo.get(f"tpot_p{_pct(pp)}")
+    if tpot_limit is not None:  # the service level on TPOT: points slower than it are not offered
+        ok &= out[pname] <= tpot_limit
+    out = pareto(out[ok]).reset_index(drop=True)
+    out.attrs.update(
+        hit.attrs,
+        workload=wl.summary(),
+        tiers=list(tiers),
+        percentiles=pct,
+        isl=wl.isl,
+        osl=wl.osl,
+        search="limit",
+    )
+    return out
+
+
+def _pct(p: float) -> str:
+    return f"{p * 100:g}"
+
+
+def _utilisation(
+    p: float, base: np.ndarray, S_p: np.ndarray, wl: Workload, limit: float | None
+) -> np.ndarray:
+    """The highest prefill-pool utilisation whose wait at percentile ``p`` keeps TTFT within
+    ``limit`` (bisection: the wait grows with utilisation); without a limit, the utilisation at
+    which the wait equals the prompt's own service time."""
+    lo, hi = np.full(len(base), 1e-6), np.full(len(base), MAX_UTILISATION)
+    budget = (limit - base) if limit is not None else S_p
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        ok = queue_wait(p, mid, S_p, wl.arrival_cv2, wl.length_cv2) <= budget
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+    return np.where(budget > 0, lo, np.nan)
+
+
+def _tpot_at(model: Model, hw: Hardware, rows: pd.DataFrame, p: float, wl: Workload, mode: str) -> np.ndarray:
+    """TPOT at percentile ``p``: each point's step at the instance batch of that percentile."""
+    out = np.full(len(rows), math.nan)
+    for i, (_, r) in enumerate(rows.iterrows()):
+        prec, lay = row_inputs(model, hw, r, wl.decode_context)
+        ranks = float(r.gpus) / float(r.tp_attn)
+        B = float(r.batch_per_gpu) * float(r.gpus)
+        Bp = float(batch_at(p, B, wl.arrival_cv2))
+        s0 = evaluate_configs(model, hw, prec, mode, b=B / ranks, **lay)
+        s1 = evaluate_configs(model, hw, prec, mode, b=Bp / ranks, **lay)
+        out[i] = (
+            float(r.step_s)
+            / float(r.tokens_per_step)
+            * float(np.asarray(s1["step"]))
+            / float(np.asarray(s0["step"]))
+        )
+    return out
+
+
+def kv_tiers(df: pd.DataFrame, at: float) -> dict[str, Any]:
+    """Each tier's capacity, use and whether it binds at the point of ``df`` nearest ``at`` tokens/s
+    per user (for ``compare --workload``'s ``kv_tiers`` entry)."""
+    if df.empty:
+        return {}
+    r = df.iloc[int(np.argmin(np.abs(np.log(df.tps_per_user.to_numpy(float) / at))))]
+    tiers = {}
+    for t in TIERS:
+        if f"kv_{t}_use" in df.columns:
+            tiers[t] = {
+                "capacity_gb_per_gpu": float(r[f"kv_{t}_gb_per_gpu"]),
+                "use": float(r[f"kv_{t}_use"]),
+                "binds": bool(r.kv_binding_tier == t),
+            }
+    return {
+        "tps_per_user": float(r.tps_per_user),
+        "hit_share": float(r.kv_hit_share),
+        "need_gb_per_gpu": float(r.kv_need_gb_per_gpu),
+        "binding": str(r.kv_binding_tier),
+        "tiers": tiers,
+    }
