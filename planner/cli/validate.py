@@ -140,6 +140,11 @@ def _cmd_frontiers(args: argparse.Namespace) -> int:
                  _pct(f["median_abs_err"]), _pct(f["p90_abs_err"]), f"{f['bias']:.2f}"])
     print(table(rows, ["by", "points", "tok/s/GPU median", "TPOT median", "TTFT median", "envelope pts",
                        "frontier median", "frontier p90", "frontier bias"]))
+    q = s["p99"]
+    print(f"# p99 of each benchmark burst ({q['points']} points with p99 columns; the first wave of 10 "
+          f"requests per user queued, aggregated decode stalled by it): TTFT median error "
+          f"{_pct(q['ttft_median_abs_err'])} (bias {q['ttft_bias']:.2f}), TPOT median error "
+          f"{_pct(q['tpot_median_abs_err'])} (bias {q['tpot_bias']:.2f})")
     worst = sorted((g for g in f["groups"] if math.isfinite(g["worst_factor"])),
                    key=lambda g: -g["worst_factor"])[:5]
     print("\n# the five worst groups (largest predicted / measured factor on the envelope)")
