@@ -202,18 +202,22 @@ def cmd_frontier_workload(args: argparse.Namespace) -> int:
 
 
 def _binding(df: Any, x: float) -> str:
-    """The KV tier that binds at the point of ``df`` nearest ``x`` (``-`` beyond its range)."""
+    """The KV tier that binds at the best point of ``df`` at ``x`` tokens/s per user or faster."""
     from planner.serving.workloads import kv_tiers
 
-    if df.empty or not (df.tps_per_user.min() <= x <= df.tps_per_user.max()):
-        return "-"
-    return kv_tiers(df, x)["binding"]
+    return kv_tiers(df, x).get("binding", "-")
+
+
+def _y(df: Any, x: float) -> float:
+    from planner.serving.workloads import best_at
+
+    r = best_at(df, x)
+    return float("nan") if r is None else float(r.tps_per_gpu)
 
 
 def cmd_compare_workload(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from planner.serving.comparison import envelope
     from planner.serving.workloads import kv_tiers
 
     if len(args.hardware) != 2:
@@ -228,7 +232,7 @@ def cmd_compare_workload(args: argparse.Namespace) -> int:
     levels = np.asarray(args.levels, float)
     table_rows, out_rows = [], []
     for x in levels:
-        ys = {key: float(envelope(df, np.array([x]))[0]) for key, df in runs.items()}
+        ys = {key: _y(df, x) for key, df in runs.items()}
         a, b = args.hardware
         r_on, r_off = ys[(a, "on")] / ys[(b, "on")], ys[(a, "off")] / ys[(b, "off")]
         entry = {

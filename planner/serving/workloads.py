@@ -272,12 +272,19 @@ def _tpot_at(model: Model, hw: Hardware, rows: pd.DataFrame, p: float, wl: Workl
     return out
 
 
+def best_at(df: pd.DataFrame, x: float) -> pd.Series | None:
+    """The point of frontier ``df`` with the most tokens/s per GPU at ``x`` tokens/s per user or
+    faster (None if no point is that fast)."""
+    fast = df[df.tps_per_user >= x * (1 - 1e-12)]
+    return None if fast.empty else fast.loc[fast.tps_per_gpu.idxmax()]
+
+
 def kv_tiers(df: pd.DataFrame, at: float) -> dict[str, Any]:
-    """Each tier's capacity, use and whether it binds at the point of ``df`` nearest ``at`` tokens/s
-    per user (for ``compare --workload``'s ``kv_tiers`` entry)."""
-    if df.empty:
+    """Each tier's capacity, use and whether it binds at :func:`best_at` ``at`` tokens/s per user
+    (for ``compare --workload``'s ``kv_tiers`` entry); empty if no point is that fast."""
+    r = best_at(df, at)
+    if r is None:
         return {}
-    r = df.iloc[int(np.argmin(np.abs(np.log(df.tps_per_user.to_numpy(float) / at))))]
     tiers = {}
     for t in TIERS:
         if f"kv_{t}_use" in df.columns:
