@@ -86,7 +86,8 @@ def _samples(text: str) -> int:
 
 def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated", "disaggregated"),
                     metrics: tuple[str, ...] = ("output", "total", "decode"),
-                    workload: bool = True, search: bool = False) -> argparse.ArgumentParser:
+                    workload: bool = True, search: bool = False,
+                    sessions: bool = False) -> argparse.ArgumentParser:
     """Flags shared by frontier, compare, size and sweep.  Each command offers only the serving
     modes and metrics it uses (``serving``, ``metrics``), and ``workload=False`` leaves out the
     request lengths and TTFT a decode-only sweep does not use, so that no flag is accepted and
@@ -108,7 +109,7 @@ def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated
                        help="time-to-first-token limit for the prefill pool, seconds (default 2): "
                        "the request's latency outside the passes (realistic mode: the stack's "
                        "fitted t_req), its prefill pass and the KV hand-off")
-        if search:  # frontier and compare
+        if sessions:  # frontier and compare: --workload, --slo, --kv-tiers
             from planner.cli.workload import add_workload_flags
 
             add_workload_flags(g)
@@ -543,7 +544,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     p = add_command(
-        sub, "frontier", cmd_frontier, parents=[workload_parent(search=True)],
+        sub, "frontier", cmd_frontier, parents=[workload_parent(search=True, sessions=True)],
         help="Pareto frontier of tokens/s per user vs tokens/s per GPU for one model and system",
         description="Search layouts (instance size, attention TP x DP, MoE EP x TP), batch, precision, "
         "MTP and overlap, and print the upper-right envelope of (tokens/s per user, tokens/s per GPU) "
@@ -568,7 +569,7 @@ def register(sub: Any) -> None:
                    help="draws for --band (default 100; 2 to 1000)")
 
     c = add_command(
-        sub, "compare", cmd_compare, parents=[workload_parent(RATE_SERVING, search=True)],
+        sub, "compare", cmd_compare, parents=[workload_parent(RATE_SERVING, search=True, sessions=True)],
         help="the main job: frontiers of one model on two systems, their ratio, and why",
         description="Compare two systems on one model: both Pareto frontiers, the ratio of tokens/s "
         "per GPU (and per MW) at chosen interactivity levels with the binding term on each side, a "
