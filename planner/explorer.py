@@ -136,6 +136,11 @@ def _spec_ref(hw: Hardware) -> str:
     return hw.path or hw.name
 
 
+#: the workload control's first choice: one ISL/OSL pair (the ISL and OSL sliders)
+PAIR = "ISL/OSL"
+#: the KV-tier control's choices for a workload of sessions
+TIER_CHOICES = ("hbm,host,nvme", "hbm,host", "hbm", "none")
+
 class Explorer:
     """The panel :func:`explore` returns: its widgets (``controls``: name -> widget), the
     frontiers last drawn (``frontiers``; ``ratio`` with two systems), the matplotlib ``figure``,
@@ -159,6 +164,17 @@ class Explorer:
         search = defaults.pop("search", "deployed")
         serving = defaults.pop("serving", "disaggregated")
         isl, osl = int(defaults.pop("isl", 1024)), int(defaults.pop("osl", 1024))
+        from planner.serving.workloads import TIERS
+        from planner.specs.workload import workload_names
+
+        workload = defaults.pop("workload", None) or PAIR
+        tiers = defaults.pop("tiers", TIERS)
+        tiers = ",".join(tiers) if not isinstance(tiers, str) else tiers
+        tiers = tiers or "none"
+        if workload not in (PAIR, *workload_names()):
+            raise SpecError("<input>", "workload", f"one of {', '.join(workload_names())}, got {workload!r}")
+        if tiers not in TIER_CHOICES:
+            raise SpecError("<input>", "tiers", f"one of {', '.join(TIER_CHOICES)}, got {tiers!r}")
         mode = defaults.pop("mode", "realistic")
         weights = defaults.pop("weights", None) or "auto"
         acceptance = defaults.pop("acceptance", None)
@@ -204,6 +220,10 @@ class Explorer:
                                      continuous_update=False)
         c["osl"] = w.SelectionSlider(options=lengths, value=osl, description="OSL (tokens)",
                                      continuous_update=False)
+        c["workload"] = w.Dropdown(options=[PAIR, *workload_names()], value=workload, description="workload")
+        c["kv_tiers"] = w.Dropdown(options=list(TIER_CHOICES), value=tiers, description="KV tiers",
+                                   disabled=workload == PAIR)
+        c["isl"].disabled = c["osl"].disabled = workload != PAIR
         c["weights"] = w.Dropdown(options=["auto", *PRECISIONS], value=weights,
                                   description="expert weights")
         c["mode"] = w.ToggleButtons(options=("realistic", "bound"), value=mode, description="mode")
@@ -215,7 +235,8 @@ class Explorer:
         c["at"] = w.FloatLogSlider(value=at, base=10, min=0.0, max=3.0, step=0.01,
                                    continuous_update=False, description="at tok/s/user",
                                    style={"description_width": "initial"})
-        columns.append(w.VBox([w.HTML("<b>workload and serving</b>"), c["serving"], c["isl"], c["osl"],
+        columns.append(w.VBox([w.HTML("<b>workload and serving</b>"), c["workload"], c["kv_tiers"],
+                               c["serving"], c["isl"], c["osl"],
                                c["weights"], c["mode"], c["speculation"], c["acceptance"], c["search"],
                                c["at"]]))
         # a 1,280 px page holds the three columns side by side: each a third of the width (allowed to
@@ -283,6 +304,11 @@ class Explorer:
         kw.update(self.fixed)
         if c["search"].value == "fast":
             kw.update(self.fast)
+        if c["workload"].value != PAIR:  # a workload of sessions: its lengths, the limit search
+            tiers = c["kv_tiers"].value
+            keep = {k: v for k, v in kw.items() if k in ("serving", "mode", "weights", "mtp")}
+            return {"workload": c["workload"].value,
+                    "tiers": () if tiers == "none" else tuple(tiers.split(",")), **keep}
         return kw
 
     def code(self) -> str:
@@ -293,7 +319,11 @@ class Explorer:
         lines = ["import planner", ""]
         for var, hw, ref in zip("ab", hws, self.refs, strict=False):
             lines.append(f"{var} = {hardware_code(hw, ref)}")
-        if len(hws) == 2:
+        if "workload" in kw:
+            fs = [f"planner.workload_frontier({self.model.name!r}, {var}, {args})" for var in "ab"[:len(hws)]]
+            lines += [f"{var}f = {f}" for var, f in zip("ab", fs, strict=False)]
+            lines.append(f"planner.plot_frontiers([{', '.join(f'{v}f' for v in 'ab'[:len(hws)])}])")
+        elif len(hws) == 2:
             level = _num(round(at, 2))
             lines += [f"c = planner.compare({self.model.name!r}, a, b, levels=({level},), {args})",
                       "planner.plot_frontiers([c.a, c.b], c.ratio)"]
@@ -307,7 +337,12 @@ class Explorer:
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
-        df = frontier(self.model, hw, **kw)
+        if "workload" in kw:
+            from planner.serving.workloads import workload_frontier
+
+            df = workload_frontier(self.model, hw, **kw)
+        else:
+            df = frontier(self.model, hw, **kw)
         self._cache[key] = df
         if len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)
@@ -329,6 +364,9 @@ class Explorer:
 
     def _changed(self, change: dict[str, Any]) -> None:
         self.controls["acceptance"].disabled = self.controls["speculation"].value != "given"
+        pair = self.controls["workload"].value == PAIR
+        self.controls["isl"].disabled = self.controls["osl"].disabled = not pair
+        self.controls["kv_tiers"].disabled = pair
         if not self._hold:
             self.redraw()
 
@@ -397,6 +435,9 @@ class Explorer:
             return None
         hws, kw = self.systems(), self.call()
         at = float(self.controls["at"].value)
+        if "workload" in kw:
+            self.explain_out.value = "<pre style='color:#b00'>explain: not for a workload of sessions</pre>"
+            return None
         try:
             table = explain(self.model, hws[0], hws[1], at=at, **kw)
         except SpecError as e:

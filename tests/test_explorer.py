@@ -148,3 +148,17 @@ def test_layout_fits_three_columns_with_every_label(panel: planner.Explorer):
             assert ctl.style.description_width == LABEL_WIDTH, name
     longest = max(len(c.description) for n, c in panel.controls.items() if not n.startswith("info_"))
     assert longest <= 15  # "scale-out BW ×": 8.5em holds 15 characters of the label font
+
+
+def test_a_workload_of_sessions_draws_its_frontier_and_copies_as_code():
+    p = planner.explore("deepseek-r1", "hgx-h200", workload="chat", tiers="hbm")
+    assert p.controls["isl"].disabled and not p.controls["kv_tiers"].disabled
+    kw = p.call()
+    assert kw["workload"] == "chat" and kw["tiers"] == ("hbm",)
+    want = planner.workload_frontier("deepseek-r1", p.systems()[0], **kw)
+    np.testing.assert_array_equal(p.frontiers[0].tps_per_gpu.to_numpy(), want.tps_per_gpu.to_numpy())
+    ns: dict = {}
+    exec(p.code(), ns)
+    np.testing.assert_array_equal(ns["af"].tps_per_gpu.to_numpy(), want.tps_per_gpu.to_numpy())
+    p.set(workload="ISL/OSL")
+    assert not p.controls["isl"].disabled and p.controls["kv_tiers"].disabled and "workload" not in p.call()

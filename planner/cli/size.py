@@ -128,6 +128,12 @@ def _print_figures(df: pd.DataFrame) -> None:
 
 def _header(a: dict[str, Any], extra: str = "") -> None:
     ttft = f", TTFT <= {a['max_ttft']:g} s (prefill pool)" if a.get("max_ttft") else ""
+    if a.get("workload"):
+        w = a["workload"]
+        slo = ", ".join(f"{k} {v:g} s" for k, v in w["slo"].items()) or "none"
+        ttft = (f"; workload {w['name']} (mean prompt {w['isl_mean']:.0f} tokens, {w['cached_mean']:.0f} "
+                f"reusable, KV tiers {','.join(a.get('tiers') or []) or 'none'}; service levels {slo}; limit "
+                "search)")
     search = ("; as-deployed search: whole deployments from the serving stacks' launch recipes, each "
               "replicated (a layout, --max-ttft or another search option given takes the limit search)"
               if a.get("search") == "deployed" else "")
@@ -162,7 +168,7 @@ def _settings(a: dict[str, Any]) -> dict[str, Any]:
 # ---- the command ---------------------------------------------------------------------------------
 def cmd_size(args: argparse.Namespace) -> int:
     from planner.economics import sizing
-    from planner.economics.options import SEARCH_KEYS
+    from planner.economics.options import SEARCH_KEYS, WORKLOAD_KEYS
     from planner.specs.registry import load_systems
 
     hws = load_systems(args.hardware, "--hardware")  # unknown hardware fails here, before any search
@@ -183,12 +189,15 @@ def cmd_size(args: argparse.Namespace) -> int:
         raise SpecError("<input>", "--plot", "a demand to size for (--demand-tps, --users, "
                         "--requests-per-s or --profile)")
     check_output_args(args, plots=["plot"])
+    from planner.cli.workload import session_keywords
+
     common = dict(serving=args.serving, isl=args.isl, osl=args.osl, max_ttft=args.max_ttft, pue=args.pue,
                   usd_per_kwh=args.usd_per_kwh, years=args.years, basis=args.basis,
                   usd_per_unit=_override(args.usd_per_unit, "--usd-per-unit", names),
                   usd_per_gpu_hour=_override(args.usd_per_gpu_hour, "--usd-per-gpu-hour", names),
                   watts_per_gpu=_override(args.watts_per_gpu, "--watts-per-gpu", names),
-                  region=args.region, **{k: getattr(args, k) for k in SEARCH_KEYS})
+                  region=args.region, **{k: getattr(args, k) for k in SEARCH_KEYS if k not in WORKLOAD_KEYS},
+                  **session_keywords(args))
     if args.power_budget_mw is not None:
         df = sizing.power_budget(args.model, hws, args.power_budget_mw, min_tps_user=args.min_tps_user,
                                  **common)
@@ -330,7 +339,8 @@ def _report_fleet(df: pd.DataFrame, args: argparse.Namespace) -> None:
 # ---- registration ------------------------------------------------------------------------------------
 def register(sub: Any) -> None:
     p = add_command(
-        sub, "size", cmd_size, parents=[workload_parent(RATE_SERVING, metrics=(), search=True)],
+        sub, "size", cmd_size,
+        parents=[workload_parent(RATE_SERVING, metrics=(), search=True, sessions=True)],
         help="procurement sizing: from demand and a service level to GPUs, racks, MW and dollars",
         description="For each hardware option, the best frontier configuration meeting the service level "
         "(tokens/s per user; TTFT for the disaggregated prefill pool), then the deployment for the "

@@ -64,6 +64,16 @@ def workload_asked(args: argparse.Namespace) -> bool:
     return True
 
 
+def session_keywords(args: argparse.Namespace) -> dict[str, Any]:
+    """``workload``, ``slo`` and ``kv_tiers`` for the sizing functions (after :func:`workload_asked`)."""
+    from planner.specs.workload import parse_slo
+
+    if not workload_asked(args):
+        return {"workload": None, "slo": None, "kv_tiers": None}
+    return {"workload": args.workload, "slo": parse_slo(args.slo, "<input>", "--slo") if args.slo else None,
+            "kv_tiers": _tiers(args)}
+
+
 def _tiers(args: argparse.Namespace) -> tuple[str, ...]:
     from planner.serving.workloads import TIERS
 

@@ -51,7 +51,12 @@ class Option:
             # mode, no layout asked for): each deployment, prefill workers and all, is the
             # instance a fleet replicates; the limit search's candidates pool rate-matched
             # prefill and decode instances
-            self.pts = frontier(model, hw, all_points=True, metric="output", **fkw)
+            if fkw.get("workload") is not None:
+                self.pts = workload_points(model, hw, fkw)
+                self.isl, self.osl = float(self.pts.attrs["isl"]), float(self.pts.attrs["osl"])
+            else:
+                self.pts = frontier(model, hw, all_points=True, metric="output",
+                                    **{k: v for k, v in fkw.items() if k not in WORKLOAD_KEYS})
         except SpecError as exc:
             if exc.field not in OPTION_LIMITS:  # bad input, not this option's limit: say so
                 raise
@@ -80,7 +85,7 @@ class Option:
             i = np.searchsorted(xs, x, side="left")  # xs ascending: first point with tpu >= x
             if i < len(xs):
                 out.append(self._cand(self.pts.loc[arg[i]], exact=False))
-        if exact:
+        if exact and self.pts.attrs.get("workload") is None:  # (a workload's points are its frontier's)
             ex = frontier_at(self.model, self.hw, [x], points=self.pts).iloc[0]
             if np.isfinite(ex.get("tps_per_gpu", np.nan)):
                 out.append(self._cand(ex, exact=True))
@@ -170,6 +175,38 @@ class Option:
         return r
 
 
+#: the sizing keywords that describe a workload (:func:`workload_points`)
+WORKLOAD_KEYS = ("workload", "slo", "kv_tiers")
+
+
+def workload_points(model: Model, hw: Hardware, fkw: dict[str, Any]) -> pd.DataFrame:
+    """A workload's frontier (:func:`planner.serving.workloads.workload_frontier`) as sizing's points:
+    the prefill rate per GPU counts a prompt's reused tokens as done and the prefill pool's idle
+    share as spent, ``X_p rho I / I_computed``, so that pools rate-matched at that rate hold the
+    prefill GPUs the workload's frontier prices; TTFT is the service level's percentile."""
+    from planner.serving.workloads import TIERS, workload_frontier
+
+    asked = [k for k in ("context", "gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "acceptance", "max_ttft")
+             if fkw.get(k) is not None]
+    if asked:
+        raise SpecError("<input>", asked[0], "no workload with it (a workload sets the lengths and the TTFT "
+                        "service level, and runs the limit search)")
+    if fkw.get("search") == "deployed":
+        raise SpecError("<input>", "search", "limit with a workload (the launch recipes are benchmarks of "
+                        "one ISL/OSL pair)")
+    tiers = fkw.get("kv_tiers")
+    df = workload_frontier(model, hw, fkw["workload"], tiers=TIERS if tiers is None else tuple(tiers),
+                           serving=fkw["serving"], mode=fkw.get("mode") or "realistic",
+                           weights=fkw.get("weights"), kv=fkw.get("kv"), mtp=fkw.get("mtp") or "auto",
+                           slo=dict(fkw["slo"]) if fkw.get("slo") else None)
+    if fkw["serving"] == "disaggregated" and not df.empty:
+        I = float(df.attrs["isl"])
+        df = df.assign(prefill_tps_per_gpu=df.prefill_tps_per_gpu * df.prefill_utilisation * I
+                       / df.prompt_tokens_computed)
+    tname = next(c for c in df.columns if c.startswith("ttft_p") and c.endswith("_s"))
+    return df.assign(ttft_s=df[tname])
+
+
 def _running_argmax(y: np.ndarray) -> np.ndarray:
     """Index of the running maximum of ``y`` (first occurrence)."""
     out = np.empty(len(y), dtype=int)
@@ -183,7 +220,7 @@ def _running_argmax(y: np.ndarray) -> np.ndarray:
 
 # ---- shared set-up ----------------------------------------------------------------------------------
 SEARCH_KEYS = ("context", "gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "weights", "kv", "mtp",
-                "overlap", "kv_offload", "mode", "acceptance", "search")
+                "overlap", "kv_offload", "mode", "acceptance", "search", "workload", "slo", "kv_tiers")
 
 
 def setup(model: Any, hardware: Any, *, serving: str, isl: float, osl: float,
@@ -222,6 +259,10 @@ def setup(model: Any, hardware: Any, *, serving: str, isl: float, osl: float,
     figs = {h.name: figures(h, pue=pue, usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
                             usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu) for h in hws}
     fkw = dict(serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, **search)
+    if fkw.get("workload") is None:
+        for k in ("slo", "kv_tiers"):
+            if fkw.get(k) is not None:
+                raise SpecError("<input>", k, "a workload with it")
     opts = [Option(m, h, figs[h.name], fkw) for h in hws]
     first = next((o for o in opts if o.feasible_at_all), None)
     attrs = dict(model=m.name, serving=serving, isl=float(isl), osl=float(osl),
@@ -230,6 +271,9 @@ def setup(model: Any, hardware: Any, *, serving: str, isl: float, osl: float,
                  mode=search.get("mode", "realistic"), basis=basis, pue=pue, usd_per_kwh=usd_per_kwh,
                  years=years, figures=figs, region=region, not_sold_in_region=left_out,
                  search=first.pts.attrs.get("search", "limit") if first is not None else None)
+    if first is not None and first.pts.attrs.get("workload") is not None:
+        attrs.update(isl=first.isl, osl=first.osl, workload=first.pts.attrs["workload"],
+                     tiers=first.pts.attrs["tiers"], max_ttft=None)
     return m, opts, attrs
 
 

@@ -41,7 +41,15 @@ from planner.economics.cost import (
     economics,
 )
 from planner.economics.demand import Demand, make_demand, read_profile
-from planner.economics.options import BASES, SEARCH_KEYS, SIZING_SERVING, Option, check_level, setup
+from planner.economics.options import (
+    BASES,
+    SEARCH_KEYS,
+    SIZING_SERVING,
+    WORKLOAD_KEYS,
+    Option,
+    check_level,
+    setup,
+)
 from planner.economics.pools import max_load, plan_pools, units_for
 from planner.errors import SpecError
 from planner.specs.hardware import Hardware
@@ -188,7 +196,7 @@ def _workload(f: Fields, base: Path | None) -> WorkloadSpec:
     s = f.sub("search", required=False)
     if s is not None:
         for k in SEARCH_KEYS:
-            if s.has(k):
+            if s.has(k) and k not in WORKLOAD_KEYS:
                 if k in ("gpus", "max_gpus", "tp_attn", "ep", "tp_moe"):
                     search[k] = s.integer(k)
                 elif k in ("context", "acceptance"):
@@ -200,6 +208,35 @@ def _workload(f: Fields, base: Path | None) -> WorkloadSpec:
                                         f"false), got {type(v).__name__}")
                     search[k] = v
         s.done()
+    sessions = f.text("sessions", required=False)
+    if sessions is not None:  # a workload of sessions (planner.specs.workload): it sets the lengths
+        from planner.specs.workload import load_workload, parse_slo, workload_names
+
+        for k in ("isl", "osl", "max_ttft"):
+            if f.has(k):
+                raise SpecError(f.label, f.path(k), f"no {k} with sessions (the workload {sessions!r} sets "
+                                "the lengths and the TTFT service level)")
+        if sessions not in workload_names() and base is not None and not Path(sessions).is_absolute():
+            sessions = str(base / sessions)  # a file beside the plan
+        try:
+            load_workload(sessions)
+        except SpecError as exc:
+            raise SpecError(f.label, f.path("sessions"), exc.expected) from None
+        search["workload"] = sessions
+        slo = f.text("slo", required=False)
+        if slo is not None:
+            search["slo"] = tuple(sorted(parse_slo(slo, f.label, f.path("slo")).items()))
+        tiers = f.text("kv_tiers", required=False)
+        if tiers is not None:
+            names = tuple(t.strip() for t in tiers.split(",") if t.strip())
+            if names != ("none",) and (not names or any(t not in ("hbm", "host", "nvme") for t in names)):
+                raise SpecError(f.label, f.path("kv_tiers"), f"a comma list of hbm, host, nvme, or none; got "
+                                f"{tiers!r}")
+            search["kv_tiers"] = () if names == ("none",) else names
+    else:
+        for k in ("slo", "kv_tiers"):
+            if f.has(k):
+                raise SpecError(f.label, f.path(k), "sessions with it (a workload of sessions)")
     return WorkloadSpec(name=name, model=model, min_tps_user=level, demand=demand, isl=isl, osl=osl,
                         serving=serving, max_ttft=max_ttft, systems=_names(f, "systems"),
                         search=tuple(sorted(search.items())))

@@ -204,6 +204,7 @@ def workload_frontier(
         y = 1.0 / (1.0 / np.maximum(y, 1e-300) + (I_comp / wl.osl) * (1.0 / rho - 1.0) / X_p)
         ttft = base + queue_wait(pt, rho, S_p, wl.arrival_cv2, wl.length_cv2)
         cols["prefill_utilisation"] = rho
+        cols["prompt_tokens_computed"] = I_comp
     else:
         ttft = base
     cols[tname] = ttft

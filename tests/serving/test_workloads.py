@@ -97,8 +97,8 @@ def test_more_reuse_never_lowers_throughput_at_a_fixed_ttft_percentile(h200):
 
 
 def test_compare_workload_prints_tiers_and_json(capsys, tmp_path):
-    rc, out, err = run(capsys, ["compare", "--workload", "agentic", "--plot", "", "--csv", "", "--json",
-                                "--levels", "50", "100"])
+    argv = ["compare", "--model", "deepseek-v2-lite", "--workload", "chat", "--plot", ""]
+    rc, out, err = run(capsys, [*argv, "--csv", str(tmp_path / "f.csv"), "--levels", "50", "100", "--json"])
     assert rc == 0, err
     d = json.loads(out)
     kv = d["kv_tiers"]
@@ -108,8 +108,8 @@ def test_compare_workload_prints_tiers_and_json(capsys, tmp_path):
             assert {"capacity_gb_per_gpu", "use", "binds"} <= set(t) and 0 <= t["use"] <= 1
     row = d["table"][0]
     assert {"ratio", "ratio_hbm_only"} <= set(row)
-    rc, out, err = run(capsys, ["compare", "--workload", "agentic", "--plot", "", "--csv", "",
-                                "--levels", "50"])
+    assert (tmp_path / "f.csv").stat().st_size > 0
+    rc, out, err = run(capsys, [*argv, "--csv", "", "--levels", "50"])
     assert rc == 0 and "ratio HBM only" in out and "binds" in out
 
 
@@ -134,3 +134,32 @@ def test_workload_flags_refused_in_one_line(capsys, argv, needle):
     rc, out, err = run(capsys, ["frontier", "--model", "deepseek-r1", "--hardware", "hgx-h200", "--plot", "",
                                 "--csv", "", *argv])
     assert rc == 2 and out == "" and err.count("\n") == 1 and needle in err, err
+
+
+def test_size_with_a_workload_prices_the_workload_frontier(capsys):
+    rc, out, err = run(capsys, ["size", "--model", "deepseek-r1", "--hardware", "hgx-h200", "--workload",
+                                "chat", "--min-tps-user", "30", "--demand-tps", "1e5", "--json"])
+    assert rc == 0, err
+    row = json.loads(out)["options"]["hgx-h200"]
+    f = workload_frontier("deepseek-r1", "hgx-h200", "chat")
+    # the chosen point is one of the workload frontier's, at its tokens/s per GPU
+    assert any(abs(row["tps_per_gpu"] / y - 1) < 1e-9 for y in f.tps_per_gpu)
+    # its pools rate-matched at the prefill rate that counts reused tokens as done: the decode and
+    # prefill GPUs per output token/s add up to the frontier's 1 / y
+    g = row["decode_tps_per_gpu"]
+    p = row["prefill_tps_per_gpu"]
+    w = load_workload("chat")
+    assert 1 / (1 / g + (w.isl / w.osl) / p) == pytest.approx(row["tps_per_gpu"], rel=1e-9)
+
+
+def test_plan_with_sessions(tmp_path, capsys):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("workloads:\n  - {name: agents, model: deepseek-r1, sessions: chat, min_tps_user: 30, "
+                    "demand_tps: 100000, kv_tiers: hbm}\nsystems:\n  - hardware: hgx-h200\n")
+    rc, out, err = run(capsys, ["plan", str(plan), "--json"])
+    assert rc == 0, err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("workloads:\n  - {name: a, model: deepseek-r1, sessions: chat, isl: 2048, "
+                   "min_tps_user: 30, demand_tps: 100000}\nsystems:\n  - hardware: hgx-h200\n")
+    rc, out, err = run(capsys, ["plan", str(bad)])
+    assert rc == 2 and "workloads[0].isl: no isl with sessions" in err and err.count("\n") == 1
