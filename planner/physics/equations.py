@@ -46,6 +46,8 @@ from planner.physics.symbols import (
     E_slots,
     F_lt,
     G,
+    K_y,
+    K_z,
     M_nl,
     N_ar,
     N_mn,
@@ -143,6 +145,7 @@ from planner.physics.symbols import (
     n_L,
     n_Ld,
     n_Ldr,
+    n_lk,
     n_mtp,
     n_mx,
     n_sub,
@@ -178,6 +181,7 @@ from planner.physics.symbols import (
     x_mtp,
     x_nvls,
     x_off,
+    x_tor,
     x_xa,
 )
 
@@ -585,7 +589,34 @@ G_su = _min(G, N_su)
 phi_hb = (G_su - _min(n_sw, G_su)) / _max(G_su - 1, 1)
 
 
-def su_seconds_per_byte(phi: sp.Expr = phi_hb) -> sp.Expr:
+def _ring_distance_sum(k: sp.Expr) -> sp.Expr:
+    """Hops from one chip of a bidirectional ring of ``k`` chips to all the others: floor(k^2 / 4)
+    (k = 8: 1 + 1 + 2 + 2 + 3 + 3 + 4 = 16)."""
+    return sp.floor(k ** 2 / 4)
+
+
+#: The instance's sub-torus of G_su chips: filled along z, then y, then x of the domain's shape.
+k_tz = _min(K_z, G_su)
+k_ty = _min(K_y, G_su / k_tz)
+k_tx = G_su / (k_ty * k_tz)
+
+
+def torus_a2a_seconds_per_byte() -> sp.Expr:
+    """Seconds per byte a chip sends in a uniform all-to-all over its instance's torus of G_su
+    chips, at full link bandwidth: a byte to a chip d_i hops away along dimension i loads d_i links
+    of that dimension; over all destinations a chip's bytes make (G_su / k_i) floor(k_i^2 / 4) /
+    (G_su - 1) hops per byte along dimension i (:func:`_ring_distance_sum`), carried by the 2 links
+    (one each way) every chip has in that dimension, each B_su / n_lk per direction.  Dimensions run
+    on their own links at once, so the busiest one sets the time.  Averaged over dimensions this is
+    the mean hop count over the B_su / n_lk of 2 links x 3 dimensions: never less than a switch's
+    1 / B_su at the same per-chip bandwidth.  (A slice below a full ring has no wrap-around link
+    and is taken as a ring all the same: optimistic there.)"""
+    B_l = B_su / n_lk
+    return _max(*[(G_su / k) * _ring_distance_sum(k) / (_max(G_su - 1, 1) * 2 * B_l)
+                  for k in (k_tx, k_ty, k_tz)])
+
+
+def su_seconds_per_byte(phi: sp.Expr = phi_hb, hops: bool = True) -> sp.Expr:
     """Seconds per byte a GPU sends to its in-domain peers, at full bandwidth: its own link
     ``1 / B_su`` (each GPU's traffic to all its peers shares its one link per direction: an NVLink
     port set, or a PCIe x16), or the host bridge where the share ``phi`` of it crosses one,
@@ -593,7 +624,9 @@ def su_seconds_per_byte(phi: sp.Expr = phi_hb) -> sp.Expr:
     reaches the fraction ``eta_hb`` of the bridge's bandwidth relative to peers under one switch
     (RTX PRO 6000 server, NCCL: rings over 2 GPUs in one switch move 39 GB/s of bus bandwidth at
     512 MiB, over 4 and 8 GPUs, which cross the host, 26 and 21 GB/s)."""
-    return _max(1 / B_su, phi / (eta_hb * B_hb))
+    if not hops:  # neighbour traffic (a ring all-reduce): one hop on a torus too
+        return _max(1 / B_su, phi / (eta_hb * B_hb))
+    return _max(1 / B_su, phi / (eta_hb * B_hb), x_tor * torus_a2a_seconds_per_byte())
 
 
 def a2a_volume(n_destinations: sp.Expr, bytes_per_elem: sp.Expr, tokens: sp.Expr = b_send) -> sp.Expr:
@@ -689,7 +722,7 @@ def _allreduce_ring_seconds(m: sp.Expr, n: sp.Expr, eta: sp.Expr = eta_ar) -> sp
     """Scale-up part of a ring all-reduce (:func:`allreduce_bandwidth` at ``x_nvls`` = 0)."""
     n_in = _ar_split(n)[0]
     ring = 2 * (n_in - 1) / n_in
-    return ring * su_seconds_per_byte(indicator(n_in > n_sw) / n_sw) * m / eta
+    return ring * su_seconds_per_byte(indicator(n_in > n_sw) / n_sw, hops=False) * m / eta
 
 
 def _allreduce_switch_seconds(m: sp.Expr, n: sp.Expr, eta: sp.Expr = eta_ar) -> sp.Expr:

@@ -381,8 +381,9 @@ OPERATORS: dict[str, sp.Expr] = {
     "a2a": eq.at(eq.a2a_su_time(b_ph, a_ph), _A2A_AT),
 }
 #: The measured kernels run on the model's width (no latent MoE: d_e = d, no latent projections) with
-#: gated experts (three matrices).
-OPERATORS = {n: e.xreplace({eq.d_e: eq.d, eq.W_lat: 0, eq.n_mx: 3}) for n, e in OPERATORS.items()}
+#: gated experts (three matrices), on switched scale-up domains (no torus: x_tor = 0).
+_MEASURED_CASE = {eq.d_e: eq.d, eq.W_lat: 0, eq.n_mx: 3, eq.x_tor: 0}
+OPERATORS = {n: e.xreplace(_MEASURED_CASE) for n, e in OPERATORS.items()}
 
 
 def arguments(name: str) -> tuple[str, ...]:

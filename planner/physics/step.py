@@ -380,9 +380,14 @@ def bridge_efficiency(hw: Hardware, mode: str) -> float:
 
 
 def link_symbols(hw: Hardware, mode: str = "realistic") -> dict[str, float]:
-    """The scale-up link type's symbols (x_nvls, n_sw, B_hb, eta_hb) of system ``hw``."""
+    """The scale-up fabric's symbols of system ``hw``: x_nvls, n_sw, B_hb, eta_hb, and a torus's
+    x_tor, K_y, K_z, n_lk."""
+    torus = hw.su_topology == "torus"
+    K = hw.torus_shape if torus else (1, 1, 1)
     return {"x_nvls": float(hw.in_switch_reduction), "n_sw": float(hw.su_switch_gpus),
-            "B_hb": hw.su_bridge_bandwidth, "eta_hb": bridge_efficiency(hw, mode)}
+            "B_hb": hw.su_bridge_bandwidth, "eta_hb": bridge_efficiency(hw, mode),
+            "x_tor": float(torus), "K_y": float(K[1]), "K_z": float(K[2]),
+            "n_lk": float(hw.links_per_chip if torus else 1)}
 
 
 def allreduce_values(hw: Hardware, mode: str, stack: str | None = None) -> dict[str, float]:

@@ -133,6 +133,13 @@ n_sw = _s("n_sw", "GPUs under one switch of the scale-up fabric, whose peer traf
 B_hb = _s("B_hb", "bandwidth per GPU per direction of scale-up traffic that leaves its switch and crosses "
           "the host (a PCIe switch's uplink to the CPU shared by its GPUs; an NVSwitch domain: B_su)",
           "B/s", "hardware", "B_{hb}")
+x_tor = _s("x_tor", "the scale-up domain is a torus of point-to-point links (1: TPU ICI) rather than a "
+           "switch (0: any GPU one hop from any other)", "1", "hardware", r"x_{tor}", nonneg=True)
+K_y = _s("K_y", "torus shape of the scale-up domain, chips per ring in its second dimension (the first is "
+         "N_su / (K_y K_z))", "1", "hardware", "K_{y}")
+K_z = _s("K_z", "torus shape, chips per ring in its third dimension", "1", "hardware", "K_{z}")
+n_lk = _s("n_lk", "point-to-point scale-up links per chip (a 3D torus: 6; B_su is their sum)", "1",
+          "hardware", "n_{lk}")
 B_so = _s("B_so", "scale-out bandwidth per GPU per direction", "B/s", "hardware", "B_{so}")
 a_so = _s("a_so", "scale-out latency per message", "s", "hardware", r"\alpha_{so}", nonneg=True)
 C_host = _s("C_host", "CPU-attached memory reachable per GPU", "B", "hardware", "C_{host}", nonneg=True)

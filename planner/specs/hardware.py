@@ -18,6 +18,8 @@ FACT_KEYS = ("value", "source", "note", "kind", "retrieved", "direction")
 FACT_KINDS = ("datasheet", "secondary", "measured", "assumed", "derived", "estimate", "fitted")
 #: Scale-up link types: an NVLink/NVSwitch domain, or peer-to-peer over PCIe switches.
 LINKS = ("nvlink", "pcie")
+#: Scale-up topologies: a switched domain (any GPU one hop from any other) or a torus of links.
+TOPOLOGIES = ("switched", "torus")
 
 
 #: eta_o when a spec does not give one: the share of the shorter side hidden under two-micro-batch
@@ -250,6 +252,11 @@ class Hardware:
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     nvme_capacity: float = 0.0   #: B of local NVMe per GPU (0: none given)
     nvme_bandwidth: float = 0.0  #: B/s of NVMe reads per GPU
+    #: the scale-up domain's shape: "switched" (any GPU one hop from any other) or "torus"
+    #: (point-to-point links to neighbours, TPU ICI), with its shape and links per chip
+    su_topology: str = "switched"
+    torus_shape: tuple[int, ...] = ()
+    links_per_chip: int = 0
     path: str = field(default="", compare=False, repr=False)
     #: realistic-mode efficiencies fitted per serving stack (``stacks:`` block); ``stack`` is the
     #: one in use ("" where the spec has none: its ``efficiency:`` block as written)
@@ -289,7 +296,7 @@ class Hardware:
     @property
     def in_switch_reduction(self) -> bool:
         """x_nvls: the scale-up switch reduces an all-reduce in the fabric (NVLink SHARP)."""
-        return self.su_link == "nvlink"
+        return self.su_link == "nvlink" and self.su_topology != "torus"
 
     def sold_in(self, region: str) -> bool:
         """Whether the spec says the system may be sold in ``region`` (unstated: yes)."""
@@ -450,6 +457,31 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     su_lat = _fact(su, "latency", "time", src, span="latency")
     switch_gpus = _fact(su, "gpus_per_switch", None, src, required=False, integer=True) or 0
     bridge_bw = _fact(su, "bridge_bandwidth", "bandwidth", src, required=False, link=True) or 0.0
+    topology = su.text("topology", required=False, choices=TOPOLOGIES) or "switched"
+    shape: tuple[int, ...] = ()
+    links = 0
+    if topology == "torus":
+        # a torus's bandwidth is given per link (per direction); the chip's is its links' sum
+        links = _fact(su, "links_per_chip", None, src, integer=True)
+        t = su.sub("torus_shape")
+        raw = t.raw("value")
+        src["scale_up.torus_shape"] = _provenance(t)
+        t.done()
+        if (not isinstance(raw, list) or not 1 <= len(raw) <= 3
+                or not all(type(k) is int and 1 <= k <= 1024 for k in raw)):
+            raise SpecError(label, "scale_up.torus_shape.value", f"1 to 3 whole ring sizes, got {raw!r}")
+        shape = tuple(raw) + (1,) * (3 - len(raw))
+        if math.prod(shape) != domain_size:
+            raise SpecError(label, "scale_up.torus_shape", f"a shape of scale_up.domain_size ({domain_size}) "
+                            f"chips, got {' x '.join(map(str, raw))} = {math.prod(shape)}")
+        if links != 2 * sum(k > 1 for k in shape):
+            raise SpecError(label, "scale_up.links_per_chip", f"2 per dimension of the torus shape "
+                            f"({2 * sum(k > 1 for k in shape)}), got {links}")
+        su_bw *= links
+    else:
+        for key in ("torus_shape", "links_per_chip"):
+            if su.has(key):
+                raise SpecError(label, f"scale_up.{key}", "topology: torus with it")
     su.done()
     if su_link == "pcie" and not (switch_gpus and bridge_bw):
         raise SpecError(label, "scale_up", "gpus_per_switch and bridge_bandwidth on a pcie scale-up link")
@@ -542,7 +574,8 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
         hbm_capacity=hbm_capacity, hbm_bandwidth=hbm_bandwidth, tdp=tdp, sm_count=sm_count,
         domain_size=domain_size, su_bandwidth=su_bw, su_latency=su_lat,
         so_bandwidth=so_bw, so_latency=so_lat, host_capacity=host_cap, host_bandwidth=host_bw,
-        nvme_capacity=nvme_cap, nvme_bandwidth=nvme_bw,
+        nvme_capacity=nvme_cap, nvme_bandwidth=nvme_bw, su_topology=topology, torus_shape=shape,
+        links_per_chip=links,
         gpus_per_system=gpus_per_system, gpus_per_unit=gpus_per_unit, unit=unit,
         power_per_gpu=power, power_per_gpu_typical=power_typical, price_per_unit=price_unit,
         price_per_gpu_hour=price_hour,

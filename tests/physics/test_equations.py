@@ -140,6 +140,7 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         **{"lambda": u(1, 2)}, G=EP * TP_e, TP_a=i(1, 8), EP=EP, TP_e=TP_e, E_slots=E + i(0, 8),
         s_kv=i(1, 8), M_nl=i(1, 8), x_fw=float(rng.integers(0, 2)), N_ss=float(rng.choice([0, 256, 1e12])),
         o=float(rng.integers(0, 2)), x_off=float(rng.integers(0, 2)),
+        x_tor=float(rng.integers(0, 2)), K_y=i(1, 4), K_z=i(1, 4), n_lk=float(rng.choice([2, 4, 6])),
         b=u(0.1, 256), S=u(10, 1e5), S_c=u(10, 1e5), s_q=i(1, 4), s_h=i(1, 4), n_d=i(0, 3), A=u(1, 4),
         n_ka=i(1, 12), n_kc=i(1, 3), n_ke=i(1, 10), n_ks=i(1, 4), n_kd=i(1, 5), n_kh=i(1, 5), n_kx=i(0, 20),
         x_g=float(rng.integers(0, 2)), t_m=float(rng.choice([64, 128])), t_n=128.0,
