@@ -203,12 +203,33 @@ LAW_DTYPE = {"fp4": "nvfp4", "fp8": "fp8", "bf16": "bf16"}
 MOE_MIN_TILE = 16.0
 
 
+#: The system of each family whose compute-kernel laws (GEMM, grouped MoE, decode attention) a system
+#: without kernel tables of its own borrows (``calibrate --runs --write`` copies its law lines into
+#: that spec), and whose SM count it takes where its spec states none.
+FAMILY_REFERENCE = {"hopper": "hgx-h100", "blackwell": "hgx-b200"}
+
+
+def sm_count(hw: Hardware) -> float:
+    """``N_sm`` of ``hw``: its spec's SM count, else its family reference's (:data:`FAMILY_REFERENCE`:
+    the laws it borrows were fitted on that GPU, their per-CTA and per-row SM times at that count;
+    with 1 SM a borrowed decode attention law would run every CTA of the grid one after another),
+    else 1."""
+    if hw.sm_count:
+        return float(hw.sm_count)
+    ref = FAMILY_REFERENCE.get(hw.family)
+    if ref is None or ref == hw.name.split("@")[0]:
+        return 1.0
+    from planner.specs.registry import load_hardware
+
+    return float(load_hardware(ref).sm_count or 1)
+
+
 def gemm_tiles(hw: Hardware) -> dict[str, float]:
     """The GEMM law's tiling of ``hw``: tile height ``t_m`` (1 for a family without one: no
-    padding), width ``t_n`` and SMs ``N_sm`` (1 where the spec states none: no waves); and
-    ``t_m0``, the least tile a grouped GEMM sizes an expert's rows to (at most ``t_m``)."""
+    padding), width ``t_n`` and SMs ``N_sm`` (:func:`sm_count`); and ``t_m0``, the least tile a
+    grouped GEMM sizes an expert's rows to (at most ``t_m``)."""
     t_m = TILE_M.get(hw.family, 1.0)
-    return {"t_m": t_m, "t_n": TILE_N, "N_sm": float(hw.sm_count or 1), "t_m0": min(MOE_MIN_TILE, t_m)}
+    return {"t_m": t_m, "t_n": TILE_N, "N_sm": sm_count(hw), "t_m0": min(MOE_MIN_TILE, t_m)}
 #: GEMM-law class -> the tensor class whose compute dtype it multiplies in.
 _LAW_CLASSES = {"a": "attention", "d": "dense_ffn", "v": "embeddings"}
 
@@ -514,7 +535,7 @@ def attention_law_values(model: Model, hw: Hardware, prec: Precisions, mode: str
     stack, eff, law = first_law(hw, lambda e: e.attn_law("mla" if mla else "gqa", kv))
     if law is None:
         return dict(_NO_ATTN_LAW)
-    sms = float(hw.sm_count or 1)
+    sms = sm_count(hw)
     b, S, TP_a = (np.asarray(x, float) for x in (b, S, TP_a))
     heads = model.h / TP_a
     kv_heads = 1.0 if mla else model.h_kv / np.asarray(s_kv, float)

@@ -16,8 +16,9 @@ from planner.specs.units import parse_quantity
 FLOP_DTYPES = ("fp4", "fp8", "bf16")
 FACT_KEYS = ("value", "source", "note", "kind", "retrieved", "direction")
 FACT_KINDS = ("datasheet", "secondary", "measured", "assumed", "derived", "estimate", "fitted")
-#: Scale-up link types: an NVLink/NVSwitch domain, or peer-to-peer over PCIe switches.
-LINKS = ("nvlink", "pcie")
+#: Scale-up link types: an NVLink/NVSwitch domain (which reduces an all-reduce in the switch), peer-to-peer
+#: over PCIe switches, or another switched fabric without in-switch reduction (NeuronSwitch, UALink).
+LINKS = ("nvlink", "pcie", "switch")
 #: Scale-up topologies: a switched domain (any GPU one hop from any other) or a torus of links.
 TOPOLOGIES = ("switched", "torus")
 

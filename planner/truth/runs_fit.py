@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import SpecError
-from planner.physics.step import pass_kernels
+from planner.physics.step import FAMILY_REFERENCE, pass_kernels
 from planner.specs.hardware import COMM_LAW_FIELDS, KERNEL_FITTED_STACK_FIELDS
 from planner.specs.reading import yaml_number
 from planner.truth.runs import GroupInputs, RunsScore, score_runs, served_ttft
@@ -872,7 +872,7 @@ def _split_stacks(text: str) -> tuple[list[str], dict[str, list[str]]]:
 #: what no law covers, so a spec without them would price its GEMMs, experts and attention at
 #: fractions fitted to what is left over.  Its communication laws are not borrowed: another system's
 #: links (H20's and H800's NVLink, an AMD part's Infinity Fabric) keep their own latency.
-GEMM_REFERENCE = {"hopper": "hgx-h100", "blackwell": "hgx-b200"}
+GEMM_REFERENCE = FAMILY_REFERENCE
 #: The law lines (by prefix) of a stack entry that a spec without kernel tables borrows.
 BORROWED_LAWS = ("    gemm_", "    moe_", "    attn_")
 

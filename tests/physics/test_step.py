@@ -675,3 +675,20 @@ def test_a_stack_without_a_law_takes_the_same_gpus_other_stacks_law():
     alone = vllm.replace(stacks={})
     assert attention_law_values(kimi, alone, prec, "realistic", "decode", b=np.array([8.0]),
                                 S=np.array([2048.0]), TP_a=1.0, s_kv=1.0)["x_al"] == 0.0
+
+
+def test_a_spec_without_an_sm_count_takes_its_law_donors():
+    # the borrowed kernel laws were fitted at the family reference's SMs (B200: 148); GB200's own
+    # count is the same 148, so leaving it out of the spec changes nothing
+    import dataclasses
+
+    from planner.physics.step import decode_step, sm_count
+
+    gb200 = load_hardware("gb200-nvl72")
+    blank = dataclasses.replace(gb200, sm_count=0)
+    assert sm_count(blank) == 148.0 == sm_count(load_hardware("vr200-nvl72"))
+    m = load_model("kimi-k2-thinking")
+    kw = dict(gpus=72, tp_attn=1, ep=72, batch=72 * 64, context=1536.0, weights="nvfp4")
+    a, b = decode_step(m, gb200, **kw), decode_step(m, blank, **kw)
+    assert a.terms["attn_core"] == pytest.approx(b.terms["attn_core"], rel=1e-12)
+    assert a.step_time == pytest.approx(b.step_time, rel=1e-12)
