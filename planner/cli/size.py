@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 from planner.cli.common import (
@@ -154,10 +155,27 @@ def _infeasible_lines(df: pd.DataFrame) -> None:
         print(f"# {r.hardware}: cannot meet it: {r.reason}")
 
 
-def _option_json(r: dict[str, Any], figs: dict[str, Any]) -> dict[str, Any]:
+def _datasheet_band(sd: float, tps_per_gpu: float) -> dict[str, float] | None:
+    """The 5th-95th percentile of tokens/s per GPU from the datasheet-only error ``sd`` (log-sd) of a
+    system with no measurements of its own (:func:`planner.truth.uncertainty.unmeasured_log_sd`:
+    wider for a family nobody here has measured); None for a measured system (``sd`` 0: its fit
+    band is ``compare --band``'s)."""
+    from planner.truth.uncertainty import QUANTILES
+
+    if not sd or not math.isfinite(tps_per_gpu):
+        return None
+    z = NormalDist().inv_cdf(QUANTILES[1] / 100)
+    return {"lo": tps_per_gpu * math.exp(-z * sd), "hi": tps_per_gpu * math.exp(z * sd), "log_sd": sd}
+
+
+def _option_json(r: dict[str, Any], figs: dict[str, Any], sds: dict[str, float] | None = None
+                 ) -> dict[str, Any]:
     out = {k: json_safe(v) for k, v in r.items() if not k.endswith("_source")
            and not (isinstance(v, float) and math.isnan(v))}
     out["figures"] = figs.get(r["hardware"], {})
+    if r.get("feasible"):
+        sd = (sds or {}).get(r["hardware"], 0.0)
+        out["datasheet_band_tps_per_gpu"] = _datasheet_band(sd, float(r["tps_per_gpu"]))
     return out
 
 
@@ -213,6 +231,9 @@ def cmd_size(args: argparse.Namespace) -> int:
     else:
         df = sizing.size(args.model, hws, min_tps_user=args.min_tps_user, **demand, **common)
         report = _report_size
+    from planner.truth.uncertainty import unmeasured_log_sd
+
+    df.attrs["datasheet_log_sd"] = {h.name: unmeasured_log_sd(h) for h in hws}
     if args.plot:  # written before anything is printed
         from planner.plot import plot_sizing
 
@@ -233,7 +254,8 @@ def _report_size(df: pd.DataFrame, args: argparse.Namespace) -> None:
         ok = df[df.feasible]
         print_json({"settings": _settings(a),
                     "cheapest": str(df.loc[df.cheapest, "hardware"].iloc[0]) if df.cheapest.any() else None,
-                    "options": {r["hardware"]: _option_json(r, figs) for r in df.to_dict("records")},
+                    "options": {r["hardware"]: _option_json(r, figs, a.get("datasheet_log_sd", {}))
+                                for r in df.to_dict("records")},
                     "feasible": [str(h) for h in ok.hardware]})
         return
     basis = "owned: capex + energy" if a["basis"] == "own" else "rental"
@@ -251,6 +273,14 @@ def _report_size(df: pd.DataFrame, args: argparse.Namespace) -> None:
         pool = "deployments (copies x GPUs)"
     print(table(rows, ["", "option", "tok/s/user", "TTFT s", "tok/s/GPU", "weights", pool,
                        "prefill GPUs", "GPUs", "units", "IT MW", "facility MW", "headroom", "binds"]))
+    sds = a.get("datasheet_log_sd", {})
+    bands = [(r.hardware, _datasheet_band(sds.get(r.hardware, 0.0), float(r.tps_per_gpu)))
+             for r in ok.itertuples()]
+    for name, b in bands:
+        if b is not None:
+            print(f"# {name} has no measurements of its own: tok/s/GPU {b['lo']:,.0f} to {b['hi']:,.0f} "
+                  f"(5th-95th percentile of its datasheet-only error, log-sd {b['log_sd']:.2f}); the GPUs, "
+                  "units and money above scale inversely")
     print()
     rows = []
     for r in ok.itertuples():
