@@ -10,7 +10,8 @@ How a workload frontier is drawn (the equations of :mod:`planner.physics.serving
   wait between turns (their bytes against the tiers' capacity per GPU: HBM left over by the running
   batch, host memory, local NVMe, filled in that order), and the rate is ``y_reuse``;
 - a session found in host memory or NVMe is copied back over that tier's link (``t_restore``), which
-  its TTFT carries;
+  its TTFT carries; where more requests miss than the TTFT percentile's tail, the request at the
+  percentile prefills its whole prompt;
 - disaggregated serving: the prefill pool runs at the utilisation whose queue keeps the TTFT
   percentile of the service level (``ttft_queue``; arrivals and prompt lengths from the workload),
   which adds prefill GPUs to every point; TPOT at its percentile is the step at the decode batch of
@@ -194,6 +195,10 @@ def workload_frontier(
     pt, pp = pct["ttft"], pct["tpot"]
     tname, pname = f"ttft_p{_pct(pt)}_s", f"tpot_p{_pct(pp)}_s"
     base = hit.ttft_s.to_numpy(float) + restore
+    if "ttft_s" in miss.columns and len(miss):
+        # where more than the percentile's tail of the requests miss, the request at the percentile
+        # prefills its whole prompt
+        base = np.where(1.0 - h > 1.0 - pt, float(miss.ttft_s.max()), base)
     if serving == "disaggregated":
         I_comp = np.asarray(compiled.evaluate_named("I_computed", I=wl.isl, h_r=h, I_c=wl.cached), float)
         X_p = hit.prefill_tps_per_gpu.to_numpy(float)
