@@ -113,12 +113,15 @@ def workload_frontier(
     hit = frontier(model, hw, isl=new, osl=osl, **kw)
     try:
         miss = frontier(model, hw, isl=isl, osl=osl, **kw) if new < isl else hit
-    except SpecError:  # the whole prompt cannot be prefilled within the service level: a miss is never served
+    except SpecError:  # the whole prompt cannot be prefilled within the service level: no miss is served
         miss = hit.iloc[:0]
     x = hit.tps_per_user.to_numpy(float)
     y_hit = hit.output_tps_per_gpu.to_numpy(float)
-    y_miss = (np.nan_to_num(envelope(miss.assign(tps_per_gpu=miss.output_tps_per_gpu), x), nan=0.0)
-              if len(miss) else np.zeros(len(hit)))
+    y_miss = np.zeros(len(hit))
+    if len(miss):  # the all-miss frontier at each rate, flat below its slowest point (as a band reads it)
+        m = miss.assign(tps_per_gpu=miss.output_tps_per_gpu)
+        inside = np.nan_to_num(envelope(m, x), nan=0.0)
+        y_miss = np.where(x < m.tps_per_user.min(), m.tps_per_gpu.max(), inside)
     kv_prec = kv or model.kv_precision
     m_tok = model.kv_bytes_per_token(kv_prec)
     m_sess = wl.session_tokens * m_tok + model.state_bytes
