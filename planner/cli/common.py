@@ -63,6 +63,16 @@ def positive_float(text: str) -> float:
 MAX_COUNT = 10**9
 
 
+class DefaultInt(int):
+    """An integer flag's default, told apart from the same value given on the command line (a flag
+    that another one replaces, such as ``--isl`` beside ``--workload``, is refused only if given)."""
+
+
+def given(value: object) -> bool:
+    """Whether a flag's value was given on the command line (not its :class:`DefaultInt` default)."""
+    return value is not None and not isinstance(value, DefaultInt)
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer from 1 to :data:`MAX_COUNT`, in ASCII digits."""
     t = text.strip()

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from planner.cli.common import (
+    DefaultInt,
     add_command,
     add_stack,
     check_output_args,
@@ -99,9 +100,9 @@ def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated
                    help="; ".join(SERVING_HELP[s] + (" (default)" if s == default else "")
                                   for s in serving))
     if workload:
-        g.add_argument("--isl", type=positive_int, default=1024,
+        g.add_argument("--isl", type=positive_int, default=DefaultInt(1024),
                        help="input (prompt) tokens per request (default 1024)")
-        g.add_argument("--osl", type=positive_int, default=1024,
+        g.add_argument("--osl", type=positive_int, default=DefaultInt(1024),
                        help="output tokens per request (default 1024)")
         g.add_argument("--context", type=positive_float, default=None,
                        help="mean KV length in decode, tokens (default ISL + OSL/2)")

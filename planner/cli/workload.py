@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from planner.cli.common import check_output_args, json_safe, print_json
+from planner.cli.common import check_output_args, given, json_safe, print_json
 from planner.errors import SpecError
 from planner.outputs import table, write_outputs
 
@@ -47,8 +47,8 @@ def workload_asked(args: argparse.Namespace) -> bool:
             if getattr(args, flag, None) is not None:
                 raise SpecError("<input>", f"--{flag.replace('_', '-')}", "--workload with it")
         return False
-    for k in _NOT_WITH_WORKLOAD:
-        if getattr(args, k, None) is not None:
+    for k in ("isl", "osl", *_NOT_WITH_WORKLOAD):
+        if given(getattr(args, k, None)):
             raise SpecError(
                 "<input>",
                 f"--{k.replace('_', '-')}",
