@@ -55,6 +55,11 @@ def workload_asked(args: argparse.Namespace) -> bool:
                 "no --workload with it (a workload sets the "
                 "lengths and the TTFT service level, and runs the limit search)",
             )
+    for k, unset in (("overlap", "auto"), ("kv_offload", False), ("metric", "output")):
+        if getattr(args, k, unset) != unset:
+            raise SpecError("<input>", f"--{k.replace('_', '-')}",
+                            "no --workload with it (a workload's frontier searches overlap itself, keeps KV "
+                            "in its tiers, and counts output tokens per GPU)")
     if getattr(args, "search", None) == "deployed":
         raise SpecError(
             "<input>",

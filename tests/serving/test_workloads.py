@@ -129,6 +129,8 @@ def test_frontier_workload_rows_carry_percentiles_and_tier_use(capsys):
     (["--workload", "agentc"], "did you mean agentic"),
     (["--workload", "agentic", "--gpus", "8"], "--gpus: no --workload with it"),
     (["--workload", "agentic", "--isl", "1024"], "--isl: no --workload with it"),
+    (["--workload", "agentic", "--kv-offload"], "--kv-offload: no --workload with it"),
+    (["--workload", "agentic", "--metric", "total"], "--metric: no --workload with it"),
     (["--workload", "agentic", "--serving", "aggregated"], "serving: disaggregated or decode"),
 ])
 def test_workload_flags_refused_in_one_line(capsys, argv, needle):
