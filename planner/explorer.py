@@ -141,6 +141,7 @@ PAIR = "ISL/OSL"
 #: the KV-tier control's choices for a workload of sessions
 TIER_CHOICES = ("hbm,host,nvme", "hbm,host", "hbm", "none")
 
+
 class Explorer:
     """The panel :func:`explore` returns: its widgets (``controls``: name -> widget), the
     frontiers last drawn (``frontiers``; ``ratio`` with two systems), the matplotlib ``figure``,
@@ -164,11 +165,10 @@ class Explorer:
         search = defaults.pop("search", "deployed")
         serving = defaults.pop("serving", "disaggregated")
         isl, osl = int(defaults.pop("isl", 1024)), int(defaults.pop("osl", 1024))
-        from planner.serving.workloads import TIERS
-        from planner.specs.workload import workload_names
+        from planner.specs.workload import KV_TIERS, workload_names
 
         workload = defaults.pop("workload", None) or PAIR
-        tiers = defaults.pop("tiers", TIERS)
+        tiers = defaults.pop("tiers", KV_TIERS)
         tiers = ",".join(tiers) if not isinstance(tiers, str) else tiers
         tiers = tiers or "none"
         if workload not in (PAIR, *workload_names()):
@@ -305,10 +305,10 @@ class Explorer:
         if c["search"].value == "fast":
             kw.update(self.fast)
         if c["workload"].value != PAIR:  # a workload of sessions: its lengths, the limit search
-            tiers = c["kv_tiers"].value
+            from planner.specs.workload import parse_tiers
+
             keep = {k: v for k, v in kw.items() if k in ("serving", "mode", "weights", "mtp")}
-            return {"workload": c["workload"].value,
-                    "tiers": () if tiers == "none" else tuple(tiers.split(",")), **keep}
+            return {"workload": c["workload"].value, "tiers": parse_tiers(c["kv_tiers"].value), **keep}
         return kw
 
     def code(self) -> str:

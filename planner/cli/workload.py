@@ -10,10 +10,6 @@ from planner.cli.common import check_output_args, given, json_safe, print_json
 from planner.errors import SpecError
 from planner.outputs import table, write_outputs
 
-#: the frontier flags a workload answer does not take (it runs the limit search, its lengths and TTFT
-#: limit come from the workload)
-_NOT_WITH_WORKLOAD = ("gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "acceptance", "max_ttft", "context")
-
 
 def add_workload_flags(g: Any) -> None:
     g.add_argument(
@@ -47,25 +43,16 @@ def workload_asked(args: argparse.Namespace) -> bool:
             if getattr(args, flag, None) is not None:
                 raise SpecError("<input>", f"--{flag.replace('_', '-')}", "--workload with it")
         return False
-    for k in ("isl", "osl", *_NOT_WITH_WORKLOAD):
-        if given(getattr(args, k, None)):
-            raise SpecError(
-                "<input>",
-                f"--{k.replace('_', '-')}",
-                "no --workload with it (a workload sets the "
-                "lengths and the TTFT service level, and runs the limit search)",
-            )
+    from planner.serving.workloads import NOT_WITH_WORKLOAD, refuse_with_workload
+
+    values = {k: getattr(args, k, None) for k in ("isl", "osl", *NOT_WITH_WORKLOAD)}
+    refuse_with_workload({f"--{k.replace('_', '-')}": v if given(v) else None for k, v in values.items()},
+                         getattr(args, "search", None), "--workload")
     for k, unset in (("overlap", "auto"), ("kv_offload", False), ("metric", "output")):
         if getattr(args, k, unset) != unset:
             raise SpecError("<input>", f"--{k.replace('_', '-')}",
                             "no --workload with it (a workload's frontier searches overlap itself, keeps KV "
                             "in its tiers, and counts output tokens per GPU)")
-    if getattr(args, "search", None) == "deployed":
-        raise SpecError(
-            "<input>",
-            "--search",
-            "limit with --workload (the launch recipes are benchmarks of one ISL/OSL pair)",
-        )
     return True
 
 
@@ -80,19 +67,9 @@ def session_keywords(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _tiers(args: argparse.Namespace) -> tuple[str, ...]:
-    from planner.serving.workloads import TIERS
+    from planner.specs.workload import KV_TIERS, parse_tiers
 
-    if args.kv_tiers is None:
-        return TIERS
-    names = tuple(t.strip() for t in args.kv_tiers.split(",") if t.strip())
-    if names == ("none",):
-        return ()
-    bad = [t for t in names if t not in TIERS]
-    if bad or not names:
-        raise SpecError(
-            "<input>", "--kv-tiers", f"a comma list of {', '.join(TIERS)}, or none; got {args.kv_tiers!r}"
-        )
-    return names
+    return KV_TIERS if args.kv_tiers is None else parse_tiers(args.kv_tiers, "<input>", "--kv-tiers")
 
 
 def _run(args: argparse.Namespace, hardware: str, tiers: tuple[str, ...]) -> Any:
@@ -115,8 +92,9 @@ def _run(args: argparse.Namespace, hardware: str, tiers: tuple[str, ...]) -> Any
 
 
 def _names(df: Any) -> tuple[str, str]:
-    p = df.attrs["percentiles"]
-    return f"ttft_p{p['ttft'] * 100:g}_s", f"tpot_p{p['tpot'] * 100:g}_s"
+    from planner.serving.workloads import percentile_columns
+
+    return percentile_columns(df.attrs)
 
 
 def _points(df: Any) -> list[dict[str, Any]]:

@@ -184,16 +184,15 @@ def workload_points(model: Model, hw: Hardware, fkw: dict[str, Any]) -> pd.DataF
     the prefill rate per GPU counts a prompt's reused tokens as done and the prefill pool's idle
     share as spent, ``X_p rho I / I_computed``, so that pools rate-matched at that rate hold the
     prefill GPUs the workload's frontier prices; TTFT is the service level's percentile."""
-    from planner.serving.workloads import TIERS, workload_frontier
+    from planner.serving.workloads import (
+        NOT_WITH_WORKLOAD,
+        TIERS,
+        percentile_columns,
+        refuse_with_workload,
+        workload_frontier,
+    )
 
-    asked = [k for k in ("context", "gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "acceptance", "max_ttft")
-             if fkw.get(k) is not None]
-    if asked:
-        raise SpecError("<input>", asked[0], "no workload with it (a workload sets the lengths and the TTFT "
-                        "service level, and runs the limit search)")
-    if fkw.get("search") == "deployed":
-        raise SpecError("<input>", "search", "limit with a workload (the launch recipes are benchmarks of "
-                        "one ISL/OSL pair)")
+    refuse_with_workload({k: fkw.get(k) for k in NOT_WITH_WORKLOAD}, fkw.get("search"))
     tiers = fkw.get("kv_tiers")
     df = workload_frontier(model, hw, fkw["workload"], tiers=TIERS if tiers is None else tuple(tiers),
                            serving=fkw["serving"], mode=fkw.get("mode") or "realistic",
@@ -203,8 +202,7 @@ def workload_points(model: Model, hw: Hardware, fkw: dict[str, Any]) -> pd.DataF
         I = float(df.attrs["isl"])
         df = df.assign(prefill_tps_per_gpu=df.prefill_tps_per_gpu * df.prefill_utilisation * I
                        / df.prompt_tokens_computed)
-    tname = next(c for c in df.columns if c.startswith("ttft_p") and c.endswith("_s"))
-    return df.assign(ttft_s=df[tname])
+    return df.assign(ttft_s=df[percentile_columns(df.attrs)[0]])
 
 
 def _running_argmax(y: np.ndarray) -> np.ndarray:

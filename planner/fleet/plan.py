@@ -210,7 +210,7 @@ def _workload(f: Fields, base: Path | None) -> WorkloadSpec:
         s.done()
     sessions = f.text("sessions", required=False)
     if sessions is not None:  # a workload of sessions (planner.specs.workload): it sets the lengths
-        from planner.specs.workload import load_workload, parse_slo, workload_names
+        from planner.specs.workload import load_workload, parse_slo, parse_tiers, workload_names
 
         for k in ("isl", "osl", "max_ttft"):
             if f.has(k):
@@ -228,11 +228,7 @@ def _workload(f: Fields, base: Path | None) -> WorkloadSpec:
             search["slo"] = tuple(sorted(parse_slo(slo, f.label, f.path("slo")).items()))
         tiers = f.text("kv_tiers", required=False)
         if tiers is not None:
-            names = tuple(t.strip() for t in tiers.split(",") if t.strip())
-            if names != ("none",) and (not names or any(t not in ("hbm", "host", "nvme") for t in names)):
-                raise SpecError(f.label, f.path("kv_tiers"), f"a comma list of hbm, host, nvme, or none; got "
-                                f"{tiers!r}")
-            search["kv_tiers"] = () if names == ("none",) else names
+            search["kv_tiers"] = parse_tiers(tiers, f.label, f.path("kv_tiers"))
     else:
         for k in ("slo", "kv_tiers"):
             if f.has(k):

@@ -133,16 +133,18 @@ EQUATIONS: dict[str, sp.Expr] = {
 }
 
 
+m_kv = sp.Symbol("m_kv", positive=True)      #: KV-cache bytes per token, all layers
+n_send = sp.Symbol("n_send", positive=True)  #: GPUs one request's KV moves from or to (its rank's TP_a)
+
+
 def _kv_transfer() -> sp.Expr:
     """KV hand-off of one request from prefill to decode: ``alpha + I m_kv / (eta B)``, the
     request's KV (I tokens x m_kv bytes per token) sent by the TP_a GPUs of its prefill rank."""
     from planner.physics.equations import link_time
 
-    m_kv = sp.Symbol("m_kv", positive=True)
     B_link = sp.Symbol("B_link", positive=True)
     eta_l = sp.Symbol("eta_link", positive=True)
     a_l = sp.Symbol("alpha_link", nonnegative=True)
-    n_send = sp.Symbol("n_send", positive=True)
     SERVING_SYMBOLS.update({
         "m_kv": (m_kv, "KV-cache bytes per token, all layers", "B"),
         "B_link": (B_link, "per-GPU per-direction bandwidth of the link used for the hand-off", "B/s"),
@@ -212,7 +214,7 @@ SERVING_SYMBOLS.update({
 #: way through the wave (later waves arrive spread out, as requests end at different times).
 q_burst = sp.Max(0, 1 - (1 - p_s) * N_u)
 #: TTFT at percentile p_s of a closed-loop burst: ttft_served with the wave share q_burst.
-ttft_burst = t_req + tau_h * n_kp + t_pass + q_burst * t_wave
+ttft_burst = ttft_served.subs(q_w, q_burst)
 #: TPOT at percentile p_s of a closed-loop burst.  Where decode stops while prompts are prefilled
 #: (aggregated: the stacks run a waiting prompt before the next decode step), the first users'
 #: requests decode while the rest of the first wave is prefilled, and wait q_burst t_wave in all
@@ -241,7 +243,7 @@ wait_mean = rho_p / (1 - rho_p) * (c_a2 + c_s2) / 2 * S_p
 #: wait_mean) and the percentile is (wait_mean / rho_p) ln(rho_p / (1 - p_s)), 0 where rho_p <= 1 - p_s.
 wait_p = sp.Max(0, wait_mean / rho_p * sp.log(rho_p / (1 - p_s)))
 #: TTFT at percentile p_s of an open stream of requests: ttft_served with the queue's wait.
-ttft_queue = t_req + tau_h * n_kp + t_pass + wait_p
+ttft_queue = ttft_served.subs(q_w * t_wave, wait_p)
 #: The decode batch a request meets at percentile p_s of an open stream: the requests in decode are
 #: an infinite-server queue, Poisson in number for Poisson arrivals (variance = mean, M/G/inf);
 #: other arrivals scale the variance by the peakedness (1 + c_a2) / 2 (Whitt 1984); normal tail.
@@ -289,7 +291,7 @@ K_tier = C_tier * O_out / (t_idle * m_sess)
 hit_share = sp.Min(1, K_tier / y_miss / (1 + K_tier * (1 / y_miss - 1 / y_hit)))
 #: Time to bring one session's prefix back from a tier: its I_c tokens' cache, m_kv bytes each,
 #: over the links of the n_send GPUs of the rank that holds it.
-t_restore = I_c * sp.Symbol("m_kv", positive=True) / (sp.Symbol("n_send", positive=True) * eta_tier * B_tier)
+t_restore = I_c * m_kv / (n_send * eta_tier * B_tier)
 
 EQUATIONS.update({"I_computed": I_computed, "y_reuse": y_reuse, "hit_share": hit_share,
                   "t_restore": t_restore})

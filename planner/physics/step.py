@@ -203,9 +203,14 @@ LAW_DTYPE = {"fp4": "nvfp4", "fp8": "fp8", "bf16": "bf16"}
 MOE_MIN_TILE = 16.0
 
 
-#: The system of each family whose compute-kernel laws (GEMM, grouped MoE, decode attention) a system
-#: without kernel tables of its own borrows (``calibrate --runs --write`` copies its law lines into
-#: that spec), and whose SM count it takes where its spec states none.
+#: The GPU of each family whose measured kernel laws (GEMM, grouped MoE, decode and prefill
+#: attention: the compute kernels') a spec of its family without kernel tables of its own borrows
+#: (``calibrate --runs --write`` copies its law lines into that spec: the fractions of its own peaks
+#: and bandwidth), and whose SM count it takes where its spec states none.  The step composes those
+#: laws, and the runs fit prices with its fractions only what no law covers, so a spec without them
+#: would price its GEMMs, experts and attention at fractions fitted to what is left over.  Its
+#: communication laws are not borrowed: another system's links (H20's and H800's NVLink, an AMD
+#: part's Infinity Fabric) keep their own latency.
 FAMILY_REFERENCE = {"hopper": "hgx-h100", "blackwell": "hgx-b200"}
 
 

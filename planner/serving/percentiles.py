@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from planner.errors import SpecError
 from planner.physics import compiled
 
 #: Requests a benchmark sends per user: InferenceX runs ``--num-prompts $(( $CONC * 10 ))
@@ -24,13 +23,6 @@ def z_of(p: float) -> float:
     return NormalDist().inv_cdf(p)
 
 
-def check_percentile(p: Any, field: str = "percentile") -> float:
-    """A percentile as a fraction strictly between 0 and 1 (0.99 for p99), or a one-line error."""
-    if isinstance(p, bool) or not isinstance(p, int | float) or not (0.0 < float(p) < 1.0):
-        raise SpecError("<input>", field, f"a percentile between 0 and 1 (0.99 for p99), got {p!r}")
-    return float(p)
-
-
 def acceptance_rate(A: Any, drafts: Any) -> np.ndarray:
     """The per-draft acceptance ``alpha`` whose ``tokens_per_step`` with ``drafts`` drafts is ``A``
     (bisection: the mean is increasing in ``alpha``); 0 where there are no drafts."""
@@ -39,7 +31,8 @@ def acceptance_rate(A: Any, drafts: Any) -> np.ndarray:
     lo, hi = np.zeros_like(A), np.ones_like(A)
     for _ in range(50):
         mid = (lo + hi) / 2
-        mean = np.where(n > 0, (1 - mid ** (n + 1)) / np.maximum(1 - mid, 1e-300), 1.0)
+        mean = np.asarray(compiled.evaluate_named("tokens_per_step", alpha=np.maximum(mid, 1e-300),
+                                                  n_draft=np.maximum(n, 1.0)), float)
         lo, hi = np.where(mean < A, mid, lo), np.where(mean < A, hi, mid)
     return np.where(n > 0, (lo + hi) / 2, 0.0)
 

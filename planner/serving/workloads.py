@@ -36,9 +36,9 @@ from planner.serving.search import pareto, row_inputs
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
 from planner.specs.registry import load_hardware, load_model
-from planner.specs.workload import Workload, load_workload, slo_key
+from planner.specs.workload import KV_TIERS, Workload, load_workload, slo_key
 
-TIERS = ("hbm", "host", "nvme")
+TIERS = KV_TIERS
 #: achieved fraction of a tier's link when a session's KV is copied back: assumed (a bulk copy of
 #: many blocks; the stacks' own figures for LMCache and Dynamo's KV block manager are not published
 #: per system)
@@ -59,12 +59,42 @@ def tier_capacities(hw: Hardware, tiers: tuple[str, ...]) -> dict[str, tuple[flo
     return out
 
 
+#: frontier options a workload answer does not take: it sets the lengths and the TTFT service level,
+#: and runs the limit search
+NOT_WITH_WORKLOAD = ("context", "gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "acceptance", "max_ttft")
+
+
+def refuse_with_workload(values: dict[str, Any], search: Any = None, workload: str = "workload") -> None:
+    """One line for the first of ``values`` (option name -> value, None where not given) that a
+    workload answer does not take, or for the as-deployed ``search``; ``workload`` names the
+    workload option in the message (``--workload`` on the command line)."""
+    for name, value in values.items():
+        if value is not None:
+            raise SpecError("<input>", name, f"no {workload} with it (a workload sets the lengths and the "
+                            "TTFT service level, and runs the limit search)")
+    if search == "deployed":
+        raise SpecError("<input>", "search" if workload == "workload" else "--search",
+                        f"limit with {workload} (the launch recipes are benchmarks of one ISL/OSL pair)")
+
+
 def _percentiles(wl: Workload) -> dict[str, float]:
     p = dict(DEFAULT_PERCENTILES)
     for key in wl.slo:
         metric, q = slo_key(key)
         p[metric] = q
     return p
+
+
+def _slo_keys(pct: dict[str, float]) -> tuple[str, str]:
+    """The service-level keys of the TTFT and TPOT percentiles (``ttft_p99``, ``tpot_p90``)."""
+    return f"ttft_p{pct['ttft'] * 100:g}", f"tpot_p{pct['tpot'] * 100:g}"
+
+
+def percentile_columns(attrs: dict[str, Any]) -> tuple[str, str]:
+    """The TTFT and TPOT percentile columns of a workload frontier (``ttft_p99_s``, ``tpot_p90_s``)
+    from its ``attrs``."""
+    t, p = _slo_keys(attrs["percentiles"])
+    return f"{t}_s", f"{p}_s"
 
 
 def workload_frontier(
@@ -105,7 +135,9 @@ def workload_frontier(
     isl, osl = max(round(wl.isl), 1), max(round(wl.osl), 1)
     new = max(round(wl.isl - wl.cached), 1)
     # a prompt's pass (and hand-off) must fit within the TTFT service level, where there is one
-    limit = wl.slo.get(f"ttft_p{_pct(pct['ttft'])}")
+    tkey, pkey = _slo_keys(pct)
+    tname, pname = f"{tkey}_s", f"{pkey}_s"
+    limit = wl.slo.get(tkey)
     kw = dict(serving=serving, mode=mode, weights=weights, kv=kv, mtp=mtp, search="limit",
               context=wl.decode_context)
     if limit and serving == "disaggregated":
@@ -125,16 +157,8 @@ def workload_frontier(
     kv_prec = kv or model.kv_precision
     m_tok = model.kv_bytes_per_token(kv_prec)
     m_sess = wl.session_tokens * m_tok + model.state_bytes
-    # HBM the running batch leaves on the decode GPUs, per GPU of the deployment
-    hbm = np.zeros(len(hit))
-    for i, (_, r) in enumerate(hit.iterrows()):
-        prec, lay = row_inputs(model, hw, r, wl.decode_context)
-        out = evaluate_configs(model, hw, prec, mode, b=1.0, **lay)
-        b_rank = float(r.batch_per_gpu) * float(r.tp_attn)
-        free = float(np.asarray(out["memory.free"]))
-        b_max = float(np.asarray(out["memory.b_max"]))
-        share = float(r.get("decode_gpu_fraction", 1.0)) if serving == "disaggregated" else 1.0
-        hbm[i] = max(free * (1 - b_rank / b_max), 0.0) * share if b_max > 0 else 0.0
+    pt, pp = pct["ttft"], pct["tpot"]
+    hbm, tpot_p = _per_point(model, hw, hit, pp, wl, mode, serving)
     other = tier_capacities(hw, tiers)
     caps = {"hbm": hbm if "hbm" in tiers else np.zeros(len(hit))}
     caps.update({t: np.full(len(hit), c) for t, (c, _) in other.items()})
@@ -195,8 +219,6 @@ def workload_frontier(
         kv_binding_tier=binding, kv_deepest_tier=np.where(deepest == "", "none", deepest), restore_s=restore
     )
     # the prefill queue: a prompt computes I - h I_c tokens at the prefill instance
-    pt, pp = pct["ttft"], pct["tpot"]
-    tname, pname = f"ttft_p{_pct(pt)}_s", f"tpot_p{_pct(pp)}_s"
     base = hit.ttft_s.to_numpy(float) + restore
     if "ttft_s" in miss.columns and len(miss):
         # where more than the percentile's tail of the requests miss, the request at the percentile
@@ -206,7 +228,6 @@ def workload_frontier(
         I_comp = np.asarray(compiled.evaluate_named("I_computed", I=wl.isl, h_r=h, I_c=wl.cached), float)
         X_p = hit.prefill_tps_per_gpu.to_numpy(float)
         S_p = I_comp / (X_p * hit.prefill_gpus.to_numpy(float))
-        limit = wl.slo.get(f"ttft_p{_pct(pt)}")
         rho = _utilisation(pt, base, S_p, wl, limit)
         # prefill GPUs idle (1 - rho) of the time: their share of GPU-seconds per output token grows
         y = 1.0 / (1.0 / np.maximum(y, 1e-300) + (I_comp / wl.osl) * (1.0 / rho - 1.0) / X_p)
@@ -216,7 +237,7 @@ def workload_frontier(
     else:
         ttft = base
     cols[tname] = ttft
-    cols[pname] = _tpot_at(model, hw, hit, pp, wl, mode)
+    cols[pname] = tpot_p
     out = hit.assign(
         **cols,
         tps_per_gpu=y,
@@ -227,7 +248,7 @@ def workload_frontier(
     )
     out = out.assign(**_costs(hw, out.tps_per_gpu.to_numpy(float)))
     ok = np.isfinite(out.tps_per_gpu) & (out.tps_per_gpu > 0)
-    tpot_limit = wl.slo.get(f"tpot_p{_pct(pp)}")
+    tpot_limit = wl.slo.get(pkey)
     if tpot_limit is not None:  # the service level on TPOT: points slower than it are not offered
         ok &= out[pname] <= tpot_limit
     out = pareto(out[ok]).reset_index(drop=True)
@@ -241,10 +262,6 @@ def workload_frontier(
         search="limit",
     )
     return out
-
-
-def _pct(p: float) -> str:
-    return f"{p * 100:g}"
 
 
 def _utilisation(
@@ -262,23 +279,23 @@ def _utilisation(
     return np.where(budget > 0, lo, np.nan)
 
 
-def _tpot_at(model: Model, hw: Hardware, rows: pd.DataFrame, p: float, wl: Workload, mode: str) -> np.ndarray:
-    """TPOT at percentile ``p``: each point's step at the instance batch of that percentile."""
-    out = np.full(len(rows), math.nan)
+def _per_point(model: Model, hw: Hardware, rows: pd.DataFrame, p: float, wl: Workload, mode: str,
+               serving: str) -> tuple[np.ndarray, np.ndarray]:
+    """For each point: the HBM its running batch leaves on the decode GPUs, per GPU of the deployment
+    (a B), and its TPOT at percentile ``p``, the step at the instance batch of that percentile."""
+    hbm, tpot = np.zeros(len(rows)), np.full(len(rows), math.nan)
     for i, (_, r) in enumerate(rows.iterrows()):
         prec, lay = row_inputs(model, hw, r, wl.decode_context)
         ranks = float(r.gpus) / float(r.tp_attn)
         B = float(r.batch_per_gpu) * float(r.gpus)
-        Bp = float(batch_at(p, B, wl.arrival_cv2))
         s0 = evaluate_configs(model, hw, prec, mode, b=B / ranks, **lay)
-        s1 = evaluate_configs(model, hw, prec, mode, b=Bp / ranks, **lay)
-        out[i] = (
-            float(r.step_s)
-            / float(r.tokens_per_step)
-            * float(np.asarray(s1["step"]))
-            / float(np.asarray(s0["step"]))
-        )
-    return out
+        s1 = evaluate_configs(model, hw, prec, mode, b=float(batch_at(p, B, wl.arrival_cv2)) / ranks, **lay)
+        free, b_max = (float(np.asarray(s0[k])) for k in ("memory.free", "memory.b_max"))
+        share = float(r.get("decode_gpu_fraction", 1.0)) if serving == "disaggregated" else 1.0
+        hbm[i] = max(free * (1 - B / ranks / b_max), 0.0) * share if b_max > 0 else 0.0
+        tpot[i] = float(r.step_s) / float(r.tokens_per_step) * float(np.asarray(s1["step"])) / float(
+            np.asarray(s0["step"]))
+    return hbm, tpot
 
 
 def best_at(df: pd.DataFrame, x: float) -> pd.Series | None:

@@ -11,6 +11,7 @@ session's context so far (the earlier prompts and outputs), which a KV tier may 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,6 +24,8 @@ from planner.specs.units import parse_quantity
 
 #: the service-level keys a workload or ``--slo`` may set: metric_pNN
 SLO_METRICS = ("ttft", "tpot")
+#: the KV tiers a session may wait in between its turns, in the order they fill
+KV_TIERS = ("hbm", "host", "nvme")
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,6 @@ class Workload:
         return self.first_input + self.output + (self.new_input + self.output) * (self.turns - 2) / 2
 
     def with_slo(self, slo: dict[str, float]) -> Workload:
-        import dataclasses
-
         return dataclasses.replace(self, slo={**self.slo, **slo})
 
     def summary(self) -> dict[str, Any]:
@@ -103,6 +104,16 @@ def parse_slo(text: str, where: str = "<input>", field_name: str = "slo") -> dic
     if not out:
         raise SpecError(where, field_name, "service levels such as ttft_p99=2,tpot_p90=0.05 (seconds)")
     return out
+
+
+def parse_tiers(text: str, where: str = "<input>", field_name: str = "kv_tiers") -> tuple[str, ...]:
+    """``hbm,host`` -> ``("hbm", "host")``; ``none`` -> ``()`` (every later turn recomputes its prefix)."""
+    names = tuple(t.strip() for t in str(text).split(",") if t.strip())
+    if names == ("none",):
+        return ()
+    if not names or any(t not in KV_TIERS for t in names):
+        raise SpecError(where, field_name, f"a comma list of {', '.join(KV_TIERS)}, or none; got {text!r}")
+    return names
 
 
 def slo_key(key: str, where: str = "<input>", field_name: str = "slo") -> tuple[str, float]:
@@ -158,8 +169,7 @@ def parse_workload(doc: dict[str, Any], label: str) -> Workload:
     s = f.sub("session")
     turns = _count(s, "turns", src)
     first = _count(s, "first_input", src)
-    new = _count(s, "new_input", src, minimum=0.0) if turns > 1 else (
-        _count(s, "new_input", src, minimum=0.0) if s.has("new_input") else 0.0)
+    new = _count(s, "new_input", src, minimum=0.0) if turns > 1 or s.has("new_input") else 0.0
     out = _count(s, "output", src)
     idle = 0.0
     if s.has("idle"):
@@ -243,21 +253,14 @@ def load_trace(path: str | Path) -> Workload:
                 waits.append(a - last[r["session"]])
             last[r["session"]] = a
         idle = sum(waits) / len(waits) if waits else 0.0
-    if Ic == 0:  # no reuse: one turn of the trace's mean lengths
-        return Workload(name=Path(label).stem, description=f"trace {label}: {n} requests", turns=1.0,
-                        first_input=I, new_input=0.0, output=O, idle_s=idle, arrival_cv2=ca2,
-                        length_cv2=_cv2(computed), sources={"trace": label}, path=label)
-    return _trace_workload(label, n, I, Ic, O, idle, ca2, _cv2(computed))
-
-
-def _trace_workload(label: str, n: int, I: float, Ic: float, O: float, idle: float, ca2: float,
-                    cs2: float) -> Workload:
-    # two turns whose means reproduce the trace's: isl = F + (N + O)/2 = I, cached = (F + O)/2 = Ic
-    F = max(2 * Ic - O, 1.0)
-    N = max(2 * (I - F) - O, 0.0)
-    return Workload(name=Path(label).stem, description=f"trace {label}: {n} requests", turns=2.0,
-                    first_input=F, new_input=N, output=O, idle_s=idle, arrival_cv2=ca2, length_cv2=cs2,
-                    sources={"trace": label}, path=label)
+    if Ic > 0:  # two turns whose means are the trace's: isl = F + (N + O) / 2 = I, cached = (F + O) / 2 = Ic
+        turns, F = 2.0, max(2 * Ic - O, 1.0)
+        N = max(2 * (I - F) - O, 0.0)
+    else:  # no reuse: one turn of the trace's mean lengths
+        turns, F, N = 1.0, I, 0.0
+    return Workload(name=Path(label).stem, description=f"trace {label}: {n} requests", turns=turns,
+                    first_input=F, new_input=N, output=O, idle_s=idle, arrival_cv2=ca2,
+                    length_cv2=_cv2(computed), sources={"trace": label}, path=label)
 
 
 def _cv2(x: list[float]) -> float:

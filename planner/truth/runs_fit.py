@@ -866,13 +866,6 @@ def _split_stacks(text: str) -> tuple[list[str], dict[str, list[str]]]:
     return out, kept
 
 
-#: The GPU whose measured kernel laws (GEMM, grouped MoE, decode and prefill attention: the compute
-#: kernels') a spec of its family without kernel tables of its own borrows: the fractions of its own
-#: peaks and bandwidth.  The step composes those laws, and the runs fit prices with its fractions only
-#: what no law covers, so a spec without them would price its GEMMs, experts and attention at
-#: fractions fitted to what is left over.  Its communication laws are not borrowed: another system's
-#: links (H20's and H800's NVLink, an AMD part's Infinity Fabric) keep their own latency.
-GEMM_REFERENCE = FAMILY_REFERENCE
 #: The law lines (by prefix) of a stack entry that a spec without kernel tables borrows.
 BORROWED_LAWS = ("    gemm_", "    moe_", "    attn_")
 
@@ -919,8 +912,8 @@ def write_fit(fit: RunsFit) -> list[str]:
     """Write each family's ``stacks:`` block into every bundled hardware spec of that family
     whose scale-up fabric is NVLink (every run was measured on one; a PCIe system keeps its
     ``efficiency:`` block), with the family reference GPU's compute-kernel laws where the spec has
-    none of its own (:data:`GEMM_REFERENCE`); checks every new text parses before
-    writing any.  Returns the names written."""
+    none of its own (:data:`planner.physics.step.FAMILY_REFERENCE`); checks every new text parses
+    before writing any.  Returns the names written."""
     from planner.outputs import write_atomic
     from planner.specs.hardware import parse_hardware
     from planner.specs.reading import parse_yaml
@@ -933,7 +926,7 @@ def write_fit(fit: RunsFit) -> list[str]:
         if not block or hw.su_link != "nvlink":  # the runs were all measured over NVLink
             continue
         path = bundled_hardware_path(name)
-        ref = GEMM_REFERENCE.get(hw.family)
+        ref = FAMILY_REFERENCE.get(hw.family)
         borrowed = (borrowed_gemm_lines(ref, bundled_hardware_path(ref).read_text("utf-8"))
                     if ref and ref != name else None)
         text = render_stacks(path.read_text("utf-8"), block, borrowed)
