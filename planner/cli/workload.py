@@ -272,5 +272,6 @@ def cmd_compare_workload(args: argparse.Namespace) -> int:
                              f"{b} binds"]))
     print("# 'HBM only': sessions wait between turns only in the HBM the running batch leaves; 'binds': "
           "the KV tier that is full (the last one in use), so some sessions recompute their prefix "
-          "(none: every prefix is kept; -: beyond the frontier)")
+          "(none: every prefix is kept; no tier: none in use, every prefix recomputed; -: beyond the "
+          "frontier)")
     return 0

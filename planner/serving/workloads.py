@@ -160,9 +160,9 @@ def workload_frontier(
     pt, pp = pct["ttft"], pct["tpot"]
     hbm, tpot_p = _per_point(model, hw, hit, pp, wl, mode, serving)
     other = tier_capacities(hw, tiers)
-    caps = {"hbm": hbm if "hbm" in tiers else np.zeros(len(hit))}
+    caps = {"hbm": hbm} if "hbm" in tiers else {}
     caps.update({t: np.full(len(hit), c) for t, (c, _) in other.items()})
-    C = sum(caps.values())
+    C = sum(caps.values(), np.zeros(len(hit)))
     if wl.cached <= 0:
         h = np.zeros(len(hit))
     elif wl.idle_s <= 0:
@@ -190,7 +190,10 @@ def workload_frontier(
     left = need * h
     cols: dict[str, Any] = {"kv_hit_share": h, "kv_need_gb_per_gpu": need / 1e9}
     deepest = np.full(len(hit), "", dtype=object)
-    binding = np.full(len(hit), "none", dtype=object)
+    # where the tiers hold less than every session, the last one in use is full and binds ("no tier"
+    # where none is in use: every later turn recomputes its prefix)
+    short = (h < 1 - 1e-9) & (wl.cached > 0)
+    binding = np.where(short, list(caps)[-1] if caps else "no tier", "none").astype(object)
     for t in TIERS:
         cap = caps.get(t)
         if cap is None:
@@ -200,7 +203,6 @@ def workload_frontier(
         cols[f"kv_{t}_gb_per_gpu"] = cap / 1e9
         cols[f"kv_{t}_use"] = np.where(cap > 0, used / np.maximum(cap, 1e-300), 0.0)
         deepest = np.where(used > 0, t, deepest)
-        binding = np.where((h < 1 - 1e-9) & (wl.cached > 0), t, binding)  # all tiers full: the last binds
     # the copy back from the deepest tier in use (HBM: none)
     restore = np.zeros(len(hit))
     for t, (_, bw) in other.items():

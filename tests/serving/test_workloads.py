@@ -94,6 +94,8 @@ def test_more_reuse_never_lowers_throughput_at_a_fixed_ttft_percentile(h200):
         prev = y
     none = workload_frontier("deepseek-r1", h200, "agentic", tiers=())
     assert (none.kv_hit_share == 0).all()
+    # no tier asked: none is reported as binding, nor as held
+    assert (none.kv_binding_tier == "no tier").all() and "kv_hbm_use" not in none.columns
 
 
 def test_compare_workload_prints_tiers_and_json(capsys, tmp_path):
