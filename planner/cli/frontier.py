@@ -216,6 +216,10 @@ def cmd_frontier(args: argparse.Namespace) -> int:
         print(f"# calibration: {a['calibration']} (--stack or NAME@STACK picks another stack's fit)")
     if a.get("search") == "deployed":
         print(f"# as-deployed search: {a['deployments']}")
+        if a.get("dropped"):
+            from planner.serving.deployed import dropped_summary
+
+            print(f"# not used: {dropped_summary(a['dropped'])}")
         rows = [[r.tps_per_user, r.tps_per_gpu, r.tps_per_mw, r.usd_per_mtok_rental,
                  f"{r.decode_workers:g}x{r.decode_gpus:g} (TPa {r.tp_attn}, EP {r.ep})",
                  f"{r.prefill_workers:g}x{r.prefill_gpus:g}" if r.disagg else "-", f"{r.concurrency:g}",
@@ -472,6 +476,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if s.get("search") == "deployed":
         print(f"# as-deployed search: {A}: {c.a.attrs.get('deployments')}; "
               f"{B}: {c.b.attrs.get('deployments')}")
+        from planner.serving.deployed import dropped_summary
+
+        for name, side in ((A, c.a), (B, c.b)):
+            if side.attrs.get("dropped"):
+                print(f"# not used ({name}): {dropped_summary(side.attrs['dropped'])}")
     if s["mode"] == "realistic":
         print(f"# calibration: {s['calibration']} (--stack or NAME@STACK picks another stack's fit)")
     print(f"# precision: best each system supports unless --weights (weights {s['weights'] or 'auto'}, "

@@ -49,6 +49,7 @@ from planner.errors import SpecError
 from planner.physics import compiled
 from planner.physics.step import (
     CATEGORIES,
+    REASONS,
     default_slots,
     evaluate_configs,
     pass_kernels,
@@ -156,20 +157,55 @@ def _f(col: pd.Series, default: float = math.nan) -> np.ndarray:
     return np.where(np.isfinite(v), v, default)
 
 
+#: why a recipe row gives no deployment (counted in ``attrs["dropped"]``, never dropped silently)
+RECIPE_DROPS = {
+    "no_concurrency": "the row's concurrency is blank or below one user",
+    "no_workers": "a pool's worker count or GPUs per worker is blank or below one",
+    "worker_size_not_stated": "attention DP on a worker of tp 1 and ep 1: the GPUs per worker are not stated",
+}
+
+
+def worker_gpus(tp: Any, ep: Any) -> np.ndarray:
+    """GPUs per worker from a recipe's ``tp`` and ``ep``: the larger of the two.  Stacks write a
+    worker of attention data parallelism either as ``tp N, ep N`` (SGLang, TensorRT-LLM) or as
+    ``tp 1, ep N`` (vLLM's ``--data-parallel-size N`` with ``--enable-expert-parallel``; SGLang's
+    disaggregated GB200 recipes): both are N GPUs, every expert-parallel rank a GPU."""
+    tp, ep = np.asarray(tp, float), np.asarray(ep, float)
+    return np.where(np.isfinite(ep), np.fmax(tp, ep), tp)
+
+
+def count_drops(masks: dict[str, np.ndarray]) -> dict[str, int]:
+    """``{reason: rows}`` of the masks, each row counted once under its first reason."""
+    out: dict[str, int] = {}
+    taken = None
+    for k, m in masks.items():
+        m = np.asarray(m, bool) if taken is None else np.asarray(m, bool) & ~taken
+        taken = m if taken is None else taken | m
+        if m.any():
+            out[k] = int(m.sum())
+    return out
+
+
 def from_recipes(r: pd.DataFrame, stack: str) -> pd.DataFrame:
     """Deployments (one row each: :data:`LAYOUT_COLUMNS`, ``disagg``, ``concurrency``, ``drafts``)
-    of recipe rows ``r`` (the recipe file's columns) for a stack."""
+    of recipe rows ``r`` (the recipe file's columns) for a stack.  GPUs per worker:
+    :func:`worker_gpus`.  The rows that give no deployment are counted by reason
+    (:data:`RECIPE_DROPS`) in ``attrs["dropped"]``."""
     disagg = r.disagg.to_numpy() == "true"
     tp = _f(r.tp)
     dp = r.dp_attn.to_numpy() == "true"
     out = pd.DataFrame({"disagg": disagg, "concurrency": _f(r.conc)})
+    unstated = np.zeros(len(r), bool)
     for role in ("decode", "prefill"):
-        g = np.where(disagg, _f(r[f"{role}_tp"]), tp)
+        t = np.where(disagg, _f(r[f"{role}_tp"]), tp)
         rdp = np.where(disagg, r[f"{role}_dp_attn"].to_numpy() == "true", dp)
         ep = np.where(disagg, _f(r[f"{role}_ep"], 1.0), _f(r.ep, 1.0))
+        g = worker_gpus(t, ep)
+        unstated |= rdp & (g <= 1)
         out[f"{role}_workers"] = np.where(disagg, _f(r[f"{role}_workers"], 1.0), 1.0)
         out[f"{role}_gpus"] = g
-        out[f"{role}_tp_attn"] = np.where(rdp, 1.0, g)
+        # attention TP: 1 under attention DP, else the recipe's tp (ranks of tp GPUs share the worker)
+        out[f"{role}_tp_attn"] = np.where(rdp, 1.0, t)
         out[f"{role}_ep"] = ep
     spec = r.spec_decoding.to_numpy() == "mtp"
     given = _f(r.mtp_drafts)
@@ -179,10 +215,15 @@ def from_recipes(r: pd.DataFrame, stack: str) -> pd.DataFrame:
         DEFAULT_DRAFTS.get(stack, 2),
     )
     out["drafts"] = np.where(spec, np.where(np.isfinite(given) & (given > 0), given, dflt), 0).astype(int)
-    ok = np.isfinite(out.concurrency) & (out.concurrency >= 1)
+    no_conc = ~(np.isfinite(out.concurrency) & (out.concurrency >= 1)).to_numpy()
+    no_workers = np.zeros(len(r), bool)
     for c in ("decode_workers", "decode_gpus", "prefill_workers", "prefill_gpus"):
-        ok &= np.isfinite(out[c]) & (out[c] >= 1)  # (a recipe of 0 decode workers serves nothing)
-    return out[ok].reset_index(drop=True)
+        no_workers |= ~(np.isfinite(out[c]) & (out[c] >= 1)).to_numpy()  # (0 decode workers serve nothing)
+    dropped = count_drops({"no_concurrency": no_conc, "no_workers": no_workers,
+                           "worker_size_not_stated": unstated})
+    res = out[~(no_conc | no_workers | unstated)].reset_index(drop=True)
+    res.attrs["dropped"] = dropped
+    return res
 
 
 def generic_deployments(hw: Hardware, disagg: bool, speculate: bool, stack: str) -> pd.DataFrame:
@@ -320,9 +361,13 @@ def deployed_points(
     else:
         dep = _generic(model, hw, disagg, speculate)
         note = f"no launch recipe for {hw.name}: {GENERIC_LAYOUTS}"
+    dropped = dict(dep.attrs.get("dropped", {}))
     if not model.speculates:
         dep = dep[dep.drafts == 0]
-    return ladder(dep.reset_index(drop=True), per_octave), note
+    out = ladder(dep.reset_index(drop=True), per_octave)
+    out.attrs["dropped"] = dropped
+    out.attrs["recipe_rows"] = len(mine)
+    return out, note
 
 
 def _layout(model: Model, dep: pd.DataFrame, role: str) -> dict[str, np.ndarray]:
@@ -514,15 +559,24 @@ def deployed_frontier(
     disagg = serving == "disaggregated"
     speculate = None if mtp == "auto" else bool(resolve_speculation(model, mtp).drafts)
 
+    unfit: dict[str, int] = {}
+    dropped: dict[str, int] = {}
+
     def fitting(dep: pd.DataFrame, w: str) -> pd.DataFrame:
         pr = predict(model, hw, dep, weights=w, isl=isl, osl=osl, mode=mode, kv=kv)
+        for code, n in pr.reason[pr.reason != 0].value_counts().items():
+            key = f"{w}: {REASONS.get(int(code), 'not evaluable')}"
+            unfit[key] = unfit.get(key, 0) + int(n)
         return pr[pr.reason == 0].assign(weights=w)
 
-    frames, notes = [], []
+    frames, notes, rows_read = [], [], 0
     for w in precision_options(model, hw, weights):
         rp = "fp4" if w in ("nvfp4", "mxfp4", "fp4") else ("int4" if w.startswith("int4") else "fp8")
         dep, note = deployed_points(model, hw, disagg=disagg, precision=rp, speculate=speculate, isl=isl,
                                     osl=osl, frameworks=frameworks, per_octave=per_octave)
+        rows_read += int(dep.attrs.get("recipe_rows", 0))
+        for k, n in dep.attrs.get("dropped", {}).items():
+            dropped[k] = dropped.get(k, 0) + n
         if not dep.empty:
             notes.append(note)
             frames.append(fitting(dep, w))
@@ -549,13 +603,30 @@ def deployed_frontier(
     df["gpus"] = df.decode_gpus
     df["batch"] = df.concurrency
     df["search"] = "deployed"
+    env = pareto(df, "tps_per_user", "tps_per_gpu")
     if not all_points:
-        df = pareto(df, "tps_per_user", "tps_per_gpu")
+        df = env
     df = df.sort_values("tps_per_user").reset_index(drop=True)
-    weights_tried = ", ".join(dict.fromkeys(str(w) for w in df.weights)) if len(df) else ""
+    # the weights of the envelope's points, whether or not every point is returned
+    weights_tried = ", ".join(dict.fromkeys(str(w) for w in env.sort_values("tps_per_user").weights))
     df.attrs["deployments"] = "; ".join(dict.fromkeys(notes)) + (
         f" (weights on the envelope: {weights_tried})" if weights_tried else "")
+    df.attrs["dropped"] = {"recipe_rows_read": rows_read, "recipe_rows_dropped": dropped,
+                           "deployments_not_fitting": unfit}
     return df
+
+
+def dropped_summary(d: dict[str, Any]) -> str:
+    """One line of what the as-deployed search could not use (``attrs["dropped"]``)."""
+    if not d:
+        return ""
+    parts = [f"{d.get('recipe_rows_read', 0)} recipe rows read"]
+    rd = d.get("recipe_rows_dropped") or {}
+    parts.append("none dropped" if not rd else "dropped: " + ", ".join(f"{k} {v}" for k, v in rd.items()))
+    nf = d.get("deployments_not_fitting") or {}
+    if nf:
+        parts.append("deployments not fitting: " + ", ".join(f"{k} ({v})" for k, v in nf.items()))
+    return "; ".join(parts)
 
 
 def envelope_at(front: pd.DataFrame, x: Any, y: str = "tps_per_gpu") -> np.ndarray:

@@ -23,6 +23,22 @@ def hardware_names() -> list[str]:
     return sorted(_bundled("planner.hardware_specs"))
 
 
+def canonical_hardware_name(name: str) -> str | None:
+    """The bundled system a usual spelling names (``"GB200 NVL72"``, ``"gb200"``, ``"GB200-NVL72"``,
+    ``"H200"``, ``"HGX H200"``, ``"MI355X"``), or None: case, spaces and underscores aside, the
+    bundled name itself, with the ``hgx-`` of an 8-GPU board added, or with the ``-nvl72`` of a
+    rack added."""
+    if not isinstance(name, str):
+        return None
+    n = "-".join(name.strip().lower().replace("_", " ").replace("-", " ").split())
+    n = n.removeprefix("nvidia-").removeprefix("amd-").removeprefix("instinct-")
+    names = set(hardware_names())
+    for c in (n, f"hgx-{n}", f"{n}-nvl72", f"{n}-server"):
+        if c in names:
+            return c
+    return None
+
+
 def model_names() -> list[str]:
     return sorted(_bundled("planner.model_specs"))
 
@@ -66,6 +82,9 @@ def load_hardware(name: str | Hardware) -> Hardware:
         from planner.specs.hardware import load_hardware_file
 
         return load_hardware_file(name)
+    canonical = canonical_hardware_name(name)
+    if canonical is not None:
+        return _bundled_hardware(canonical)
     raise SpecError("<input>", "hardware",
                     f"a known system, got {name!r}{suggest(name, hardware_names())}; "
                     f"known: {', '.join(hardware_names())}")

@@ -66,8 +66,10 @@ from planner.serving.deployed import (
     deployed_frontier,
     envelope_at,
     predict,
+    worker_gpus,
 )
 from planner.serving.search import pareto
+from planner.specs.registry import canonical_hardware_name
 from planner.truth.runs import read_csv
 
 #: a row's deployment: layout, workers and concurrency (with its group, the configuration a date measured)
@@ -77,18 +79,6 @@ GROUP = ["hardware", "framework", "precision", "spec_decoding", "isl", "osl", "s
 CONFIG = [*GROUP, *LAYOUT]
 REQUIRED = ("date", "model", *GROUP, *LAYOUT, "total_gpus", "tps_per_user", "tps_per_gpu_output", "ttft_s",
             "tpot_s", "e2e_s")
-#: the file's system names -> bundled systems
-HARDWARE = {
-    "B200": "hgx-b200",
-    "B300": "hgx-b300",
-    "H100": "hgx-h100",
-    "H200": "hgx-h200",
-    "MI300X": "mi300x",
-    "MI325X": "mi325x",
-    "MI355X": "mi355x",
-    "GB200": "gb200-nvl72",
-    "GB300": "gb300-nvl72",
-}
 MODELS = {"DeepSeek-R1-0528": "deepseek-r1", "DeepSeek-R1": "deepseek-r1"}
 #: the file's precision -> routed-expert weight format
 WEIGHTS = {"fp4": "nvfp4", "fp8": "fp8"}
@@ -125,13 +115,20 @@ def deployments(df: pd.DataFrame) -> pd.DataFrame:
     num = lambda c: pd.to_numeric(df[c], errors="coerce").to_numpy(float)  # noqa: E731
     out = pd.DataFrame({"disagg": disagg, "concurrency": df.concurrency.to_numpy(float)}, index=df.index)
     for role in ("decode", "prefill"):
-        g = np.where(disagg, num(f"{role}_tp"), num("tp"))
+        t = np.where(disagg, num(f"{role}_tp"), num("tp"))
         dp = np.where(disagg, _truthy(df[f"{role}_dp_attention"]), _truthy(df.dp_attention))
         ep = np.where(disagg, num(f"{role}_ep"), num("ep"))
-        out[f"{role}_workers"] = np.where(disagg, num(f"{role}_workers"), 1.0)
+        ep = np.where(np.isfinite(ep) & (ep >= 1), ep, 1.0)
+        workers = np.where(disagg, num(f"{role}_workers"), 1.0)
+        # GPUs per worker: the file's own pool count over its workers where it gives one (a row
+        # of tp 1 and ep 16 is a 16-GPU worker), else the larger of tp and ep
+        pool = num(f"{role}_gpus") if f"{role}_gpus" in df else np.full(len(df), np.nan)
+        per = pool / workers
+        g = np.where(disagg & np.isfinite(per) & (per >= 1), per, worker_gpus(t, ep))
+        out[f"{role}_workers"] = workers
         out[f"{role}_gpus"] = g
-        out[f"{role}_tp_attn"] = np.where(dp, 1.0, g)
-        out[f"{role}_ep"] = np.where(np.isfinite(ep) & (ep >= 1), ep, 1.0)
+        out[f"{role}_tp_attn"] = np.where(dp, 1.0, np.minimum(t, g))
+        out[f"{role}_ep"] = ep
     return out
 
 
@@ -250,7 +247,7 @@ def _rules(df: pd.DataFrame) -> pd.DataFrame:
     df.loc[raw.str.contains("app_num_gpu", regex=False), "flags"] = "gpu_count_inferred"
     df.loc[df.superseded, "flags"] = (df.loc[df.superseded, "flags"] + ";superseded").str.lstrip(";")
     df["model_spec"] = df.model.map(MODELS).fillna("")
-    df["hardware_spec"] = df.hardware.map(HARDWARE).fillna("")
+    df["hardware_spec"] = df.hardware.map(lambda h: canonical_hardware_name(str(h)) or "")
     df.loc[df.model_spec == "", "status"] = "model_not_bundled"
     df.loc[(df.hardware_spec == "") & (df.status == ""), "status"] = "system_not_bundled"
     fw = df.framework.map(lambda f: FRAMEWORKS.get(FRAMEWORK_ALIASES.get(f, f), ("", False))[0])

@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from planner.serving.deployed import worker_gpus
+
 #: runs ``system`` -> the matrix's runner (the part before the first ``-``: ``b200-multinode``)
 RUNNER = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300",
           "gb200": "gb200", "gb300": "gb300"}
@@ -70,12 +72,13 @@ def _f(v: Any) -> float:
 
 def _layout(tp: str, ep: str, dp_attn: str) -> tuple[float, float, float, float] | None:
     """(worker GPUs, attention TP, attention DP, EP) of a matrix worker; ``ep`` blank: 1."""
-    g = _f(tp)
-    if not g:
+    t = _f(tp)
+    if not t:
         return None
     e = _f(ep) if ep else 1.0
-    dp = g if dp_attn == "true" else 1.0
-    return (g, g / dp, dp, e)
+    g = float(worker_gpus(t, e))  # a worker of tp 1 and ep 16 is 16 GPUs
+    tpa = 1.0 if dp_attn == "true" else min(t, g)
+    return (g, tpa, g / tpa, e)
 
 
 def _one(values: set) -> Any:
@@ -127,8 +130,9 @@ def published(runs: pd.DataFrame) -> pd.DataFrame:
     f = lambda c: pd.to_numeric(j[c], errors="coerce")  # noqa: E731
     ep1 = lambda c: f(c).fillna(1.0)  # noqa: E731
     ep = j._ep.fillna(1.0)
-    ok = np.where(j._agg, (f("tp") == j._g) & (ep1("ep") == ep),
-                  (f("prefill_tp") == j._g) & (ep1("prefill_ep") == ep) & (f("decode_tp") == j._gd))
+    size = lambda role: worker_gpus(f(f"{role}tp"), ep1(f"{role}ep"))  # noqa: E731
+    ok = np.where(j._agg, (size("") == j._g) & (ep1("ep") == ep),
+                  (size("prefill_") == j._g) & (ep1("prefill_ep") == ep) & (size("decode_") == j._gd))
     j = j[ok]
     for row, c in j.groupby("_row"):
         out.at[row, "matrix_points"] = len(c)

@@ -243,3 +243,53 @@ def test_a_system_the_matrices_do_not_cover_takes_its_class_recipes():
     assert recipe_runner(load_hardware("rtx-6000d-server"))[1] is False   # PCIe: none
     f = frontier("deepseek-r1", rack, serving="disaggregated", weights="nvfp4", mtp=0)
     assert "as run on gb300" in f.attrs["deployments"]
+
+
+def test_a_worker_of_tp_1_and_ep_16_is_16_gpus():
+    # vLLM's and SGLang's GB200 recipes write an attention-DP worker as tp 1, ep N: N GPUs
+    dep = from_recipes(_recipe(disagg="true", conc="64", spec_decoding="none", decode_workers="1",
+                               decode_tp="1", decode_ep="16", decode_dp_attn="true", prefill_workers="2",
+                               prefill_tp="1", prefill_ep="4", prefill_dp_attn="true"), "vllm")
+    row = dep.iloc[0]
+    assert (row.decode_gpus, row.decode_tp_attn, row.decode_ep) == (16, 1, 16)
+    assert (row.prefill_gpus, row.prefill_tp_attn, row.prefill_ep) == (4, 1, 4)
+    assert dep.attrs["dropped"] == {}
+
+
+def test_a_recipe_row_that_gives_no_deployment_is_counted_by_reason():
+    rows = pd.concat([
+        _recipe(disagg="true", conc="8", spec_decoding="none", decode_workers="1", decode_tp="1",
+                decode_ep="1", decode_dp_attn="true", prefill_workers="1", prefill_tp="4", prefill_ep="4"),
+        _recipe(disagg="false", tp="8", ep="8", conc="", spec_decoding="none"),
+        _recipe(disagg="false", tp="8", ep="8", conc="16", spec_decoding="none"),
+    ], ignore_index=True)
+    dep = from_recipes(rows, "sglang")
+    assert len(dep) == 1
+    assert dep.attrs["dropped"] == {"worker_size_not_stated": 1, "no_concurrency": 1}
+
+
+def test_the_as_deployed_frontier_counts_what_it_could_not_use():
+    model, hw = load_model("deepseek-r1"), load_hardware("hgx-h200")
+    df = deployed_frontier(model, hw, serving="disaggregated", isl=1024, osl=1024, weights="fp8")
+    d = df.attrs["dropped"]
+    assert d["recipe_rows_read"] > 0
+    assert set(d) == {"recipe_rows_read", "recipe_rows_dropped", "deployments_not_fitting"}
+
+
+@pytest.mark.parametrize("spelling, name", [("GB200 NVL72", "gb200-nvl72"), ("gb200", "gb200-nvl72"),
+                                            ("GB200-NVL72", "gb200-nvl72"), ("GB300 NVL72", "gb300-nvl72"),
+                                            ("H200", "hgx-h200"), ("HGX H200", "hgx-h200"),
+                                            ("MI355X", "mi355x"), ("b200", "hgx-b200")])
+def test_hardware_names_take_their_usual_spellings(spelling, name):
+    from planner.specs.registry import canonical_hardware_name
+
+    assert canonical_hardware_name(spelling) == name
+    assert load_hardware(spelling).name == name
+
+
+def test_an_unknown_system_is_not_guessed():
+    from planner.specs.registry import canonical_hardware_name
+
+    assert canonical_hardware_name("Z900") is None
+    with pytest.raises(SpecError):
+        load_hardware("Z900")
