@@ -295,3 +295,35 @@ t_restore = I_c * m_kv / (n_send * eta_tier * B_tier)
 
 EQUATIONS.update({"I_computed": I_computed, "y_reuse": y_reuse, "hit_share": hit_share,
                   "t_restore": t_restore})
+
+#: The closed loop bounded by its pools.  N_c users each send their next request when the last
+#: one ends; unqueued, a request takes T_0 (ttft_served) then (O - 1) TPOT, so the loop asks for
+#: N_c / (T_0 + (O - 1) TPOT) requests a second.  The prefill pool serves at most eta_P G_P X_p / I
+#: of them (its GPUs' prompt tokens a second over a prompt, at the share eta_P of its pass rate
+#: that a saturated pool keeps), and the decode pool admits at most
+#: R_d b_cap / ((O - 1) TPOT) (each of its R_d attention ranks holds b_cap sequences, by its KV
+#: cache, for (O - 1) TPOT each: Little's law).  The loop runs at the least of the three; what the
+#: users send beyond it waits, so by Little's law on the whole loop a request's TTFT is
+#: N_c / rate - (O - 1) TPOT, never below T_0.  Aggregated serving prefills inside its decode
+#: steps (t_step_aggregated): its prefill pool is no separate bound (X_p infinite).
+N_c = sp.Symbol("N_c", positive=True)        #: users in the closed loop (the benchmark's concurrency)
+G_P = sp.Symbol("G_P", positive=True)        #: GPUs of the prefill pool (workers x GPUs each)
+R_d = sp.Symbol("R_d", positive=True)        #: attention ranks of the decode pool
+b_cap = sp.Symbol("b_cap", positive=True)    #: sequences one decode rank holds at most (its KV cache)
+T_0 = sp.Symbol("T_0", positive=True)        #: TTFT with no wait beyond its own wave (ttft_served), s
+eta_P = sp.Symbol("eta_P", positive=True)    #: share of the prefill pool's pass rate a saturated pool serves
+SERVING_SYMBOLS.update({
+    "N_c": (N_c, "users in the closed loop (a benchmark's concurrency)", "1"),
+    "G_P": (G_P, "GPUs of the prefill pool (prefill workers x GPUs per worker)", "1"),
+    "R_d": (R_d, "attention ranks of the decode pool (decode workers x GPUs per worker / TP_a)", "1"),
+    "b_cap": (b_cap, "sequences one decode rank holds at most (its KV cache at the mean context)", "1"),
+    "T_0": (T_0, "TTFT with no wait beyond the request's own wave (ttft_served)", "s"),
+    "eta_P": (eta_P, "share of its GPUs' prefill pass rate that a saturated prefill pool serves (KV "
+              "hand-off, scheduling; fitted per stack on the public measured frontier points)", "1"),
+})
+rate_loop = N_c / (T_0 + (O_out - 1) * t_pt)
+rate_prefill = eta_P * G_P * X_p / I_in
+rate_decode = R_d * b_cap / ((O_out - 1) * t_pt)
+rate_served = sp.Min(rate_loop, rate_prefill, rate_decode)
+ttft_bounded = sp.Max(T_0, N_c / rate_served - (O_out - 1) * t_pt)
+EQUATIONS.update({"rate_served": rate_served, "ttft_bounded": ttft_bounded})

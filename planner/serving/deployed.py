@@ -64,8 +64,24 @@ from planner.specs.model import Model
 LENGTH_RANGE_RATIO = 0.8
 #: mean request length over the nominal one
 LENGTH_MEAN = (1.0 + LENGTH_RANGE_RATIO) / 2.0
+#: Output tokens a benchmark's deployment delivers per request over the nominal OSL, as its own
+#: figures give it: measured output tokens/s x median E2E / (concurrency x OSL), median over the
+#: 1,615 public InferenceX frontier points with every figure (SemiAnalysis; 2025-10 to 2026-09):
+#: 0.872 (standard error 0.0005 by bootstrap; 0.857-0.876 per system, 5-95% 0.81-0.90), below the
+#: 0.9 of the length draw alone (``scripts/derive_output_yield.py``, 2026-12-07).  Tokens/s per GPU
+#: are concurrency x OUTPUT_YIELD x OSL / E2E; E2E itself is the mean request's.
+OUTPUT_YIELD = 0.872
+#: The share of its GPUs' prefill pass rate that a saturated disaggregated prefill pool serves
+#: (``eta_P`` of ``rate_prefill``: the KV hand-off and the scheduler between passes), per stack,
+#: fitted by ``scripts/derive_prefill_pool_share.py`` on the scored disaggregated points of the
+#: public measured frontier file (InferenceX, SemiAnalysis; 2025-10 to 2026-09), minimising the
+#: mean |log| error of output tokens/s per GPU: SGLang 0.60 (bootstrap SE 0.04, 215 points; mean
+#: |log| 0.194, 0.231 at 1), TensorRT-LLM 0.80 (SE 0.07, 89 points; 0.185, 0.189 at 1); a stack
+#: without points takes every point's fit, 0.70 (SE 0.04, 304 points).  Fitted 2026-12-07.
+PREFILL_POOL_SHARE = {"sglang": 0.60, "trtllm": 0.80}
+PREFILL_POOL_SHARE_OTHER = 0.70
 #: Fixed-point iterations of the decoding share of the concurrency.
-ITERATIONS = 6
+ITERATIONS = 10
 #: Concurrencies tried per doubling between a recipe layout's smallest and largest.
 CONC_PER_OCTAVE = 4
 
@@ -413,6 +429,7 @@ def predict(
     mode: str = "realistic",
     kv: str | None = None,
     acceptance_scale: float | None = None,
+    pool_share: float | None = None,
 ) -> pd.DataFrame:
     """What a benchmark of each deployment in ``dep`` reports (see the module docstring): columns
     ``tpot_s``, ``ttft_s``, ``e2e_s``, ``tps_per_user``, ``output_tps_per_gpu``,
@@ -450,6 +467,12 @@ def predict(
         e.ttft_host if real else 0.0,
         pass_kernels(model),
     )
+    ttft0 = ttft  # unqueued beyond its wave; the loop bounded by its pools may wait longer
+    ttft = np.array(ttft, float) * np.ones(n)
+    # the prefill pool's prompt tokens a second (aggregated: prefill rides in the decode steps)
+    pool_x = np.where(disagg, x_p, np.inf)
+    eta_pool = (PREFILL_POOL_SHARE.get(hw.stack or "", PREFILL_POOL_SHARE_OTHER) if pool_share is None
+                else pool_share) if real else 1.0
     tpot = np.full(n, np.nan)
     A_all = np.ones(n)
     reason = np.zeros(n, dtype=int)
@@ -492,6 +515,13 @@ def predict(
                     step = np.where(ag, np.asarray(t_agg, float), step)
             t = step / A
             dec = (O - 1.0) * t
+            # the closed loop at the least of what it asks, the prefill pool serves and the decode
+            # pool admits: what it asks beyond that waits for its first token
+            tt = np.asarray(compiled.evaluate_named(
+                "ttft_bounded", T_0=(ttft0 * np.ones(n))[m], N_c=conc[m], O=O, TPOT=t,
+                G_P=(wp * pl["G"])[m], X_p=pool_x[m], I=I, R_d=ranks[m], b_cap=np.maximum(cap, 1.0),
+                eta_P=eta_pool), float)
+            ttft[m] = np.where(np.isfinite(tt), tt, (ttft0 * np.ones(n))[m])
             f_new = dec / (ttft[m] + dec)
             f = np.where(np.isfinite(f_new), f_new, 1.0)
         tpot[m], A_all[m], b_out[m] = t, A, b
@@ -504,7 +534,7 @@ def predict(
             np.asarray(r["bottleneck"], int) * np.ones(m.sum(), dtype=int)
         ]
     e2e = ttft + (O - 1.0) * tpot
-    out_tps = conc * O / (e2e * gpus)
+    out_tps = conc * OUTPUT_YIELD * osl / (e2e * gpus)
     # p99 of the benchmark's burst: its first wave queued, aggregated decode stalled by it
     tt99, tp99 = burst(0.99, t_req=e.ttft_request if real else 0.0, tau_h=e.ttft_host if real else 0.0,
                        n_kp=pass_kernels(model), t_pass=t_pass, t_wave=wave, tpot=tpot, osl=O, A=A_all,
@@ -521,7 +551,11 @@ def predict(
         tpot_p99_s=tp99,
         tps_per_user=1.0 / tpot,
         output_tps_per_gpu=out_tps,
-        total_tps_per_gpu=out_tps * (I + O) / O,
+        total_tps_per_gpu=out_tps + conc * I / (e2e * gpus),
+        ttft_unqueued_s=ttft0 * np.ones(n),
+        request_rate=conc / e2e,
+        prefill_capacity=np.where(disagg, eta_pool * wp * pl["G"] * x_p / I, np.inf),
+        prefill_tps_per_prefill_gpu=x_p * np.ones(n),
         bottleneck=bott,
         reason=np.where(ok, 0, np.where(reason == 0, 8, reason)),
         **{f"t_{c}_s": v for c, v in cats.items()},

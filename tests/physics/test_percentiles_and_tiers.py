@@ -94,3 +94,31 @@ def test_restore_time_by_hand():
     t = float(compiled.evaluate_named("t_restore", I_c=30_000, m_kv=70e3, n_send=4, eta_tier=0.8,
                                       B_tier=225e9))
     assert t == pytest.approx(30_000 * 70e3 / (4 * 0.8 * 225e9))
+
+
+def _bounded(**kw: float) -> tuple[float, float]:
+    base = dict(T_0=1.0, N_c=100.0, O=901.0, TPOT=0.01, G_P=8.0, X_p=5000.0, I=1000.0, R_d=8.0,
+                b_cap=1000.0, eta_P=1.0)
+    base.update(kw)
+    return (float(compiled.evaluate_named("rate_served", **base)),
+            float(compiled.evaluate_named("ttft_bounded", **base)))
+
+
+def test_the_closed_loop_bounded_by_its_pools_by_hand():
+    # 100 users, 1 s to the first token, 900 tokens at 10 ms: the loop asks 100 / 10 = 10 req/s;
+    # 8 prefill GPUs at 5,000 prompt tokens/s serve 40 of 1,000-token prompts a second; 8 ranks of
+    # 1,000 sequences admit 8,000 / 9 s: the loop is its own bound, TTFT stays 1 s
+    rate, ttft = _bounded()
+    assert rate == pytest.approx(10.0) and ttft == pytest.approx(1.0)
+    # 4,000 users ask 400 req/s: the prefill pool serves 40, the rest wait: 4,000 / 40 - 9 = 91 s
+    rate, ttft = _bounded(N_c=4000.0)
+    assert rate == pytest.approx(40.0) and ttft == pytest.approx(91.0)
+    # at half the pass rate the pool serves 20: 4,000 / 20 - 9 = 191 s
+    rate, ttft = _bounded(N_c=4000.0, eta_P=0.5)
+    assert rate == pytest.approx(20.0) and ttft == pytest.approx(191.0)
+    # a decode pool of 8 ranks x 10 sequences admits 80 / 9 s = 8.9 req/s: 100 / 8.89 - 9 = 2.25 s
+    rate, ttft = _bounded(b_cap=10.0)
+    assert rate == pytest.approx(80.0 / 9.0) and ttft == pytest.approx(100.0 / (80.0 / 9.0) - 9.0)
+    # aggregated serving: no separate prefill pool (X_p infinite)
+    rate, ttft = _bounded(N_c=4000.0, X_p=math.inf)
+    assert rate == pytest.approx(400.0) and ttft == pytest.approx(1.0)
