@@ -37,7 +37,7 @@ INSTALL_HINT = "planner.explore needs ipywidgets: pip install 'moe-planner[jupyt
 FAST: dict[str, Any] = {"max_gpus": 72, "batch_per_octave": 2}
 #: the panel's searches: the as-deployed one (the default, as on the command line), the limit
 #: search kept interactive (FAST), and the limit search as the command line runs it
-SEARCH_CHOICES = ("deployed", "fast", "full")
+SEARCH_CHOICES = ("rules", "recipes", "fast", "full")
 #: the label column of every control: the longest label, "scale-out BW ×", in full
 LABEL_WIDTH = "8.5em"
 #: resources scaled by a slider (factor on the base system's value)
@@ -162,7 +162,8 @@ class Explorer:
         defaults = dict(defaults)
         at = float(defaults.pop("at", 50.0))
         self.fast = {k: defaults.pop(k, v) for k, v in FAST.items()}
-        search = defaults.pop("search", "deployed")
+        search = {"deployed": "recipes"}.get(defaults.get("search", "rules"), defaults.get("search", "rules"))
+        defaults.pop("search", None)
         serving = defaults.pop("serving", "disaggregated")
         isl, osl = int(defaults.pop("isl", 1024)), int(defaults.pop("osl", 1024))
         from planner.specs.workload import KV_TIERS, workload_names
@@ -286,15 +287,16 @@ class Explorer:
         """The keyword arguments of :func:`planner.frontier` (and :func:`planner.compare`) that
         draw the current view."""
         c = self.controls
-        # "deployed": the stacks' launch recipes, where they apply (aggregated or disaggregated serving,
-        # realistic mode, the published speculation); else, and with "fast" or "full", the limit
-        # search: said in the call it copies
-        deployed = (c["search"].value == "deployed" and c["serving"].value in ("aggregated", "disaggregated")
+        # "rules" or "recipes": whole deployments, where they apply (aggregated or disaggregated
+        # serving, realistic mode, the published speculation); else, and with "fast" or "full", the
+        # limit search: said in the call it copies
+        deployed = (c["search"].value in ("rules", "recipes")
+                    and c["serving"].value in ("aggregated", "disaggregated")
                     and c["mode"].value == "realistic" and c["speculation"].value != "given"
                     and not limit_only(**self.fixed))
         kw: dict[str, Any] = {"serving": c["serving"].value, "isl": int(c["isl"].value),
                               "osl": int(c["osl"].value), "mode": c["mode"].value,
-                              "search": "deployed" if deployed else "limit"}
+                              "search": c["search"].value if deployed else "limit"}
         if c["weights"].value != "auto":
             kw["weights"] = c["weights"].value
         if c["speculation"].value == "off":

@@ -183,7 +183,7 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
     mode = frontiers[0].attrs.get("mode", "")
     a0 = frontiers[0].attrs
     default = "Pareto frontier" + (f" ({mode} mode)" if mode else "")
-    if a0.get("search") == "deployed":
+    if a0.get("search") in ("rules", "recipes"):  # whole deployments
         default = "as-deployed " + default
     if len(frontiers) == 1 and a0.get("model"):
         default = f"{a0.get('model')} on {a0.get('hardware')}: {default}"

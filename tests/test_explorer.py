@@ -25,10 +25,10 @@ def panel() -> planner.Explorer:
     return planner.explore(MODEL, "hgx-h200", "hgx-b200", search="fast")
 
 
-def test_default_is_the_as_deployed_search_as_on_the_command_line():
+def test_default_is_the_rules_search_as_on_the_command_line():
     p = planner.explore(MODEL, "hgx-h200", "hgx-b200")
     kw = p.call()
-    assert kw["search"] == "deployed" and "batch_per_octave" not in kw
+    assert kw["search"] == "rules" and "batch_per_octave" not in kw
     want = planner.frontier(MODEL, p.systems()[0], **kw)
     np.testing.assert_array_equal(p.frontiers[0].tps_per_gpu.to_numpy(), want.tps_per_gpu.to_numpy())
     # where no recipe applies (bound mode) the panel says it takes the limit search

@@ -141,12 +141,16 @@ def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated
                    help="bound: datasheet peaks, no overheads (the speed of light); realistic: the "
                         "spec's efficiencies and latencies (default)")
     if search:
-        s.add_argument("--search", choices=("deployed", "limit"), default=None,
-                       help="deployed (default for aggregated and disaggregated serving in realistic mode): "
-                            "only what serving stacks ship (the InferenceX launch recipes' layouts, workers, "
-                            "concurrencies and MTP drafts, speculation as accepted under the benchmark's "
-                            "load); limit (default otherwise): every layout and batch the hardware could "
-                            "run with ideal software, drawn dashed beside the deployed one")
+        s.add_argument("--search", choices=("rules", "recipes", "deployed", "limit"), default=None,
+                       help="rules (default for aggregated and disaggregated serving in realistic mode): "
+                            "whole deployments of the layouts every stack runs on this hardware (attention "
+                            "TP over one or two nodes, attention DP with EP up to the scale-up domain, "
+                            "several nodes over the NIC), prefill pools rate-matched to their decode pools, "
+                            "the stack's MTP drafts as accepted under load, the model's own launch recipes "
+                            "as priors; recipes (earlier name: deployed): the InferenceX launch recipes "
+                            "alone, borrowed from another model or system where it has none; limit "
+                            "(default otherwise): every layout and batch the hardware could run with ideal "
+                            "software, drawn dashed beside the others")
     if metrics:
         s.add_argument("--metric", choices=metrics, default=metrics[0],
                        help="; ".join(METRIC_HELP[m] + (" (default)" if m == metrics[0] else "")
@@ -214,7 +218,7 @@ def cmd_frontier(args: argparse.Namespace) -> int:
           f"{a['osl']:g}, decode context {a['context']:g}, {a['mode']} mode, metric {a['metric']}")
     if a["mode"] == "realistic":
         print(f"# calibration: {a['calibration']} (--stack or NAME@STACK picks another stack's fit)")
-    if a.get("search") == "deployed":
+    if a.get("search") in ("rules", "recipes"):
         print(f"# as-deployed search: {a['deployments']}")
         if a.get("dropped"):
             from planner.serving.deployed import dropped_summary
@@ -472,8 +476,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"# serving {s['serving']}, ISL {s['isl']:g} / OSL {s['osl']:g} (decode context "
           f"{s['context']:g}), {s['mode']} mode, metric: {s['metric']} tokens/s per GPU, "
           + (f"max TTFT {s['max_ttft']:g} s" if s.get("max_ttft") is not None else
-             "as-deployed search (TTFT as each recipe's concurrency gives it)"))
-    if s.get("search") == "deployed":
+             f"{s.get('search')} search of whole deployments (TTFT as each deployment's users give it)"))
+    if s.get("search") in ("rules", "recipes"):
         print(f"# as-deployed search: {A}: {c.a.attrs.get('deployments')}; "
               f"{B}: {c.b.attrs.get('deployments')}")
         from planner.serving.deployed import dropped_summary

@@ -136,7 +136,7 @@ def report(r: FleetPlan) -> None:
     for p in r.pools.itertuples():
         pre = (f"{int(p.prefill_instances) * int(p.prefill_instance_gpus)} ({int(p.prefill_instances)}x"
                f"{int(p.prefill_instance_gpus)})" if p.prefill_instances else "-")
-        whole = "deployed " if getattr(p, "search", "limit") == "deployed" else ""  # prefill included
+        whole = "deployed " if getattr(p, "search", "limit") in ("rules", "recipes") else ""  # prefill in
         rows.append([p.workload, p.system, int(p.units), p.tps_per_user, p.tps_per_gpu, p.weights,
                      f"{whole}{int(p.decode_instances) * int(p.instance_gpus)} ({int(p.decode_instances)}x"
                      f"{int(p.instance_gpus)})", pre, p.capacity_tps])

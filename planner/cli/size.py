@@ -137,7 +137,7 @@ def _header(a: dict[str, Any], extra: str = "") -> None:
                 "search)")
     search = ("; as-deployed search: whole deployments from the serving stacks' launch recipes, each "
               "replicated (a layout, --max-ttft or another search option given takes the limit search)"
-              if a.get("search") == "deployed" else "")
+              if a.get("search") in ("rules", "recipes") else "")
     print(f"# moe-planner size: {a['model']}, {a['serving']} serving, ISL {a['isl']:g} / OSL "
           f"{a['osl']:g}, {a['mode']} mode{ttft}{search}")
     if a.get("region"):
@@ -269,7 +269,7 @@ def _report_size(df: pd.DataFrame, args: argparse.Namespace) -> None:
                      _pool(r.prefill_instances, r.prefill_instance_gpus), r.gpus,
                      _units(r.units, r.unit), r.it_power_mw, r.power_mw, _pct(r.headroom), r.bottleneck])
     pool = "decode GPUs" if a["serving"] == "disaggregated" else f"{a['serving']} GPUs"
-    if a.get("search") == "deployed":  # whole deployments, prefill workers included
+    if a.get("search") in ("rules", "recipes"):  # whole deployments, prefill workers included
         pool = "deployments (copies x GPUs)"
     print(table(rows, ["", "option", "tok/s/user", "TTFT s", "tok/s/GPU", "weights", pool,
                        "prefill GPUs", "GPUs", "units", "IT MW", "facility MW", "headroom", "binds"]))

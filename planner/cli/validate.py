@@ -104,6 +104,9 @@ def _pct(v: float) -> str:
     return "-" if v is None or not math.isfinite(v) else f"{v:.0%}"
 
 
+BELOW_TEXT = "0.85x a measured point"
+
+
 def _cmd_frontiers(args: argparse.Namespace) -> int:
     from planner.outputs import table, write_atomic
     from planner.truth.frontiers import per_row, score_frontiers
@@ -153,6 +156,22 @@ def _cmd_frontiers(args: argparse.Namespace) -> int:
                   f"{g['worst_factor']:.2f}"] for g in worst],
                 ["system", "framework", "precision", "spec", "ISL/OSL", "points", "median ratio",
                  "worst factor"]))
+    if "system" in s:
+        sy, own = s["system"], s["own_point_envelope"]
+        lv = "/".join(f"{u:g}" for u in sy["levels"])
+        print(f"\n# system score: each system's default frontier (best of disaggregated and aggregated) "
+              f"against the envelope of every point measured on it (any framework, precision, date), at "
+              f"{lv} tokens/s per user; factor = exp(median |log(tool / measured)|)")
+        rows = [[g["hardware"], f"{g['isl']:g}/{g['osl']:g}",
+                 " ".join(f"{u}:{'-' if v is None else f'{v:.2f}'}" for u, v in g["ratios"].items()),
+                 f"{g['median_factor']:.2f}"] for g in sy["groups"]]
+        print(table(rows, ["system", "ISL/OSL", "tool / measured at each level ('-': not reached)",
+                           "factor"]))
+        print(f"# system score: {sy['cells']} cells, median factor {sy['median_factor']:.2f}x, p90 "
+              f"{sy['p90_factor']:.2f}x, bias {sy['bias']:.2f}, below {BELOW_TEXT} {sy['below']}, "
+              f"unreachable {sy['unreachable']}; the predictions at the measured deployments alone: "
+              f"median factor {own['median_factor']:.2f}x, p90 {own['p90_factor']:.2f}x, bias "
+              f"{own['bias']:.2f}")
     print("\n# rows not scored, by rule")
     print(table([[k, v] for k, v in s["unscored"].items()], ["rule", "rows"]))
     flags = ", ".join(f"{k} {v}" for k, v in s["flags"].items())

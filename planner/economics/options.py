@@ -14,7 +14,7 @@ import pandas as pd
 from planner.economics.cost import deployment, figures
 from planner.economics.demand import Demand
 from planner.errors import SpecError
-from planner.serving.frontiers import frontier, frontier_at
+from planner.serving.frontiers import DEPLOYMENT_SEARCHES, frontier, frontier_at
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
 from planner.specs.registry import load_model, load_systems
@@ -63,7 +63,7 @@ class Option:
             self.error = f"{exc.field}: {exc.expected}"
         self.top = float(self.pts.tps_per_user.max()) if not self.pts.empty else math.nan
         self._stairs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        size = "gpus_total" if self.pts.attrs.get("search") == "deployed" else "gpus"
+        size = "gpus_total" if self.pts.attrs.get("search") in DEPLOYMENT_SEARCHES else "gpus"
         for g, grp in (self.pts.groupby(size) if not self.pts.empty else ()):
             grp = grp.sort_values("tps_per_user", ascending=False, kind="mergesort")
             # running best output per GPU from the fastest point down, then ascending in x
@@ -92,7 +92,7 @@ class Option:
         return out
 
     def _cand(self, r: pd.Series, exact: bool) -> dict[str, Any]:
-        if self.pts.attrs.get("search") == "deployed":
+        if self.pts.attrs.get("search") in DEPLOYMENT_SEARCHES:
             # a whole deployment is the instance: its output over every GPU, prefill workers included
             c = dict(tps_per_user=float(r.tps_per_user), tps_per_gpu=float(r.output_tps_per_gpu),
                      decode_tps_per_gpu=float(r.output_tps_per_gpu), instance_gpus=int(r.gpus_total),

@@ -47,7 +47,8 @@ def _variants(model: Any, ha: Hardware, hb: Hardware, kw: dict[str, Any]
         out.append(("speculation", "off", ha, hb, {**kw, "mtp": None}))
     # (the as-deployed search takes speculation as accepted under the benchmark's load, per stack:
     # the published range's edges are the limit search's question)
-    if model.spec_range and kw.get("acceptance") is None and kw.get("search") != "deployed":
+    whole = kw.get("search") in ("rules", "recipes", "deployed")
+    if model.spec_range and kw.get("acceptance") is None and not whole:
         n, (lo, hi) = next(iter(model.spec_range.items()))
         for edge, a in (("low", lo), ("high", hi)):
             out.append(("speculative acceptance", f"{a:g} tokens/step at {n} drafts ({edge} edge)", ha, hb,

@@ -326,7 +326,7 @@ def explain(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
                          factor=y_new / y_cur, cumulative=y_new / y0, bottleneck=bn))
         y_cur = y_new
     ya, bna = _y_at(m, ha, at, points=pts_a, **kw)
-    if pts_a.attrs.get("search") == "deployed":
+    if pts_a.attrs.get("search") in ("rules", "recipes"):
         # the as-deployed search offers each system its own stacks' launch recipes (by name): the
         # last step of the chain is A's recipes in place of B's on A's resources
         rows.append(dict(kind="chain", step=f"+ {ha.name} launch recipes (the layouts and workers its "

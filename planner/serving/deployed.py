@@ -81,7 +81,7 @@ OUTPUT_YIELD = 0.872
 PREFILL_POOL_SHARE = {"sglang": 0.60, "trtllm": 0.80}
 PREFILL_POOL_SHARE_OTHER = 0.70
 #: Fixed-point iterations of the decoding share of the concurrency.
-ITERATIONS = 10
+ITERATIONS = 6
 #: Concurrencies tried per doubling between a recipe layout's smallest and largest.
 CONC_PER_OCTAVE = 4
 
@@ -269,6 +269,9 @@ def generic_deployments(hw: Hardware, disagg: bool, speculate: bool, stack: str)
     return pd.DataFrame(rows)
 
 
+#: what :func:`rule_layouts` gives, for output headers
+RULE_LAYOUTS = ("attention TP over 1-2 nodes, attention DP + EP from a node to the domain, 2-4 nodes over "
+                "the NIC")
 #: what :func:`generic_deployments` tries, for output headers
 GENERIC_LAYOUTS = ("one node as attention TP, TP + EP and attention DP + EP, and 2 to 16 nodes with EP "
                    "over every GPU")
@@ -337,10 +340,13 @@ def deployed_points(
     osl: float,
     frameworks: list[str] | None = None,
     per_octave: int = CONC_PER_OCTAVE,
+    own_only: bool = False,
 ) -> tuple[pd.DataFrame, str]:
     """The deployments the as-deployed search tries for ``model`` on ``hw`` (see the module
     docstring), and where they come from (a sentence for output headers).  ``precision``:
-    ``fp4``, ``fp8`` or ``int4`` (the recipe's weights); ``speculate`` None: both."""
+    ``fp4``, ``fp8`` or ``int4`` (the recipe's weights); ``speculate`` None: both.  ``own_only``:
+    the model's own recipes on the system itself or none (no other model's, no other system's, no
+    generic layouts: the rules search's priors)."""
     stack = hw.stack or ""
     runner, proxy = recipe_runner(hw)
     r = recipes()
@@ -353,7 +359,10 @@ def deployed_points(
     # fits); of those, the system's own stack's where it has any, else every framework's of that mode
     prefix = MODEL_PREFIX.get(model.name, "")
     mine, src_model, where = sel.iloc[:0], model.name, ""
-    for pfx, name in ((prefix, RECIPE_MODELS.get(prefix, prefix)), ("dsr1", "DeepSeek-R1")):
+    sources = ((prefix, RECIPE_MODELS.get(prefix, prefix)), ("dsr1", "DeepSeek-R1"))
+    if own_only:
+        sources = sources[:1] if not proxy else ()
+    for pfx, name in sources:
         cand = sel[sel.model_prefix == pfx] if pfx else sel.iloc[:0]
         if cand.empty:
             continue
@@ -374,6 +383,8 @@ def deployed_points(
         note = f"InferenceX launch recipes of {src_model} ({fws}: {where}; ISL/OSL {lens})"
         if proxy:
             note += f", as run on {runner} (no recipe of {hw.name} itself)"
+    elif own_only:
+        dep, note = pd.DataFrame(columns=[*LAYOUT_COLUMNS, "disagg", "concurrency", "drafts"]), ""
     else:
         dep = _generic(model, hw, disagg, speculate)
         note = f"no launch recipe for {hw.name}: {GENERIC_LAYOUTS}"
@@ -384,6 +395,133 @@ def deployed_points(
     out.attrs["dropped"] = dropped
     out.attrs["recipe_rows"] = len(mine)
     return out, note
+
+
+#: Sequences one attention rank of a rules-search worker runs at most: the most the InferenceX
+#: launch recipes schedule per rank (B200 dynamo-sglang DEP8 decode workers at 4,096 users: 512 a
+#: rank; GB200 DEP48 at 15,000: 312); the KV cache caps it below that where it holds fewer.
+MAX_RUNNING_PER_RANK = 512
+#: decode workers a rules-search disaggregated deployment groups around its prefill pool: with
+#: prefill workers rate-matched to 1, 2, 4 and 8 decode workers, the ratios 1:8 to 8:1 are reached
+RULE_DECODE_WORKERS = (1.0, 2.0, 4.0, 8.0)
+
+
+def rule_layouts(model: Model, hw: Hardware) -> list[tuple[float, float, float]]:
+    """The worker layouts (GPUs, attention TP, EP) every stack runs, from the hardware alone: with
+    a node of n GPUs (a host's, at most the scale-up domain of D): attention TP over one node or
+    two, with EP 1 or over its GPUs; attention DP with EP over one node, doubling up to the whole
+    scale-up domain (and the domain itself); where the domain is one node, two and four nodes over
+    the NIC (attention DP, or attention TP over each node, with EP over every GPU).  A dense model
+    takes the attention-TP layouts alone (it has no experts to spread)."""
+    n = float(min(hw.gpus_per_host or hw.gpus_per_system, hw.domain_size))
+    D = float(hw.domain_size)
+    out = [(n, n, 1.0), (2 * n, 2 * n, 1.0)]
+    if model.is_dense:
+        return out
+    out += [(n, n, n), (2 * n, 2 * n, 2 * n)]
+    g = n
+    while g <= D:
+        out.append((g, 1.0, g))
+        g *= 2
+    out.append((D, 1.0, D))
+    if D <= n:  # a node is the domain: across nodes over the NIC
+        out += [(k * n, t, k * n) for k in (2.0, 4.0) for t in (1.0, n)]
+    return list(dict.fromkeys(out))
+
+
+def across_nodes_where_needed(pr: pd.DataFrame, hw: Hardware) -> pd.DataFrame:
+    """The rules search's deployments (``origin`` "rules"; the recipes' priors stay as they are)
+    whose workers span nodes over the NIC only where the model needs them: a worker larger than the
+    scale-up domain is kept only where no worker within a domain fits, and then at the fewest GPUs
+    that do (the launch recipes run prefill and aggregated workers within a node, and decode workers
+    within the scale-up domain, except where a node cannot hold the weights: H100's 16-GPU
+    DeepSeek-R1 workers).  Decode and prefill workers each; ``pr``: :func:`predict`'s fitting rows."""
+    if pr.empty or "origin" not in pr:
+        return pr
+    D = float(hw.domain_size)
+    keep = np.ones(len(pr), bool)
+    rules = (pr.origin == "rules").to_numpy()
+    for role in ("decode", "prefill"):
+        g = pr[f"{role}_gpus"].to_numpy(float)
+        fit = g[rules]
+        if not len(fit):
+            continue
+        inside = fit[fit <= D]
+        allowed = g <= D if len(inside) else g == fit.min()
+        keep &= ~rules | allowed
+    return pr[keep]
+
+
+def _ladder_to(hi: float, per_octave: int) -> np.ndarray:
+    k = int(round(math.log2(max(hi, 1.0)) * per_octave))
+    return np.unique(np.round(2.0 ** (np.arange(k + 1) / per_octave)))
+
+
+def rules_deployments(model: Model, hw: Hardware, *, disagg: bool, speculate: bool | None,
+                      per_octave: int = CONC_PER_OCTAVE) -> pd.DataFrame:
+    """The rules search's first pass: every :func:`rule_layouts` worker as a decode worker (with,
+    disaggregated, every rule layout of at most two nodes, and of half a node, as its prefill
+    worker), speculation off
+    and at the stack's draft count (as ``speculate`` says; on only where the model speculates), at
+    concurrencies from one user to :data:`MAX_RUNNING_PER_RANK` per attention rank (at least
+    :data:`MAX_RUNNING_PER_WORKER`).  One decode worker and one prefill worker each: the prefill
+    workers are rate-matched to the decode pool in :func:`rate_matched`."""
+    stack = hw.stack or ""
+    n = float(min(hw.gpus_per_host or hw.gpus_per_system, hw.domain_size))
+    lays = rule_layouts(model, hw)
+    # prefill workers of at most two nodes, and of half a node (the recipes' 4-GPU prefill workers
+    # on 8-GPU nodes) where that is two or more GPUs
+    half = [(n / 2, t, e) for t, e in ((n / 2, 1.0), (n / 2, n / 2), (1.0, n / 2))
+            if n / 2 >= 2 and (e == 1.0 or not model.is_dense)]
+    pre = [lay for lay in [*half, *lays] if lay[0] <= 2 * n] if disagg else [None]
+    specs = [s for s in ([False, True] if speculate is None else [bool(speculate)])
+             if not s or model.speculates]
+    # one row per (decode layout, speculation, prefill layout, concurrency), built as columns
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in (
+        "concurrency", "decode_gpus", "decode_tp_attn", "decode_ep", "prefill_gpus", "prefill_tp_attn",
+        "prefill_ep", "drafts")}
+    for g, tpa, ep in lays:
+        drafts = (DEFAULT_DRAFTS_DP.get(stack, DEFAULT_DRAFTS.get(stack, 2)) if tpa < g
+                  else DEFAULT_DRAFTS.get(stack, 2))
+        conc = _ladder_to(max(float(MAX_RUNNING_PER_WORKER), MAX_RUNNING_PER_RANK * g / tpa), per_octave)
+        k = len(conc)
+        for sp_on in specs:
+            for p in pre:
+                pg, ptpa, pep = p if p is not None else (g, tpa, ep)
+                for name, v in (("decode_gpus", g), ("decode_tp_attn", tpa), ("decode_ep", ep),
+                                ("prefill_gpus", pg), ("prefill_tp_attn", ptpa), ("prefill_ep", pep),
+                                ("drafts", drafts if sp_on else 0)):
+                    cols[name].append(np.full(k, v))
+                cols["concurrency"].append(conc)
+    if not cols["concurrency"]:
+        return pd.DataFrame(columns=[*LAYOUT_COLUMNS, "disagg", "concurrency", "drafts"])
+    out = pd.DataFrame({k: np.concatenate(v) for k, v in cols.items()})
+    out["drafts"] = out.drafts.astype(int)
+    return out.assign(disagg=disagg, decode_workers=1.0, prefill_workers=1.0)
+
+
+def rate_matched(first: pd.DataFrame) -> pd.DataFrame:
+    """Disaggregated deployments of :func:`rules_deployments` rows with their prefill pools sized to
+    the decode pool: ``first`` is :func:`predict` of those rows with a pool too large to bind (its
+    ``request_rate`` the loop's own, ``prefill_capacity`` over its ``prefill_workers``), and each
+    row comes back at :data:`RULE_DECODE_WORKERS` decode workers, each with the users of one worker
+    times that count and the fewest prefill workers that serve them (and one fewer, where that is
+    at least one: a pool a little short can give more per GPU)."""
+    ok = first[(first.reason == 0) & first.disagg].copy()
+    if ok.empty:
+        return ok
+    per_worker = ok.prefill_capacity / ok.prefill_workers
+    need = (ok.request_rate / per_worker).to_numpy(float)      # prefill workers per decode worker
+    frames = []
+    cols = [*LAYOUT_COLUMNS, "disagg", "concurrency", "drafts"]
+    base = ok[cols]
+    for wd in RULE_DECODE_WORKERS:
+        up = np.maximum(np.ceil(need * wd - 1e-9), 1.0)
+        for wp in (up, up - 1.0):
+            keep = wp >= 1.0
+            frames.append(base[keep].assign(decode_workers=wd, prefill_workers=wp[keep],
+                                            concurrency=base.concurrency[keep] * wd))
+    return pd.concat(frames, ignore_index=True).drop_duplicates(ignore_index=True)
 
 
 def _layout(model: Model, dep: pd.DataFrame, role: str) -> dict[str, np.ndarray]:
@@ -492,10 +630,12 @@ def predict(
         )
         cap = np.floor(np.broadcast_to(np.asarray(probe["memory.b_max"], float), (m.sum(),)) * (1 + 1e-9))
         f = np.ones(m.sum())
-        for _ in range(ITERATIONS):
+        for it in range(ITERATIONS):
             # a request's rank holds at least its own sequence, however many ranks share the users
             b = np.minimum(np.maximum(conc[m] * f / ranks[m], 1.0), np.maximum(cap, 1.0))
-            r = evaluate_configs(model, hw, prec, mode, **lay, b=b, S=ctx, spec=spec)
+            # (the per-resource seconds of the last iteration's step alone are reported)
+            r = evaluate_configs(model, hw, prec, mode, **lay, b=b, S=ctx, spec=spec,
+                                 categories=it == ITERATIONS - 1)
             A = float(np.asarray(r["A"]))
             step = np.asarray(r["step"], float)
             if mode != "bound":
@@ -577,10 +717,14 @@ def deployed_frontier(
     frameworks: list[str] | None = None,
     all_points: bool = False,
     per_octave: int = CONC_PER_OCTAVE,
+    search: str = "recipes",
 ) -> pd.DataFrame:
-    """The as-deployed frontier: the envelope of :func:`predict` over :func:`deployed_points` (the
-    stack's recipes), as a frontier table (``tps_per_user``, ``tps_per_gpu`` by ``metric``).
-    ``per_octave``: concurrencies tried per doubling on each recipe layout between its scheduled
+    """The as-deployed frontier: the envelope of :func:`predict` over whole deployments, as a
+    frontier table (``tps_per_user``, ``tps_per_gpu`` by ``metric``).  ``search``: ``rules`` (the
+    layouts every stack runs on this hardware, :func:`rule_layouts`, with prefill pools rate-matched
+    to their decode pools, and the model's own recipes on this system as priors) or ``recipes``
+    (the literal launch recipes, :func:`deployed_points`, borrowed where the model or system has
+    none).  ``per_octave``: concurrencies tried per doubling on each layout between its scheduled
     ones (0: the scheduled concurrencies alone, as a benchmark samples them)."""
     from planner.serving.search import pareto, precision_options
 
@@ -603,17 +747,34 @@ def deployed_frontier(
             unfit[key] = unfit.get(key, 0) + int(n)
         return pr[pr.reason == 0].assign(weights=w)
 
+    if search not in ("rules", "recipes"):
+        raise SpecError("<input>", "search", f"rules or recipes, got {search!r}")
     frames, notes, rows_read = [], [], 0
     for w in precision_options(model, hw, weights):
         rp = "fp4" if w in ("nvfp4", "mxfp4", "fp4") else ("int4" if w.startswith("int4") else "fp8")
         dep, note = deployed_points(model, hw, disagg=disagg, precision=rp, speculate=speculate, isl=isl,
-                                    osl=osl, frameworks=frameworks, per_octave=per_octave)
+                                    osl=osl, frameworks=frameworks, per_octave=per_octave,
+                                    own_only=search == "rules")
         rows_read += int(dep.attrs.get("recipe_rows", 0))
         for k, n in dep.attrs.get("dropped", {}).items():
             dropped[k] = dropped.get(k, 0) + n
+        if search == "rules":
+            rules = rules_deployments(model, hw, disagg=disagg, speculate=speculate, per_octave=per_octave)
+            if disagg and not rules.empty:
+                # first pass with a prefill pool too large to bind: the loop's own request rate
+                first = predict(model, hw, rules.assign(prefill_workers=1e4), weights=w, isl=isl, osl=osl,
+                                mode=mode, kv=kv)
+                rules = rate_matched(first)
+            matched = "; prefill pools rate-matched to 1-8 decode workers" if disagg else ""
+            note = (f"rules: {len(rule_layouts(model, hw))} worker layouts ({RULE_LAYOUTS}){matched}"
+                    + (f"; priors: {note}" if note else "; no recipe of the model on this system"))
+            rules = rules.assign(origin="rules")
+            dep = pd.concat([d for d in (rules, dep.assign(origin="recipe")) if not d.empty],
+                            ignore_index=True) if not (rules.empty and dep.empty) else rules
         if not dep.empty:
             notes.append(note)
-            frames.append(fitting(dep, w))
+            pr = fitting(dep, w)
+            frames.append(across_nodes_where_needed(pr, hw) if search == "rules" else pr)
     if not frames or all(f.empty for f in frames):
         # none of the recipes' deployments fits this model (a larger model than the recipes were
         # written for): the layouts every stack runs
@@ -636,7 +797,7 @@ def deployed_frontier(
     df["mtp"] = df.drafts
     df["gpus"] = df.decode_gpus
     df["batch"] = df.concurrency
-    df["search"] = "deployed"
+    df["search"] = search
     env = pareto(df, "tps_per_user", "tps_per_gpu")
     if not all_points:
         df = env

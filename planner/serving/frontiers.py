@@ -39,7 +39,11 @@ from planner.specs.model import Model
 from planner.specs.registry import load_hardware, load_model
 
 SERVING_MODES = ("decode", "prefill", "aggregated", "disaggregated")
-SEARCHES = ("limit", "deployed")
+SEARCHES = ("rules", "recipes", "limit")
+#: the searches whose points are whole deployments (prefill workers, users, TTFT of the loop)
+DEPLOYMENT_SEARCHES = ("rules", "recipes")
+#: earlier names of a search, still taken
+SEARCH_ALIASES = {"deployed": "recipes"}
 METRICS = ("output", "total", "decode")
 DEFAULT_MAX_TTFT = 2.0  # s
 
@@ -290,11 +294,14 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     decoding, replacing the model's published figures (``mtp="auto"`` then tries 1-3 drafts).
     ``batch_per_octave``: decode batches tried per doubling of the batch (besides each layout's
     memory limit); fewer is faster and draws the frontier from fewer points.
-    ``search``: ``deployed`` (only what serving stacks ship: the launch recipes' layouts, worker
-    counts, concurrencies and draft counts, speculation as accepted under load, TTFT of the
-    concurrency's prompts; :mod:`planner.serving.deployed`) or ``limit`` (every layout and batch
-    the hardware could run with ideal software); None: :func:`default_search` (deployed for
-    aggregated and disaggregated serving in realistic mode, else limit).
+    ``search``: ``rules`` (whole deployments of the layouts every stack runs on this hardware,
+    prefill pools rate-matched to their decode pools, the stack's draft counts with speculation
+    as accepted under load, concurrencies up to the stack's running caps, TTFT of the closed loop;
+    the model's own launch recipes on this system as priors), ``recipes`` (the literal launch
+    recipes, borrowed from another model or system where it has none; ``deployed`` is its earlier
+    name), both in :mod:`planner.serving.deployed`, or ``limit`` (every layout and batch the
+    hardware could run with ideal software); None: :func:`default_search` (rules for aggregated
+    and disaggregated serving in realistic mode, else limit).
     """
     model, hw = load_model(model), load_hardware(hardware)
     if serving not in SERVING_MODES:
@@ -315,14 +322,16 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
                        batch_per_octave=batch_per_octave)
     if search is None:
         search = "limit" if asked else default_search(serving, mode)
+    search = SEARCH_ALIASES.get(search, search) if isinstance(search, str) else search
     if search not in SEARCHES:
         raise SpecError("<input>", "search", f"one of {', '.join(SEARCHES)}, got {search!r}")
-    if search == "deployed" and asked:
+    if search in DEPLOYMENT_SEARCHES and asked:
         raise SpecError("<input>", asked[0], "the limit search with it (search='limit', --search limit): the "
-                        "as-deployed search takes layouts, batches and speculation from the stacks' recipes")
-    if search == "deployed":
+                        f"{search} search takes layouts, batches and speculation from the stacks' rules "
+                        "and recipes")
+    if search in DEPLOYMENT_SEARCHES:
         return _deployed(model, hw, wl, serving=serving, weights=weights, kv=kv, mtp=mtp, mode=mode,
-                         metric=metric, all_points=all_points)
+                         metric=metric, all_points=all_points, search=search)
     max_ttft = DEFAULT_MAX_TTFT if max_ttft is None else max_ttft
     if not (isinstance(max_ttft, int | float) and math.isfinite(max_ttft) and max_ttft > 0):
         raise SpecError("<input>", "max_ttft", f"a positive time in seconds, got {max_ttft!r}")
@@ -392,20 +401,21 @@ def limit_only(**kw: Any) -> list[str]:
 
 
 def default_search(serving: str, mode: str) -> str:
-    """The search a frontier takes unless told: ``deployed`` for aggregated and disaggregated
+    """The search a frontier takes unless told: ``rules`` for aggregated and disaggregated
     serving in realistic mode (what deployments reach); ``limit`` in bound mode (the speed of
     light is a statement about the hardware, not about a stack) and for a decode or prefill pool
     alone (no recipe runs one)."""
-    return "deployed" if mode == "realistic" and serving in ("aggregated", "disaggregated") else "limit"
+    return "rules" if mode == "realistic" and serving in ("aggregated", "disaggregated") else "limit"
 
 
 def _deployed(model: Model, hw: Hardware, wl: Workload, *, serving: str, weights: str | None,
-              kv: str | None, mtp: Any, mode: str, metric: str, all_points: bool) -> pd.DataFrame:
-    """``frontier(search="deployed")``: the as-deployed frontier as a frontier table."""
+              kv: str | None, mtp: Any, mode: str, metric: str, all_points: bool,
+              search: str) -> pd.DataFrame:
+    """``frontier(search="rules" | "recipes")``: the as-deployed frontier as a frontier table."""
     from planner.serving.deployed import deployed_frontier
 
     df = deployed_frontier(model, hw, serving=serving, isl=wl.isl, osl=wl.osl, weights=weights, mtp=mtp,
-                           mode=mode, metric=metric, kv=kv, all_points=all_points)
+                           mode=mode, metric=metric, kv=kv, all_points=all_points, search=search)
     note = df.attrs.get("deployments", "")
     df = df.assign(**_costs(hw, df.output_tps_per_gpu.to_numpy(float)),
                    tp_attn=df.decode_tp_attn.astype(int), ep=df.decode_ep.astype(int),
@@ -428,7 +438,7 @@ def _deployed(model: Model, hw: Hardware, wl: Workload, *, serving: str, weights
     df.attrs.update(model=model.name, hardware=hw.name, stack=hw.stack, calibration=calibration_label(hw),
                     serving=serving, isl=wl.isl, osl=wl.osl, context=wl.decode_context, mode=mode,
                     metric=metric, max_ttft=None, gpus=None, weights=weights, kv=kv or model.kv_precision,
-                    mtp=str(mtp), search="deployed", deployments=note, x="tps_per_user", y="tps_per_gpu",
+                    mtp=str(mtp), search=search, deployments=note, x="tps_per_user", y="tps_per_gpu",
                     speculation=speculation_summary(model, mtp))
     return df
 
@@ -446,7 +456,7 @@ def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[floa
     A row with NaN throughput means the target is out of reach."""
     model, hw = load_model(model), load_hardware(hardware)
     allp = points if points is not None else frontier(model, hw, all_points=True, _sorted=False, **kw)
-    if allp.attrs.get("search") == "deployed":
+    if allp.attrs.get("search") in DEPLOYMENT_SEARCHES:
         # the deployments are whole recipes at whole concurrencies: read the envelope off them
         xs, ys = allp.tps_per_user.to_numpy(float), allp.tps_per_gpu.to_numpy(float)
         rows = []

@@ -72,9 +72,10 @@ def refuse_with_workload(values: dict[str, Any], search: Any = None, workload: s
         if value is not None:
             raise SpecError("<input>", name, f"no {workload} with it (a workload sets the lengths and the "
                             "TTFT service level, and runs the limit search)")
-    if search == "deployed":
+    if search in ("rules", "recipes", "deployed"):
         raise SpecError("<input>", "search" if workload == "workload" else "--search",
-                        f"limit with {workload} (the launch recipes are benchmarks of one ISL/OSL pair)")
+                        f"limit with {workload} (whole deployments are priced as benchmarks of one "
+                        "ISL/OSL pair)")
 
 
 def _percentiles(wl: Workload) -> dict[str, float]:

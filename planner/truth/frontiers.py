@@ -161,6 +161,9 @@ class FrontierScore:
     compared: pd.DataFrame  #: one row per measured envelope point compared with the tool's frontier
     source: str
     flags: dict[str, int] = field(default_factory=dict)
+    #: one row per (system, model, ISL/OSL, level): the measured envelope of every point on the
+    #: system, the default frontier's and the predictions' at the measured deployments
+    system: pd.DataFrame | None = None
 
     def summary(self) -> dict[str, Any]:
         r = self.rows
@@ -202,6 +205,7 @@ class FrontierScore:
             },
             "bound_violations": int(len(v)),
             "bound_violations_flagged": int((v["flags"] != "").sum()),
+            **(system_summary(self.system) if self.system is not None else {}),
         }
 
     def by(self, key: str) -> list[dict[str, Any]]:
@@ -225,6 +229,79 @@ class FrontierScore:
                 }
             )
         return out
+
+
+#: tokens/s per user at which a system's frontier is set against everything measured on it
+SYSTEM_LEVELS = (10.0, 20.0, 30.0, 50.0, 75.0, 100.0, 150.0)
+#: a cell is "below" where the tool gives less than this share of a measured point
+BELOW = 0.85
+
+
+def _best_at(x: np.ndarray, y: np.ndarray, u: float) -> float:
+    ok = np.isfinite(x) & np.isfinite(y) & (x >= u)
+    return float(y[ok].max()) if ok.any() else math.nan
+
+
+def system_cells(df: pd.DataFrame, frontier_of: Any,
+                 levels: tuple[float, ...] = SYSTEM_LEVELS) -> pd.DataFrame:
+    """Each system's default frontier against the envelope of every point measured on it (any
+    framework, precision, speculation or date; rows with positive figures), at ``levels`` tokens/s
+    per user and each ISL/OSL: one row per (system, model, ISL/OSL, level) the measurements reach,
+    with ``measured``, ``tool`` (the best of ``frontier_of(hardware, model, isl, osl)``'s points at
+    least that fast per user; NaN: not reached) and ``own`` (the best prediction at a measured
+    deployment at least that fast, the envelope the point scores see)."""
+    x = pd.to_numeric(df.tps_per_user, errors="coerce").to_numpy(float)
+    y = pd.to_numeric(df.tps_per_gpu_output, errors="coerce").to_numpy(float)
+    use = (df.hardware_spec != "") & (df.model_spec != "") & (x > 0) & (y > 0)
+    rows = []
+    for (h, m, isl, osl), d in df[use].groupby(["hardware_spec", "model_spec", "isl", "osl"]):
+        tool = frontier_of(h, m, float(isl), float(osl))
+        tx, ty = tool if tool is not None else (np.array([]), np.array([]))
+        s = d[d.scored] if "scored" in d else d.iloc[:0]
+        for u in levels:
+            meas = _best_at(d.tps_per_user.to_numpy(float), d.tps_per_gpu_output.to_numpy(float), u)
+            if not math.isfinite(meas):
+                continue
+            rows.append({"hardware": h, "model": m, "isl": float(isl), "osl": float(osl), "level": u,
+                         "measured": meas, "tool": _best_at(tx, ty, u),
+                         "own": _best_at(s.pred_tps_per_user.to_numpy(float),
+                                         s.pred_output_tps_per_gpu.to_numpy(float), u)})
+    return pd.DataFrame(rows, columns=["hardware", "model", "isl", "osl", "level", "measured", "tool", "own"])
+
+
+def factor_score(ratio: np.ndarray) -> dict[str, Any]:
+    """``median_factor`` = exp(median |log r|), ``p90_factor``, ``bias`` (median r), ``below`` (cells
+    under :data:`BELOW`) and ``unreachable`` (NaN cells) of ratios ``r`` = tool / measured."""
+    r = np.asarray(ratio, float)
+    fin = r[np.isfinite(r) & (r > 0)]
+    lg = np.abs(np.log(fin))
+    return {"cells": int(len(r)), "median_factor": float(np.exp(np.median(lg))) if len(lg) else math.nan,
+            "p90_factor": float(np.exp(np.quantile(lg, 0.9))) if len(lg) else math.nan,
+            "bias": float(np.median(fin)) if len(fin) else math.nan,
+            "below": int((fin < BELOW).sum()), "unreachable": int((~np.isfinite(r)).sum())}
+
+
+def system_summary(cells: pd.DataFrame) -> dict[str, Any]:
+    """The ``system`` and ``own_point_envelope`` scores of :func:`system_cells` (overall, per system
+    and per level): physics and coverage told apart (the own-point envelope is what the step gives
+    at the deployments that were measured; the system score, what the default search finds)."""
+    if cells.empty:
+        return {}
+    r = (cells.tool / cells.measured).to_numpy(float)
+    o = (cells.own / cells.measured).to_numpy(float)
+    per = []
+    for (h, isl, osl), c in cells.groupby(["hardware", "isl", "osl"]):
+        per.append({"hardware": h, "isl": isl, "osl": osl,
+                    "ratios": {f"{u:g}": (float(v) if math.isfinite(v) else None)
+                               for u, v in zip(c.level, c.tool / c.measured, strict=True)},
+                    **factor_score((c.tool / c.measured).to_numpy(float))})
+    by_level = [{"level": u, **factor_score((c.tool / c.measured).to_numpy(float))}
+                for u, c in cells.groupby("level")]
+    by_system = [{"hardware": h, **factor_score((c.tool / c.measured).to_numpy(float))}
+                 for h, c in cells.groupby("hardware")]
+    return {"system": {**factor_score(r), "levels": list(SYSTEM_LEVELS), "by_system": by_system,
+                       "by_level": by_level, "groups": per},
+            "own_point_envelope": factor_score(o)}
 
 
 def _rules(df: pd.DataFrame) -> pd.DataFrame:
@@ -256,8 +333,11 @@ def _rules(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = True) -> FrontierScore:
-    """Score the measured points of ``path`` (see the module docstring)."""
+def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = True,
+                    system: bool = True) -> FrontierScore:
+    """Score the measured points of ``path`` (see the module docstring); ``system``: with the
+    system score (:func:`system_cells`: each system's default frontier, best of disaggregated and
+    aggregated serving, against everything measured on it)."""
     from planner.serving.frontiers import frontier as limit_frontier
     from planner.specs.registry import load_hardware, load_model, model_names
 
@@ -399,7 +479,23 @@ def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = Tr
     )
     flags = {"gpu_count_inferred": int(df["flags"].str.contains("gpu_count_inferred").sum()),
              "superseded": int(df.superseded.sum())}
-    return FrontierScore(df, groups, comp, str(path), flags)
+    cells = None
+    if system:
+        def frontier_of(h: str, m: str, isl: float, osl: float) -> tuple[np.ndarray, np.ndarray] | None:
+            if h not in hws or m not in models:
+                return None
+            xs, ys = [], []
+            for serving in ("disaggregated", "aggregated"):
+                try:
+                    f = limit_frontier(models[m], hws[h], serving=serving, isl=isl, osl=osl)
+                except SpecError:
+                    continue
+                xs.append(f.tps_per_user.to_numpy(float))
+                ys.append(f.tps_per_gpu.to_numpy(float))
+            return (np.concatenate(xs), np.concatenate(ys)) if xs else None
+
+        cells = system_cells(df, frontier_of)
+    return FrontierScore(df, groups, comp, str(path), flags, cells)
 
 
 def per_row(score: FrontierScore) -> pd.DataFrame:

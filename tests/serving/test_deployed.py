@@ -171,7 +171,7 @@ def test_envelope_reads_the_best_point_at_least_as_fast():
 def test_frontier_search_deployed_and_limit():
     m, hw = "deepseek-r1", "hgx-b200"
     dep = frontier(m, hw, serving="disaggregated", search="deployed", weights="nvfp4", mtp=0)
-    assert dep.attrs["search"] == "deployed" and len(dep)
+    assert dep.attrs["search"] == "recipes" and len(dep)   # "deployed": the recipes search's earlier name
     assert (np.diff(dep.tps_per_user) >= 0).all() and (np.diff(dep.tps_per_gpu) <= 1e-9).all()
     at = frontier_at(m, hw, [30.0], search="deployed", serving="disaggregated", weights="nvfp4", mtp=0)
     assert at.tps_per_gpu.iloc[0] == pytest.approx(envelope_at(dep, [30.0])[0])
@@ -210,28 +210,28 @@ def test_cli_deployed_keeps_the_limit_frontier_beside_it(tmp_path, capsys):
     ]
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["settings"]["search"] == "deployed" and out["points"] and out["limit_points"]
+    assert out["settings"]["search"] == "recipes" and out["points"] and out["limit_points"]
     assert png.stat().st_size > 0
     # a layout asked of the as-deployed search is refused in one line (the recipes fix the layouts)
     assert main([*args[:-3], "--gpus", "8"]) == 2
     assert "the limit search with it" in capsys.readouterr().err
     # and without --search it is the limit search's question: the default follows
     assert (
-        frontier("deepseek-r1", "hgx-b200", gpus=8, weights="nvfp4", mtp=0).attrs.get("search") != "deployed"
+        frontier("deepseek-r1", "hgx-b200", gpus=8, weights="nvfp4", mtp=0).attrs.get("search") == "limit"
     )
-    assert frontier("deepseek-r1", "hgx-b200", weights="nvfp4", mtp=0).attrs["search"] == "deployed"
+    assert frontier("deepseek-r1", "hgx-b200", weights="nvfp4", mtp=0).attrs["search"] == "rules"
 
 
 def test_where_no_recipe_fits_the_layouts_every_stack_runs_take_over():
     # Kimi K2 in FP8 (1 TB) fits no 8-GPU H100 recipe: two and four nodes do
-    f = frontier("kimi-k2", "hgx-h100", serving="disaggregated")
+    f = frontier("kimi-k2", "hgx-h100", serving="disaggregated", search="recipes")
     assert len(f) and "no recipe deployment" in f.attrs["deployments"]
     assert (f.gpus_total >= 16).all()
     # a GB200 NVL72 "node" for these layouts is one tray's 4 GPUs, not the 72-GPU domain
     dep = generic_deployments(load_hardware("gb200-nvl72"), False, False, "vllm")
     assert set(dep.decode_gpus) == {4.0, 8.0, 16.0, 32.0, 64.0}   # wide EP inside the 72-GPU domain
-    g = frontier("mixtral-8x7b", "gb200-nvl72", serving="aggregated")
-    assert len(g) and g.attrs["search"] == "deployed"
+    g = frontier("mixtral-8x7b", "gb200-nvl72", serving="aggregated", search="recipes")
+    assert len(g) and g.attrs["search"] == "recipes"
 
 
 def test_a_system_the_matrices_do_not_cover_takes_its_class_recipes():
@@ -243,8 +243,11 @@ def test_a_system_the_matrices_do_not_cover_takes_its_class_recipes():
     assert recipe_runner(rack) == ("gb300", True)
     assert recipe_runner(load_hardware("hgx-h20")) == ("h200", True)
     assert recipe_runner(load_hardware("rtx-6000d-server"))[1] is False   # PCIe: none
-    f = frontier("deepseek-r1", rack, serving="disaggregated", weights="nvfp4", mtp=0)
+    f = frontier("deepseek-r1", rack, serving="disaggregated", weights="nvfp4", mtp=0, search="recipes")
     assert "as run on gb300" in f.attrs["deployments"]
+    # the rules search borrows no other system's recipes: a renamed rack is the same hardware
+    r = frontier("deepseek-r1", rack, serving="disaggregated", weights="nvfp4", mtp=0)
+    assert r.attrs["search"] == "rules" and "gb300" not in r.attrs["deployments"]
 
 
 def test_a_worker_of_tp_1_and_ep_16_is_16_gpus():
@@ -335,3 +338,50 @@ def test_a_larger_prefill_pool_serves_a_saturated_loop_faster():
     assert p.prefill_capacity.iloc[1] == pytest.approx(2 * p.prefill_capacity.iloc[0])
     assert p.ttft_s.iloc[1] < p.ttft_s.iloc[0]
     assert p.request_rate.iloc[1] > p.request_rate.iloc[0]
+
+
+def test_rule_layouts_come_from_the_hardware():
+    from planner.serving.deployed import rule_layouts
+
+    m = load_model("deepseek-r1")
+    # an 8-GPU node that is its own scale-up domain: TP over one node or two, DEP8, 2-4 nodes over the NIC
+    h200 = set(rule_layouts(m, load_hardware("hgx-h200")))
+    assert {(8, 8, 1), (8, 8, 8), (8, 1, 8), (16, 1, 16), (32, 8, 32), (16, 16, 16)} <= h200
+    assert max(g for g, _, _ in h200) == 32
+    # a rack: a tray of 4 GPUs is the node; attention DP + EP doubles up to the 72-GPU domain
+    rack = set(rule_layouts(m, load_hardware("gb200-nvl72")))
+    assert {(4, 4, 1), (4, 1, 4), (8, 1, 8), (64, 1, 64), (72, 1, 72)} <= rack
+    assert all(g <= 72 for g, _, _ in rack)
+    # a dense model has no experts to spread: attention TP layouts alone
+    assert all(ep == 1 for _, _, ep in rule_layouts(load_model("llama-3.1-70b"), load_hardware("hgx-h200")))
+
+
+def test_the_rules_search_rate_matches_its_prefill_pools():
+    from planner.serving.deployed import rate_matched, rules_deployments
+
+    m, hw = load_model("deepseek-r1"), load_hardware("hgx-b200")
+    first = predict(m, hw, rules_deployments(m, hw, disagg=True, speculate=False).assign(prefill_workers=1e4),
+                    weights="nvfp4", isl=1024, osl=1024)
+    dep = rate_matched(first)
+    p = predict(m, hw, dep, weights="nvfp4", isl=1024, osl=1024)
+    ok = p[p.reason == 0]
+    # the fewest prefill workers that serve what the decode workers ask: with one more decode worker
+    # per prefill worker the ratio falls, and pools at the matched size never queue much beyond their wave
+    assert set(ok.decode_workers) == {1.0, 2.0, 4.0, 8.0}
+    matched = ok.groupby(["decode_gpus", "decode_tp_attn", "prefill_gpus", "prefill_tp_attn",
+                          "decode_workers"]).prefill_workers.max()
+    assert (matched >= 1).all()
+    assert (ok.request_rate <= ok.prefill_capacity * (1 + 1e-6)).all()
+
+
+def test_the_rules_frontier_does_not_depend_on_a_systems_name_or_its_recipes():
+    m = load_model("deepseek-r1")
+    b200 = load_hardware("hgx-b200")
+    a = frontier(m, b200, serving="disaggregated", weights="nvfp4", mtp=0)
+    # renamed, it loses its recipes (the priors) but not the rules: within 15% at every level
+    b = frontier(m, b200.replace(name="what-if"), serving="disaggregated", weights="nvfp4", mtp=0)
+    levels = [10.0, 20.0, 50.0, 100.0]
+    ya, yb = envelope_at(a, levels), envelope_at(b, levels)
+    ok = np.isfinite(ya)
+    assert ok.any() and np.all(np.isfinite(yb[ok]))
+    assert np.all(np.abs(yb[ok] / ya[ok] - 1) <= 0.15), (ya, yb)

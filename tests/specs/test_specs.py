@@ -505,7 +505,7 @@ def test_unknown_name_cli(capsys):
 
 
 @pytest.mark.parametrize(("load", "name", "close"), [
-    (load_hardware, "h200", "hgx-h200"),
+    (load_hardware, "hgx-h20O", "hgx-h200"),
     (load_hardware, "gb200-nvl7", "gb200-nvl72"),
     (load_model, "kimi-k2-thinkin", "kimi-k2-thinking"),
     (load_model, "deepseek-v4", "deepseek-v3"),
