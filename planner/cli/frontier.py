@@ -107,9 +107,11 @@ def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated
         g.add_argument("--context", type=positive_float, default=None,
                        help="mean KV length in decode, tokens (default ISL + OSL/2)")
         g.add_argument("--max-ttft", type=positive_float, default=None,
-                       help="time-to-first-token limit for the prefill pool, seconds (default 2): "
-                       "the request's latency outside the passes (realistic mode: the stack's "
-                       "fitted t_req), its prefill pass and the KV hand-off")
+                       help="time-to-first-token limit, seconds: with the limit search, for the "
+                       "prefill pool (default 2: the request's latency outside the passes, its "
+                       "prefill pass and the KV hand-off); with rules or recipes, the median TTFT of "
+                       "each deployment's closed loop, its queue included (default: none, as a "
+                       "benchmark runs them)")
         if sessions:  # frontier and compare: --workload, --slo, --kv-tiers
             from planner.cli.workload import add_workload_flags
 

@@ -135,8 +135,9 @@ def _header(a: dict[str, Any], extra: str = "") -> None:
         ttft = (f"; workload {w['name']} (mean prompt {w['isl_mean']:.0f} tokens, {w['cached_mean']:.0f} "
                 f"reusable, KV tiers {','.join(a.get('tiers') or []) or 'none'}; service levels {slo}; limit "
                 "search)")
-    search = ("; as-deployed search: whole deployments from the serving stacks' launch recipes, each "
-              "replicated (a layout, --max-ttft or another search option given takes the limit search)"
+    search = (f"; {a.get('search')} search: whole deployments (prefill and decode workers), each "
+              "replicated (a layout or another search option given takes the limit search)"
+              + (f"; TTFT <= {a['max_ttft']:g} s" if a.get("max_ttft") else "")
               if a.get("search") in ("rules", "recipes") else "")
     print(f"# moe-planner size: {a['model']}, {a['serving']} serving, ISL {a['isl']:g} / OSL "
           f"{a['osl']:g}, {a['mode']} mode{ttft}{search}")

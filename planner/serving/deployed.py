@@ -718,6 +718,7 @@ def deployed_frontier(
     all_points: bool = False,
     per_octave: int = CONC_PER_OCTAVE,
     search: str = "recipes",
+    max_ttft: float | None = None,
 ) -> pd.DataFrame:
     """The as-deployed frontier: the envelope of :func:`predict` over whole deployments, as a
     frontier table (``tps_per_user``, ``tps_per_gpu`` by ``metric``).  ``search``: ``rules`` (the
@@ -725,7 +726,9 @@ def deployed_frontier(
     to their decode pools, and the model's own recipes on this system as priors) or ``recipes``
     (the literal launch recipes, :func:`deployed_points`, borrowed where the model or system has
     none).  ``per_octave``: concurrencies tried per doubling on each layout between its scheduled
-    ones (0: the scheduled concurrencies alone, as a benchmark samples them)."""
+    ones (0: the scheduled concurrencies alone, as a benchmark samples them).  ``max_ttft``: the
+    deployments whose median TTFT (the closed loop's, its queue included) is above it are not
+    offered (counted as not fitting); None: no limit, as a benchmark runs them."""
     from planner.serving.search import pareto, precision_options
 
     if serving not in ("aggregated", "disaggregated"):
@@ -745,7 +748,14 @@ def deployed_frontier(
         for code, n in pr.reason[pr.reason != 0].value_counts().items():
             key = f"{w}: {REASONS.get(int(code), 'not evaluable')}"
             unfit[key] = unfit.get(key, 0) + int(n)
-        return pr[pr.reason == 0].assign(weights=w)
+        pr = pr[pr.reason == 0]
+        if max_ttft is not None:
+            slow = (pr.ttft_s > max_ttft).to_numpy()
+            if slow.any():
+                key = f"{w}: TTFT above {max_ttft:g} s"
+                unfit[key] = unfit.get(key, 0) + int(slow.sum())
+            pr = pr[~slow]
+        return pr.assign(weights=w)
 
     if search not in ("rules", "recipes"):
         raise SpecError("<input>", "search", f"rules or recipes, got {search!r}")

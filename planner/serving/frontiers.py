@@ -318,8 +318,11 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     # a layout, batch grid, speculation rate, overlap or offload asked for is the limit search's
     # question (the recipes fix them): the default follows it; asked of the as-deployed one, refused
     asked = limit_only(gpus=gpus, max_gpus=max_gpus, tp_attn=tp_attn, ep=ep, tp_moe=tp_moe,
-                       acceptance=acceptance, max_ttft=max_ttft, overlap=overlap, kv_offload=kv_offload,
+                       acceptance=acceptance, overlap=overlap, kv_offload=kv_offload,
                        batch_per_octave=batch_per_octave)
+    if max_ttft is not None and not (isinstance(max_ttft, int | float) and not isinstance(max_ttft, bool)
+                                     and math.isfinite(max_ttft) and max_ttft > 0):
+        raise SpecError("<input>", "max_ttft", f"a positive time in seconds, got {max_ttft!r}")
     if search is None:
         search = "limit" if asked else default_search(serving, mode)
     search = SEARCH_ALIASES.get(search, search) if isinstance(search, str) else search
@@ -331,7 +334,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
                         "and recipes")
     if search in DEPLOYMENT_SEARCHES:
         return _deployed(model, hw, wl, serving=serving, weights=weights, kv=kv, mtp=mtp, mode=mode,
-                         metric=metric, all_points=all_points, search=search)
+                         metric=metric, all_points=all_points, search=search, max_ttft=max_ttft)
     max_ttft = DEFAULT_MAX_TTFT if max_ttft is None else max_ttft
     if not (isinstance(max_ttft, int | float) and math.isfinite(max_ttft) and max_ttft > 0):
         raise SpecError("<input>", "max_ttft", f"a positive time in seconds, got {max_ttft!r}")
@@ -392,10 +395,11 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
 
 def limit_only(**kw: Any) -> list[str]:
     """Which of ``kw`` (frontier arguments) only the limit search answers: a layout, a batch grid,
-    a speculation rate, an overlap or offload choice, a TTFT limit (the recipes fix them)."""
+    a speculation rate, an overlap or offload choice (the rules and recipes fix them; a TTFT limit
+    every search takes)."""
     unset = {"overlap": (None, "auto"), "kv_offload": (None, False),
              "batch_per_octave": (None, BATCH_PER_OCTAVE)}
-    keys = ("gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "acceptance", "max_ttft", "overlap", "kv_offload",
+    keys = ("gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "acceptance", "overlap", "kv_offload",
             "batch_per_octave")
     return [k for k in keys if k in kw and kw[k] not in unset.get(k, (None,))]
 
@@ -410,12 +414,13 @@ def default_search(serving: str, mode: str) -> str:
 
 def _deployed(model: Model, hw: Hardware, wl: Workload, *, serving: str, weights: str | None,
               kv: str | None, mtp: Any, mode: str, metric: str, all_points: bool,
-              search: str) -> pd.DataFrame:
+              search: str, max_ttft: float | None = None) -> pd.DataFrame:
     """``frontier(search="rules" | "recipes")``: the as-deployed frontier as a frontier table."""
     from planner.serving.deployed import deployed_frontier
 
     df = deployed_frontier(model, hw, serving=serving, isl=wl.isl, osl=wl.osl, weights=weights, mtp=mtp,
-                           mode=mode, metric=metric, kv=kv, all_points=all_points, search=search)
+                           mode=mode, metric=metric, kv=kv, all_points=all_points, search=search,
+                           max_ttft=max_ttft)
     note = df.attrs.get("deployments", "")
     df = df.assign(**_costs(hw, df.output_tps_per_gpu.to_numpy(float)),
                    tp_attn=df.decode_tp_attn.astype(int), ep=df.decode_ep.astype(int),
@@ -437,7 +442,7 @@ def _deployed(model: Model, hw: Hardware, wl: Workload, *, serving: str, weights
     df.insert(0, "model", model.name)
     df.attrs.update(model=model.name, hardware=hw.name, stack=hw.stack, calibration=calibration_label(hw),
                     serving=serving, isl=wl.isl, osl=wl.osl, context=wl.decode_context, mode=mode,
-                    metric=metric, max_ttft=None, gpus=None, weights=weights, kv=kv or model.kv_precision,
+                    metric=metric, max_ttft=max_ttft, gpus=None, weights=weights, kv=kv or model.kv_precision,
                     mtp=str(mtp), search=search, deployments=note, x="tps_per_user", y="tps_per_gpu",
                     speculation=speculation_summary(model, mtp))
     return df

@@ -385,3 +385,15 @@ def test_the_rules_frontier_does_not_depend_on_a_systems_name_or_its_recipes():
     ok = np.isfinite(ya)
     assert ok.any() and np.all(np.isfinite(yb[ok]))
     assert np.all(np.abs(yb[ok] / ya[ok] - 1) <= 0.15), (ya, yb)
+
+
+def test_a_ttft_limit_keeps_the_rules_search_and_drops_the_slower_deployments():
+    m, hw = load_model("deepseek-r1"), load_hardware("hgx-b200")
+    free = frontier(m, hw, serving="disaggregated", weights="nvfp4", mtp=0, all_points=True)
+    capped = frontier(m, hw, serving="disaggregated", weights="nvfp4", mtp=0, all_points=True, max_ttft=2.0)
+    assert capped.attrs["search"] == "rules" and capped.attrs["max_ttft"] == 2.0
+    assert len(capped) and (capped.ttft_s <= 2.0).all() and (free.ttft_s > 2.0).any()
+    assert len(capped) == int((free.ttft_s <= 2.0).sum())
+    assert any("TTFT above 2 s" in k for k in capped.attrs["dropped"]["deployments_not_fitting"])
+    with pytest.raises(SpecError, match="max_ttft"):
+        frontier(m, hw, serving="disaggregated", max_ttft=-1.0)
