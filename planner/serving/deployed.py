@@ -409,16 +409,21 @@ RULE_DECODE_WORKERS = (1.0, 2.0, 4.0, 8.0)
 def rule_layouts(model: Model, hw: Hardware) -> list[tuple[float, float, float]]:
     """The worker layouts (GPUs, attention TP, EP) every stack runs, from the hardware alone: with
     a node of n GPUs (a host's, at most the scale-up domain of D): attention TP over one node or
-    two, with EP 1 or over its GPUs; attention DP with EP over one node, doubling up to the whole
+    two, with EP 1 or over its GPUs, and over n/2, n/4 ... 1 GPUs (with EP 1, over its GPUs, or
+    attention DP with EP); attention DP with EP over one node, doubling up to the whole
     scale-up domain (and the domain itself); where the domain is one node, two and four nodes over
     the NIC (attention DP, or attention TP over each node, with EP over every GPU).  A dense model
     takes the attention-TP layouts alone (it has no experts to spread)."""
     n = float(min(hw.gpus_per_host or hw.gpus_per_system, hw.domain_size))
     D = float(hw.domain_size)
-    out = [(n, n, 1.0), (2 * n, 2 * n, 1.0)]
+    # workers smaller than a node, replicated (the recipes' 1-, 2- and 4-GPU workers of models
+    # that fit them: gpt-oss-120b, MiniMax-M2.5)
+    subs = [n / 2**k for k in range(1, 8) if n / 2**k >= 1 and float(n / 2**k).is_integer()]
+    out = [(n, n, 1.0), (2 * n, 2 * n, 1.0), *[(g, g, 1.0) for g in subs]]
     if model.is_dense:
-        return out
+        return list(dict.fromkeys(out))
     out += [(n, n, n), (2 * n, 2 * n, 2 * n)]
+    out += [lay for g in subs for lay in ((g, g, g), (g, 1.0, g))]
     g = n
     while g <= D:
         out.append((g, 1.0, g))
@@ -457,23 +462,57 @@ def _ladder_to(hi: float, per_octave: int) -> np.ndarray:
     return np.unique(np.round(2.0 ** (np.arange(k + 1) / per_octave)))
 
 
+def _holding(model: Model, hw: Hardware, lays: list[tuple[float, float, float]], weights: str | None,
+             kv: str | None, mode: str) -> list[tuple[float, float, float]]:
+    """The layouts of ``lays`` whose GPUs hold the weights (and a sequence of one token) and whose
+    structure is valid (heads, experts and intermediate sizes divide)."""
+    if not lays:
+        return lays
+    g, t, e = (np.array(v, float) for v in zip(*lays, strict=True))
+    frame = pd.DataFrame({"decode_gpus": g, "decode_tp_attn": t, "decode_ep": e})
+    r = evaluate_configs(model, hw, resolve_precisions(model, hw, weights, kv), mode,
+                         **_layout(model, frame, "decode"), b=np.ones(len(g)), S=1.0, categories=False)
+    ok = np.asarray(r["feasible"], bool) * np.ones(len(g), bool)
+    return [lay for lay, k in zip(lays, ok, strict=True) if k]
+
+
+def _best_prefill(model: Model, hw: Hardware, lays: list[tuple[float, float, float]], weights: str | None,
+                  kv: str | None, mode: str, isl: float) -> list[tuple[float, float, float]]:
+    """Of ``lays``, for each worker size, the layout of the most prompt tokens/s per GPU (a
+    prefill worker's size sets the pass time, TTFT; its layout within a size, the rate)."""
+    from planner.serving.prefill import chunked_prefill_rate
+
+    if not lays:
+        return lays
+    g, t, e = (np.array(v, float) for v in zip(*lays, strict=True))
+    frame = pd.DataFrame({"prefill_gpus": g, "prefill_tp_attn": t, "prefill_ep": e})
+    x = chunked_prefill_rate(model, hw, resolve_precisions(model, hw, weights, kv), mode,
+                             **_layout(model, frame, "prefill"), isl=isl)
+    x = np.where(np.isfinite(x), x, -np.inf) * np.ones(len(g))
+    best: dict[float, tuple[float, tuple[float, float, float]]] = {}
+    for lay, v in zip(lays, x, strict=True):
+        if v > best.get(lay[0], (-np.inf, lay))[0]:
+            best[lay[0]] = (v, lay)
+    return [lay for v, lay in best.values() if np.isfinite(v)]
+
+
 def rules_deployments(model: Model, hw: Hardware, *, disagg: bool, speculate: bool | None,
-                      per_octave: int = CONC_PER_OCTAVE) -> pd.DataFrame:
+                      per_octave: int = CONC_PER_OCTAVE, weights: str | None = None,
+                      kv: str | None = None, mode: str = "realistic", isl: float = 1024.0) -> pd.DataFrame:
     """The rules search's first pass: every :func:`rule_layouts` worker as a decode worker (with,
-    disaggregated, every rule layout of at most two nodes, and of half a node, as its prefill
-    worker), speculation off
+    disaggregated, every rule layout of at most two nodes as its prefill worker), speculation off
     and at the stack's draft count (as ``speculate`` says; on only where the model speculates), at
     concurrencies from one user to :data:`MAX_RUNNING_PER_RANK` per attention rank (at least
     :data:`MAX_RUNNING_PER_WORKER`).  One decode worker and one prefill worker each: the prefill
-    workers are rate-matched to the decode pool in :func:`rate_matched`."""
+    workers are rate-matched to the decode pool in :func:`rate_matched`.  Only the layouts that hold
+    the model's ``weights`` (:func:`_holding`) are offered."""
     stack = hw.stack or ""
     n = float(min(hw.gpus_per_host or hw.gpus_per_system, hw.domain_size))
-    lays = rule_layouts(model, hw)
+    lays = _holding(model, hw, rule_layouts(model, hw), weights, kv, mode)
     # prefill workers of at most two nodes, and of half a node (the recipes' 4-GPU prefill workers
     # on 8-GPU nodes) where that is two or more GPUs
-    half = [(n / 2, t, e) for t, e in ((n / 2, 1.0), (n / 2, n / 2), (1.0, n / 2))
-            if n / 2 >= 2 and (e == 1.0 or not model.is_dense)]
-    pre = [lay for lay in [*half, *lays] if lay[0] <= 2 * n] if disagg else [None]
+    pre = _best_prefill(model, hw, [lay for lay in lays if lay[0] <= 2 * n], weights, kv, mode,
+                        LENGTH_MEAN * isl) if disagg else [None]
     specs = [s for s in ([False, True] if speculate is None else [bool(speculate)])
              if not s or model.speculates]
     # one row per (decode layout, speculation, prefill layout, concurrency), built as columns
@@ -769,7 +808,8 @@ def deployed_frontier(
         for k, n in dep.attrs.get("dropped", {}).items():
             dropped[k] = dropped.get(k, 0) + n
         if search == "rules":
-            rules = rules_deployments(model, hw, disagg=disagg, speculate=speculate, per_octave=per_octave)
+            rules = rules_deployments(model, hw, disagg=disagg, speculate=speculate, per_octave=per_octave,
+                                      weights=w, kv=kv, mode=mode, isl=isl)
             if disagg and not rules.empty:
                 # first pass with a prefill pool too large to bind: the loop's own request rate
                 first = predict(model, hw, rules.assign(prefill_workers=1e4), weights=w, isl=isl, osl=osl,
