@@ -397,3 +397,21 @@ def test_a_ttft_limit_keeps_the_rules_search_and_drops_the_slower_deployments():
     assert any("TTFT above 2 s" in k for k in capped.attrs["dropped"]["deployments_not_fitting"])
     with pytest.raises(SpecError, match="max_ttft"):
         frontier(m, hw, serving="disaggregated", max_ttft=-1.0)
+
+
+@pytest.mark.parametrize("field", ["flops", "hbm_bandwidth"])
+def test_a_resource_five_percent_larger_moves_the_rules_frontier_by_at_most_five_percent(field):
+    from planner.explorer import what_if
+
+    m, base = load_model("kimi-k2-thinking"), load_hardware("gb200-nvl72")
+    hw = what_if(base, None, {field: 1.05})
+    assert hw.name != base.name            # renamed, so it loses the recipes' priors: the rules stay
+    levels = [10.0, 20.0, 50.0, 100.0]
+    a = envelope_at(frontier(m, base, serving="disaggregated", mtp=0), levels)
+    b = envelope_at(frontier(m, hw, serving="disaggregated", mtp=0), levels)
+    ok = np.isfinite(a)
+    assert ok.any() and np.isfinite(b[ok]).all()
+    # more of one resource never lowers the frontier by more than the priors it lost, nor raises it
+    # beyond the resource's own factor
+    assert np.all(b[ok] / a[ok] <= 1.05 * (1 + 1e-6)), (a, b)
+    assert np.all(b[ok] / a[ok] >= 0.85), (a, b)
