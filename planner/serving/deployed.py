@@ -434,27 +434,28 @@ def rule_layouts(model: Model, hw: Hardware) -> list[tuple[float, float, float]]
     return list(dict.fromkeys(out))
 
 
-def across_nodes_where_needed(pr: pd.DataFrame, hw: Hardware) -> pd.DataFrame:
-    """The rules search's deployments (``origin`` "rules"; the recipes' priors stay as they are)
-    whose workers span nodes over the NIC only where the model needs them: a worker larger than the
-    scale-up domain is kept only where no worker within a domain fits, and then at the fewest GPUs
-    that do (the launch recipes run prefill and aggregated workers within a node, and decode workers
-    within the scale-up domain, except where a node cannot hold the weights: H100's 16-GPU
-    DeepSeek-R1 workers).  Decode and prefill workers each; ``pr``: :func:`predict`'s fitting rows."""
-    if pr.empty or "origin" not in pr:
-        return pr
-    D = float(hw.domain_size)
-    keep = np.ones(len(pr), bool)
-    rules = (pr.origin == "rules").to_numpy()
-    for role in ("decode", "prefill"):
-        g = pr[f"{role}_gpus"].to_numpy(float)
-        fit = g[rules]
-        if not len(fit):
-            continue
-        inside = fit[fit <= D]
-        allowed = g <= D if len(inside) else g == fit.min()
-        keep &= ~rules | allowed
-    return pr[keep]
+#: The share of a worker's HBM its weights may take before the rules search offers workers across
+#: nodes over the NIC: the launch recipes keep workers within a scale-up domain wherever the
+#: weights leave room for the KV cache (DeepSeek-R1 FP8 on H200 and B200: 59% and 47% of an 8-GPU
+#: node, 8-GPU workers only), and span two nodes where a node cannot hold them (H100: 105%,
+#: 16-GPU workers); between the two, a quarter of the HBM left for KV is taken as the edge.
+CROSS_NODE_WEIGHT_SHARE = 0.75
+
+
+def across_nodes_where_needed(lays: list[tuple[float, float, float]], share: list[float],
+                              domain: float) -> list[tuple[float, float, float]]:
+    """Of ``lays`` (each holding the weights, ``share`` of its HBM taken by them), those within a
+    scale-up domain of ``domain`` GPUs, and those across nodes only where every worker within a
+    domain gives its weights more than :data:`CROSS_NODE_WEIGHT_SHARE` of its HBM: then at the
+    fewest GPUs that hold them."""
+    inside = [s for (g, _, _), s in zip(lays, share, strict=True) if g <= domain]
+    if inside and min(inside) <= CROSS_NODE_WEIGHT_SHARE:
+        return [lay for lay in lays if lay[0] <= domain]
+    cross = [(g, s) for (g, _, _), s in zip(lays, share, strict=True) if g > domain]
+    if not cross:
+        return lays
+    size = min(g for g, _ in cross)
+    return [lay for lay in lays if lay[0] <= domain or lay[0] == size]
 
 
 def _ladder_to(hi: float, per_octave: int) -> np.ndarray:
@@ -465,7 +466,8 @@ def _ladder_to(hi: float, per_octave: int) -> np.ndarray:
 def _holding(model: Model, hw: Hardware, lays: list[tuple[float, float, float]], weights: str | None,
              kv: str | None, mode: str) -> list[tuple[float, float, float]]:
     """The layouts of ``lays`` whose GPUs hold the weights (and a sequence of one token) and whose
-    structure is valid (heads, experts and intermediate sizes divide)."""
+    structure is valid (heads, experts and intermediate sizes divide), across nodes only where
+    needed (:func:`across_nodes_where_needed`)."""
     if not lays:
         return lays
     g, t, e = (np.array(v, float) for v in zip(*lays, strict=True))
@@ -473,7 +475,9 @@ def _holding(model: Model, hw: Hardware, lays: list[tuple[float, float, float]],
     r = evaluate_configs(model, hw, resolve_precisions(model, hw, weights, kv), mode,
                          **_layout(model, frame, "decode"), b=np.ones(len(g)), S=1.0, categories=False)
     ok = np.asarray(r["feasible"], bool) * np.ones(len(g), bool)
-    return [lay for lay, k in zip(lays, ok, strict=True) if k]
+    share = np.asarray(r["memory.weights"], float) * np.ones(len(g)) / hw.hbm_capacity
+    held = [(lay, float(s)) for lay, k, s in zip(lays, ok, share, strict=True) if k]
+    return across_nodes_where_needed([h[0] for h in held], [h[1] for h in held], float(hw.domain_size))
 
 
 def _best_prefill(model: Model, hw: Hardware, lays: list[tuple[float, float, float]], weights: str | None,
@@ -823,8 +827,7 @@ def deployed_frontier(
                             ignore_index=True) if not (rules.empty and dep.empty) else rules
         if not dep.empty:
             notes.append(note)
-            pr = fitting(dep, w)
-            frames.append(across_nodes_where_needed(pr, hw) if search == "rules" else pr)
+            frames.append(fitting(dep, w))
     if not frames or all(f.empty for f in frames):
         # none of the recipes' deployments fits this model (a larger model than the recipes were
         # written for): the layouts every stack runs
