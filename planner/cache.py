@@ -113,6 +113,17 @@ def read_bytes(path: Path | None) -> bytes | None:
         return None
 
 
+def remove(path: Path | None) -> None:
+    """Remove the entry at ``path`` (one found bad, so that it is not read again); failures are
+    ignored."""
+    if path is None:
+        return
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
 def write_bytes(path: Path | None, data: bytes) -> None:
     """Write ``data`` at ``path`` through a temporary file and a rename; failures are ignored."""
     if path is None:

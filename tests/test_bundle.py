@@ -56,3 +56,25 @@ def test_the_shipped_code_gives_the_numbers_of_code_generated_afresh(tmp_path):
     fresh = _run(tmp_path / "b", MOE_PLANNER_NO_BUNDLE="1")
     assert shipped == fresh
     assert all(v > 0 for v in shipped["tps_gpu"])
+
+
+def test_a_cached_code_entry_that_is_not_our_code_is_ignored_and_replaced(tmp_path, monkeypatch):
+    # a .marshal entry holding an int gave a TypeError traceback (exec of a non-code object) on
+    # every run; the cache promises to ignore bad entries
+    import hashlib
+    import marshal
+    import types
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("MOE_PLANNER_NO_CACHE", raising=False)
+    source = "_lambdifygenerated = lambda x: x + 1\n"
+    entry = cache.entry_path("code", (hashlib.sha256(source.encode()).hexdigest(), sys.version))
+    entry = entry.with_suffix(".marshal")
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    for bad in (marshal.dumps(42), marshal.dumps(compile("x = 1", "elsewhere.py", "exec")), b"\x00junk"):
+        entry.write_bytes(bad)
+        ns: dict = {}
+        exec(compiled._code(source), ns)  # noqa: S102 (the test's own source)
+        assert ns["_lambdifygenerated"](1) == 2
+        code = marshal.loads(entry.read_bytes())  # the bad entry replaced by the compiled code
+        assert isinstance(code, types.CodeType) and code.co_filename == compiled.CODE_FILENAME

@@ -252,3 +252,26 @@ def test_no_flag_is_accepted_and_ignored(argv, flag, tmp_path, capsys):
         assert err.startswith("error:") and err.count("\n") == 1, err
     else:
         assert rc == 0 and out != out0, (flag, "accepted but changed nothing")
+
+
+@pytest.mark.parametrize("stdout", ["full", "closed", "pipe closed early"])
+@pytest.mark.parametrize("argv", [["specs", "list"], ["--help"], ["specs", "show", "hgx-h200", "--json"]])
+def test_an_unwritable_standard_output_is_one_line(stdout, argv):
+    # `specs list > /dev/full` ended in an OSError traceback and `specs list >&-` in an
+    # AttributeError one; a reader that stops early (`| head`) is no error
+    import subprocess
+    import sys
+
+    if stdout == "full" and not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    redirect = {"full": ">/dev/full", "closed": ">&-", "pipe closed early": "| head -c 1 >/dev/null"}[stdout]
+    cmd = " ".join([f"'{sys.executable}'", "-m", "planner", *argv, redirect])
+    # the shell reports the status of the last command of a pipe: the planner's with pipefail's help
+    p = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True, timeout=120,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if stdout == "pipe closed early":
+        assert p.returncode in (0, 141) and p.stderr == "", p.stderr  # 141: head left before the write
+        return
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert p.stderr.startswith("error: <stdout>: output: a writable standard output (") and \
+        p.stderr.count("\n") == 1, p.stderr

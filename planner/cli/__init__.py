@@ -10,10 +10,13 @@ functions, so ``moe-planner --help`` and argument errors stay fast.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from planner.errors import SpecError
 
@@ -38,6 +41,12 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         sys.stderr.write(f"error: {self.prog}: {message} (see --help)\n")
         raise SystemExit(2)
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse drops a failed write of the help silently (and exits 0): let it fail as any
+        # other output to a full or closed standard output does
+        if message:
+            (file or sys.stderr).write(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,9 +105,55 @@ def _keep_freed_memory() -> None:
         pass
 
 
+class _ClosedStdout:
+    """Standing in for a standard output that was closed (``>&-``, where Python sets ``sys.stdout``
+    to None): the first write fails as a write to a closed descriptor would, instead of ``print``
+    dropping every line without a word and the command exiting 0."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def writelines(self, lines: object) -> None:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _stdout_failed(exc: OSError, stdout: object) -> int:
+    """A write to standard output failed (a full disk, ``/dev/full``, a closed descriptor, a
+    closed pipe): one line on stderr where stderr can take it, and exit status 2; a closed pipe
+    (``| head``) is the reader's choice and ends quietly with status 0."""
+    if stdout is sys.__stdout__ and stdout is not None:
+        # what the failed stream still holds would fail again, with a traceback, when the
+        # interpreter flushes it at exit: let that flush go to /dev/null
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stdout.fileno())  # type: ignore[attr-defined]
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+    if isinstance(exc, BrokenPipeError):
+        return 0
+    why = exc.strerror or str(exc) or type(exc).__name__
+    line = SpecError("<stdout>", "output", f"a writable standard output ({why})")
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(f"error: {line}\n")
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:  # the command line's own process (not a caller's, e.g. a test)
         _keep_freed_memory()
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()  # type: ignore[assignment]
     stdout = sys.stdout  # an output written to "-" sends what follows it to stderr: restored here
     previous = None
     try:
@@ -106,12 +161,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError:  # not the main thread: leave the handler as it is
         pass
     try:
-        return _main(argv)
+        rc = _main(argv)
+        stdout.flush()  # a full or closed output fails here when what was written fitted a buffer
+        return rc
     except _Terminated:
         sys.stderr.write("terminated: nothing was written\n")
         return 143
+    except OSError as exc:
+        if exc.filename is not None:  # not the standard output's: a file the command itself opened
+            raise
+        return _stdout_failed(exc, stdout)
     finally:
-        sys.stdout = stdout
+        sys.stdout = None if isinstance(stdout, _ClosedStdout) else stdout  # type: ignore[assignment]
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
@@ -133,8 +194,6 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted: nothing was written\n")
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,7 +17,7 @@ import numpy as np
 
 from planner.economics.pools import MAX_FLEET_GPUS, max_load, plan_pools
 from planner.errors import SpecError
-from planner.specs.hardware import Hardware
+from planner.specs.hardware import PLAUSIBLE, Hardware, check_price
 
 HOURS_PER_YEAR = 8760.0
 SECONDS_PER_YEAR = HOURS_PER_YEAR * 3600.0
@@ -103,7 +103,24 @@ def _override(v: Any, hw: Hardware, field: str) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float | np.number) or not (
             math.isfinite(float(v)) and float(v) > 0):
         raise SpecError("<input>", field, f"a positive number, got {v!r}")
-    return float(v)
+    return check_override(float(v), hw, field)
+
+
+def check_override(v: float, hw: Hardware, field: str, where: str = "<input>", path: str = "") -> float:
+    """A user's ``usd_per_unit``, ``usd_per_gpu_hour`` or ``watts_per_gpu`` for ``hw``, checked
+    against the ranges a spec's own figures must fall in (``PRICE_RANGES``, ``PLAUSIBLE``): a
+    slip such as a GPU's price given for a rack's would otherwise size a fleet at a thousandth of
+    its cost.  ``path``: the field's name in the error (default ``field``)."""
+    path = path or field
+    if field == "usd_per_unit":
+        return check_price(v, "unit", hw.gpus_per_unit, where, path, hw.name)
+    if field == "usd_per_gpu_hour":
+        return check_price(v, "hour", hw.gpus_per_unit, where, path, hw.name)
+    lo, hi, _ = PLAUSIBLE["power_per_gpu"]
+    if not lo <= v <= hi:
+        raise SpecError(where, path, f"an all-in power per GPU of {hw.name} from {lo:g} to {hi:g} W, "
+                        f"got {v:g}")
+    return v
 
 
 #: Plausible ranges a plan's or a sizing's money inputs are checked against (an input outside is a

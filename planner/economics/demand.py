@@ -115,8 +115,9 @@ def read_profile(path: str | Path) -> Demand:
     """A daily profile from a file.
 
     YAML: a list of 24 loads (output tokens/s), or ``{unit: output_tps|users|requests_per_s,
-    hourly: [24 loads]}``.  CSV: 24 rows of one column of loads, or two columns ``hour,LOAD``;
-    an optional header names the unit (``output_tps``, ``users`` or ``requests_per_s``).
+    hourly: [24 loads]}``.  CSV: 24 rows of one column of loads, under an optional header that
+    names the unit (``output_tps``, ``users`` or ``requests_per_s``), or two columns under a
+    header that names them, ``hour,LOAD`` (rows of several cells without a header are refused).
     """
     from planner.specs.reading import read_text
 
@@ -142,24 +143,58 @@ def read_profile(path: str | Path) -> Demand:
 
 
 def _profile_csv(text: str, label: str) -> Demand:
-    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
-    kind = "output_tps"
-    col = -1
-    if rows:
-        try:
-            float(rows[0][-1])
-        except ValueError:
-            header = [c.strip().lower() for c in rows[0]]
-            rows = rows[1:]
-            named = [i for i, h in enumerate(header) if h in _PROFILE_ALIASES]
-            if len(named) != 1:
-                raise SpecError(label, "header", "one load column named output_tps, users or "
-                                f"requests_per_s (and optionally hour), got {', '.join(header)}") from None
-            col, kind = named[0], _PROFILE_ALIASES[header[named[0]]]
-    values = []
-    for i, r in enumerate(rows):
-        try:
-            values.append(float(r[col]))
-        except (ValueError, IndexError):
-            raise SpecError(label, f"row {i + 1}", f"a number, got {','.join(r)!r}") from None
+    """24 rows of one column of loads (output tokens/s), with or without a header naming the unit;
+    or, under a header that names them, an ``hour`` column (0 to 23, each once, in any order) and
+    one load column.  A headerless row of two or more cells is refused: ``5000,5`` may be hour
+    5000's load 5, a load 5000 at hour 5, or 5000.5 written with a decimal comma, and reading one
+    of its cells at a guess (the last, 5) would size the fleet for a thousandth of the load."""
+    rows = [[c.strip() for c in r] for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    values: list[float] = []
+    if rows and all(_is_number(c) or not c for c in rows[0]):  # no header: one column of loads
+        for i, r in enumerate(rows, start=1):
+            if len(r) != 1:
+                raise SpecError(label, f"row {i}", f"one load per row, or a header naming the columns "
+                                f"(hour,output_tps) above rows of several cells, got {','.join(r)!r} "
+                                "without one (two numbers may be hour and load, load and hour, or one "
+                                "number with a decimal comma)")
+            values.append(_cell(r[0], label, f"row {i}"))
+        return _profile_values(values, label, "output_tps", label)
+    if not rows:
+        return _profile_values(values, label, "output_tps", label)
+    header = [c.lower() for c in rows[0]]
+    named = [i for i, h in enumerate(header) if h in _PROFILE_ALIASES]
+    others = [h for h in header if h not in _PROFILE_ALIASES]
+    if len(named) != 1 or others not in ([], ["hour"]):
+        raise SpecError(label, "header", "one load column named output_tps, users or requests_per_s "
+                        f"(and optionally hour), got {', '.join(header)}")
+    col, kind = named[0], _PROFILE_ALIASES[header[named[0]]]
+    hour = header.index("hour") if others else None
+    hours: list[int] = []
+    for i, r in enumerate(rows[1:], start=2):
+        if len(r) != len(header):
+            raise SpecError(label, f"row {i}", f"{len(header)} cells, one per column of the header "
+                            f"({', '.join(header)}), got {','.join(r)!r}")
+        values.append(_cell(r[col], label, f"row {i}.{header[col]}"))
+        if hour is not None:
+            h = float(r[hour]) if _is_number(r[hour]) else math.nan
+            if not (h.is_integer() and 0 <= h <= 23) or int(h) in hours:
+                raise SpecError(label, f"row {i}.hour", f"an hour from 0 to 23 given once, got {r[hour]!r}")
+            hours.append(int(h))
+    if hours:  # the loads in the order of the hours they are given for
+        values = [v for _, v in sorted(zip(hours, values, strict=True))]
     return _profile_values(values, label, kind, label)
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _cell(cell: str, label: str, field: str) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        raise SpecError(label, field, f"a number, got {cell!r}") from None

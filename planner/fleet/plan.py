@@ -19,6 +19,7 @@ API: :func:`plan` (a :class:`FleetPlan`), :func:`read_plan` (the plan file), :fu
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from planner.economics.cost import (
     MAX_USD_PER_KWH,
     MAX_YEARS,
     SECONDS_PER_YEAR,
+    check_override,
     check_years,
     economics,
 )
@@ -80,7 +82,7 @@ class WorkloadSpec:
 
 #: Site regions the specs' ``china`` covers (the US export rules name China, Hong Kong and Macau);
 #: any other site region is ``global`` in the specs' ``system.regions`` terms.
-CHINA_REGIONS = ("china", "cn", "prc", "hong kong", "hk", "macau", "mo")
+CHINA_REGIONS = ("china", "cn", "prc", "hong kong", "hongkong", "hk", "macau", "macao", "mo")
 
 
 def spec_region(region: str) -> str:
@@ -247,6 +249,29 @@ def _system(f: Fields) -> SystemSpec:
                       watts_per_gpu=f.number("watts_per_gpu", required=False))
 
 
+def _check_site_region(region: str, systems: Sequence[SystemSpec], label: str) -> None:
+    """``site.region`` is a name the plan itself defines: it is checked against the regions the
+    plan's systems restrict themselves to (``systems[].regions``) and, in the specs' terms, is
+    ``china`` when it is one of China's names (:data:`CHINA_REGIONS`) and ``global`` otherwise.
+
+    Where some system lists regions, the site's must be one of the names listed or a specs' term
+    or China's name: a name outside them (``usa`` beside ``[us, eu]``) matches no restriction and
+    is most likely a slip.  Where no system lists regions there is nothing to match: any name is
+    a site (``us``, ``de``), except one a letter or two from China's names (``chna``), which would
+    otherwise count as ``global`` and admit the parts sold outside China only."""
+    listed = {r for s in systems for r in (s.regions or ())}
+    known = listed | set(REGIONS) | set(CHINA_REGIONS)
+    if region in known or spec_region(region) == "china":
+        return
+    if listed:
+        raise SpecError(label, "site.region", f"a region its systems or the specs name ("
+                        f"{', '.join(sorted(known))}), got {region!r}")
+    close = difflib.get_close_matches(region.strip().lower(), CHINA_REGIONS, n=1, cutoff=0.75)
+    if close:
+        raise SpecError(label, "site.region", f"{close[0]!r} if the site is in China (a name a letter or two "
+                        f"from it counts as outside China), got {region!r}")
+
+
 def read_plan(source: str | Path | Mapping[str, Any], label: str | None = None) -> PlanSpec:
     """A plan from a YAML file or a mapping of the same shape, checked strictly (unknown keys
     refused with the closest known name):
@@ -292,11 +317,7 @@ def read_plan(source: str | Path | Mapping[str, Any], label: str | None = None) 
             g.done()
     f.done()
     if site.region is not None:
-        # the regions this plan speaks of: its systems' own lists, the specs' terms and China's names
-        known = {r for s in systems for r in (s.regions or ())} | set(REGIONS) | set(CHINA_REGIONS)
-        if site.region not in known:
-            raise SpecError(label, "site.region", f"a region its systems or the specs name ("
-                            f"{', '.join(sorted(known))}), got {site.region!r}")
+        _check_site_region(site.region, systems, label)
     seen: set[str] = set()
     for i, w in enumerate(workloads):
         if w.name in seen:
@@ -471,6 +492,10 @@ class Problem:
         if efficiency:
             hws = [h.replace(efficiency=dict(efficiency[h.name])) if h.name in efficiency else h for h in hws]
         self.systems = [_System(s, h, self._exclusion(s, h)) for s, h in zip(spec.systems, hws, strict=True)]
+        for j, s in enumerate(self.systems):
+            for key in ("usd_per_unit", "usd_per_gpu_hour", "watts_per_gpu"):
+                if getattr(s.spec, key) is not None:
+                    check_override(getattr(s.spec, key), s.hw, key, label, f"systems[{j}].{key}")
         names = [s.hw.name for s in self.systems]
         for i, w in enumerate(spec.workloads):
             for n in w.systems or ():

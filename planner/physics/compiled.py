@@ -17,6 +17,7 @@ import hashlib
 import marshal
 import math
 import sys
+import types
 from functools import lru_cache
 from typing import Any
 
@@ -110,19 +111,30 @@ def _grid_default() -> tuple[str, ...]:
     return tuple(n for n in m["args"] if m["groups"][n] not in CONSTANT_GROUPS)
 
 
+#: the file name the generated code is compiled under (what tracebacks through it show)
+CODE_FILENAME = "<moe-planner compiled>"
+
+
 def _code(source: str) -> Any:
     """The code object of generated ``source``: compiled once and kept in the cache as marshal
     data (for this Python's bytecode), which a later process loads in a tenth of the time."""
     key = (hashlib.sha256(source.encode()).hexdigest(), sys.version)
     path = cache.entry_path("code", key)
-    data = cache.read_bytes(path.with_suffix(".marshal") if path else None)
+    entry = path.with_suffix(".marshal") if path else None
+    data = cache.read_bytes(entry)
     if data is not None:
         try:
-            return marshal.loads(data)
+            code = marshal.loads(data)
         except (EOFError, ValueError, TypeError):
-            pass
-    code = compile(source, "<moe-planner compiled>", "exec")
-    cache.write_bytes(path.with_suffix(".marshal") if path else None, marshal.dumps(code))
+            code = None
+        # a damaged or foreign entry can unmarshal to any value (an int, a string, the code of
+        # another program): only code compiled here is run; anything else is removed and the
+        # source compiled afresh below
+        if isinstance(code, types.CodeType) and code.co_filename == CODE_FILENAME:
+            return code
+        cache.remove(entry)
+    code = compile(source, CODE_FILENAME, "exec")
+    cache.write_bytes(entry, marshal.dumps(code))
     return code
 
 

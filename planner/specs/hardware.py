@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -370,18 +371,41 @@ def _provenance(sub: Fields) -> str:
 
 
 #: The range a per-GPU fact must fall in to be a GPU's at all (SI units, with the unit to print):
-#: a value outside is a typo or a unit slip ("700 kW" for one GPU, "4 MB/s" of HBM) that would
-#: otherwise print times of hundreds of digits.
+#: a value outside is a typo or a unit slip ("700 kW" for one GPU, "4 MB/s" of HBM, "400 Tb/s" of
+#: NIC for 400 Gb/s) that would otherwise print times of hundreds of digits.  Each range spans the
+#: bundled systems (in brackets) with room to spare on either side: at least 3x past the fastest
+#: NIC per GPU (MI455X's 3 x 800 Gb/s), at least 5x past the rest, and a unit slip (x1000) outside.
 PLAUSIBLE = {
     "flops": (1e11, 1e17, "FLOP/s"),            # 0.1 TFLOP/s to 100 PFLOP/s dense
     "hbm_capacity": (1e9, 1e13, "B"),           # 1 GB to 10 TB
     "hbm_bandwidth": (1e10, 1e15, "B/s"),       # 10 GB/s to 1 PB/s
     "tdp": (10.0, 5e3, "W"),                    # 10 W to 5 kW
-    "power_per_gpu": (10.0, 2e4, "W"),          # all-in: 10 W to 20 kW
-    "link": (1e8, 1e14, "B/s"),                 # 100 MB/s to 100 TB/s per direction
+    "power_per_gpu": (10.0, 2e4, "W"),          # all-in: 10 W to 20 kW [800 W to 2.9 kW]
+    # scale-up link per GPU per direction, or per torus link, and a PCIe switch's uplink share
+    # [31.5 GB/s PCIe bridge to 1.8 TB/s NVLink 6]
+    "scale_up": (1e9, 1e13, "B/s"),             # 1 GB/s to 10 TB/s
+    # NICs per GPU per direction: [100 Gb/s TPU7x to 3 x 800 Gb/s MI455X]; "400 Tb/s" is refused
+    "scale_out": (1e8, 1e12, "B/s"),            # 0.8 Gb/s to 8 Tb/s
+    # the GPU's link to host memory, PCIe or NVLink-C2C [31.5 GB/s to 450 GB/s]
+    "host_bandwidth": (1e9, 1e13, "B/s"),       # 1 GB/s to 10 TB/s
+    "host_capacity": (1e9, 1e13, "B"),          # host memory per GPU: 1 GB to 10 TB [192 to 750 GB]
+    "nvme_capacity": (1e9, 1e15, "B"),          # local NVMe per GPU: 1 GB to 1 PB [3.84 TB]
+    "nvme_bandwidth": (1e8, 1e12, "B/s"),       # NVMe reads per GPU: 100 MB/s to 1 TB/s [6.5-12 GB/s]
     "latency": (0.0, 1.0, "s"),                 # up to 1 s a message
-    "capacity": (0.0, 1e14, "B"),               # host memory per GPU: up to 100 TB
 }
+#: The prices a system may have (USD), per GPU whatever its purchasable unit: a GPU-hour rents for
+#: 0.01 to 1,000 USD [2 to 23.4 USD/h; consumer cards rent for about 0.1 USD/h], and one GPU's share
+#: of its unit's purchase price is 100 USD to 10 M USD [14.5 k to 108 k USD].  Outside is a slip:
+#: "5,408 USD/h" meant as 5.408, a rack's price given as a GPU's, cents for dollars.
+PRICE_RANGES = {
+    "price_per_gpu_hour": (0.01, 1e3, "USD/h"),
+    "price_per_gpu": (100.0, 1e7, "USD"),
+}
+#: A system's name: a label that tables, plots, JSON keys, ``--hardware`` and cache entries use, so
+#: no path separator or ``..`` (a name must never reach outside a directory it is joined to), no
+#: ``@`` (``NAME@STACK`` picks a serving stack's fit), no space; letters, digits, ``.``, ``_`` and
+#: ``-``, starting with a letter or digit (every bundled name is of this form).
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 #: the largest scale-up domain a spec may state (GPUs one switch fabric reaches)
 MAX_DOMAIN = 4096
 
@@ -426,10 +450,34 @@ def _fact(f: Fields, key: str, dimension: str | None, sources: dict[str, str],
     return value
 
 
+def _usd(x: float) -> str:
+    """0.01 -> '0.01', 1e7 -> '10,000,000'."""
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,g}"
+
+
+def check_price(value: float, kind: str, gpus_per_unit: int, where: str, field: str,
+                system: str = "") -> float:
+    """``value`` if it is a price a GPU can have (:data:`PRICE_RANGES`), else a SpecError naming
+    ``where`` and ``field`` (and ``system``, where given).  ``kind``: ``"unit"`` (USD per
+    purchasable unit of ``gpus_per_unit`` GPUs, checked per GPU) or ``"hour"`` (USD per GPU-hour)."""
+    per_gpu = value / gpus_per_unit if kind == "unit" else value
+    lo, hi, unit = PRICE_RANGES["price_per_gpu" if kind == "unit" else "price_per_gpu_hour"]
+    if not (math.isfinite(per_gpu) and lo <= per_gpu <= hi):
+        got = (f"{value:,.6g} USD per unit of {gpus_per_unit} GPUs = {per_gpu:,.6g} USD per GPU"
+               if kind == "unit" and gpus_per_unit != 1 else f"{value:,.6g} {unit}")
+        what = "a purchase price per GPU" if kind == "unit" else "a rental price per GPU-hour"
+        what += f" of {system}" if system else ""
+        raise SpecError(where, field, f"{what} from {_usd(lo)} to {_usd(hi)} {unit}, got {got}")
+    return value
+
+
 def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     f = Fields(doc, label)
     src: dict[str, str] = {}
     name = f.text("name")
+    if not NAME.fullmatch(name) or ".." in name:
+        raise SpecError(label, "name", f"a name of letters, digits, '.', '_' and '-' (starting with a letter "
+                        f"or digit, at most 100 characters), got {name!r}")
     description = f.text("description")
     family = f.text("family", choices=("hopper", "blackwell", "other"))
 
@@ -454,10 +502,11 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     su = f.sub("scale_up")
     su_link = su.text("link", required=False, choices=LINKS) or "nvlink"
     domain_size = _fact(su, "domain_size", None, src, integer=True)
-    su_bw = _fact(su, "bandwidth", "bandwidth", src, link=True, span="link")
+    su_bw = _fact(su, "bandwidth", "bandwidth", src, link=True, span="scale_up")
     su_lat = _fact(su, "latency", "time", src, span="latency")
     switch_gpus = _fact(su, "gpus_per_switch", None, src, required=False, integer=True) or 0
-    bridge_bw = _fact(su, "bridge_bandwidth", "bandwidth", src, required=False, link=True) or 0.0
+    bridge_bw = _fact(su, "bridge_bandwidth", "bandwidth", src, required=False, link=True,
+                      span="scale_up") or 0.0
     topology = su.text("topology", required=False, choices=TOPOLOGIES) or "switched"
     shape: tuple[int, ...] = ()
     links = 0
@@ -491,22 +540,22 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
                         f"a divisor of scale_up.domain_size ({domain_size}), got {switch_gpus}")
 
     so = f.sub("scale_out")
-    so_bw = _fact(so, "bandwidth", "bandwidth", src, link=True, span="link")
+    so_bw = _fact(so, "bandwidth", "bandwidth", src, link=True, span="scale_out")
     so_lat = _fact(so, "latency", "time", src, span="latency")
     so.done()
 
     host = f.sub("host_memory", required=False)
     host_cap, host_bw = 0.0, 0.0
     if host is not None:
-        host_cap = _fact(host, "capacity", "bytes", src, span="capacity")
-        host_bw = _fact(host, "bandwidth", "bandwidth", src, link=True, span="link")
+        host_cap = _fact(host, "capacity", "bytes", src, span="host_capacity")
+        host_bw = _fact(host, "bandwidth", "bandwidth", src, link=True, span="host_bandwidth")
         host.done()
     # local NVMe per GPU (a KV tier for sessions between turns): capacity, and read bandwidth
     nvme = f.sub("local_storage", required=False)
     nvme_cap, nvme_bw = 0.0, 0.0
     if nvme is not None:
-        nvme_cap = _fact(nvme, "capacity", "bytes", src, span="capacity")
-        nvme_bw = _fact(nvme, "bandwidth", "bandwidth", src, span="link")
+        nvme_cap = _fact(nvme, "capacity", "bytes", src, span="nvme_capacity")
+        nvme_bw = _fact(nvme, "bandwidth", "bandwidth", src, span="nvme_bandwidth")
         nvme.done()
 
     s = f.sub("system")
@@ -565,8 +614,18 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
         raise SpecError(label, "scale_up.domain_size",
                         f"a size that divides system.gpus_per_system ({gpus_per_system}) or spans it, "
                         f"got {domain_size}")
-    if gpus_per_unit % min(domain_size, gpus_per_unit):
-        raise SpecError(label, "system.gpus_per_unit", "a whole number of scale-up domains")
+    # a unit holds whole scale-up domains: sizing packs instances into domains and domains into
+    # units, so a unit smaller than its domain (1 GPU of an 8-GPU NVLink node) would price an
+    # instance by GPUs of a domain it does not own.  Only a domain that spans several systems (racks
+    # joined into one fabric) is bought a part at a time, in units that make whole domains.
+    spans = domain_size > gpus_per_system
+    if gpus_per_unit % domain_size and not (spans and domain_size % gpus_per_unit == 0):
+        raise SpecError(label, "system.gpus_per_unit",
+                        f"a whole number of scale-up domains (scale_up.domain_size = {domain_size})"
+                        + (", or a divisor of one (the domain spans systems)" if spans else "")
+                        + f", got {gpus_per_unit}")
+    check_price(price_unit, "unit", gpus_per_unit, label, "system.price_per_unit.value")
+    check_price(price_hour, "hour", gpus_per_unit, label, "system.price_per_gpu_hour.value")
     if gpus_per_host and gpus_per_system % gpus_per_host:
         raise SpecError(label, "system.gpus_per_host",
                         f"a divisor of system.gpus_per_system ({gpus_per_system}), got {gpus_per_host}")

@@ -126,7 +126,9 @@ def load_model(name: str | Model) -> Model:
         raise SpecError("<input>", "model", f"a model name or path, got {name!r}")
     if name in model_names():
         return _bundled_model(name)
-    if _looks_like_path(name):
+    # a checkpoint directory named without a slash (``--model ckpt``) is as much a path as ``ckpt/``
+    # where it holds a config.json (a directory of another name stays a name to look up)
+    if _looks_like_path(name) or path_kind(Path(name, "config.json")) == "file":
         if name.endswith(".json") or path_kind(name) == "dir":
             from planner.specs.hfconfig import load_hf_config
 
@@ -134,6 +136,7 @@ def load_model(name: str | Model) -> Model:
         from planner.specs.model import load_model_file
 
         return load_model_file(name)
+    where = " (a directory, but without a config.json)" if path_kind(name) == "dir" else ""
     raise SpecError("<input>", "model",
-                    f"a known model, got {name!r}{suggest(name, model_names())}; "
+                    f"a known model, got {name!r}{where}{suggest(name, model_names())}; "
                     f"known: {', '.join(model_names())}")

@@ -68,9 +68,10 @@ _BITS = re.compile(r"(?<![A-Za-z])([kMGTP]?)(?:bit|b)(?:ps\b|(?=/s\b)|(?![A-Za-z
 _BYTES = re.compile(r"(?<![A-Za-z])([kMGTPE]i?)?(?:B|byte|bytes)(?![A-Za-z])")
 
 
-#: a comma between digits that is not a thousands separator (groups of exactly three digits): a
-#: decimal comma, "4,8 TB/s", which pint would read as 48
-_DECIMAL_COMMA = re.compile(r"\d,(?!\d{3}(?!\d))")
+#: a comma between two digits: a thousands separator ("5,408") or a decimal comma ("5,408" again,
+#: or "4,8"), which cannot be told apart ("5,408 USD/h" is 5.408 in much of Europe and 5408 in the
+#: US, and pint would read "4,8" as 48), so neither is read
+_DIGIT_COMMA = re.compile(r"\d,\d")
 
 
 def _normalise(text: str) -> str:
@@ -94,10 +95,11 @@ def parse_quantity(text: str, dimension: str, where: str = "<input>", field: str
         raise SpecError(where, field, f"expected {words}, got {_short(text)}")
     if isinstance(text, int | float):
         raise SpecError(where, field, f"expected {words} with its unit, got the bare number {text!r}")
-    if _DECIMAL_COMMA.search(text):
-        raise SpecError(where, field, f"expected {words} with a decimal point, got {_short(text)} (a comma "
-                        "between digits is read as a thousands separator only in groups of three: "
-                        "write 4.8, or 4,800)")
+    if _DIGIT_COMMA.search(text):
+        hint = (f"{text.replace(',', '.')!r} or {text.replace(',', '')!r}, whichever is meant"
+                if text.count(",") == 1 and len(text) <= 40 else "the number without commas")
+        raise SpecError(where, field, f"expected {words}, written as a number without thousands or decimal "
+                        f"commas, got {_short(text)} (write {hint})")
     return _parse_text(text, dimension, where, field)
 
 

@@ -207,6 +207,13 @@ def parse_workload(doc: dict[str, Any], label: str) -> Workload:
 
 
 TRACE_COLUMNS = ("arrival_s", "input_tokens", "output_tokens", "cached_tokens")
+#: The range of each trace column.  A request's tokens: at least one prompt and one output token,
+#: at most 100 M (ten times the longest context window of any model, 10 M tokens); its arrival: s
+#: from the trace's start or since the Unix epoch (1.7e9 s in 2024), at most 1e10 s (the year
+#: 2286).  Beyond them a value is a slip, and the means and spreads of values such as 1e200 or
+#: 1e308 overflow.
+TRACE_RANGES = {"arrival_s": (0.0, 1e10), "input_tokens": (1.0, 1e8), "output_tokens": (1.0, 1e8),
+                "cached_tokens": (0.0, 1e8)}
 
 
 def load_trace(path: str | Path) -> Workload:
@@ -228,9 +235,9 @@ def load_trace(path: str | Path) -> Workload:
                 v = float(r[c])
             except (TypeError, ValueError):
                 v = math.nan
-            lo = 1.0 if c in ("input_tokens", "output_tokens") else 0.0
-            if not (math.isfinite(v) and v >= lo):
-                raise SpecError(label, f"line {i}.{c}", f"a number >= {lo:g}, got {r[c]!r}")
+            lo, hi = TRACE_RANGES[c]
+            if not (math.isfinite(v) and lo <= v <= hi):
+                raise SpecError(label, f"line {i}.{c}", f"a number from {lo:g} to {hi:g}, got {r[c]!r}")
             vals[c].append(v)
         if vals["cached_tokens"][-1] > vals["input_tokens"][-1]:
             raise SpecError(label, f"line {i}.cached_tokens", "at most input_tokens")

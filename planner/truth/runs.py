@@ -100,6 +100,7 @@ from planner.physics.step import (
 )
 from planner.serving.prefill import aggregated_prefill_terms, chunked_prefill_rate, served_ttft
 from planner.specs.hardware import COMM_LAW_FIELDS
+from planner.specs.reading import path_kind
 from planner.truth.matrix import published
 
 #: Columns a runs CSV must have (the bundled file's, see measured_runs.md).
@@ -197,6 +198,11 @@ def read_csv(path: Any, label: str, required: tuple[str, ...] = (), kind: str = 
              rows: str = "at least one row") -> pd.DataFrame:
     """A CSV file of measurements with the ``required`` columns (``kind``: what the file is, for
     the message) and at least one row; a missing, unreadable or short one is a SpecError naming it."""
+    on_disk = path_kind(path) if isinstance(path, str | Path) else "file"
+    if on_disk in ("dir", "other"):
+        # a FIFO or a device: reading would block until a writer comes, or never end
+        raise SpecError(label, "file", "a regular file (this is a " + ("directory)" if on_disk == "dir"
+                                                                      else "pipe, socket or device)"))
     try:
         if hasattr(path, "open") and not isinstance(path, str | Path):  # a package resource
             with path.open("rb") as fh:

@@ -138,6 +138,26 @@ def test_other_bad_input(capsys, argv):
         *([] if "--profile" in argv else ["--demand-tps", "1e5"]), *argv)
 
 
+@pytest.mark.parametrize(("flag", "value", "needle"), [
+    # 5,408 USD/h is 5.408 misread; 100 USD for an 8-GPU node is 12.5 USD per GPU
+    ("--usd-per-gpu-hour", "5408", "usd_per_gpu_hour: a rental price per GPU-hour of hgx-h200 from 0.01 to "
+                                   "1,000 USD/h, got 5,408 USD/h"),
+    ("--usd-per-unit", "hgx-h200=100", "usd_per_unit: a purchase price per GPU of hgx-h200 from 100 to "
+                                       "10,000,000 USD, got 100 USD per unit of 8 GPUs = 12.5 USD per GPU"),
+    ("--watts-per-gpu", "1e7", "watts_per_gpu: an all-in power per GPU of hgx-h200 from 10 to 20000 W"),
+])
+def test_overrides_within_the_ranges_of_a_specs_own(capsys, flag, value, needle):
+    err = bad(capsys, "--hardware", "hgx-h200", "--min-tps-user", "50", "--demand-tps", "1e5", flag, value)
+    assert needle in err, err
+
+
+def test_a_headerless_profile_row_of_two_numbers(capsys, tmp_path):
+    f = tmp_path / "day.csv"
+    f.write_text("".join("5000,5\n" if h == 6 else "5000\n" for h in range(24)))
+    err = bad(capsys, "--hardware", "hgx-h200", "--min-tps-user", "50", "--profile", str(f))
+    assert "day.csv: row 7: one load per row" in err, err
+
+
 def test_bad_profile_length(capsys, tmp_path):
     f = tmp_path / "short.yaml"
     f.write_text("[1, 2, 3]\n")

@@ -187,6 +187,31 @@ def test_read_profile_files(tmp_path):
         read_profile(bad)
 
 
+def test_headerless_rows_of_two_numbers_are_refused(tmp_path):
+    # '5000,5' without a header: hour and load, load and hour, or 5000.5 with a decimal comma; its
+    # last cell (5) was read as the hour's load
+    day = tmp_path / "day.csv"
+    day.write_text("".join("5000,5\n" if h == 4 else f"{10 * h}\n" for h in range(1, 25)))
+    with pytest.raises(SpecError, match=r"day\.csv: row 4: one load per row, or a header naming the columns"):
+        read_profile(day)
+    day.write_text("".join(f"{h},{100 + h}\n" for h in range(24)))  # hour,load all day, no header
+    with pytest.raises(SpecError, match=r"day\.csv: row 1: one load per row"):
+        read_profile(day)
+
+
+def test_an_hour_column_orders_the_loads(tmp_path):
+    day = tmp_path / "day.csv"
+    hours = list(range(12, 24)) + list(range(12))  # from noon, as a log might start
+    day.write_text("hour,output_tps\n" + "".join(f"{h},{1000 + h}\n" for h in hours))
+    assert read_profile(day).hourly == tuple(1000.0 + h for h in range(24))
+    for text, needle in (("hour,output_tps\n" + "0,5\n" * 24, r"row 3\.hour: an hour from 0 to 23 given"),
+                         ("hour,output_tps,note\n" + "".join(f"{h},5,x\n" for h in range(24)), "header"),
+                         ("hour,output_tps\n" + "".join(f"{h},5,6\n" for h in range(24)), "row 2: 2 cells")):
+        day.write_text(text)
+        with pytest.raises(SpecError, match=needle):
+            read_profile(day)
+
+
 # ---- on the frontier engine --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def sized():

@@ -151,6 +151,35 @@ def test_regions_and_dates_exclude_systems():
     assert "hgx-b200: not sold in region cn (china in the spec's system.regions terms" in msg
 
 
+def test_a_site_region_is_a_name_of_the_plans_own():
+    base = dict(workloads=[CHAT], systems=[dict(hardware="hgx-h200")])
+    # no system lists regions: any site region is a site (it was refused unless a system listed it)
+    for region in ("us", "de", "Hong Kong", "cn"):
+        assert read_plan({**base, "site": {"region": region}}).site.region == region
+    # ... but a slip of China's name would count as outside China, where the specs' limits differ
+    with pytest.raises(SpecError, match=r"site\.region: 'china' if the site is in China .*got 'chna'"):
+        read_plan({**base, "site": {"region": "chna"}})
+    # where systems list regions, the site's is one of theirs (or the specs' terms or China's names)
+    listed = dict(base, systems=[dict(hardware="hgx-h200", regions=["us", "eu"])])
+    assert read_plan({**listed, "site": {"region": "eu"}}).site.region == "eu"
+    assert read_plan({**listed, "site": {"region": "global"}}).site.region == "global"
+    with pytest.raises(SpecError, match=r"site\.region: a region its systems or the specs name .*got 'usa'"):
+        read_plan({**listed, "site": {"region": "usa"}})
+
+
+def test_price_overrides_in_a_plan_are_checked_per_gpu():
+    # the ranges of a spec's own prices: 5,408 USD per GPU-hour is 5.408 with a comma misread;
+    # 300 USD for an 8-GPU node is 37.5 USD per GPU
+    for over, needle in (({"usd_per_gpu_hour": 5408}, r"systems\[0\]\.usd_per_gpu_hour: a rental price per "
+                                                      r"GPU-hour of hgx-h200 from 0\.01 to 1,000 USD/h"),
+                         ({"usd_per_unit": 300}, r"systems\[0\]\.usd_per_unit: a purchase price per GPU of "
+                                                 r"hgx-h200 from 100 to 10,000,000 USD, got 300 USD per unit "
+                                                 r"of 8 GPUs = 37\.5 USD per GPU"),
+                         ({"watts_per_gpu": 1e7}, r"systems\[0\]\.watts_per_gpu: an all-in power per GPU")):
+        with pytest.raises(SpecError, match=needle):
+            plan(workloads=[CHAT], systems=[dict(hardware="hgx-h200", **over)])
+
+
 def test_plan_file_is_strict(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text("systems: [{hardware: hgx-h200, max_unit: 3}]\nworkloads: [{name: a, model: llama-3.1-8b, "

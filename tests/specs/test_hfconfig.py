@@ -541,3 +541,14 @@ def test_directory_without_config(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2
     assert err == f"error: {tmp_path}: config.json: a directory holding a Hugging Face config.json\n"
+
+
+def test_a_checkpoint_directory_named_without_a_slash(tmp_path, monkeypatch):
+    # `--model ckpt` was refused as an unknown model name while `--model ckpt/` loaded
+    ckpt = write(tmp_path, fixture("mixtral-8x7b"), "ckpt").parent
+    monkeypatch.chdir(tmp_path)
+    total = load_hf_config(ckpt).total_params
+    assert load_model("ckpt").total_params == load_model("ckpt/").total_params == total
+    (tmp_path / "notes").mkdir()  # a directory without a config.json stays a name to look up
+    with pytest.raises(SpecError, match=r"a known model, got 'notes' \(a directory, but without a config"):
+        load_model("notes")

@@ -99,9 +99,11 @@ def test_version(capsys):
 def test_decimal_comma_is_an_error_not_a_tenfold_value():
     from planner.specs.units import parse_quantity
 
-    with pytest.raises(SpecError, match="decimal point"):
+    with pytest.raises(SpecError, match="without thousands or decimal commas"):
         parse_quantity("4,8 TB/s", "bandwidth", "my.yaml", "gpu.hbm_bandwidth")
-    assert parse_quantity("1,000 W", "power") == 1000.0  # a thousands separator stays one
+    # a thousands separator is refused too: "5,408 USD/h" is 5.408 to half the world
+    with pytest.raises(SpecError, match="'5.408 USD/h' or '5408 USD/h'"):
+        parse_quantity("5,408 USD/h", "usd_per_hour", "my.yaml", "system.price_per_gpu_hour")
 
 
 def test_scientific_notation_that_yaml_reads_as_text_is_a_number(tmp_path):
@@ -316,6 +318,25 @@ MODELS = Path(__file__).resolve().parents[2] / "planner" / "model_specs"
             "domain_size: {value: 16,",
             "scale_up.domain_size",
         ),
+        # every bandwidth and capacity has a range, not HBM's alone: "400 Tb/s" for 400 Gb/s was
+        # 50 TB/s of NIC per GPU
+        ("hgx-h200.yaml", '{value: "400 Gb/s"', '{value: "400 Tb/s"', "scale_out.bandwidth"),
+        ("hgx-h200.yaml", '{value: "450 GB/s"', '{value: "450 TB/s"', "scale_up.bandwidth"),
+        ("hgx-h200.yaml", '{value: "250 GB"', '{value: "250 PB"', "host_memory.capacity"),
+        ("hgx-h200.yaml", '{value: "64 GB/s"', '{value: "64 TB/s"', "host_memory.bandwidth"),
+        ("hgx-h200.yaml", '{value: "3.84 TB"', '{value: "3.84 EB"', "local_storage.capacity"),
+        ("hgx-h200.yaml", '{value: "6.5 GB/s"', '{value: "6.5 TB/s"', "local_storage.bandwidth"),
+        ("hgx-h200.yaml", '{value: "1275 W"', '{value: "1275 kW"', "system.power_per_gpu"),
+        # prices: a comma, a price a thousand times too high, a node's price of 39.5 USD per GPU
+        ("hgx-h200.yaml", '{value: "5.408 USD/h"', '{value: "5,408 USD/h"', "system.price_per_gpu_hour"),
+        ("hgx-h200.yaml", '{value: "5.408 USD/h"', '{value: "5408 USD/h"', "system.price_per_gpu_hour"),
+        ("hgx-h200.yaml", '{value: "316000 USD"', '{value: "316 USD"', "system.price_per_unit"),
+        # a name is a label, never a path; a unit holds whole scale-up domains
+        ("hgx-h200.yaml", "name: hgx-h200", "name: ../../etc/x", "name"),
+        ("hgx-h200.yaml", "name: hgx-h200", "name: ''", "name"),
+        ("hgx-h200.yaml", "name: hgx-h200", "name: h200@sglang", "name"),
+        ("hgx-h200.yaml", "gpus_per_unit: {value: 8,", "gpus_per_unit: {value: 1,", "system.gpus_per_unit"),
+        ("hgx-h200.yaml", "gpus_per_unit: {value: 8,", "gpus_per_unit: {value: 4,", "system.gpus_per_unit"),
         ("deepseek-r1.yaml", "mtp_layers: 1 ", "mtp_layers: 100 ", "mtp_layers"),
         (
             "deepseek-r1.yaml",
@@ -333,3 +354,49 @@ def test_contradictions_name_file_field_and_range(tmp_path, capsys, src, old, ne
     p.write_text(text.replace(old, new, 1))
     rc, err = _err(capsys, ["specs", "show", str(p)])
     assert rc == 2 and f"{src}: {field}" in err, err
+
+
+def test_a_domain_across_systems_is_bought_a_system_at_a_time(tmp_path):
+    # a unit smaller than its domain is refused above (1 or 4 GPUs of an 8-GPU NVLink node), but a
+    # 16-GPU domain over two 8-GPU nodes is bought a node, half a domain, at a time
+    from planner.specs.hardware import load_hardware_file
+
+    p = tmp_path / "two-nodes.yaml"
+    p.write_text(SPEC.read_text().replace("domain_size: {value: 8,", "domain_size: {value: 16,", 1))
+    h = load_hardware_file(p)
+    assert (h.domain_size, h.gpus_per_system, h.gpus_per_unit) == (16, 8, 8)
+
+
+@pytest.mark.parametrize(("row", "field"), [("0,1e200,10,0", "line 2.input_tokens"),
+                                            ("0,1e308,10,0", "line 2.input_tokens"),
+                                            ("1e308,100,10,0", "line 2.arrival_s"),
+                                            ("0,100,1e200,0", "line 2.output_tokens")])
+def test_absurd_trace_values_are_one_line(tmp_path, capsys, row, field):
+    # their means and spreads overflowed (OverflowError in _cv2)
+    trace = tmp_path / "trace.csv"
+    trace.write_text(f"arrival_s,input_tokens,output_tokens,cached_tokens\n{row}\n1,100,10,0\n2,200,20,0\n")
+    rc, err = _err(capsys, ["frontier", "--model", "llama-3.1-8b", "--hardware", "hgx-h200",
+                            "--workload", str(trace), "--plot", "", "--csv", ""])
+    assert rc == 2 and f"trace.csv: {field}: a number from " in err and err.count("\n") == 0, err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("flag", ["--runs", "--frontiers"])
+def test_a_fifo_as_measurements_is_refused_not_read(tmp_path, capsys, flag):
+    import threading
+
+    fifo = tmp_path / "runs.csv"
+    os.mkfifo(fifo)
+
+    def unblock() -> None:  # were the reader to open it, a writer's close lets it end (and fail)
+        with open(fifo, "w"):
+            pass
+
+    writer = threading.Timer(30.0, unblock)
+    writer.daemon = True
+    writer.start()
+    try:
+        rc, err = _err(capsys, ["validate", flag, str(fifo)])
+    finally:
+        writer.cancel()
+    assert rc == 2 and "runs.csv: file: a regular file" in err, err

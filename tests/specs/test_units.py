@@ -32,3 +32,13 @@ def test_parse(text, dim, expected):
 def test_bad_bandwidth(text):
     with pytest.raises(SpecError, match="f.yaml: gpu.hbm_bandwidth: "):
         parse_quantity(text, "bandwidth", "f.yaml", "gpu.hbm_bandwidth")
+
+
+@pytest.mark.parametrize(("text", "dim"), [("5,408 USD/h", "usd_per_hour"), ("4,8 TB/s", "bandwidth"),
+                                           ("1,000 W", "power"), ("3,000,000 USD", "usd"),
+                                           ("141,5 GB", "bytes")])
+def test_a_comma_inside_a_number_is_refused(text, dim):
+    # "5,408 USD/h" is 5.408 with a decimal comma and 5408 with a thousands separator: neither is
+    # guessed (it was read as 5408 USD per GPU-hour, a thousand times the price)
+    with pytest.raises(SpecError, match="f.yaml: system.x: .*a number without thousands or decimal commas"):
+        parse_quantity(text, dim, "f.yaml", "system.x")
