@@ -315,12 +315,26 @@ def ladder(dep: pd.DataFrame, per_octave: int = CONC_PER_OCTAVE) -> pd.DataFrame
 PROXY_RUNNERS = {"rack": "gb300", "blackwell": "b300", "hopper": "h200"}
 
 
+def _is_bundled_system(hw: Hardware) -> bool:
+    """Whether ``hw`` is the bundled system of its name in the figures a recipe depends on (GPUs
+    per domain and system, HBM, tensor rates, links): a spec renamed after a bundled system is
+    not that system, and takes none of its launch recipes."""
+    from planner.specs.registry import hardware_names, load_hardware
+
+    if hw.name not in hardware_names():
+        return False
+    ref = load_hardware(hw.name)
+    keys = ("domain_size", "gpus_per_system", "hbm_capacity", "hbm_bandwidth", "flops", "su_bandwidth",
+            "so_bandwidth", "family")
+    return all(getattr(hw, k, None) == getattr(ref, k, None) for k in keys)
+
+
 def recipe_runner(hw: Hardware) -> tuple[str, bool]:
     """The benchmark runner whose recipes ``hw`` takes, and whether it is another system's (a
     system the launch matrices do not cover takes its class's: :data:`PROXY_RUNNERS`; a PCIe
     server takes none)."""
     own = RUNNERS.get(hw.name)
-    if own is not None:
+    if own is not None and _is_bundled_system(hw):
         return own, False
     if hw.su_link == "pcie":
         return hw.name, False

@@ -415,3 +415,18 @@ def test_a_resource_five_percent_larger_moves_the_rules_frontier_by_at_most_five
     # beyond the resource's own factor
     assert np.all(b[ok] / a[ok] <= 1.05 * (1 + 1e-6)), (a, b)
     assert np.all(b[ok] / a[ok] >= 0.85), (a, b)
+
+
+def test_a_spec_renamed_after_a_bundled_system_takes_none_of_its_recipes():
+    from planner.serving.deployed import recipe_runner
+
+    rtx = load_hardware("rtx-pro-6000-server")
+    impostor = rtx.replace(name="gb200-nvl72")
+    assert recipe_runner(load_hardware("gb200-nvl72")) == ("gb200", False)
+    assert recipe_runner(load_hardware("gb200-nvl72").with_stack("sglang")) == ("gb200", False)
+    assert recipe_runner(impostor)[0] != "gb200"
+    m = load_model("deepseek-v2-lite")
+    a = frontier(m, rtx, serving="disaggregated", mtp=0)
+    b = frontier(m, impostor, serving="disaggregated", mtp=0)
+    levels = [10.0, 20.0, 50.0, 100.0]
+    np.testing.assert_allclose(envelope_at(b, levels), envelope_at(a, levels), rtol=1e-9)
