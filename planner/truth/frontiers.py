@@ -40,6 +40,8 @@ Rules, each named and counted, never a silent drop:
     the row's output tokens/s disagrees with its own ``concurrency x OSL / e2e`` by more than
     :data:`IDENTITY_TOLERANCE` beyond the benchmark's mean request length (a defect of the row):
     not scored.
+``measurement_implausible``
+    a figure outside :data:`PLAUSIBLE_MEASUREMENTS` (a negative TTFT, 1e308 tokens/s): not scored.
 ``measurement_missing``
     tokens/s per user or per GPU, TPOT or TTFT blank or not positive: not scored.
 ``layout_not_recorded``
@@ -231,6 +233,12 @@ class FrontierScore:
         return out
 
 
+#: the range a measured figure must lie in to be scored (exclusive below, inclusive above):
+#: (0, 1 hour] for TTFT and E2E, (0, 60 s] for TPOT, (0, 100,000] tokens/s per user and
+#: (0, 1,000,000] tokens/s per GPU (the public points: TPOT 3.2-257 ms, TTFT up to 379 s, up to
+#: 7,300 tok/s/GPU)
+PLAUSIBLE_MEASUREMENTS = {"ttft_s": (0.0, 3600.0), "e2e_s": (0.0, 3600.0), "tpot_s": (0.0, 60.0),
+                          "tps_per_user": (0.0, 1e5), "tps_per_gpu_output": (0.0, 1e6)}
 #: tokens/s per user at which a system's frontier is set against everything measured on it
 SYSTEM_LEVELS = (10.0, 20.0, 30.0, 50.0, 75.0, 100.0, 150.0)
 #: a cell is "below" where the tool gives less than this share of a measured point
@@ -320,6 +328,12 @@ def _rules(df: pd.DataFrame) -> pd.DataFrame:
         & (df[["tps_per_user", "tps_per_gpu_output", "tpot_s"]] > 0).all(axis=1)
     )
     df.loc[gone & (df.rule == ""), "rule"] = "measurement_missing"
+    # a figure no benchmark run can give (a negative TTFT, 1e308 tokens/s) is a defect of the row
+    odd = np.zeros(len(df), bool)
+    for c, (lo, hi) in PLAUSIBLE_MEASUREMENTS.items():
+        v = pd.to_numeric(df[c], errors="coerce").to_numpy(float)
+        odd |= np.isfinite(v) & ((v <= lo) | (v > hi)) | np.isinf(v)
+    df.loc[odd & (df.rule == ""), "rule"] = "measurement_implausible"
     raw = df.get("flags_source", pd.Series("", index=df.index)).astype(str)
     df.loc[raw.str.contains("app_num_gpu", regex=False), "flags"] = "gpu_count_inferred"
     df.loc[df.superseded, "flags"] = (df.loc[df.superseded, "flags"] + ";superseded").str.lstrip(";")
@@ -401,6 +415,10 @@ def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = Tr
     df["ttft_p99_err"] = _err(df.pred_ttft_p99_s, pd.to_numeric(df.p99_ttft_s, errors="coerce"))
     df["tpot_p99_err"] = _err(df.pred_tpot_p99_s, pd.to_numeric(df.p99_tpot_s, errors="coerce"))
     df["scored"] = (df.status == "") & (df.rule == "")
+    if not df.scored.any():
+        why = df.rule.where(df.rule != "", df.status).value_counts()
+        raise SpecError(str(path), "rows", "at least one row that can be scored (none could: "
+                        + ", ".join(f"{k} {n}" for k, n in why.items()) + ")")
     # the bound: decode alone at datasheet peaks, the limit search, every draft accepted
     df["bound_violation"] = False
     if bound:

@@ -227,14 +227,31 @@ def load_runs(path: str | Path | None = None) -> pd.DataFrame:
     bundled = resources.files("planner.truth.data").joinpath("measured_runs.csv")
     df = read_csv(bundled if path is None else path, label, REQUIRED, "the measured-runs file",
                   "at least one run")
-    for c in ("isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms"):
+    for c, top in RUN_RANGES.items():
         v = pd.to_numeric(df[c], errors="coerce")
-        bad = ~(np.isfinite(v) & (v > 0))
+        bad = ~(np.isfinite(v) & (v > 0) & (v <= top))
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise SpecError(label, f"row {i + 2}: {c}", f"a positive number, got {df[c].iloc[i]!r}")
+            raise SpecError(label, f"row {i + 2}: {c}",
+                            f"a positive number up to {top:g}, got {df[c].iloc[i]!r}")
         df[c] = v.astype(float)
+    for c in ("batch_size", "decode_batch_size"):
+        if c not in df.columns:
+            continue
+        v = pd.to_numeric(df[c], errors="coerce")
+        given = df[c].notna() & (df[c].astype(str).str.strip() != "")
+        bad = given & ~(np.isfinite(v) & (v >= 1) & (v <= 1e6) & (v == np.round(v)))
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise SpecError(label, f"row {i + 2}: {c}",
+                            f"a whole number of sequences from 1 to 1,000,000, got {df[c].iloc[i]!r}")
     return df
+
+
+#: the largest value a measured run's figure may take (ISL/OSL in tokens, TTFT and TPOT in ms):
+#: 10 M tokens, an hour to the first token, a minute per output token (the bundled runs: ISL up to
+#: 15,000, TTFT up to 462 s, TPOT up to 0.56 s)
+RUN_RANGES = {"isl": 1e7, "osl": 1e7, "silicon_ttft_ms": 3.6e6, "silicon_tpot_ms": 6e4}
 
 
 # ---- cleaning rules --------------------------------------------------------------------------------

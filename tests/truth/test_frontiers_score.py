@@ -162,3 +162,59 @@ def test_public_measured_frontiers(capsys):
         assert np.isfinite(s["point"][k])
     for k in ("median_abs_err", "p90_abs_err", "worst_factor", "groups"):
         assert k in s["frontier"]
+
+
+def test_implausible_measurements_are_counted_not_scored(tmp_path):
+    rows = [
+        _row(),
+        _row(concurrency=32, ttft_s=-0.5),                   # a negative TTFT
+        _row(concurrency=64, ttft_s=1e308),                  # absurd
+        _row(concurrency=128, tpot_s=1e308, tps_per_user=1e-308),
+    ]
+    score = fr.score_frontiers(_csv(tmp_path, rows), frontier=False, bound=False, system=False)
+    s = score.summary()
+    assert s["points_scored"] == 1
+    assert s["unscored"] == {"measurement_implausible": 3}
+    # a file none of whose rows can be scored is refused in one line, not scored as NaN
+    with pytest.raises(SpecError, match="at least one row that can be scored"):
+        fr.score_frontiers(_csv(tmp_path, rows[1:]), frontier=False, bound=False, system=False)
+
+
+def test_system_score_by_hand():
+    # two levels measured on one system: the envelope at 10 is the best point at or above 10
+    df = pd.DataFrame({"hardware_spec": "hgx-b200", "model_spec": "deepseek-r1", "isl": 1024.0,
+                       "osl": 1024.0, "tps_per_user": [12.0, 30.0, 60.0],
+                       "tps_per_gpu_output": [400.0, 300.0, 100.0],
+                       "scored": True, "pred_tps_per_user": [11.0, 33.0, 61.0],
+                       "pred_output_tps_per_gpu": [440.0, 270.0, 120.0]})
+
+    def tool(h, m, isl, osl):
+        return np.array([15.0, 50.0]), np.array([800.0, 150.0])
+
+    cells = fr.system_cells(df, tool, levels=(10.0, 50.0, 100.0))
+    # 100 tokens/s per user is measured nowhere: no cell
+    assert list(cells.level) == [10.0, 50.0]
+    assert list(cells.measured) == [400.0, 100.0]
+    assert list(cells.tool) == [800.0, 150.0]
+    assert list(cells.own) == [440.0, 120.0]
+    s = fr.factor_score((cells.tool / cells.measured).to_numpy())
+    assert s["median_factor"] == pytest.approx(np.exp(np.median(np.log([2.0, 1.5]))))
+    assert s["bias"] == pytest.approx(1.75) and s["below"] == 0 and s["unreachable"] == 0
+    # a tool that never reaches 50: unreachable, and a cell under 0.85x is below
+    cells = fr.system_cells(df, lambda *a: (np.array([20.0]), np.array([300.0])), levels=(10.0, 50.0))
+    s = fr.factor_score((cells.tool / cells.measured).to_numpy())
+    assert s["unreachable"] == 1 and s["below"] == 1 and s["cells"] == 2
+
+
+def test_measured_runs_with_impossible_figures_are_refused_in_one_line(tmp_path):
+    from planner.truth.runs import load_runs
+
+    src = load_runs()
+    for col, bad in (("batch_size", 1.5), ("silicon_tpot_ms", 1e308), ("silicon_ttft_ms", -1.0)):
+        df = src.head(3).copy()
+        df[col] = df[col].astype(object)
+        df.loc[df.index[1], col] = bad
+        p = tmp_path / f"{col}.csv"
+        df.to_csv(p, index=False)
+        with pytest.raises(SpecError, match=f"row 3: {col}"):
+            load_runs(p)
