@@ -200,3 +200,17 @@ def test_ratio_spans_print_whole_tokens_unless_two_would_touch():
     assert _spans([(127.7, 130.6), (131.3, 159.9)]) == "127.7-130.6, 131.3-159.9"
     assert _spans([(148.2, 148.4), (154.0, 178.0)]) == "148.2-148.4, 154.0-178.0"
     assert _spans([(187.1, 191.4), (207.71, 207.74)]) == "187.1-191.4, 207.7"
+
+
+def test_the_python_api_refuses_what_the_command_line_refuses():
+    import planner
+    from planner.errors import SpecError
+
+    with pytest.raises(SpecError, match="context window"):
+        planner.decode_step("deepseek-v2-lite", "hgx-h200", gpus=8, batch=8, context=1_000_000)
+    with pytest.raises(SpecError, match="whole number of sequences"):
+        planner.decode_step("deepseek-v2-lite", "hgx-h200", gpus=8, batch=1.5, context=1000)
+    with pytest.raises(SpecError, match="levels"):
+        planner.compare(levels=(-5,))
+    with pytest.raises(SpecError, match="at"):
+        planner.explain(at=-1)

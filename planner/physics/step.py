@@ -943,6 +943,12 @@ def _single(model: Model | str, hardware: Hardware | str, phase: str, *, gpus: i
         if isinstance(val, bool) or not isinstance(val, int | float | np.number) or not (
                 math.isfinite(val) and val > 0):
             raise SpecError("<input>", name, f"a finite positive number, got {val!r}")
+    if float(batch) != round(float(batch)):
+        raise SpecError("<input>", "batch", f"a whole number of sequences, got {batch!r}")
+    if length > model.max_context:
+        raise SpecError("<input>", "context" if phase == "decode" else "prompt",
+                        f"at most the context window of {model.name}, {model.max_context:,} tokens "
+                        f"(got {length:g})")
     prec = resolve_precisions(model, hw, weights, kv, precision)
     spec = resolve_speculation(model, mtp) if phase == "decode" else Speculation()
     b = batch * TPa / G  # sequences per attention-DP rank

@@ -125,6 +125,7 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     ``both_useful`` flags rows where both sides give at least ``USEFUL`` of their peak, and
     ``largest`` the useful row with the largest per-GPU ratio (the one a summary quotes)."""
     _check_serving(kw)
+    _check_rates("levels", levels)
     m = load_model(model)
     ha, hb = load_systems([hardware_a, hardware_b])
     pts_a = frontier(m, ha, all_points=True, **kw)
@@ -294,6 +295,20 @@ def _y_at(model: Any, hw: Hardware, x: float, points: pd.DataFrame | None = None
     return float(r.tps_per_gpu), str(r.get("bottleneck", ""))
 
 
+def _check_rates(name: str, values: Any) -> None:
+    """Tokens/s per user asked of a comparison: finite and positive, each (as the CLI takes them)."""
+    try:
+        vals = list(values)
+    except TypeError:
+        vals = [values]
+    if not vals:
+        raise SpecError("<input>", name, "at least one rate in tokens/s per user")
+    for v in vals:
+        if isinstance(v, bool) or not isinstance(v, int | float | np.number) or not (
+                np.isfinite(v) and v > 0):
+            raise SpecError("<input>", name, f"positive finite rates in tokens/s per user, got {v!r}")
+
+
 def explain(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200-nvl72",
             hardware_b: str | Hardware = "hgx-h200", at: float = 50.0, **kw: Any) -> pd.DataFrame:
     """Decompose the per-GPU throughput ratio A/B at ``at`` tokens/s/user into causes.
@@ -304,6 +319,7 @@ def explain(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     cores (2x its FP8 rate), A cut to 8-GPU domains with B's NIC between them, A with B's HBM.
     """
     _check_serving(kw)
+    _check_rates("at", [at])
     m = load_model(model)
     ha, hb = load_systems([hardware_a, hardware_b])
     pts_a, pts_b = (frontier(m, h, all_points=True, **kw) for h in (ha, hb))

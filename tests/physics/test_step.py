@@ -229,8 +229,10 @@ def test_weights_that_do_not_fit():
 
 
 def test_context_beyond_the_model():
-    r = decode_step("kimi-k2-thinking", "gb200-nvl72", gpus=72, batch=72, context=300_000)
-    assert not r.feasible and r.reason == REASONS[10]
+    # refused as the command line refuses it; the grid still marks such a configuration (reason 10)
+    with pytest.raises(SpecError, match="context window of kimi-k2-thinking"):
+        decode_step("kimi-k2-thinking", "gb200-nvl72", gpus=72, batch=72, context=300_000)
+    assert REASONS[10] == "context exceeds the model's maximum"
 
 
 def test_bad_arguments_raise_spec_error():
