@@ -5,6 +5,7 @@ Public API (imported lazily, so ``import planner`` stays cheap)::
     load_hardware, load_model, hardware_names, model_names   # specs
     decode_step, prefill                                       # one configuration
     frontier, frontier_at, compare, explain, assumptions       # frontiers and comparisons
+    workload_frontier, load_workload, workload_names           # sessions, KV tiers, percentiles
     size, power_budget, cost_target, fleet_capacity           # procurement sizing
     plan, plan_sensitivity                                     # fleet plans (several workloads)
     plot_frontiers, plot_sizing                                # plots

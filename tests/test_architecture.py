@@ -163,3 +163,11 @@ def test_a_fresh_install_runs_the_main_commands_without_sympy_or_pint(tmp_path):
     first = _loaded_after(code, {"XDG_CACHE_HOME": str(tmp_path), "MOE_PLANNER_NO_CACHE": "",
                                  "MOE_PLANNER_NO_BUNDLE": ""})
     assert not {"sympy", "pint"} & first, {"sympy", "pint"} & first
+
+
+def test_help_of_the_package_names_every_public_function():
+    import planner
+
+    classes = {"SpecError", "Hardware", "Model", "StepResult", "Comparison", "Explorer"}
+    missing = [n for n in planner.__all__ if n not in classes and n not in (planner.__doc__ or "")]
+    assert not missing, missing

@@ -158,3 +158,15 @@ def _json_default(o: Any) -> Any:
     if hasattr(o, "to_dict"):
         return o.to_dict()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def acceptance_arg(text: str) -> float:
+    """``--acceptance``: tokens per step (>= 1) or a per-draft acceptance rate (< 1)."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not (v > 0 and v <= 17):
+        raise argparse.ArgumentTypeError(f"expected tokens per step (1 to 17) or a per-draft rate in (0, 1), "
+                                         f"got {text!r}")
+    return v

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from planner.cli.common import (
     DefaultInt,
+    acceptance_arg,
     add_command,
     add_stack,
     check_output_args,
@@ -43,17 +44,6 @@ def _mtp(text: str) -> Any:
     if text.isdigit() and 0 < int(text) <= 16:
         return int(text)
     raise argparse.ArgumentTypeError(f"expected off, auto or a number of draft tokens (1-16), got {text!r}")
-
-
-def _acceptance(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        v = float("nan")
-    if not (v > 0 and v <= 17):
-        raise argparse.ArgumentTypeError(f"expected tokens per step (1 to 17) or a per-draft rate in (0, 1), "
-                                         f"got {text!r}")
-    return v
 
 
 def _overlap(text: str) -> Any:
@@ -131,7 +121,7 @@ def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated
     s.add_argument("--mtp", type=_mtp, default="auto",
                    help="speculative decoding / MTP: off, auto (default: tried where the model has "
                         "MTP layers) or a number of draft tokens")
-    s.add_argument("--acceptance", type=_acceptance, default=None, metavar="A",
+    s.add_argument("--acceptance", type=acceptance_arg, default=None, metavar="A",
                    help="speculative acceptance replacing the model's published figures: tokens per "
                         "step (>= 1, e.g. 2.3) or a per-draft acceptance rate (< 1, e.g. 0.7); with "
                         "--mtp auto, 1-3 drafts are tried (those that can emit A)")

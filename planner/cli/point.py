@@ -7,7 +7,14 @@ import argparse
 import sys
 from typing import Any
 
-from planner.cli.common import add_command, add_stack, positive_float, positive_int, print_json
+from planner.cli.common import (
+    acceptance_arg,
+    add_command,
+    add_stack,
+    positive_float,
+    positive_int,
+    print_json,
+)
 from planner.errors import SpecError
 
 POINT_EPILOG = """\
@@ -116,9 +123,10 @@ def register(sub: Any) -> None:
     pr.add_argument("--kv", default=None, help="KV-cache storage: bf16 or fp8 (default: the model's)")
     pr.add_argument("--mtp", type=_mtp, default=None, metavar="off|N",
                     help="speculative / MTP draft tokens per step (tokens; default off)")
-    pr.add_argument("--acceptance", type=float, default=None, metavar="ALPHA",
-                    help="per-token draft acceptance rate with --mtp (fraction in (0, 1); default: the "
-                    "model's published rate)")
+    pr.add_argument("--acceptance", type=acceptance_arg, default=None, metavar="A",
+                    help="speculative acceptance with --mtp N, as frontier and compare take it: tokens "
+                    "per step (>= 1, at most N + 1, e.g. 2.3) or a per-draft acceptance rate (< 1, "
+                    "e.g. 0.7); default: the model's published figures")
     pr.add_argument("--overlap", action="store_true",
                     help="two-micro-batch overlap of communication with compute (default off)")
     pr.add_argument("--kv-offload", action="store_true",
@@ -196,7 +204,15 @@ def _cmd_point(args: argparse.Namespace) -> int:
         if args.acceptance is not None:
             if mtp is None:
                 raise SpecError("<input>", "--acceptance", "used only with --mtp N")
-            mtp = {"draft_tokens": mtp, "acceptance_rate": args.acceptance}
+            a = float(args.acceptance)
+            if a >= 1.0:  # tokens per step: the per-draft rate that gives it with N drafts
+                if a > mtp + 1:
+                    raise SpecError("<input>", "--acceptance", f"at most {mtp + 1} tokens per step with "
+                                    f"--mtp {mtp} (or a per-draft rate below 1), got {a:g}")
+                from planner.serving.percentiles import acceptance_rate
+
+                a = float(acceptance_rate(a, mtp))
+            mtp = {"draft_tokens": mtp, "acceptance_rate": a}
         elif mtp and model.mtp_acceptance <= 0:
             raise SpecError("<input>", "--acceptance", f"a per-token acceptance rate with --mtp: "
                             f"{model.name} has no published default")

@@ -181,7 +181,7 @@ def cmd_frontier_workload(args: argparse.Namespace) -> int:
                 "tok/s/GPU",
                 "KV hit",
                 "KV GB/GPU",
-                "tier binds",
+                "KV tier",
                 tn.replace("_s", " s"),
                 pn.replace("_s", " s"),
                 "GPUs",
@@ -267,9 +267,9 @@ def cmd_compare_workload(args: argparse.Namespace) -> int:
     at = first.attrs
     print(f"# compare: {at['model']}, {a} vs {b}, {at['serving']}, {at['mode']} mode")
     print(_header(first))
-    print(table(table_rows, ["tok/s/user", f"{a} tok/s/GPU", b, "ratio", f"{a} binds", f"{b} binds",
-                             f"{a} HBM only", f"{b} HBM only", "ratio HBM only", f"{a} binds",
-                             f"{b} binds"]))
+    print(table(table_rows, ["tok/s/user", f"{a} tok/s/GPU", b, "ratio", f"{a} KV tier", f"{b} KV tier",
+                             f"{a} HBM only", f"{b} HBM only", "ratio HBM only", f"{a} KV tier HBM only",
+                             f"{b} KV tier HBM only"]))
     print("# 'HBM only': sessions wait between turns only in the HBM the running batch leaves; 'binds': "
           "the KV tier that is full (the last one in use), so some sessions recompute their prefix "
           "(none: every prefix is kept; no tier: none in use, every prefix recomputed; -: beyond the "

@@ -943,8 +943,6 @@ def _single(model: Model | str, hardware: Hardware | str, phase: str, *, gpus: i
         if isinstance(val, bool) or not isinstance(val, int | float | np.number) or not (
                 math.isfinite(val) and val > 0):
             raise SpecError("<input>", name, f"a finite positive number, got {val!r}")
-    if float(batch) != round(float(batch)):
-        raise SpecError("<input>", "batch", f"a whole number of sequences, got {batch!r}")
     if length > model.max_context:
         raise SpecError("<input>", "context" if phase == "decode" else "prompt",
                         f"at most the context window of {model.name}, {model.max_context:,} tokens "
@@ -996,7 +994,9 @@ def decode_step(model: Model | str, hardware: Hardware | str, *, gpus: int, batc
                 kv_offload: bool = False, mode: Mode = "realistic") -> StepResult:
     """One decode step of ``batch`` concurrent sequences on a ``gpus``-GPU instance.
 
-    ``context`` is the mean KV length.  Layout defaults: attention TP 1 (DP attention on every
+    ``batch`` is the mean number of running sequences (a fraction is a time average, as the
+    measured-run scorecards use it; the command line takes whole sequences); ``context`` is the
+    mean KV length, at most the model's context window.  Layout defaults: attention TP 1 (DP attention on every
     GPU), EP over all GPUs, the fewest redundant expert slots that EP divides; for a dense model
     (no experts) attention TP over all GPUs and EP 1.  ``weights`` replaces the routed-expert
     storage format (e.g. ``"nvfp4"``; a dense model's FFN format), ``kv`` the KV-cache format.

@@ -166,3 +166,22 @@ def test_equations_serving_term_with_its_symbols(capsys):
 def test_equations_unknown_term(capsys):
     code, _, err = run(capsys, ["equations", "--term", "expert"])
     assert code == 2 and err.count("\n") == 1 and "experts" in err
+
+
+def test_point_takes_acceptance_as_tokens_per_step_or_as_a_rate(capsys):
+    # as frontier and compare take it: 2.3 tokens per step with 2 drafts is the per-draft rate a
+    # with 1 + a + a^2 = 2.3, a = 0.7179...
+    from planner.serving.percentiles import acceptance_rate
+
+    base = ["point", "--model", "deepseek-r1", "--hardware", "hgx-h200", "--gpus", "8", "--batch", "8",
+            "--context", "2048", "--mtp", "2", "--json"]
+    rc, out, _ = run(capsys, [*base, "--acceptance", "2.3"])
+    assert rc == 0
+    a = float(acceptance_rate(2.3, 2))
+    assert 1 + a + a * a == pytest.approx(2.3, rel=1e-9)
+    rc2, out2, _ = run(capsys, [*base, "--acceptance", repr(a)])
+    assert rc2 == 0
+    assert json.loads(out)["step_s"] == pytest.approx(json.loads(out2)["step_s"], rel=1e-9)
+    # more tokens per step than N drafts can emit is refused in one line
+    rc, out, err = run(capsys, [*base[:-1], "--acceptance", "3.5"])
+    assert rc == 2 and out == "" and "at most 3 tokens per step" in err and err.count("\n") == 1

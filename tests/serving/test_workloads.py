@@ -112,7 +112,7 @@ def test_compare_workload_prints_tiers_and_json(capsys, tmp_path):
     assert {"ratio", "ratio_hbm_only"} <= set(row)
     assert (tmp_path / "f.csv").stat().st_size > 0
     rc, out, err = run(capsys, [*argv, "--csv", "", "--levels", "50"])
-    assert rc == 0 and "ratio HBM only" in out and "binds" in out
+    assert rc == 0 and "ratio HBM only" in out and "KV tier HBM only" in out
 
 
 def test_frontier_workload_rows_carry_percentiles_and_tier_use(capsys):
