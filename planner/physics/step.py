@@ -997,8 +997,8 @@ def decode_step(model: Model | str, hardware: Hardware | str, *, gpus: int, batc
     ``batch`` is the mean number of running sequences (a fraction is a time average, as the
     measured-run scorecards use it; the command line takes whole sequences); ``context`` is the
     mean KV length, at most the model's context window.  Layout defaults: attention TP 1 (DP
-    attention on every GPU), EP over all GPUs, the fewest redundant expert slots that EP divides; for a dense model
-    (no experts) attention TP over all GPUs and EP 1.  ``weights`` replaces the routed-expert
+    attention on every GPU), EP over all GPUs, the fewest redundant expert slots that EP divides;
+    for a dense model (no experts) attention TP over all GPUs and EP 1.  ``weights`` replaces the routed-expert
     storage format (e.g. ``"nvfp4"``; a dense model's FFN format), ``kv`` the KV-cache format.
     ``mtp``: draft tokens (int) or ``{"draft_tokens": n, "acceptance_rate": a}``.
     """
