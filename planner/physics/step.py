@@ -998,8 +998,9 @@ def decode_step(model: Model | str, hardware: Hardware | str, *, gpus: int, batc
     measured-run scorecards use it; the command line takes whole sequences); ``context`` is the
     mean KV length, at most the model's context window.  Layout defaults: attention TP 1 (DP
     attention on every GPU), EP over all GPUs, the fewest redundant expert slots that EP divides;
-    for a dense model (no experts) attention TP over all GPUs and EP 1.  ``weights`` replaces the routed-expert
-    storage format (e.g. ``"nvfp4"``; a dense model's FFN format), ``kv`` the KV-cache format.
+    for a dense model (no experts) attention TP over all GPUs and EP 1.  ``weights`` replaces the
+    routed-expert storage format (e.g. ``"nvfp4"``; a dense model's FFN format), ``kv`` the KV-cache
+    format.
     ``mtp``: draft tokens (int) or ``{"draft_tokens": n, "acceptance_rate": a}``.
     """
     return _single(model, hardware, "decode", gpus=gpus, batch=batch, length=context,
