@@ -415,6 +415,10 @@ def deployed_points(
 #: launch recipes schedule per rank (B200 dynamo-sglang DEP8 decode workers at 4,096 users: 512 a
 #: rank; GB200 DEP48 at 15,000: 312); the KV cache caps it below that where it holds fewer.
 MAX_RUNNING_PER_RANK = 512
+#: the share of the best ideal-ratio rate (at least as fast per user) below which a rules-search
+#: candidate is not priced with whole workers: the whole-worker pools of RULE_DECODE_WORKERS lose
+#: at most a prefill worker in eight decode workers' worth to rounding, far less than this
+RULE_PRUNE = 0.6
 #: decode workers a rules-search disaggregated deployment groups around its prefill pool: with
 #: prefill workers rate-matched to 1, 2, 4 and 8 decode workers, the ratios 1:8 to 8:1 are reached
 RULE_DECODE_WORKERS = (1.0, 2.0, 4.0, 8.0)
@@ -563,12 +567,24 @@ def rate_matched(first: pd.DataFrame) -> pd.DataFrame:
     ``request_rate`` the loop's own, ``prefill_capacity`` over its ``prefill_workers``), and each
     row comes back at :data:`RULE_DECODE_WORKERS` decode workers, each with the users of one worker
     times that count and the fewest prefill workers that serve them (and one fewer, where that is
-    at least one: a pool a little short can give more per GPU)."""
+    at least one: a pool a little short can give more per GPU).  Rows that even at the ideal
+    (fractional) ratio give less than :data:`RULE_PRUNE` of the best per-GPU rate at least as fast
+    per user are left out: whole workers cost a matched pool less than that."""
     ok = first[(first.reason == 0) & first.disagg].copy()
     if ok.empty:
         return ok
     per_worker = ok.prefill_capacity / ok.prefill_workers
     need = (ok.request_rate / per_worker).to_numpy(float)      # prefill workers per decode worker
+    # requests a second per GPU at the ideal ratio (a pool of need x one worker's GPUs per decode
+    # worker), against the best of any row at least as fast per user
+    ideal = ok.request_rate.to_numpy(float) / (ok.decode_gpus.to_numpy(float)
+                                               + need * ok.prefill_gpus.to_numpy(float))
+    x = ok.tps_per_user.to_numpy(float)
+    order = np.argsort(-x, kind="stable")
+    best = np.empty_like(ideal)
+    best[order] = np.maximum.accumulate(ideal[order])
+    keep_rows = ideal >= RULE_PRUNE * best
+    ok, need = ok[keep_rows], need[keep_rows]
     frames = []
     cols = [*LAYOUT_COLUMNS, "disagg", "concurrency", "drafts"]
     base = ok[cols]
