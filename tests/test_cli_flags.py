@@ -214,3 +214,13 @@ def test_the_python_api_refuses_what_the_command_line_refuses():
         planner.compare(levels=(-5,))
     with pytest.raises(SpecError, match="at"):
         planner.explain(at=-1)
+
+
+@pytest.mark.parametrize("extra", [[], ["--runs"], ["--kernels"]])
+def test_calibrate_write_never_rewrites_an_installed_package(capsys, monkeypatch, extra):
+    import planner.specs.registry as registry
+
+    monkeypatch.setattr(registry, "source_checkout", lambda: None)
+    before = {p: p.read_bytes() for p in map(registry.bundled_hardware_path, registry.hardware_names())}
+    refused(capsys, ["calibrate", *extra, "--write"], "--write: a source checkout of moe-planner")
+    assert all(p.read_bytes() == b for p, b in before.items())

@@ -504,10 +504,23 @@ def _cmd_calibrate_kernels(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_source_checkout() -> None:
+    """``--write`` rewrites the bundled hardware specs in the repository (development time): never
+    an installed package's files, which an upgrade replaces and other users share."""
+    from planner.specs.registry import source_checkout
+
+    if source_checkout() is None:
+        raise SpecError("<input>", "--write", "a source checkout of moe-planner (an editable install or "
+                        "python -m planner in the repository): it rewrites the bundled specs there, never "
+                        "an installed package's files; use --json or --out FILE to keep a fit")
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from planner.outputs import table
     from planner.truth.calibrate import EFFICIENCY_FIELDS, EXCLUDED, FAMILIES, fit, write
 
+    if args.write:
+        _check_source_checkout()
     if args.kernels:
         return _cmd_calibrate_kernels(args)
     if args.runs:

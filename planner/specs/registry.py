@@ -47,6 +47,16 @@ def _looks_like_path(name: str) -> bool:
     return "/" in name or name.endswith((".yaml", ".yml", ".json")) or path_kind(name) == "file"
 
 
+def source_checkout() -> Path | None:
+    """The repository the package runs from (its ``setup.cfg`` and ``.git`` beside ``planner/``),
+    or None for an installed package."""
+    pkg = Path(str(resources.files("planner")))
+    root = pkg.parent
+    if (root / "setup.cfg").is_file() and (root / ".git").exists() and "site-packages" not in pkg.parts:
+        return root
+    return None
+
+
 def bundled_hardware_path(name: str) -> Path:
     """The file of bundled system ``name`` (what ``calibrate --write`` rewrites)."""
     return Path(str(resources.files("planner.hardware_specs").joinpath(f"{name}.yaml")))
