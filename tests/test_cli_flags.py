@@ -224,3 +224,18 @@ def test_calibrate_write_never_rewrites_an_installed_package(capsys, monkeypatch
     before = {p: p.read_bytes() for p in map(registry.bundled_hardware_path, registry.hardware_names())}
     refused(capsys, ["calibrate", *extra, "--write"], "--write: a source checkout of moe-planner")
     assert all(p.read_bytes() == b for p, b in before.items())
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["frontier", *SMALL, "--hardware", "hgx-h200", "--context", "1_0"], "without separators"),
+    (["frontier", *SMALL, "--hardware", "hgx-h200", "--kv", ""], "kv: a KV-cache format"),
+    (["frontier", *SMALL, "--hardware", "hgx-h200@sglang@vllm"], "one stack"),
+    (["frontier", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--workload", "chat", "--slo",
+      "ttft_p99=3,ttft_p99=4"], "given twice"),
+    (["frontier", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--workload", "chat", "--slo", ""],
+     "--slo"),
+    (["frontier", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--workload", "chat",
+      "--kv-tiers", "hbm,"], "--kv-tiers"),
+])
+def test_small_inputs_that_were_taken_silently_are_refused(capsys, argv, needle):
+    refused(capsys, argv, needle)

@@ -50,6 +50,8 @@ def positive_float(text: str) -> float:
     """argparse type: a finite number > 0 (ASCII digits)."""
     if not text.isascii():
         raise argparse.ArgumentTypeError(f"expected a number in ASCII digits, got {text[:40]!r}")
+    if "_" in text or "," in text:  # float() reads 1_0 as 10; a comma is a thousands or decimal mark
+        raise argparse.ArgumentTypeError(f"expected a number without separators, got {text[:40]!r}")
     try:
         v = float(text)
     except ValueError:

@@ -62,8 +62,8 @@ def session_keywords(args: argparse.Namespace) -> dict[str, Any]:
 
     if not workload_asked(args):
         return {"workload": None, "slo": None, "kv_tiers": None}
-    return {"workload": args.workload, "slo": parse_slo(args.slo, "<input>", "--slo") if args.slo else None,
-            "kv_tiers": _tiers(args)}
+    slo = parse_slo(args.slo, "<input>", "--slo") if args.slo is not None else None
+    return {"workload": args.workload, "slo": slo, "kv_tiers": _tiers(args)}
 
 
 def _tiers(args: argparse.Namespace) -> tuple[str, ...]:
@@ -76,7 +76,7 @@ def _run(args: argparse.Namespace, hardware: str, tiers: tuple[str, ...]) -> Any
     from planner.serving.workloads import workload_frontier
     from planner.specs.workload import parse_slo
 
-    slo = parse_slo(args.slo, "<input>", "--slo") if args.slo else None
+    slo = parse_slo(args.slo, "<input>", "--slo") if args.slo is not None else None
     return workload_frontier(
         args.model,
         hardware,

@@ -177,6 +177,8 @@ def resolve_precisions(model: Model, hw: Hardware, weights: str | None = None,
             raise SpecError("<input>", "precision", f"a tensor class among {', '.join(prec)}, got {cls!r}")
         get_precision(name, "<input>", f"precision.{cls}")
         prec[cls] = name
+    if kv is not None and not (isinstance(kv, str) and kv.strip()):
+        raise SpecError("<input>", "kv", f"a KV-cache format such as bf16 or fp8, got {kv!r}")
     kv = kv or model.kv_precision
     kv_bytes(kv, "<input>", "kv")
     available = tuple(hw.flops)

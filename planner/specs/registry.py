@@ -84,6 +84,8 @@ def load_hardware(name: str | Hardware) -> Hardware:
         raise SpecError("<input>", "hardware", f"a hardware name or path, got {name!r}")
     if "@" in name and path_kind(name) is None:
         # NAME@STACK: the system with the efficiencies fitted for that serving stack
+        if name.count("@") > 1:
+            raise SpecError("<input>", "hardware", f"NAME or NAME@STACK (one stack), got {name!r}")
         base, _, stack = name.rpartition("@")
         return load_hardware(base).with_stack(stack)
     if name in hardware_names():

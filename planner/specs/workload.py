@@ -90,10 +90,15 @@ class Workload:
 def parse_slo(text: str, where: str = "<input>", field_name: str = "slo") -> dict[str, float]:
     """``ttft_p99=2,tpot_p90=0.05`` (seconds) -> ``{"ttft_p99": 2.0, "tpot_p90": 0.05}``."""
     out: dict[str, float] = {}
-    for part in [p.strip() for p in str(text).split(",") if p.strip()]:
+    parts = [p.strip() for p in str(text).split(",")]
+    if any(not p for p in parts) and str(text).strip():
+        raise SpecError(where, field_name, f"service levels separated by single commas, got {text!r}")
+    for part in [p for p in parts if p]:
         key, _, value = part.partition("=")
         key = key.strip()
         slo_key(key, where, field_name)
+        if key in out:
+            raise SpecError(where, f"{field_name}.{key}", f"one value, given twice in {text!r}")
         try:
             v = float(value)
         except ValueError:
@@ -108,10 +113,10 @@ def parse_slo(text: str, where: str = "<input>", field_name: str = "slo") -> dic
 
 def parse_tiers(text: str, where: str = "<input>", field_name: str = "kv_tiers") -> tuple[str, ...]:
     """``hbm,host`` -> ``("hbm", "host")``; ``none`` -> ``()`` (every later turn recomputes its prefix)."""
-    names = tuple(t.strip() for t in str(text).split(",") if t.strip())
+    names = tuple(t.strip() for t in str(text).split(","))
     if names == ("none",):
         return ()
-    if not names or any(t not in KV_TIERS for t in names):
+    if not names or any(t not in KV_TIERS for t in names) or len(set(names)) < len(names):
         raise SpecError(where, field_name, f"a comma list of {', '.join(KV_TIERS)}, or none; got {text!r}")
     return names
 
