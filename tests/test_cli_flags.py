@@ -239,3 +239,9 @@ def test_calibrate_write_never_rewrites_an_installed_package(capsys, monkeypatch
 ])
 def test_small_inputs_that_were_taken_silently_are_refused(capsys, argv, needle):
     refused(capsys, argv, needle)
+
+
+def test_an_amortisation_shorter_than_a_month_is_refused(capsys):
+    # 1e-9 years priced Kimi K2 Thinking on H200 at $701M per million tokens
+    refused(capsys, ["size", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--demand-tps", "1000",
+                     "--min-tps-user", "20", "--years", "1e-9"], "years: a number of years from 1/12")

@@ -127,16 +127,20 @@ def check_override(v: float, hw: Hardware, field: str, where: str = "<input>", p
 #: typo or a unit slip, and would overflow the costs): a horizon past 30 years outlives every
 #: accelerator's depreciation (3-6 years) several times over; no grid sells power at 10 USD/kWh.
 MAX_YEARS = 30.0
+#: and one shorter than a month amortises a purchase over less than its delivery takes (1e-9
+#: years priced Kimi on H200 at $701M per million tokens)
+MIN_YEARS = 1.0 / 12.0
 MAX_USD_PER_KWH = 10.0
 #: no data hall draws three times its IT power (the worst measured are about 2.5)
 MAX_PUE = 3.0
 
 
 def check_years(years: Any, field: str = "years") -> float:
-    """A horizon in years: finite, > 0 and at most :data:`MAX_YEARS`."""
+    """A horizon in years: finite, from :data:`MIN_YEARS` (a month) to :data:`MAX_YEARS`."""
     if isinstance(years, bool) or not isinstance(years, int | float) or not (
-            math.isfinite(years) and 0 < years <= MAX_YEARS):
-        raise SpecError("<input>", field, f"a number of years > 0 and <= {MAX_YEARS:g}, got {years!r}")
+            math.isfinite(years) and MIN_YEARS <= years <= MAX_YEARS):
+        raise SpecError("<input>", field, f"a number of years from 1/12 (a month) to {MAX_YEARS:g}, "
+                        f"got {years!r}")
     return float(years)
 
 
