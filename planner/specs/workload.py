@@ -87,6 +87,11 @@ class Workload:
                 "slo": dict(self.slo)}
 
 
+#: the largest coefficient of variation a workload's arrivals or lengths may state: ten times an
+#: exponential's (the bundled workloads state 0.1 to 1)
+MAX_CV = 10.0
+
+
 def parse_slo(text: str, where: str = "<input>", field_name: str = "slo") -> dict[str, float]:
     """``ttft_p99=2,tpot_p90=0.05`` (seconds) -> ``{"ttft_p99": 2.0, "tpot_p90": 0.05}``."""
     out: dict[str, float] = {}
@@ -189,8 +194,10 @@ def parse_workload(doc: dict[str, Any], label: str) -> Workload:
     spread = f.sub("spread", required=False)
     ca2, cs2 = 1.0, 0.0
     if spread is not None:
-        ca = spread.number("arrival_cv", lo=0.0, lo_open=False, required=False, default=1.0)
-        cs = spread.number("length_cv", lo=0.0, lo_open=False, required=False, default=0.0)
+        # at most MAX_CV: past it the queue's percentile laws leave every rate unserved (an empty
+        # table, where 1e9 was taken without a word)
+        ca = spread.number("arrival_cv", lo=0.0, hi=MAX_CV, lo_open=False, required=False, default=1.0)
+        cs = spread.number("length_cv", lo=0.0, hi=MAX_CV, lo_open=False, required=False, default=0.0)
         ca2, cs2 = ca * ca, cs * cs
         src["spread"] = spread.text("source")
         spread.done()

@@ -400,3 +400,13 @@ def test_a_fifo_as_measurements_is_refused_not_read(tmp_path, capsys, flag):
     finally:
         writer.cancel()
     assert rc == 2 and "runs.csv: file: a regular file" in err, err
+
+
+def test_a_workload_spread_beyond_ten_is_refused(tmp_path):
+    from planner.specs.workload import load_workload
+
+    text = (Path(__file__).resolve().parents[2] / "planner" / "workload_specs" / "chat.yaml").read_text()
+    p = tmp_path / "bursty.yaml"
+    p.write_text(text.replace("arrival_cv: 1.0", "arrival_cv: 1.0e9"))
+    with pytest.raises(SpecError, match="arrival_cv"):
+        load_workload(str(p))
