@@ -245,3 +245,11 @@ def test_an_amortisation_shorter_than_a_month_is_refused(capsys):
     # 1e-9 years priced Kimi K2 Thinking on H200 at $701M per million tokens
     refused(capsys, ["size", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--demand-tps", "1000",
                      "--min-tps-user", "20", "--years", "1e-9"], "years: a number of years from 1/12")
+
+
+def test_explain_says_why_the_chain_and_the_counterfactuals_differ(capsys):
+    rc, out, _ = run(capsys, ["compare", "--model", "deepseek-v2-lite", "--explain", "--at", "20",
+                              "--plot", "", "--csv", ""])
+    assert rc == 0
+    note = [line for line in out.splitlines() if line.startswith("# the scale-up domain is worth")]
+    assert len(note) == 1 and "do not multiply to the ratio" in note[0]

@@ -389,6 +389,25 @@ def _print_explain(e: pd.DataFrame, args: argparse.Namespace) -> None:
     rows = [[r.step, r.tps_per_gpu, r.factor, r.bottleneck] for r in e.itertuples()
             if r.kind == "counterfactual"]
     print(table(rows, ["counterfactual", "tok/s/GPU", "factor", "binds"]))
+    print(_interaction_note(e))
+
+
+def _interaction_note(e: pd.DataFrame) -> str:
+    """Why a chain factor and a single counterfactual of the same resource differ: the chain's is
+    the resource's effect once the groups above it are swapped in, a counterfactual's its effect on
+    an unmodified system; where resources interact (each changes which term binds for the others)
+    the two differ, and neither is 'the' share of the ratio."""
+    chain = e[(e.kind == "chain") & e.step.str.contains("scale-up domain")]
+    cuts = e[(e.kind == "counterfactual") & e.step.str.contains("scale-up domain|domains")]
+    if chain.empty or cuts.empty:
+        return ("# chain factors are each group's effect after the groups above it; single "
+                "counterfactuals change one thing of an unmodified system: where resources interact "
+                "they differ")
+    parts = ", ".join(f"{r.step}: {r.factor:.2f}x" for r in cuts.itertuples())
+    return (f"# the scale-up domain is worth {float(chain.factor.iloc[0]):.2f}x in the chain (after the "
+            f"groups above it) and {parts} alone: resources interact (each changes which term binds "
+            "for the others), so the chain's factors depend on its order and the single "
+            "counterfactuals do not multiply to the ratio")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
