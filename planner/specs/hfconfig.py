@@ -132,6 +132,19 @@ _GATE_UP_DOWN = ("gate_proj", "up_proj", "down_proj")
 _MODELOPT = {"NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4", "FP8": "fp8"}
 
 
+def _unique_keys(label: str) -> Any:
+    """A ``json.loads`` hook refusing a key given twice in one object (JSON readers differ on which
+    one wins; YAML specs refuse it too)."""
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in items:
+            if k in out:
+                raise SpecError(label, str(k), "one value, given twice in the same object")
+            out[k] = v
+        return out
+    return pairs
+
+
 def load_hf_config(path: str | Path) -> Model:
     """A :class:`Model` from a Hugging Face ``config.json`` (or a directory holding one).
 
@@ -147,12 +160,14 @@ def load_hf_config(path: str | Path) -> Model:
     label = str(p)
     text = read_text(p, label)
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_unique_keys(label))
     except json.JSONDecodeError as exc:
         where = f"at line {exc.lineno}, column {exc.colno}"
         raise SpecError(label, "json", f"valid JSON ({exc.msg} {where})") from None
     except RecursionError:
         raise SpecError(label, "json", "a JSON document of reasonable nesting depth") from None
+    except SpecError:  # a key given twice (_unique_keys)
+        raise
     except ValueError as exc:  # an integer of more digits than Python converts (4,300)
         why = " ".join(str(exc).split())[:160]
         raise SpecError(label, "json", f"values JSON can read ({why})") from None

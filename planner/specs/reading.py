@@ -108,12 +108,13 @@ def path_kind(path: Path | str) -> str | None:
 
 
 def read_text(path: Path | str, label: str | None = None) -> str:
-    """A UTF-8 text file's content; a missing or unreadable file is a SpecError naming it."""
+    """A UTF-8 text file's content (a leading byte-order mark dropped, as editors on Windows write
+    one); a missing or unreadable file is a SpecError naming it."""
     label = label or str(path)
     if path_kind(path) == "other":  # a FIFO or a device would block or never end
         raise SpecError(label, "file", "a regular file (this is a pipe, socket or device)")
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise SpecError(label, "file", "no such file") from None
     except OSError as exc:

@@ -410,3 +410,17 @@ def test_a_workload_spread_beyond_ten_is_refused(tmp_path):
     p.write_text(text.replace("arrival_cv: 1.0", "arrival_cv: 1.0e9"))
     with pytest.raises(SpecError, match="arrival_cv"):
         load_workload(str(p))
+
+
+def test_a_config_json_key_given_twice_is_refused_and_a_byte_order_mark_is_read(tmp_path, capsys):
+    d = tmp_path / "dup"
+    d.mkdir()
+    (d / "config.json").write_text('{"model_type": "mixtral", "model_type": "llama"}')
+    assert main(["specs", "show", str(d / "config.json")]) == 2
+    err = capsys.readouterr().err
+    assert "model_type: one value, given twice" in err and err.count("\n") == 1
+    src = Path(__file__).resolve().parents[1] / "data" / "mixtral-8x7b" / "config.json"
+    b = tmp_path / "bom"
+    b.mkdir()
+    (b / "config.json").write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
+    assert main(["specs", "show", str(b / "config.json")]) == 0
