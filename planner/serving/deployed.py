@@ -20,9 +20,12 @@ How a deployment is predicted (the same step laws as every other answer of the t
   users than ranks leave ranks idle, not fractions of a sequence on each);
 - TPOT is the decode step (overlap off, as the measured runs were fitted) over the tokens a step
   emits; an aggregated step carries its share of chunked prefill (``t_step_aggregated``);
-- TTFT is ``ttft_served``: the stack's per-request latency, the pass's host time, one prompt's
-  prefill pass at the prefill layout, and the queued share of the prompts that arrive with it;
-- tokens/s per GPU = concurrency x mean OSL / (TTFT + (OSL - 1) TPOT) over all GPUs.
+- TTFT is ``ttft_queue`` at the median: the stack's per-request latency, the pass's host time, one
+  prompt's prefill pass at the prefill layout, and the median wait in the prefill queue at the
+  utilisation the loop's request rate gives it; the loop is bounded by its pools
+  (``ttft_bounded``: what the users ask beyond the prefill pool's or the decode pool's rate
+  waits); the burst's p99 queues its first wave (``ttft_burst``);
+- tokens/s per GPU = concurrency x OUTPUT_YIELD x OSL / (TTFT + (OSL - 1) TPOT) over all GPUs.
 
 The recipes (:func:`recipes`, ``data/deployment_recipes.csv.gz``, see the ``.md`` beside it) are
 the public launch matrices of the InferenceX benchmark: which layouts, worker counts, concurrencies
@@ -80,6 +83,13 @@ OUTPUT_YIELD = 0.872
 #: without points takes every point's fit, 0.70 (SE 0.04, 304 points).  Fitted 2026-12-07.
 PREFILL_POOL_SHARE = {"sglang": 0.60, "trtllm": 0.80}
 PREFILL_POOL_SHARE_OTHER = 0.70
+#: The prefill queue of a steady closed loop (``ttft_queue`` at the median): arrivals taken as a
+#: Poisson stream (c_a^2 = 1: a closed loop of many users is no burstier than that), prompt lengths
+#: uniform in [0.8, 1] x ISL (c_s^2 = (0.2^2 / 12) / 0.9^2), and a utilisation held below
+#: RHO_STEADY there (the pool bound, ``ttft_bounded``, takes over at saturation).
+ARRIVAL_CV2 = 1.0
+LENGTH_CV2 = (1.0 - LENGTH_RANGE_RATIO) ** 2 / 12.0 / LENGTH_MEAN**2
+RHO_STEADY = 0.999
 #: Fixed-point iterations of the decoding share of the concurrency.
 ITERATIONS = 6
 #: Concurrencies tried per doubling between a recipe layout's smallest and largest.
@@ -678,12 +688,17 @@ def predict(
         e.ttft_host if real else 0.0,
         pass_kernels(model),
     )
-    ttft0 = ttft  # unqueued beyond its wave; the loop bounded by its pools may wait longer
+    # (the first wave queued as above is the burst's p99 below; the median request of a steady
+    # closed loop meets the prefill queue at its utilisation instead: ttft_queue in the loop)
     ttft = np.array(ttft, float) * np.ones(n)
     # the prefill pool's prompt tokens a second (aggregated: prefill rides in the decode steps)
     pool_x = np.where(disagg, x_p, np.inf)
     eta_pool = (PREFILL_POOL_SHARE.get(hw.stack or "", PREFILL_POOL_SHARE_OTHER) if pool_share is None
                 else pool_share) if real else 1.0
+    # requests a second the prompts' prefill serves (a disaggregated pool at the share eta_P of its
+    # pass rate; an aggregated instance at its own prefill rate), and the median wait in its queue
+    served_rps = np.where(disagg, eta_pool * wp, 1.0) * pl["G"] * x_p / I
+    ttft0 = np.array(ttft, float)
     tpot = np.full(n, np.nan)
     A_all = np.ones(n)
     reason = np.zeros(n, dtype=int)
@@ -728,13 +743,21 @@ def predict(
                     step = np.where(ag, np.asarray(t_agg, float), step)
             t = step / A
             dec = (O - 1.0) * t
+            if real:
+                # the median request's TTFT in a steady closed loop: its pass, latencies and the
+                # prefill queue's median wait at the utilisation the loop's rate gives it
+                rho = conc[m] / (ttft[m] + dec) / served_rps[m]
+                ttft0[m] = np.asarray(compiled.evaluate_named(
+                    "ttft_queue", t_req=e.ttft_request, tau_h=e.ttft_host, n_kp=pass_kernels(model),
+                    t_pass=t_pass[m], rho_p=np.clip(rho, 1e-12, RHO_STEADY), S_p=1.0 / served_rps[m],
+                    c_a2=ARRIVAL_CV2, c_s2=LENGTH_CV2, p_s=0.5), float)
             # the closed loop at the least of what it asks, the prefill pool serves and the decode
             # pool admits: what it asks beyond that waits for its first token
             tt = np.asarray(compiled.evaluate_named(
-                "ttft_bounded", T_0=(ttft0 * np.ones(n))[m], N_c=conc[m], O=O, TPOT=t,
+                "ttft_bounded", T_0=ttft0[m], N_c=conc[m], O=O, TPOT=t,
                 G_P=(wp * pl["G"])[m], X_p=pool_x[m], I=I, R_d=ranks[m], b_cap=np.maximum(cap, 1.0),
                 eta_P=eta_pool), float)
-            ttft[m] = np.where(np.isfinite(tt), tt, (ttft0 * np.ones(n))[m])
+            ttft[m] = np.where(np.isfinite(tt), tt, ttft0[m])
             f_new = dec / (ttft[m] + dec)
             f = np.where(np.isfinite(f_new), f_new, 1.0)
         tpot[m], A_all[m], b_out[m] = t, A, b
@@ -765,7 +788,7 @@ def predict(
         tps_per_user=1.0 / tpot,
         output_tps_per_gpu=out_tps,
         total_tps_per_gpu=out_tps + conc * I / (e2e * gpus),
-        ttft_unqueued_s=ttft0 * np.ones(n),
+        ttft_unqueued_s=ttft0,
         request_rate=conc / e2e,
         prefill_capacity=np.where(disagg, eta_pool * wp * pl["G"] * x_p / I, np.inf),
         prefill_tps_per_prefill_gpu=x_p * np.ones(n),
