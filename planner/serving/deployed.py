@@ -426,8 +426,8 @@ def deployed_points(
 #: rank; GB200 DEP48 at 15,000: 312); the KV cache caps it below that where it holds fewer.
 MAX_RUNNING_PER_RANK = 512
 #: the share of the best ideal-ratio rate (at least as fast per user) below which a rules-search
-#: candidate is not priced with whole workers: the whole-worker pools of RULE_DECODE_WORKERS lose
-#: at most a prefill worker in eight decode workers' worth to rounding, far less than this
+#: candidate is not priced with whole workers: rounding to whole prefill workers around eight
+#: decode workers adds at most one prefill worker to the ideal pool, a far smaller loss than this
 RULE_PRUNE = 0.6
 #: decode workers a rules-search disaggregated deployment groups around its prefill pool: with
 #: prefill workers rate-matched to 1, 2, 4 and 8 decode workers, the ratios 1:8 to 8:1 are reached
@@ -541,8 +541,8 @@ def rules_deployments(model: Model, hw: Hardware, *, disagg: bool, speculate: bo
     stack = hw.stack or ""
     n = float(min(hw.gpus_per_host or hw.gpus_per_system, hw.domain_size))
     lays = _holding(model, hw, rule_layouts(model, hw), weights, kv, mode)
-    # prefill workers of at most two nodes, and of half a node (the recipes' 4-GPU prefill workers
-    # on 8-GPU nodes) where that is two or more GPUs
+    # prefill workers of at most two nodes (the recipes' run one node or less; H100's two), each
+    # worker size at its fastest layout
     pre = _best_prefill(model, hw, [lay for lay in lays if lay[0] <= 2 * n], weights, kv, mode,
                         LENGTH_MEAN * isl) if disagg else [None]
     specs = [s for s in ([False, True] if speculate is None else [bool(speculate)])
