@@ -35,7 +35,16 @@ DeepSeek-R1 recipes of the same system and serving mode: the layouts a stack shi
 MoE; of those, the precision's own, else any precision's layouts; else
 :func:`generic_deployments`), each recipe layout at its own concurrencies and on a geometric
 ladder from one user to :data:`MAX_RUNNING_PER_WORKER` per decode worker.  Speculation is
-accepted as under the benchmark's load (:func:`bench_speculation`).
+accepted as under the benchmark's load (:func:`bench_speculation`).  That literal list is
+``--search recipes``.
+
+The default, ``--search rules`` (:func:`rules_deployments`, :func:`rate_matched`), derives the
+worker layouts from the hardware (:func:`rule_layouts`: attention TP over one or two nodes,
+attention DP + EP from a node to the scale-up domain, workers of 1-4 GPUs where they hold the
+weights, across nodes only where a node cannot: :func:`across_nodes_where_needed`), prices each at
+concurrencies up to :data:`MAX_RUNNING_PER_RANK` a rank with the prefill pool sized to what its
+decode workers ask, and keeps the model's own recipes on the system as priors; no model or system
+borrows another's.
 """
 
 from __future__ import annotations
