@@ -82,7 +82,8 @@ COMMANDS = {
     "point": ({"--model": MODELS, "--hardware": HARDWARE, "--gpus": NUM, "--batch": NUM, "--context": NUM,
                "--tp-attn": NUM, "--ep": NUM, "--tp-moe": NUM, "--weights": COMMON["--weights"],
                "--kv": COMMON["--kv"], "--mode": COMMON["--mode"], "--json": None}, []),
-    "equations": ({"--latex": None}, []),
+    # (equations: its only inputs are --latex and --term; fuzzing two outcomes twelve times took 20 s
+    # of sympy printing: test_every_equations_form_runs_once below)
     "size": ({**COMMON, "--model": MODELS,
               "--hardware": st.sampled_from(["hgx-h200", "hgx-b200 hgx-h200", "x"]),
               "--demand-tps": NUM, "--users": NUM, "--requests-per-s": NUM, "--min-tps-user": NUM,
@@ -275,3 +276,10 @@ def test_an_unwritable_standard_output_is_one_line(stdout, argv):
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert p.stderr.startswith("error: <stdout>: output: a writable standard output (") and \
         p.stderr.count("\n") == 1, p.stderr
+
+
+@pytest.mark.parametrize("argv", [["equations", "--latex"], ["equations", "--term", "no_such_term"]])
+def test_every_equations_form_runs_once(argv, tmp_path, capsys):
+    rc, captured = _run(argv, capsys)
+    assert rc in (0, 2) and "Traceback" not in captured.err
+    assert rc == 0 or captured.err.count("\n") == 1
