@@ -22,8 +22,8 @@ family in a subprocess), drawn from fourteen families:
 ``magnitudes``
     a hardware spec's bandwidth, capacity, power, latency or price far outside the range a GPU can
     have (``PLAUSIBLE`` and ``PRICE_RANGES`` in planner/specs/hardware.py), by a unit slip ("400
-    Tb/s") or a wrong number; absurd counts and overheads; the cost options of ``size`` out of
-    their ranges.  Must be refused.
+    Tb/s") or a wrong number; the cost options of ``size`` out of their ranges; absurd SM and GPU
+    counts and overheads, for which no range is stated (their label says so).  Must be refused.
 ``profiles``
     ``size --profile FILE``: headerless rows of two numbers, hours out of range or given twice,
     BOMs, junk cells, wrong row counts, unknown headers, other delimiters and encodings, YAML
@@ -35,10 +35,13 @@ family in a subprocess), drawn from fourteen families:
     token counts.  Must be refused.
 ``measured``
     ``validate --frontiers FILE`` (rows of /work/shared/validation/measured_frontiers.csv) and
-    ``validate --runs FILE`` (rows of the bundled runs): one row of a small file with a bad figure
-    or count (negative TTFT, TPOT 1e308, batch size 1.5, a negative EP ...), files whose rows are
-    all unscorable, a FIFO, a directory or a device as the file.  The bad row must be refused or
-    left unscored by a named rule that the JSON summary counts; never scored.  20 s limit a case.
+    ``validate --runs FILE`` (rows of the bundled runs), each run with ``--json --out``: one row of
+    a small file, copied from a row that scores, with a bad figure (negative TTFT, TPOT 1e308,
+    inf, NaN, junk) or a bad count in a column the scoring reads for that row (batch size 1.5, a
+    negative EP, 0 GPUs ...); files whose rows are all unscorable; a FIFO, a directory or a device
+    as the file.  The bad row must be refused, or left unscored by a named rule that the JSON
+    summary counts (a bad p99 figure: or kept out of the p99 figures); never scored.  20 s limit
+    a case.
 ``names``
     a hardware spec's ``name`` that is empty, a path, has an ``@``, a space, a control character,
     or is no text; a layout whose units are not whole scale-up domains, whose domain does not
@@ -171,169 +174,70 @@ PROBLEMS = {
     "damaged": "damaged inputs",
     "leftovers": "leftovers",
 }
-#: seconds a case may run before it counts as a hang (a FIFO or a device as an input: 20 s)
+#: seconds a case may run before it counts as a hang: 20 s for the measured family and for a FIFO,
+#: a directory or a device given as an input file, 60 s for the rest
 TIME_LIMIT = 60.0
 FILE_LIMIT = 20.0
 
 # ---- the commands the families vary: each runs (exit 0) as written -------------------------------
 BASES = {
-    "point": [
-        "point",
-        "--model",
-        "deepseek-v2-lite",
-        "--hardware",
-        "hgx-h200",
-        "--gpus",
-        "8",
-        "--batch",
-        "8",
-        "--context",
-        "1024",
-        "--json",
-    ],
-    "point_mtp": [
-        "point",
-        "--model",
-        "deepseek-r1",
-        "--hardware",
-        "hgx-h200",
-        "--gpus",
-        "8",
-        "--batch",
-        "8",
-        "--context",
-        "1024",
-        "--mtp",
-        "2",
-        "--acceptance",
-        "0.7",
-        "--json",
-    ],
-    "size": [
-        "size",
-        "--model",
-        "deepseek-v2-lite",
-        "--hardware",
-        "hgx-h200",
-        "--gpus",
-        "8",
-        "--serving",
-        "decode",
-        "--search",
-        "limit",
-        "--min-tps-user",
-        "20",
-        "--demand-tps",
-        "1000",
-        "--json",
-    ],
-    "frontier": [
-        "frontier",
-        "--model",
-        "deepseek-v2-lite",
-        "--hardware",
-        "hgx-h200",
-        "--gpus",
-        "8",
-        "--serving",
-        "decode",
-        "--search",
-        "limit",
-        "--json",
-    ],
-    "frontier_r1": [
-        "frontier",
-        "--model",
-        "deepseek-r1",
-        "--hardware",
-        "hgx-h200",
-        "--gpus",
-        "8",
-        "--serving",
-        "decode",
-        "--search",
-        "limit",
-        "--json",
-    ],
-    "workload": [
-        "frontier",
-        "--model",
-        "deepseek-r1",
-        "--hardware",
-        "hgx-h200",
-        "--workload",
-        "chat",
-        "--json",
-    ],
-    "compare": [
-        "compare",
-        "--model",
-        "deepseek-v2-lite",
-        "--hardware",
-        "hgx-h200",
-        "hgx-b200",
-        "--serving",
-        "decode",
-        "--search",
-        "limit",
-        "--gpus",
-        "8",
-        "--csv",
-        "",
-        "--plot",
-        "",
-        "--json",
-    ],
-    "sensitivity": [
-        "sensitivity",
-        "--model",
-        "deepseek-v2-lite",
-        "--hardware",
-        "hgx-h200",
-        "--gpus",
-        "8",
-        "--serving",
-        "decode",
-        "--no-symbolic",
-        "--json",
-    ],
+    "point": "point --model deepseek-v2-lite --hardware hgx-h200 --gpus 8 --batch 8 --context 1024 --json",
+    "point_mtp": "point --model deepseek-r1 --hardware hgx-h200 --gpus 8 --batch 8 --context 1024 --mtp 2 "
+    "--acceptance 0.7 --json",
+    "size": "size --model deepseek-v2-lite --hardware hgx-h200 --gpus 8 --serving decode --search limit "
+    "--min-tps-user 20 --demand-tps 1000 --json",
+    "frontier": "frontier --model deepseek-v2-lite --hardware hgx-h200 --gpus 8 --serving decode "
+    "--search limit --json",
+    "frontier_r1": "frontier --model deepseek-r1 --hardware hgx-h200 --gpus 8 --serving decode "
+    "--search limit --json",
+    "workload": "frontier --model deepseek-r1 --hardware hgx-h200 --workload chat --json",
+    "compare": "compare --model deepseek-v2-lite --hardware hgx-h200 hgx-b200 --serving decode "
+    "--search limit --gpus 8 --json",
+    "sensitivity": "sensitivity --model deepseek-v2-lite --hardware hgx-h200 --gpus 8 --serving decode "
+    "--no-symbolic --json",
 }
-#: every numeric option, with the command that takes it and a value it runs with
+BASES = {k: v.split() + (["--csv", "", "--plot", ""] if k == "compare" else []) for k, v in BASES.items()}
+#: every numeric option: the command that takes it, the option, how its value is written ({} the
+#: number) and a number it runs with
 NUM_FLAGS = [
-    ("point", "--gpus", "8"),
-    ("point", "--batch", "8"),
-    ("point", "--context", "1024"),
-    ("point", "--tp-attn", "8"),
-    ("point", "--ep", "8"),
-    ("point", "--expert-slots", "64"),
-    ("point_mtp", "--mtp", "2"),
-    ("point_mtp", "--acceptance", "0.7"),
-    ("size", "--demand-tps", "1000"),
-    ("size", "--users", "50"),
-    ("size", "--requests-per-s", "2"),
-    ("size", "--min-tps-user", "20"),
-    ("size", "--pue", "1.3"),
-    ("size", "--usd-per-kwh", "0.08"),
-    ("size", "--years", "4"),
-    ("size", "--usd-per-unit", "316000"),
-    ("size", "--usd-per-gpu-hour", "5.408"),
-    ("size", "--watts-per-gpu", "1275"),
-    ("size", "--isl", "1024"),
-    ("size", "--osl", "1024"),
-    ("size", "--power-budget-mw", "2"),
-    ("frontier", "--isl", "1024"),
-    ("frontier", "--osl", "512"),
-    ("frontier", "--context", "1536"),
-    ("frontier", "--max-gpus", "16"),
-    ("frontier_r1", "--mtp", "2"),
-    ("frontier_r1", "--acceptance", "2.3"),
-    ("workload", "--slo", "2"),
-    ("workload", "--slo", "99"),
-    ("compare", "--levels", "50"),
-    ("compare", "--threshold", "10"),
-    ("compare", "--at", "50"),
-    ("sensitivity", "--what-if", "2"),
-    ("sensitivity", "--at", "50"),
+    (base, flag, "{}", typical)
+    for base, flag, typical in [
+        ("point", "--gpus", "8"),
+        ("point", "--batch", "8"),
+        ("point", "--context", "1024"),
+        ("point", "--tp-attn", "8"),
+        ("point", "--ep", "8"),
+        ("point", "--expert-slots", "64"),
+        ("point_mtp", "--mtp", "2"),
+        ("point_mtp", "--acceptance", "0.7"),
+        ("size", "--demand-tps", "1000"),
+        ("size", "--users", "50"),
+        ("size", "--requests-per-s", "2"),
+        ("size", "--min-tps-user", "20"),
+        ("size", "--pue", "1.3"),
+        ("size", "--usd-per-kwh", "0.08"),
+        ("size", "--years", "4"),
+        ("size", "--usd-per-unit", "316000"),
+        ("size", "--usd-per-gpu-hour", "5.408"),
+        ("size", "--watts-per-gpu", "1275"),
+        ("size", "--isl", "1024"),
+        ("size", "--osl", "1024"),
+        ("size", "--power-budget-mw", "2"),
+        ("frontier", "--isl", "1024"),
+        ("frontier", "--osl", "512"),
+        ("frontier", "--context", "1536"),
+        ("frontier", "--max-gpus", "16"),
+        ("frontier_r1", "--mtp", "2"),
+        ("frontier_r1", "--acceptance", "2.3"),
+        ("compare", "--levels", "50"),
+        ("compare", "--threshold", "10"),
+        ("compare", "--at", "50"),
+        ("sensitivity", "--at", "50"),
+    ]
+] + [
+    ("workload", "--slo", "ttft_p99={}", "2"),
+    ("workload", "--slo", "ttft_p{}=2", "99"),
+    ("sensitivity", "--what-if", "su_bandwidth={}", "2"),
 ]
 #: options that replace another of their command's (a demand, a fixed instance size)
 REPLACES = {
@@ -352,14 +256,6 @@ def with_flag(base: str, flag: str, value: str) -> list[str]:
     if drop in argv:
         i = argv.index(drop)
         del argv[i : i + 2]
-    if flag == "--slo":
-        value = (
-            f"ttft_p99={value}"
-            if value.startswith(("2", "٢", "２")) or "99" not in value
-            else f"ttft_p{value}=2"
-        )
-    elif flag == "--what-if":
-        value = f"su_bandwidth={value}"
     if flag == "--at" and base == "compare":
         argv.append("--explain")
     if flag in argv:
@@ -884,8 +780,9 @@ class Inputs:
                 mention=(header[c],),
                 detail=f"line {r + 2}: {header[c]} = {num}",
             )
-        base, flag, typical = rng.choice(NUM_FLAGS)
+        base, flag, form, typical = rng.choice(NUM_FLAGS)
         kind, num = separated(typical, rng)
+        num = form.format(num)
         if flag in OVERRIDES and rng.random() < 0.5:
             num = "hgx-h200=" + num
         return Case(
@@ -1403,40 +1300,12 @@ class Inputs:
         "concurrency": ["1.5", "0.5", "0", "-1", "1e308", "inf"],
         "total_gpus": ["0", "-8", "1.5", "1e308", "inf"],
     }
-    FRONTIER_LAYOUT = {
-        "agg": ["tp", "ep"],
-        "disagg": [
-            "prefill_tp",
-            "prefill_ep",
-            "decode_tp",
-            "decode_ep",
-            "prefill_workers",
-            "decode_workers",
-            "prefill_gpus",
-            "decode_gpus",
-        ],
-    }
     RUN_FIGURES = {
         "silicon_ttft_ms": ["-1", "0", "1e308", "inf", "nan", "abc", "", "1e7", "-0"],
         "silicon_tpot_ms": ["-1", "0", "1e308", "inf", "nan", "abc", "", "1e5"],
         "isl": ["-1", "0", "1.5", "1e308", "inf", "2.5e7"],
         "osl": ["-1", "0", "1.5", "1e308", "inf"],
         "concurrency": ["1.5", "-4", "0", "1e308", "inf", "0.5"],
-    }
-    RUN_LAYOUT = {
-        "agg": ["batch_size", "tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "pp_size"],
-        "disagg": [
-            "decode_batch_size",
-            "decode_num_workers",
-            "decode_tp_size",
-            "decode_attention_dp_size",
-            "decode_moe_tp_size",
-            "decode_moe_ep_size",
-            "prefill_tp_size",
-            "prefill_attention_dp_size",
-            "prefill_moe_tp_size",
-            "prefill_moe_ep_size",
-        ],
     }
     LAYOUT_JUNK = ["1.5", "-1", "-8", "0", "0.5", "1e308", "inf", "2.5"]
 
@@ -1470,6 +1339,38 @@ class Inputs:
         p.unlink()
         out.unlink()
         return [r for r, s in zip(rows, scored, strict=True) if s]
+
+    @staticmethod
+    def _layout_columns(flag: str, row: list[str], col: dict[str, int]) -> list[str]:
+        """The layout columns the scoring reads for ``row``: an attention TP under attention data
+        parallelism, the MoE columns of a dense model and the other serving mode's are not read."""
+        if flag == "--frontiers":
+            if not row[col["serving"]].startswith("disagg"):
+                return ["ep"] + (
+                    ["tp"] if row[col["dp_attention"]].lower() not in ("true", "1", "1.0") else []
+                )
+            out = []
+            for role in ("prefill", "decode"):
+                out += [f"{role}_ep", f"{role}_workers", f"{role}_gpus"]
+                if row[col[f"{role}_dp_attention"]].lower() not in ("true", "1", "1.0"):
+                    out.append(f"{role}_tp")
+            return out
+        from planner.specs.registry import load_model
+        from planner.truth.runs import MODELS
+
+        dense = load_model(MODELS[row[col["model_path"]]]).is_dense
+        if row[col["mode"]] == "agg":
+            roles, out = [""], ["batch_size", "pp_size"]
+        else:
+            roles, out = (
+                ["decode_", "prefill_"],
+                ["decode_batch_size", "decode_num_workers", "decode_pp_size"],
+            )
+        for role in roles:
+            out += [f"{role}tp_size", f"{role}attention_dp_size"]
+            if not dense:
+                out += [f"{role}moe_tp_size", f"{role}moe_ep_size"]
+        return [c for c in out if c in col]
 
     def measured(self, i: int) -> Case:
         rng = self.rng
@@ -1531,29 +1432,21 @@ class Inputs:
                 "any",
                 none_scored,
                 protect=[p],
+                timeout=FILE_LIMIT,
             )
         source = rng.choice(pool)
         bad = list(source)
-        mode = (
-            "disagg"
-            if flag == "--frontiers"
-            and bad[col["serving"]].startswith("disagg")
-            or flag == "--runs"
-            and bad[col["mode"]] == "disagg"
-            else "agg"
-        )
         if flag == "--frontiers":
-            table = {
-                **self.FRONTIER_FIGURES,
-                **self.FRONTIER_COUNTS,
-                **{c: self.LAYOUT_JUNK for c in self.FRONTIER_LAYOUT[mode]},
-            }
+            table = {**self.FRONTIER_FIGURES, **self.FRONTIER_COUNTS}
         else:
-            table = {**self.RUN_FIGURES, **{c: self.LAYOUT_JUNK for c in self.RUN_LAYOUT[mode]}}
+            table = dict(self.RUN_FIGURES)
             # its own measurement: no other row records the same one, or its twin
             for c in ("silicon_ttft_ms", "silicon_tpot_ms"):
                 bad[col[c]] = f"{float(bad[col[c]]) * rng.uniform(1.02, 1.2):.6g}"
             bad[col["id"]] += "_changed"
+        table.update({c: self.LAYOUT_JUNK for c in self._layout_columns(flag, bad, col)})
+        if flag == "--runs" and bad[col["batch_size" if bad[col["mode"]] == "agg" else "decode_batch_size"]]:
+            del table["concurrency"]  # read only where the row gives no batch size
         name = rng.choice(sorted(table))
         value = rng.choice(table[name])
         bad[col[name]] = value
@@ -1592,12 +1485,19 @@ class Inputs:
                 return f"row {at + 2} not scored ({rule}), but the summary does not count it: {counted}"
             return None
 
+        where = (
+            " ".join(bad[col[c]] for c in ("hardware", "framework", "precision", "serving", "concurrency"))
+            if flag == "--frontiers"
+            else bad[col["id"]]
+        )
         return Case(
             ["validate", flag, str(p), "--json", "--out", str(out)],
             f"{flag}: {name} {value}",
             "any",
             unscored,
             protect=[p],
+            timeout=FILE_LIMIT,
+            detail=f"row {at + 2} ({where}): {name} = {value}",
         )
 
     # -- names and layouts --------------------------------------------------------------------
@@ -1805,7 +1705,6 @@ class Inputs:
         "hgx-h200@@sglang",
         "hgx-h200@SGLANG",
         "hgx-h200@nope",
-        "hgx-h200 @sglang",
         "",
         " ",
         "hgx-h200,hgx-b200",
@@ -1845,10 +1744,11 @@ class Inputs:
                     for _ in range(rng.randint(2, 4))
                 )
             )
-            if len(set(v.split(","))) == len(v.split(",")) and "=" in v and "ttft_p99=4" not in v:
+            keys = [x.partition("=")[0] for x in v.split(",")]
+            if "=" in v and len(set(keys)) == len(keys):
                 v += ",ttft_p50=0.5,ttft_p50=0.6"  # a repeated level, as a generated list must have
             return Case(
-                with_flag("workload", "--slo", "2")[:-2] + ["--slo", v],
+                with_flag("workload", "--slo", v),
                 f"--slo {v!r}",
                 "refuse",
                 mention=("slo",),
@@ -1959,7 +1859,7 @@ class Inputs:
                 argv,
                 f"--workload {os.path.basename(v) or repr(v)}",
                 "refuse",
-                mention=("workload",),
+                mention=("workload", "file"),
                 timeout=FILE_LIMIT,
             )
         # valid workload runs: either outcome may be right; there to find crashes
@@ -2017,8 +1917,8 @@ def check_bases() -> list[str]:
         rc, _, err = quiet(argv)
         if rc != 0:
             failed.append(f"{base}: exit {rc}: {err.strip()[:160]}")
-    for base, flag, typical in NUM_FLAGS:
-        rc, _, err = quiet(with_flag(base, flag, typical))
+    for base, flag, form, typical in NUM_FLAGS:
+        rc, _, err = quiet(with_flag(base, flag, form.format(typical)))
         if rc != 0:
             failed.append(f"{base} {flag} {typical}: exit {rc}: {err.strip()[:160]}")
     return failed

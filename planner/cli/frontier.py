@@ -211,7 +211,7 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     if a["mode"] == "realistic":
         print(f"# calibration: {a['calibration']} (--stack or NAME@STACK picks another stack's fit)")
     if a.get("search") in ("rules", "recipes"):
-        print(f"# as-deployed search: {a['deployments']}")
+        print(f"# {a['search']} search: {a['deployments']}")
         if a.get("dropped"):
             from planner.serving.deployed import dropped_summary
 
@@ -489,7 +489,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
           + (f"max TTFT {s['max_ttft']:g} s" if s.get("max_ttft") is not None else
              f"{s.get('search')} search of whole deployments (TTFT as each deployment's users give it)"))
     if s.get("search") in ("rules", "recipes"):
-        print(f"# as-deployed search: {A}: {c.a.attrs.get('deployments')}; "
+        print(f"# {s['search']} search: {A}: {c.a.attrs.get('deployments')}; "
               f"{B}: {c.b.attrs.get('deployments')}")
         from planner.serving.deployed import dropped_summary
 

@@ -127,7 +127,7 @@ def _cmd_frontiers(args: argparse.Namespace) -> int:
     print(f"# measured frontier points: {score.source} ({s['points_total']} rows, "
           f"{s['points_scored']} scored; measurements: InferenceX, SemiAnalysis)")
     print("# point: each row predicted at its own deployment (layout, workers, concurrency, precision, "
-          "speculation); frontier: each group's measured envelope against the as-deployed frontier of "
+          "speculation); frontier: each group's measured envelope against the recipes frontier of "
           "its framework's launch recipes, at the measured tokens/s per user; error = |predicted / "
           "measured - 1|, bias = median predicted / measured; tokens/s per GPU = output tokens over "
           "every GPU")
