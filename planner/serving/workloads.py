@@ -125,12 +125,13 @@ def workload_frontier(
     bad = [t for t in tiers if t not in TIERS]
     if bad:
         raise SpecError("<input>", "tiers", f"KV tiers among {', '.join(TIERS)}, got {bad[0]!r}")
-    if serving not in ("disaggregated", "decode"):
+    if serving != "disaggregated":
         raise SpecError(
             "<input>",
             "serving",
-            "disaggregated or decode for a workload (its prefill pool is "
-            f"sized by queueing; aggregated serving is not modelled), got {serving!r}",
+            "disaggregated for a workload (its prefill pool is sized by queueing for the TTFT "
+            "service level: a decode pool alone has no TTFT, aggregated serving is not modelled), "
+            f"got {serving!r}",
         )
     pct = _percentiles(wl)
     isl, osl = max(round(wl.isl), 1), max(round(wl.osl), 1)

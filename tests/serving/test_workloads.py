@@ -133,7 +133,8 @@ def test_frontier_workload_rows_carry_percentiles_and_tier_use(capsys):
     (["--workload", "agentic", "--isl", "1024"], "--isl: no --workload with it"),
     (["--workload", "agentic", "--kv-offload"], "--kv-offload: no --workload with it"),
     (["--workload", "agentic", "--metric", "total"], "--metric: no --workload with it"),
-    (["--workload", "agentic", "--serving", "aggregated"], "serving: disaggregated or decode"),
+    (["--workload", "agentic", "--serving", "aggregated"], "serving: disaggregated for a workload"),
+    (["--workload", "agentic", "--serving", "decode"], "a decode pool alone has no TTFT"),
 ])
 def test_workload_flags_refused_in_one_line(capsys, argv, needle):
     rc, out, err = run(capsys, ["frontier", "--model", "deepseek-r1", "--hardware", "hgx-h200", "--plot", "",
