@@ -250,6 +250,8 @@ def load_trace(path: str | Path) -> Workload:
             lo, hi = TRACE_RANGES[c]
             if not (math.isfinite(v) and lo <= v <= hi):
                 raise SpecError(label, f"line {i}.{c}", f"a number from {lo:g} to {hi:g}, got {r[c]!r}")
+            if c.endswith("_tokens") and v != round(v):
+                raise SpecError(label, f"line {i}.{c}", f"a whole number of tokens, got {r[c]!r}")
             vals[c].append(v)
         if vals["cached_tokens"][-1] > vals["input_tokens"][-1]:
             raise SpecError(label, f"line {i}.cached_tokens", "at most input_tokens")

@@ -424,3 +424,13 @@ def test_a_config_json_key_given_twice_is_refused_and_a_byte_order_mark_is_read(
     b.mkdir()
     (b / "config.json").write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
     assert main(["specs", "show", str(b / "config.json")]) == 0
+
+
+@pytest.mark.parametrize(("row", "field"), [("0,100,10.5,0", "line 2.output_tokens"),
+                                            ("0,100,10,2.5", "line 2.cached_tokens")])
+def test_fractional_token_counts_in_a_trace_are_one_line(tmp_path, capsys, row, field):
+    trace = tmp_path / "trace.csv"
+    trace.write_text(f"arrival_s,input_tokens,output_tokens,cached_tokens\n{row}\n1,100,10,0\n2,200,20,0\n")
+    rc, err = _err(capsys, ["frontier", "--model", "llama-3.1-8b", "--hardware", "hgx-h200",
+                            "--workload", str(trace), "--plot", "", "--csv", ""])
+    assert rc == 2 and f"trace.csv: {field}: a whole number of tokens" in err, err
