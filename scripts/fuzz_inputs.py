@@ -38,10 +38,10 @@ family in a subprocess), drawn from fourteen families:
     ``validate --runs FILE`` (rows of the bundled runs), each run with ``--json --out``: one row of
     a small file, copied from a row that scores, with a bad figure (negative TTFT, TPOT 1e308,
     inf, NaN, junk) or a bad count in a column the scoring reads for that row (batch size 1.5, a
-    negative EP, 0 GPUs ...); files whose rows are all unscorable; a FIFO, a directory or a device
-    as the file.  The bad row must be refused, or left unscored by a named rule that the JSON
-    summary counts (a bad p99 figure: or kept out of the p99 figures); never scored.  20 s limit
-    a case.
+    negative EP, 0 GPUs ...; not a worker layout that the benchmark's launch matrix replaces);
+    files whose rows are all unscorable; a FIFO, a directory or a device as the file.  The bad
+    row must be refused, or left unscored by a named rule that the JSON summary counts (a bad p99
+    figure: or kept out of the p99 figures); never scored.  20 s limit a case.
 ``names``
     a hardware spec's ``name`` that is empty, a path, has an ``@``, a space, a control character,
     or is no text; a layout whose units are not whole scale-up domains, whose domain does not
@@ -558,7 +558,7 @@ class Run:
             cmd = ["sh", "-c", 'exec "$@" >&-', "sh", *cmd]
         with contextlib.ExitStack() as stack:
             if case.stdout == "full":
-                sink: object = stack.enter_context(open("/dev/full", "w"))  # noqa: SIM115
+                sink: object = stack.enter_context(open("/dev/full", "w"))
             else:
                 sink = subprocess.PIPE if case.stdout == "pipe" else None
             p = subprocess.Popen(cmd, cwd=ROOT, stdout=sink, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
@@ -611,7 +611,7 @@ class Inputs:
         self.runs_header: list[str] = []
         self.runs_rows: list[list[str]] = []  # scorable rows of the bundled runs
 
-    # -- the original six ---------------------------------------------------------------------
+    # -- mutated files, hostile numbers, hostile output paths ------------------------------
     def hardware(self, i: int) -> Case:
         src = self.rng.choice(sorted(self.hw))
         p = self.work / f"spec{i % 7}.yaml"
@@ -723,7 +723,7 @@ class Inputs:
             p.write_text(set_fact(self.hw[src], fact, token), encoding="utf-8")
             return Case(
                 ["specs", "show", str(p)] + (["--json"] if rng.random() < 0.3 else []),
-                f"{kind} in a spec's {fact.path}",
+                f"{kind} in a spec {'quantity' if quoted else 'number'}",
                 "refuse",
                 protect=[p],
                 mention=(fact.path,),
@@ -742,7 +742,7 @@ class Inputs:
             argv = ["specs", "show", str(p)] if where == "model" else ["plan", str(p), "--json"]
             return Case(
                 argv,
-                f"{kind} in a {where}'s {m.group(1)}",
+                f"{kind} in a {where} spec number" if where == "model" else f"{kind} in a plan number",
                 "refuse",
                 protect=[p],
                 mention=(m.group(1),),
@@ -774,7 +774,7 @@ class Inputs:
             p.write_text(csv_text([header, *rows]), encoding="utf-8")
             return Case(
                 self._trace_argv(p),
-                f"{kind} in a trace's {header[c]}",
+                f"{kind} in a trace cell",
                 "refuse",
                 protect=[p],
                 mention=(header[c],),
@@ -786,7 +786,7 @@ class Inputs:
         if flag in OVERRIDES and rng.random() < 0.5:
             num = "hgx-h200=" + num
         return Case(
-            with_flag(base, flag, num), f"{kind} in {base} {flag}", "refuse", mention=(flag, flag.lstrip("-"))
+            with_flag(base, flag, num), f"{kind} in {flag}", "refuse", mention=(flag, flag.lstrip("-"))
         )
 
     # -- magnitudes ---------------------------------------------------------------------------
@@ -1454,7 +1454,9 @@ class Inputs:
             list(r) for r in rng.sample(pool, min(len(pool), rng.choice([0, 1, 1, 2]))) if r is not source
         ]
         p99 = name.startswith("p99_")
-        if p99:  # the other rows give no p99, so the summary's p99 points are the bad row's or none
+        if p99:  # no other p99 figure anywhere: the summary's p99 error is the bad figure's, or none
+            other = "p99_tpot_s" if name == "p99_ttft_s" else "p99_ttft_s"
+            bad[col[other]] = ""
             for r in companions:
                 r[col["p99_ttft_s"]] = r[col["p99_tpot_s"]] = ""
         rows = [*companions, bad]
@@ -1473,9 +1475,15 @@ class Inputs:
             r = per[at]
             s = _json(stdout)
             if r["scored"] == "True":
+                if "layout_from_benchmark_matrix" in r.get("flags", "") and name.startswith(
+                    ("decode_", "prefill_")
+                ):
+                    return None  # the benchmark's launch matrix replaces the row's worker layouts: not read
                 if p99:
-                    n = s.get("p99", {}).get("points", 0)
-                    return f"scored; its {name} {value!r} entered the p99 figures ({n} points)" if n else None
+                    err = s.get("p99", {}).get(f"{name[4:8]}_median_abs_err")
+                    return (
+                        None if err is None else f"scored; its {name} {value!r} gave a p99 error of {err:.3g}"
+                    )
                 return f"row {at + 2} scored with {name} = {value!r}"
             rule = r.get("rule") or r.get("status")
             if not rule:
@@ -1927,8 +1935,9 @@ def check_bases() -> list[str]:
 def main_fuzz(n: int, seed: int) -> int:
     rng = random.Random(seed)
     work = Path(tempfile.mkdtemp(prefix="moe-fuzz-"))
-    # the derived-text cache of a copy of the user's own, so that the quantities parsed here do not
-    # pile up in it (set before the first command: the cache's place is read once)
+    # the commands write each quantity they parse to the derived-text cache: give them a copy of the
+    # user's, so that the hostile ones do not pile up there (set before the first command: the
+    # cache's place is read once)
     cache = Path(tempfile.mkdtemp(prefix="moe-fuzz-cache-"))
     mine = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "moe-planner"
     if mine.is_dir():
@@ -1942,12 +1951,12 @@ def main_fuzz(n: int, seed: int) -> int:
         inputs.prepare_measured()
         setup = time.perf_counter() - t0
         run = Run(work)
-        make = {"plan": inputs.plan_file}
         names = [k for k, _ in FAMILIES]
         weights = [w for _, w in FAMILIES]
+        make = {k: inputs.plan_file if k == "plan" else getattr(inputs, k) for k in names}
         for i in range(n):
             family = rng.choices(names, weights)[0]
-            run(family, make.get(family, getattr(inputs, family, None))(i))
+            run(family, make[family](i))
         dt = time.perf_counter() - t0
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -1989,8 +1998,12 @@ def report(run: Run, n: int, seed: int, dt: float, setup: float, failed: list[st
         labels = run.labels.get(name)
         if labels:
             print(f"\n{name}: problems by kind of input")
-            for label, k in labels.most_common():
+            common = labels.most_common()
+            for label, k in common[:20]:
                 print(f"  {k:5d}  {label}")
+            if len(common) > 20:
+                rest = common[20:]
+                print(f"  {sum(k for _, k in rest):5d}  ... {len(rest)} more kinds")
     if run.examples:
         print("\nexamples")
         for _, ex in sorted(run.examples.items(), key=lambda x: (x[0][1] == "off target", x[0])):
