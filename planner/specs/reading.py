@@ -93,6 +93,25 @@ class _SafeLoader(_BASE_LOADER):  # type: ignore[misc, valid-type]
 
 
 _SafeLoader.add_constructor("tag:yaml.org,2002:map", _SafeLoader.construct_yaml_map)
+
+
+def _yaml_12_numbers(loader: Any) -> None:
+    """Numbers as YAML 1.2 reads them: YAML 1.1's underscores (``1_32`` -> 132), base-60 forms
+    (``2:12`` -> 132) and binary, octal and hex integers are text, which a spec's number field
+    then refuses in one line, instead of a different number than the one meant."""
+    int_tag, float_tag = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+    resolvers = {k: [(t, r) for t, r in v if t not in (int_tag, float_tag)]
+                 for k, v in loader.yaml_implicit_resolvers.items()}
+    loader.yaml_implicit_resolvers = resolvers
+    loader.add_implicit_resolver(int_tag, re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$"), list("-+0123456789"))
+    loader.add_implicit_resolver(
+        float_tag,
+        re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*|[0-9]+)(?:[eE][-+]?[0-9]+)?"
+                   r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+        list("-+.0123456789"))
+
+
+_yaml_12_numbers(_SafeLoader)
 _SAFE_LOADER = _SafeLoader
 
 

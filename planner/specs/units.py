@@ -72,6 +72,11 @@ _BYTES = re.compile(r"(?<![A-Za-z])([kMGTPE]i?)?(?:B|byte|bytes)(?![A-Za-z])")
 #: or "4,8"), which cannot be told apart ("5,408 USD/h" is 5.408 in much of Europe and 5408 in the
 #: US, and pint would read "4,8" as 48), so neither is read
 _DIGIT_COMMA = re.compile(r"\d,\d")
+#: A quantity as specs write it: one number in ASCII digits (a decimal point and an exponent at
+#: most) and a unit that starts with a letter.  Pint would read "4 800 GB/s" as 4 x 800 GB/s and
+#: "4_8 TB/s" as 48 TB/s; other digits and separators are refused before it sees them.
+_QUANTITY_SHAPE = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*"
+                             r"[A-Za-z\u00b5\u03bc%$][A-Za-z0-9\u00b5\u03bc%$/^*. ()-]*\s*\Z")
 
 
 def _normalise(text: str) -> str:
@@ -100,6 +105,10 @@ def parse_quantity(text: str, dimension: str, where: str = "<input>", field: str
                 if text.count(",") == 1 and len(text) <= 40 else "the number without commas")
         raise SpecError(where, field, f"expected {words}, written as a number without thousands or decimal "
                         f"commas, got {_short(text)} (write {hint})")
+    if not _QUANTITY_SHAPE.match(text):
+        raise SpecError(where, field, f"expected {words}, written as one number in ASCII digits (no "
+                        f"spaces, underscores, apostrophes or other separators inside it) and its unit, "
+                        f"got {_short(text)}")
     return _parse_text(text, dimension, where, field)
 
 

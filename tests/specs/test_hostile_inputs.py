@@ -109,10 +109,32 @@ def test_decimal_comma_is_an_error_not_a_tenfold_value():
 def test_scientific_notation_that_yaml_reads_as_text_is_a_number(tmp_path):
     from planner.specs.reading import Fields
 
+    # numbers as YAML 1.2 reads them: 1e6 is a number (YAML 1.1 left it text)
     doc = parse_yaml("demand_tps: 1e6\nother: 2.5e3\n", "plan.yaml")
-    assert doc["demand_tps"] == "1e6"  # YAML 1.1 leaves it text
+    assert doc["demand_tps"] == 1e6
     f = Fields(doc, "plan.yaml")
     assert f.number("demand_tps") == 1e6 and f.number("other") == 2500.0
+
+
+@pytest.mark.parametrize("text", ["1_32", "2:12", "0x84", "1_000_000"])
+def test_yaml_11_number_forms_are_text_and_refused_as_numbers(text):
+    from planner.specs.reading import Fields
+
+    # YAML 1.1 read 1_32 and 2:12 (base 60) as 132: a different number than the one meant
+    doc = parse_yaml(f"sm_count: {text}\n", "hw.yaml")
+    assert doc["sm_count"] == text
+    with pytest.raises(SpecError, match="sm_count"):
+        Fields(doc, "hw.yaml").number("sm_count")
+
+
+@pytest.mark.parametrize("text", ["4 800 GB/s", "4_8 TB/s", "1.979.5 TB/s", "4\u2009800 GB/s", "4'800 GB/s",
+                                  "\uff14.8 TB/s", "4\u066b8 TB/s"])
+def test_separators_inside_a_quantity_are_refused(text):
+    from planner.specs.units import parse_quantity
+
+    # pint read "4 800 GB/s" as 4 x 800 GB/s and "4_8 TB/s" as 48 TB/s
+    with pytest.raises(SpecError, match="one number in ASCII digits"):
+        parse_quantity(text, "bandwidth", "hw.yaml", "hbm_bandwidth")
 
 
 @pytest.mark.parametrize(
