@@ -114,7 +114,11 @@ def _cmd_frontiers(args: argparse.Namespace) -> int:
     if args.runs is not None or args.kernels or args.points:
         raise SpecError("<input>", "--frontiers", "alone (not with --runs, --kernels or --points)")
     check_output_args(args, files=["out"])
-    score = score_frontiers(args.frontiers)
+    import numpy as np
+
+    # a figure far out of range (scored out by a rule) must not print numpy's warnings as well
+    with np.errstate(all="ignore"):
+        score = score_frontiers(args.frontiers)
     if args.out:
         write_atomic(args.out, lambda tmp: per_row(score).to_csv(tmp, index=False), "--out")
     s = score.summary()
@@ -127,7 +131,7 @@ def _cmd_frontiers(args: argparse.Namespace) -> int:
     print(f"# measured frontier points: {score.source} ({s['points_total']} rows, "
           f"{s['points_scored']} scored; measurements: InferenceX, SemiAnalysis)")
     print("# point: each row predicted at its own deployment (layout, workers, concurrency, precision, "
-          "speculation); frontier: each group's measured envelope against the recipes frontier of "
+          "speculation); frontier: each group's measured envelope against the frontier of "
           "its framework's launch recipes, at the measured tokens/s per user; error = |predicted / "
           "measured - 1|, bias = median predicted / measured; tokens/s per GPU = output tokens over "
           "every GPU")
@@ -220,7 +224,8 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     if args.leave_out:
         return _cmd_leave_out(args)
     check_output_args(args, files=["out"])
-    score = score_runs(None if args.runs is True else args.runs)
+    with np.errstate(all="ignore"):  # (as for --frontiers: rules, not warnings, say what is off)
+        score = score_runs(None if args.runs is True else args.runs)
     if args.out:
         write_atomic(args.out, lambda tmp: score.per_row().to_csv(tmp, index=False), "--out")
     s = score.summary()

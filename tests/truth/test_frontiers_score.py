@@ -218,3 +218,14 @@ def test_measured_runs_with_impossible_figures_are_refused_in_one_line(tmp_path)
         df.to_csv(p, index=False)
         with pytest.raises(SpecError, match=f"row 3: {col}"):
             load_runs(p)
+
+
+def test_absurd_figures_print_no_numpy_warnings(tmp_path, capsys):
+    import warnings
+
+    rows = [_row(), _row(concurrency=32, tpot_s=0.0), _row(concurrency=64, total_gpus=float("inf"))]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rc = main(["validate", "--frontiers", str(_csv(tmp_path, rows)), "--json"])
+    assert rc == 0
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
