@@ -234,9 +234,14 @@ def load_trace(path: str | Path) -> Workload:
     and optionally ``session`` (the gap between a session's requests is its idle time)."""
     label = str(path)
     text = read_text(path, label)
-    rows = list(csv.DictReader(text.splitlines()))
+    reader = csv.DictReader(text.splitlines())
+    rows = list(reader)
     if not rows:
         raise SpecError(label, "rows", f"a header with {', '.join(TRACE_COLUMNS)} and at least two requests")
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    twice = sorted({h for h in header if header.count(h) > 1})
+    if twice:  # (a CSV reader keeps the last of a repeated column without a word)
+        raise SpecError(label, twice[0], "a column given once in the header")
     missing = [c for c in TRACE_COLUMNS if c not in rows[0]]
     if missing:
         raise SpecError(label, missing[0], f"a column of the trace (needs {', '.join(TRACE_COLUMNS)})")

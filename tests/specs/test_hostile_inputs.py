@@ -456,3 +456,12 @@ def test_fractional_token_counts_in_a_trace_are_one_line(tmp_path, capsys, row, 
     rc, err = _err(capsys, ["frontier", "--model", "llama-3.1-8b", "--hardware", "hgx-h200",
                             "--workload", str(trace), "--plot", "", "--csv", ""])
     assert rc == 2 and f"trace.csv: {field}: a whole number of tokens" in err, err
+
+
+def test_a_trace_column_given_twice_is_refused(tmp_path, capsys):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens,cached_tokens,input_tokens\n"
+                     "0,1500,100,0,1\n1,1500,100,0,1\n2,1500,100,0,1\n")
+    rc, err = _err(capsys, ["frontier", "--model", "llama-3.1-8b", "--hardware", "hgx-h200",
+                            "--workload", str(trace), "--plot", "", "--csv", ""])
+    assert rc == 2 and "trace.csv: input_tokens: a column given once" in err, err
