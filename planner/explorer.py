@@ -26,7 +26,7 @@ import pandas as pd
 from planner.errors import SpecError
 from planner.plot import plot_frontiers
 from planner.serving.comparison import envelope, explain, ratio_curve
-from planner.serving.frontiers import frontier, limit_only
+from planner.serving.frontiers import SEARCH_ALIASES, frontier, limit_only
 from planner.specs.hardware import Hardware
 from planner.specs.precision import PRECISIONS
 from planner.specs.registry import hardware_names, load_hardware, load_model, load_systems
@@ -162,8 +162,8 @@ class Explorer:
         defaults = dict(defaults)
         at = float(defaults.pop("at", 50.0))
         self.fast = {k: defaults.pop(k, v) for k, v in FAST.items()}
-        search = {"deployed": "recipes"}.get(defaults.get("search", "rules"), defaults.get("search", "rules"))
-        defaults.pop("search", None)
+        search = defaults.pop("search", "rules")
+        search = SEARCH_ALIASES.get(search, search)
         serving = defaults.pop("serving", "disaggregated")
         isl, osl = int(defaults.pop("isl", 1024)), int(defaults.pop("osl", 1024))
         from planner.specs.workload import KV_TIERS, workload_names
