@@ -253,3 +253,20 @@ def test_explain_says_why_the_chain_and_the_counterfactuals_differ(capsys):
     assert rc == 0
     note = [line for line in out.splitlines() if line.startswith("# the scale-up domain is worth")]
     assert len(note) == 1 and "do not multiply to the ratio" in note[0]
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["point", "--model", "deepseek-r1", "--hardware", "hgx-h200", "--gpus", "8", "--batch", "8",
+      "--context", "2048", "--mtp", "1_0"], "--mtp"),
+    (["frontier", *SMALL, "--hardware", "hgx-h200", "--mtp", "\uff13"], "--mtp"),
+    (["frontier", *SMALL, "--hardware", "hgx-h200", "--acceptance", "\uff12.3"], "--acceptance"),
+    (["size", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--demand-tps", "1000",
+      "--min-tps-user", "20", "--usd-per-kwh", "1_0"], "--usd-per-kwh"),
+    (["frontier", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--workload", "chat", "--slo",
+      "ttft_p99=1_0"], "ASCII digits"),
+    (["sensitivity", "--model", "deepseek-v2-lite", "--hardware", "hgx-h200", "--what-if",
+      "su_bandwidth=1_0"], "--what-if"),
+])
+def test_numbers_with_separators_or_other_digits_are_refused(capsys, argv, needle):
+    # Python's float() and int() read 1_0 as 10 and fullwidth digits as ASCII ones
+    refused(capsys, argv, needle)

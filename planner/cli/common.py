@@ -46,12 +46,20 @@ def apply_stack(args: argparse.Namespace) -> None:
     args.hardware = [tag(n) for n in hw] if isinstance(hw, list) else tag(hw)
 
 
-def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0 (ASCII digits)."""
+def plain_number(text: str) -> str:
+    """``text`` where it is a number as written by hand: ASCII digits without separators (Python's
+    ``float`` and ``int`` read ``1_0`` as 10 and fullwidth or Arabic-Indic digits as ASCII ones);
+    else an argparse error saying so."""
     if not text.isascii():
         raise argparse.ArgumentTypeError(f"expected a number in ASCII digits, got {text[:40]!r}")
-    if "_" in text or "," in text:  # float() reads 1_0 as 10; a comma is a thousands or decimal mark
+    if "_" in text or "," in text:  # a comma is a thousands or decimal mark
         raise argparse.ArgumentTypeError(f"expected a number without separators, got {text[:40]!r}")
+    return text
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0 (ASCII digits)."""
+    plain_number(text)
     try:
         v = float(text)
     except ValueError:
@@ -164,6 +172,7 @@ def _json_default(o: Any) -> Any:
 
 def acceptance_arg(text: str) -> float:
     """``--acceptance``: tokens per step (>= 1) or a per-draft acceptance rate (< 1)."""
+    plain_number(text)
     try:
         v = float(text)
     except ValueError:

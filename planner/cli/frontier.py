@@ -41,7 +41,7 @@ def _mtp(text: str) -> Any:
         return None
     if text == "auto":
         return "auto"
-    if text.isdigit() and 0 < int(text) <= 16:
+    if text.isascii() and text.isdigit() and 0 < int(text) <= 16:
         return int(text)
     raise argparse.ArgumentTypeError(f"expected off, auto or a number of draft tokens (1-16), got {text!r}")
 

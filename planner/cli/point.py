@@ -11,6 +11,7 @@ from planner.cli.common import (
     acceptance_arg,
     add_command,
     add_stack,
+    plain_number,
     positive_float,
     positive_int,
     print_json,
@@ -70,6 +71,7 @@ _PARTS_OF = {"attn_indexer": "attn_core", "attn_linear": "attn_core"}
 def _mtp(text: str) -> int | None:
     if text.lower() in ("off", "0", "none", "no"):
         return None
+    plain_number(text)
     try:
         v = int(text)
     except ValueError:

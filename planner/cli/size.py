@@ -13,6 +13,7 @@ from planner.cli.common import (
     add_stack,
     check_output_args,
     json_safe,
+    plain_number,
     positive_float,
     positive_int,
     print_json,
@@ -37,6 +38,7 @@ FIGURE_LABELS = {
 
 
 def _nonneg_float(text: str) -> float:
+    plain_number(text)
     try:
         v = float(text)
     except ValueError:

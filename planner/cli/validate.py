@@ -6,7 +6,14 @@ import argparse
 import math
 from typing import Any
 
-from planner.cli.common import add_command, add_stack, check_output_args, json_safe, print_json
+from planner.cli.common import (
+    add_command,
+    add_stack,
+    check_output_args,
+    json_safe,
+    plain_number,
+    print_json,
+)
 from planner.errors import SpecError
 
 
@@ -600,6 +607,7 @@ def _what_if_arg(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"expected PARAM=FACTOR (e.g. su_bandwidth=2), got {text!r}")
     if name not in ALL_RESOURCES:
         raise argparse.ArgumentTypeError(f"expected one of {', '.join(ALL_RESOURCES)}, got {name!r}")
+    plain_number(val)
     try:
         f = float(val)
     except ValueError:

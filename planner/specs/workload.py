@@ -104,6 +104,9 @@ def parse_slo(text: str, where: str = "<input>", field_name: str = "slo") -> dic
         slo_key(key, where, field_name)
         if key in out:
             raise SpecError(where, f"{field_name}.{key}", f"one value, given twice in {text!r}")
+        if not value.strip().isascii() or "_" in value:  # float() reads 1_0 as 10, and other digits
+            raise SpecError(where, f"{field_name}.{key}",
+                            f"a time in seconds in ASCII digits, got {value.strip()!r}")
         try:
             v = float(value)
         except ValueError:
