@@ -500,6 +500,12 @@ def _ladder_to(hi: float, per_octave: int) -> np.ndarray:
     return np.unique(np.round(2.0 ** (np.arange(k + 1) / per_octave)))
 
 
+def _layouts_of(model: Model, lays: list[tuple[float, float, float]]) -> dict[str, np.ndarray]:
+    """:func:`_layout`'s step arguments of worker layouts given as (GPUs, attention TP, EP)."""
+    g, t, e = (np.array(v, float) for v in zip(*lays, strict=True))
+    return _layout(model, pd.DataFrame({"w_gpus": g, "w_tp_attn": t, "w_ep": e}), "w")
+
+
 def _holding(model: Model, hw: Hardware, lays: list[tuple[float, float, float]], weights: str | None,
              kv: str | None, mode: str) -> list[tuple[float, float, float]]:
     """The layouts of ``lays`` whose GPUs hold the weights (and a sequence of one token) and whose
@@ -507,12 +513,11 @@ def _holding(model: Model, hw: Hardware, lays: list[tuple[float, float, float]],
     needed (:func:`across_nodes_where_needed`)."""
     if not lays:
         return lays
-    g, t, e = (np.array(v, float) for v in zip(*lays, strict=True))
-    frame = pd.DataFrame({"decode_gpus": g, "decode_tp_attn": t, "decode_ep": e})
+    n = len(lays)
     r = evaluate_configs(model, hw, resolve_precisions(model, hw, weights, kv), mode,
-                         **_layout(model, frame, "decode"), b=np.ones(len(g)), S=1.0, categories=False)
-    ok = np.asarray(r["feasible"], bool) * np.ones(len(g), bool)
-    share = np.asarray(r["memory.weights"], float) * np.ones(len(g)) / hw.hbm_capacity
+                         **_layouts_of(model, lays), b=np.ones(n), S=1.0, categories=False)
+    ok = np.asarray(r["feasible"], bool) * np.ones(n, bool)
+    share = np.asarray(r["memory.weights"], float) * np.ones(n) / hw.hbm_capacity
     held = [(lay, float(s)) for lay, k, s in zip(lays, ok, share, strict=True) if k]
     return across_nodes_where_needed([h[0] for h in held], [h[1] for h in held], float(hw.domain_size))
 
@@ -525,11 +530,9 @@ def _best_prefill(model: Model, hw: Hardware, lays: list[tuple[float, float, flo
 
     if not lays:
         return lays
-    g, t, e = (np.array(v, float) for v in zip(*lays, strict=True))
-    frame = pd.DataFrame({"prefill_gpus": g, "prefill_tp_attn": t, "prefill_ep": e})
     x = chunked_prefill_rate(model, hw, resolve_precisions(model, hw, weights, kv), mode,
-                             **_layout(model, frame, "prefill"), isl=isl)
-    x = np.where(np.isfinite(x), x, -np.inf) * np.ones(len(g))
+                             **_layouts_of(model, lays), isl=isl)
+    x = np.where(np.isfinite(x), x, -np.inf) * np.ones(len(lays))
     best: dict[float, tuple[float, tuple[float, float, float]]] = {}
     for lay, v in zip(lays, x, strict=True):
         if v > best.get(lay[0], (-np.inf, lay))[0]:

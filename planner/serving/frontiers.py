@@ -335,9 +335,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     if search in DEPLOYMENT_SEARCHES:
         return _deployed(model, hw, wl, serving=serving, weights=weights, kv=kv, mtp=mtp, mode=mode,
                          metric=metric, all_points=all_points, search=search, max_ttft=max_ttft)
-    max_ttft = DEFAULT_MAX_TTFT if max_ttft is None else max_ttft
-    if not (isinstance(max_ttft, int | float) and math.isfinite(max_ttft) and max_ttft > 0):
-        raise SpecError("<input>", "max_ttft", f"a positive time in seconds, got {max_ttft!r}")
+    max_ttft = DEFAULT_MAX_TTFT if max_ttft is None else max_ttft  # (checked above)
     space = SearchSpace(gpus, max_gpus, tp_attn, ep, tp_moe, weights, kv, mtp, overlap, kv_offload,
                         acceptance)
     attrs = dict(model=model.name, hardware=hw.name, stack=hw.stack, calibration=calibration_label(hw),

@@ -245,9 +245,13 @@ SYSTEM_LEVELS = (10.0, 20.0, 30.0, 50.0, 75.0, 100.0, 150.0)
 BELOW = 0.85
 
 
-def _best_at(x: np.ndarray, y: np.ndarray, u: float) -> float:
-    ok = np.isfinite(x) & np.isfinite(y) & (x >= u)
-    return float(y[ok].max()) if ok.any() else math.nan
+def _envelope(x: Any, y: Any, levels: tuple[float, ...]) -> np.ndarray:
+    """:func:`~planner.serving.deployed.envelope_at` of points (``x``, ``y``), the non-finite left out."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    if not ok.any():
+        return np.full(len(levels), math.nan)
+    return envelope_at(pd.DataFrame({"tps_per_user": x[ok], "y": y[ok]}), levels, "y")
 
 
 def system_cells(df: pd.DataFrame, frontier_of: Any,
@@ -266,14 +270,13 @@ def system_cells(df: pd.DataFrame, frontier_of: Any,
         tool = frontier_of(h, m, float(isl), float(osl))
         tx, ty = tool if tool is not None else (np.array([]), np.array([]))
         s = d[d.scored] if "scored" in d else d.iloc[:0]
-        for u in levels:
-            meas = _best_at(d.tps_per_user.to_numpy(float), d.tps_per_gpu_output.to_numpy(float), u)
-            if not math.isfinite(meas):
-                continue
-            rows.append({"hardware": h, "model": m, "isl": float(isl), "osl": float(osl), "level": u,
-                         "measured": meas, "tool": _best_at(tx, ty, u),
-                         "own": _best_at(s.pred_tps_per_user.to_numpy(float),
-                                         s.pred_output_tps_per_gpu.to_numpy(float), u)})
+        meas = _envelope(d.tps_per_user, d.tps_per_gpu_output, levels)
+        tool_y = _envelope(tx, ty, levels)
+        own = _envelope(s.pred_tps_per_user, s.pred_output_tps_per_gpu, levels)
+        for u, mv, tv, ov in zip(levels, meas, tool_y, own, strict=True):
+            if math.isfinite(mv):  # (a level no measurement reaches is no cell)
+                rows.append({"hardware": h, "model": m, "isl": float(isl), "osl": float(osl), "level": u,
+                             "measured": mv, "tool": tv, "own": ov})
     return pd.DataFrame(rows, columns=["hardware", "model", "isl", "osl", "level", "measured", "tool", "own"])
 
 
