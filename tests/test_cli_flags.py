@@ -221,7 +221,9 @@ def test_calibrate_write_never_rewrites_an_installed_package(capsys, monkeypatch
     import planner.specs.registry as registry
 
     monkeypatch.setattr(registry, "source_checkout", lambda: None)
-    before = {p: p.read_bytes() for p in map(registry.bundled_hardware_path, registry.hardware_names())}
+    names = registry.hardware_names()
+    before = {p: p.read_bytes() for p in [*map(registry.bundled_hardware_path, names),
+                                          *map(registry.bundled_calibration_path, names)]}
     refused(capsys, ["calibrate", *extra, "--write"], "--write: a source checkout of moe-planner")
     assert all(p.read_bytes() == b for p, b in before.items())
 

@@ -15,7 +15,7 @@ import numpy as np
 from planner.errors import SpecError
 from planner.physics import compiled
 from planner.physics.dispatch import decode_dispatch, trtllm_mmha
-from planner.specs.hardware import Hardware
+from planner.specs.hardware import FAMILY_REFERENCE, Hardware
 from planner.specs.model import Model
 from planner.specs.precision import compute_dtype, get_precision, kv_bytes
 from planner.specs.registry import load_hardware, load_model
@@ -205,15 +205,9 @@ LAW_DTYPE = {"fp4": "nvfp4", "fp8": "fp8", "bf16": "bf16"}
 MOE_MIN_TILE = 16.0
 
 
-#: The GPU of each family whose measured kernel laws (GEMM, grouped MoE, decode and prefill
-#: attention: the compute kernels') a spec of its family without kernel tables of its own borrows
-#: (``calibrate --runs --write`` copies its law lines into that spec: the fractions of its own peaks
-#: and bandwidth), and whose SM count it takes where its spec states none.  The step composes those
-#: laws, and the runs fit prices with its fractions only what no law covers, so a spec without them
-#: would price its GEMMs, experts and attention at fractions fitted to what is left over.  Its
-#: communication laws are not borrowed: another system's links (H20's and H800's NVLink, an AMD
-#: part's Infinity Fabric) keep their own latency.
-FAMILY_REFERENCE = {"hopper": "hgx-h100", "blackwell": "hgx-b200"}
+#: FAMILY_REFERENCE (planner.specs.hardware): the GPU of each family whose measured kernel laws a
+#: spec of its family without kernel tables of its own borrows, and whose SM count it takes where
+#: its spec states none.
 
 
 def sm_count(hw: Hardware) -> float:

@@ -191,10 +191,13 @@ def best_prefill(model: Model, hw: Hardware, space: SearchSpace, isl: float, mod
 
 # ---- the frontier ----------------------------------------------------------------------------
 def calibration_label(hw: Hardware) -> str:
-    """Which realistic-mode efficiencies a system carries, for output headers."""
+    """Which realistic-mode efficiencies a system carries, for output headers (a datasheet alone
+    says whose calibration it borrows)."""
+    whose = (f" borrowed from {hw.calibration_from} (a datasheet alone: its family's reference)"
+             if hw.calibration_from else "")
     if hw.stack:
-        return f"{hw.name}: {hw.stack} fit to measured runs"
-    return f"{hw.name}: efficiency block of its spec"
+        return f"{hw.name}: {hw.stack} fit to measured runs{whose}"
+    return f"{hw.name}: efficiency block of its {'reference' if whose else 'spec'}{whose}"
 
 
 def _costs(hw: Hardware, y_output: Any) -> dict[str, Any]:

@@ -286,6 +286,9 @@ class Hardware:
     nccl_allreduce: NcclLaw | None = None
     #: GPUs under one host (one operating system: the reach of CUDA IPC); 0: the whole system
     gpus_per_host: int = 0
+    #: the family reference whose calibration this system borrows ("": its own; a datasheet alone
+    #: borrows :data:`FAMILY_REFERENCE`'s)
+    calibration_from: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if not self.gpus_per_host:
@@ -786,7 +789,109 @@ def _law_lines(f: Fields, e: Fields, prefix: str, keys: tuple[str, ...], law: ty
     return tuple(out)
 
 
-def load_hardware_file(path: Path | str) -> Hardware:
+# ---- datasheet and calibration --------------------------------------------------------------
+#: The top-level blocks of a calibration: what a serving stack achieves of the datasheet's peaks
+#: (assumed or fitted, at a date), kept apart from the datasheet in ``calibration/<file>`` beside it
+#: (the bundled systems: ``hardware_specs/calibration/<name>.yaml``, machine-written by
+#: ``moe-planner calibrate --write``).  A spec file may also carry them itself.
+CALIBRATION_KEYS = ("efficiency", "calibration", "collectives", "stacks")
+#: The system of each family whose calibration a datasheet alone borrows (its GEMM, grouped-MoE and
+#: attention laws are fractions of the borrower's own peaks), and whose SM count a spec without one
+#: takes.  Its communication laws (``collectives:``, the stacks' all-reduce and all-to-all fits) are
+#: not borrowed: another system's links keep their own latency at the stack's fractions.
+FAMILY_REFERENCE = {"hopper": "hgx-h100", "blackwell": "hgx-b200"}
+#: the ``stacks:`` and ``efficiency:`` entries fitted to the reference's own links (not borrowed)
+_LINK_FITS = ("allreduce_", "a2a_")
+
+
+def calibration_file(path: Path | str) -> Path:
+    """Where the calibration of the datasheet at ``path`` lives: ``calibration/<its name>`` beside it."""
+    p = Path(path)
+    return p.parent / "calibration" / p.name
+
+
+def _bundled_calibration(name: str) -> Path:
+    from importlib import resources
+
+    return Path(str(resources.files("planner.hardware_specs").joinpath("calibration", f"{name}.yaml")))
+
+
+def borrowed_calibration(doc: dict[str, Any]) -> dict[str, Any]:
+    """A reference system's calibration as another system of its family takes it: without the fits
+    to the reference's own links (``collectives:``, the all-reduce and all-to-all entries)."""
+    out = {k: v for k, v in doc.items() if k in CALIBRATION_KEYS and k != "collectives"}
+    if isinstance(out.get("efficiency"), dict):
+        out["efficiency"] = {k: v for k, v in out["efficiency"].items() if not str(k).startswith(_LINK_FITS)}
+    if isinstance(out.get("stacks"), dict):
+        out["stacks"] = {s: ({k: v for k, v in e.items() if not str(k).startswith(_LINK_FITS)}
+                             if isinstance(e, dict) and s not in ("default", "fit") else e)
+                         for s, e in out["stacks"].items()}
+    return out
+
+
+def read_calibration(path: Path | str, name: str) -> dict[str, Any]:
+    """The calibration file at ``path`` of the system named ``name``: its blocks, checked to be
+    calibration blocks for that system (``calibrates: NAME``)."""
     from planner.specs.reading import read_yaml
 
-    return parse_hardware(read_yaml(path), str(path))
+    label = str(path)
+    doc = read_yaml(path, label)
+    if not isinstance(doc, dict):
+        raise SpecError(label, "yaml", "a mapping of calibration blocks")
+    if doc.get("calibrates") != name:
+        raise SpecError(label, "calibrates", f"the name of the system it calibrates ({name!r}), "
+                        f"got {doc.get('calibrates')!r}")
+    extra = sorted(str(k) for k in doc if k not in (*CALIBRATION_KEYS, "calibrates"))
+    if extra:
+        raise SpecError(label, extra[0], f"a calibration block ({', '.join(CALIBRATION_KEYS)}); "
+                        "datasheet facts belong in the system's own file")
+    if "efficiency" not in doc:
+        raise SpecError(label, "efficiency", "the efficiency: block (the field is missing)")
+    return {k: v for k, v in doc.items() if k != "calibrates"}
+
+
+def parse_with_calibration(doc: dict[str, Any], label: str, cal: dict[str, Any] | None, cal_label: str,
+                           borrowed_from: str = "") -> Hardware:
+    """The system of datasheet ``doc`` with the calibration blocks ``cal`` (None: the datasheet
+    carries its own); an error in a calibration block names the calibration's file."""
+    if cal is None:
+        return parse_hardware(doc, label)
+    both = [k for k in CALIBRATION_KEYS if k in doc and k in cal]
+    if both:
+        raise SpecError(label, both[0], f"no {both[0]}: block where {cal_label} gives it")
+    try:
+        hw = parse_hardware({**doc, **cal}, label)
+    except SpecError as exc:
+        if exc.field.split(".")[0].split("[")[0] in CALIBRATION_KEYS:
+            raise SpecError(cal_label, exc.field, exc.expected) from None
+        raise
+    if not borrowed_from:
+        return hw
+    note = f"borrowed from {borrowed_from} (the {hw.family} family's reference; a datasheet alone)"
+    src = {k: (f"{note}: {v}" if k.split(".")[0] in CALIBRATION_KEYS else v) for k, v in hw.sources.items()}
+    return dataclasses.replace(hw, sources=src, calibration_from=borrowed_from)
+
+
+def load_hardware_file(path: Path | str, label: str | None = None) -> Hardware:
+    """A system from its spec file: the datasheet, with its calibration (its own blocks, else
+    ``calibration/<file>`` beside it, else its family reference's, borrowed and said so)."""
+    from planner.specs.reading import path_kind, read_yaml
+
+    label = label or str(path)
+    doc = read_yaml(path, label)
+    if not isinstance(doc, dict) or "efficiency" in doc:
+        return parse_hardware(doc, label)
+    own = calibration_file(path)
+    if path_kind(own) == "file":
+        name = doc.get("name")
+        return parse_with_calibration(doc, label, read_calibration(own, name), str(own))
+    family = doc.get("family")
+    ref = FAMILY_REFERENCE.get(family) if isinstance(family, str) else None
+    if ref is None:
+        raise SpecError(label, "efficiency", f"an efficiency: block, or a calibration file {own} (the "
+                        f"family {family!r} has no reference system to borrow one from: "
+                        f"{', '.join(FAMILY_REFERENCE)} do)")
+    ref_path = _bundled_calibration(ref)
+    cal = borrowed_calibration(read_calibration(ref_path, ref))
+    return parse_with_calibration(doc, label, cal, f"hardware_specs/calibration/{ref}.yaml",
+                                  borrowed_from=ref)

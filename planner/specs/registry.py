@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 from planner.errors import SpecError
-from planner.specs.hardware import Hardware, parse_hardware
+from planner.specs.hardware import Hardware, calibration_file, load_hardware_file, parse_with_calibration
 from planner.specs.model import Model, parse_model
 from planner.specs.reading import parse_yaml, path_kind, suggest
 
@@ -62,11 +62,38 @@ def bundled_hardware_path(name: str) -> Path:
     return Path(str(resources.files("planner.hardware_specs").joinpath(f"{name}.yaml")))
 
 
+def bundled_calibration_path(name: str) -> Path:
+    """The calibration file of bundled system ``name`` (its fits, machine-written: what
+    ``calibrate --write`` rewrites)."""
+    return calibration_file(bundled_hardware_path(name))
+
+
+def bundled_hardware_text(name: str) -> str:
+    """Bundled system ``name`` as one self-contained spec: its datasheet, then its calibration's
+    blocks (what a user copies to change a fact or an efficiency)."""
+    sheet = bundled_hardware_path(name).read_text("utf-8").rstrip("\n")
+    cal = bundled_calibration_path(name)
+    if not cal.is_file():
+        return sheet + "\n"
+    lines = [ln for ln in cal.read_text("utf-8").splitlines() if not ln.startswith("calibrates:")]
+    return sheet + "\n" + "\n".join(lines).rstrip("\n") + "\n"
+
+
+def parse_bundled(name: str, calibration_text: str) -> Hardware:
+    """Bundled system ``name`` with ``calibration_text`` as its calibration file (a writer's check
+    that a new calibration still loads before it is written)."""
+    path = bundled_calibration_path(name)
+    doc = parse_yaml(calibration_text, str(path))
+    if not isinstance(doc, dict) or doc.get("calibrates") != name:
+        raise SpecError(str(path), "calibrates", f"the name of the system it calibrates ({name!r})")
+    sheet = parse_yaml(bundled_hardware_path(name).read_text("utf-8"), f"hardware_specs/{name}.yaml")
+    return parse_with_calibration(sheet, f"hardware_specs/{name}.yaml",
+                                  {k: v for k, v in doc.items() if k != "calibrates"}, str(path))
+
+
 @lru_cache(maxsize=64)
 def _bundled_hardware(name: str) -> Hardware:
-    text = bundled_hardware_path(name).read_text("utf-8")
-    label = f"hardware_specs/{name}.yaml"
-    return parse_hardware(parse_yaml(text, label), label)
+    return load_hardware_file(bundled_hardware_path(name), f"hardware_specs/{name}.yaml")
 
 
 @lru_cache(maxsize=64)
@@ -91,8 +118,6 @@ def load_hardware(name: str | Hardware) -> Hardware:
     if name in hardware_names():
         return _bundled_hardware(name)
     if _looks_like_path(name):
-        from planner.specs.hardware import load_hardware_file
-
         return load_hardware_file(name)
     canonical = canonical_hardware_name(name)
     if canonical is not None:

@@ -51,7 +51,7 @@ from scipy.optimize import least_squares
 from planner.errors import SpecError
 from planner.specs.hardware import Hardware
 from planner.specs.reading import parse_yaml
-from planner.specs.registry import bundled_hardware_path, hardware_names, load_hardware
+from planner.specs.registry import bundled_calibration_path, hardware_names, load_hardware, parse_bundled
 from planner.truth.validate import Point, load_points, measured_value, predict, scorecard
 
 FAMILIES = ("hopper", "blackwell")
@@ -112,8 +112,9 @@ METHOD = ("scipy.optimize.least_squares (trust-region reflective) on log(predict
 
 # ---- hardware with a parameter vector applied --------------------------------------------------
 def _raw_doc(name: str) -> dict[str, Any]:
-    text = bundled_hardware_path(name).read_text("utf-8")
-    return parse_yaml(text, f"hardware_specs/{name}.yaml")
+    """Bundled system ``name``'s calibration file, as written."""
+    path = bundled_calibration_path(name)
+    return parse_yaml(path.read_text("utf-8"), str(path))
 
 
 def family_hardware(parameters: tuple[Parameter, ...] = PARAMETERS) -> dict[str, Hardware]:
@@ -407,7 +408,7 @@ def _fmt_value(p: Parameter, v: float) -> str:
 
 
 def render(text: str, h: Hardware, result: Fit) -> str:
-    """The spec text with the fitted efficiencies and a new ``calibration:`` block."""
+    """The calibration file's text with the fitted efficiencies and a new ``calibration:`` block."""
     doc = parse_yaml(text, h.name)
     old_cal = doc.get("calibration") if isinstance(doc.get("calibration"), dict) else {}
     old_prior = old_cal.get("prior") or {}
@@ -474,9 +475,7 @@ def render(text: str, h: Hardware, result: Fit) -> str:
     }
     dumped = yaml.safe_dump(block, sort_keys=False, width=100, default_flow_style=None, allow_unicode=True)
     new_text = "\n".join(out) + "\n" + dumped
-    from planner.specs.hardware import parse_hardware
-
-    parse_hardware(parse_yaml(new_text, h.name), h.name)  # must still load
+    parse_bundled(h.name, new_text)  # must still load
     return new_text
 
 
@@ -493,13 +492,14 @@ def _prior_text(pr: dict[str, Any], p: Parameter) -> str:
 
 
 def write(result: Fit) -> list[str]:
-    """Write the fit into every bundled spec it applies to; returns the paths written."""
+    """Write the fit into the calibration file of every bundled system it applies to; returns the
+    paths written."""
     from planner.outputs import write_atomic
     from planner.specs.registry import _bundled_hardware
 
     written = []
     for name, h in family_hardware(result.parameters).items():
-        path = bundled_hardware_path(name)
+        path = bundled_calibration_path(name)
         text = render(path.read_text("utf-8"), h, result)
         write_atomic(path, text)
         written.append(os.path.relpath(os.path.realpath(path)))

@@ -1167,23 +1167,21 @@ def render_allreduce(text: str, fits: list[LawFit], date: str) -> str:
 
 
 def write_allreduce(fits: list[LawFit]) -> list[str]:
-    """Write the fits (all-reduce, GEMM, grouped-MoE and attention laws) into the bundled hardware
-    specs' ``stacks:`` entries (every new text is parsed before any is written).  Returns the names
-    written."""
+    """Write the fits (all-reduce, GEMM, grouped-MoE and attention laws) into the bundled systems'
+    calibration files' ``stacks:`` entries (every new text is parsed before any is written).
+    Returns the names written."""
     import datetime
     from pathlib import Path
 
     from planner.outputs import write_atomic
-    from planner.specs.hardware import parse_hardware
-    from planner.specs.reading import parse_yaml
-    from planner.specs.registry import bundled_hardware_path
+    from planner.specs.registry import bundled_calibration_path, parse_bundled
 
     date = datetime.date.today().isoformat()
     new: dict[str, tuple[Path, str]] = {}
     for gpu in sorted({f.gpu for f in fits}):
-        path = bundled_hardware_path(gpu)
+        path = bundled_calibration_path(gpu)
         text = render_allreduce(path.read_text("utf-8"), [f for f in fits if f.gpu == gpu], date)
-        parse_hardware(parse_yaml(text, str(path)), str(path))
+        parse_bundled(gpu, text)
         new[gpu] = (path, text)
     for path, text in new.values():
         write_atomic(path, text)

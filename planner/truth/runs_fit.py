@@ -43,8 +43,8 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import SpecError
-from planner.physics.step import FAMILY_REFERENCE, pass_kernels
-from planner.specs.hardware import COMM_LAW_FIELDS, KERNEL_FITTED_STACK_FIELDS
+from planner.physics.step import pass_kernels
+from planner.specs.hardware import COMM_LAW_FIELDS, FAMILY_REFERENCE, KERNEL_FITTED_STACK_FIELDS
 from planner.specs.reading import yaml_number
 from planner.truth.runs import GroupInputs, RunsScore, score_runs, served_ttft
 
@@ -912,12 +912,10 @@ def write_fit(fit: RunsFit) -> list[str]:
     """Write each family's ``stacks:`` block into every bundled hardware spec of that family
     whose scale-up fabric is NVLink (every run was measured on one; a PCIe system keeps its
     ``efficiency:`` block), with the family reference GPU's compute-kernel laws where the spec has
-    none of its own (:data:`planner.physics.step.FAMILY_REFERENCE`); checks every new text parses
+    none of its own (:data:`planner.specs.hardware.FAMILY_REFERENCE`); checks every new text parses
     before writing any.  Returns the names written."""
     from planner.outputs import write_atomic
-    from planner.specs.hardware import parse_hardware
-    from planner.specs.reading import parse_yaml
-    from planner.specs.registry import bundled_hardware_path, hardware_names, load_hardware
+    from planner.specs.registry import bundled_calibration_path, hardware_names, load_hardware, parse_bundled
 
     new: dict[str, tuple[Path, str]] = {}
     for name in hardware_names():
@@ -925,12 +923,12 @@ def write_fit(fit: RunsFit) -> list[str]:
         block = stacks_block(fit, hw.family)
         if not block or hw.su_link != "nvlink":  # the runs were all measured over NVLink
             continue
-        path = bundled_hardware_path(name)
+        path = bundled_calibration_path(name)
         ref = FAMILY_REFERENCE.get(hw.family)
-        borrowed = (borrowed_gemm_lines(ref, bundled_hardware_path(ref).read_text("utf-8"))
+        borrowed = (borrowed_gemm_lines(ref, bundled_calibration_path(ref).read_text("utf-8"))
                     if ref and ref != name else None)
         text = render_stacks(path.read_text("utf-8"), block, borrowed)
-        parse_hardware(parse_yaml(text, str(path)), str(path))  # refuse a block that does not parse
+        parse_bundled(name, text)  # refuse a block that does not parse
         new[name] = (path, text)
     for _name, (path, text) in new.items():
         write_atomic(path, text)

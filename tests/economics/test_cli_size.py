@@ -195,10 +195,10 @@ def test_name_too_long_is_one_line(capsys, flag, value, field):
 
 
 def test_systems_sharing_a_name_sized_apart(capsys, tmp_path):
-    from planner.specs.registry import bundled_hardware_path
+    from planner.specs.registry import bundled_hardware_text
 
     for stem in ("mine", "theirs"):
-        (tmp_path / f"{stem}.yaml").write_text(bundled_hardware_path("hgx-h200").read_text("utf-8"))
+        (tmp_path / f"{stem}.yaml").write_text(bundled_hardware_text("hgx-h200"))
     rc, out, err = run(capsys, "--hardware", str(tmp_path / "mine.yaml"), str(tmp_path / "theirs.yaml"),
                        "--demand-tps", "1e5", "--min-tps-user", "50", "--usd-per-unit", "mine=1e5", "--json")
     assert rc == 0, err

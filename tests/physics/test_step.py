@@ -397,11 +397,11 @@ def test_lm_head_at_the_gemm_law_by_hand():
 
 def test_a_gpu_without_measured_gemms_borrows_its_familys():
     # H20 has no GEMM tables: its stacks carry H100's GEMM laws, said so in each line's note
-    from planner.specs.registry import bundled_hardware_path
+    from planner.specs.registry import bundled_hardware_text
 
     h20, h100 = load_hardware("hgx-h20@trtllm"), load_hardware("hgx-h100@trtllm")
     assert h20.efficiency.gemm and h20.efficiency.gemm == h100.efficiency.gemm
-    text = bundled_hardware_path("hgx-h20").read_text("utf-8")
+    text = bundled_hardware_text("hgx-h20")
     gemm = [ln for ln in text.splitlines() if ln.startswith("    gemm_")]
     assert gemm and all("borrowed from hgx-h100" in ln for ln in gemm)
 

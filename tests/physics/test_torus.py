@@ -14,7 +14,7 @@ from planner.physics import equations as eq
 from planner.physics.step import link_symbols
 from planner.physics.symbols import REGISTRY
 from planner.specs.hardware import parse_hardware
-from planner.specs.registry import bundled_hardware_path, load_hardware
+from planner.specs.registry import bundled_hardware_text, load_hardware
 
 
 def _a2a_per_byte(G: float, N_su: float, K_y: float, K_z: float, n_lk: float, B_su: float,
@@ -76,7 +76,7 @@ def test_ring_all_reduce_is_one_hop_on_a_torus():
 
 
 def _spec(**scale_up):
-    doc = yaml.safe_load(bundled_hardware_path("hgx-h200").read_text())
+    doc = yaml.safe_load(bundled_hardware_text("hgx-h200"))
     doc["scale_up"].update(scale_up)
     return doc
 

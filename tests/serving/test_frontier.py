@@ -229,9 +229,9 @@ def test_systems_sharing_a_name_are_kept_apart(tmp_path, capsys):
 
     from planner import SpecError
     from planner.cli import main
-    from planner.specs.registry import bundled_hardware_path
+    from planner.specs.registry import bundled_hardware_text
 
-    spec = bundled_hardware_path(HW).read_text("utf-8")
+    spec = bundled_hardware_text(HW)
     a, b = tmp_path / "h200-a.yaml", tmp_path / "h200-b.yaml"
     a.write_text(spec)
     b.write_text(spec.replace('hbm_bandwidth: {value: "4.8 TB/s"', 'hbm_bandwidth: {value: "2.4 TB/s"'))

@@ -11,7 +11,7 @@ from planner.errors import SpecError
 from planner.physics.step import decode_step
 from planner.specs.hardware import parse_hardware
 from planner.specs.reading import parse_yaml
-from planner.specs.registry import bundled_hardware_path, hardware_names, load_hardware
+from planner.specs.registry import bundled_hardware_text, hardware_names, load_hardware
 
 
 def test_rtx_pro_6000_figures_from_bus_width_data_rate_sms_and_clock():
@@ -48,7 +48,7 @@ def test_rtx_6000d_figures_from_bus_width_data_rate_sms_and_clock():
 def _note(hw, key: str) -> str:
     import yaml
 
-    doc = yaml.safe_load(bundled_hardware_path(hw.name).read_text("utf-8"))
+    doc = yaml.safe_load(bundled_hardware_text(hw.name))
     for part in key.split("."):
         doc = doc[part]
     return doc.get("note", "")
@@ -120,7 +120,7 @@ def test_a_changed_nvswitch_domain_stays_one_switch():
 
 
 def _spec_text(name: str) -> str:
-    return bundled_hardware_path(name).read_text("utf-8")
+    return bundled_hardware_text(name)
 
 
 def test_regions_parse_and_old_specs_without_them_still_load():

@@ -24,6 +24,7 @@ from planner.specs.hardware import parse_hardware
 from planner.specs.hfconfig import load_hf_config
 from planner.specs.model import parse_model
 from planner.specs.reading import parse_yaml
+from planner.specs.registry import bundled_hardware_text
 
 # Fixed seed (derandomize); no "explain" phase (it re-runs failing cases to annotate them).
 # CI runs FUZZ_EXAMPLES examples per test; a long run: MOE_PLANNER_FUZZ_EXAMPLES=5000 pytest ...
@@ -37,7 +38,7 @@ def _doc(package: str, name: str) -> dict:
     return yaml.safe_load(resources.files(package).joinpath(name).read_text("utf-8"))
 
 
-HW = _doc("planner.hardware_specs", "gb200-nvl72.yaml")
+HW = yaml.safe_load(bundled_hardware_text("gb200-nvl72"))
 MODEL = _doc("planner.model_specs", "kimi-k2-thinking.yaml")
 
 JUNK = st.one_of(

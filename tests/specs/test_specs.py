@@ -28,6 +28,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 @functools.cache
 def bundled_text(package: str, name: str) -> str:
+    """A bundled spec's text; a system's as one self-contained file (datasheet and calibration)."""
+    if package == "planner.hardware_specs":
+        from planner.specs.registry import bundled_hardware_text
+
+        return bundled_hardware_text(name)
     return resources.files(package).joinpath(f"{name}.yaml").read_text("utf-8")
 
 

@@ -78,14 +78,13 @@ def test_specs_hold_a_consistent_calibration():
 
 
 def test_render_writes_loadable_fitted_specs(result):
-    from planner.specs.hardware import parse_hardware
     from planner.specs.reading import parse_yaml
-    from planner.specs.registry import bundled_hardware_path as _spec_path
+    from planner.specs.registry import bundled_calibration_path, parse_bundled
 
     for name, h in family_hardware().items():
-        text = render(_spec_path(name).read_text("utf-8"), h, result)
+        text = render(bundled_calibration_path(name).read_text("utf-8"), h, result)
         doc = parse_yaml(text, name)
-        new = parse_hardware(doc, name).without_stack()
+        new = parse_bundled(name, text).without_stack()
         assert doc["calibration"]["training_points"] == list(TRAINING)
         assert new.efficiency.compute == pytest.approx(result.values["compute"], rel=2e-3)
         assert doc["efficiency"]["compute"]["kind"] == "fitted"

@@ -198,10 +198,10 @@ def test_vllm_block_fp8_gemms_off_deepgemm_shapes_take_the_fallback_law_by_hand(
 def test_gemm_law_spec_round_trip():
     from planner.specs.hardware import parse_hardware
     from planner.specs.reading import parse_yaml
-    from planner.specs.registry import bundled_hardware_path
+    from planner.specs.registry import bundled_hardware_text
     from planner.truth.kernels import LawFit, render_allreduce
 
-    text = bundled_hardware_path("hgx-h200").read_text("utf-8")
+    text = bundled_hardware_text("hgx-h200")
     blank = "\n".join(ln for ln in text.splitlines() if not ln.startswith("    gemm_")) + "\n"
     hw0 = parse_hardware(parse_yaml(blank, "h200"), "h200")
     assert hw0.with_stack("vllm").efficiency.gemm == ()  # a spec without the law still loads
@@ -310,10 +310,10 @@ def test_custom_all_reduce_law_follows_the_dispatch_on_hgx(ar_fits):
 
 
 def test_runs_fit_rewrite_keeps_the_kernel_lines():
-    from planner.specs.registry import bundled_hardware_path as _spec_path
+    from planner.specs.registry import bundled_hardware_text as _spec_text
     from planner.truth import runs_fit as rf
 
-    text = _spec_path("hgx-h200").read_text("utf-8")
+    text = _spec_text("hgx-h200")
     kept = [ln for ln in text.splitlines() if ln.startswith(("    allreduce_", "    gemm_"))]
     assert kept
     blank = rf.render_stacks(text, "")
@@ -387,10 +387,10 @@ def test_a2a_law_spec_round_trip_and_what_the_step_takes(monkeypatch):
     from planner.physics.step import _efficiencies
     from planner.specs.hardware import parse_hardware
     from planner.specs.reading import parse_yaml
-    from planner.specs.registry import bundled_hardware_path
+    from planner.specs.registry import bundled_hardware_text
     from planner.truth.kernels import LawFit, predict_a2a, render_allreduce
 
-    text = bundled_hardware_path("hgx-h200").read_text("utf-8")
+    text = bundled_hardware_text("hgx-h200")
     blank = "\n".join(ln for ln in text.splitlines() if not ln.startswith("    a2a_")) + "\n"
     hw0 = parse_hardware(parse_yaml(blank, "h200"), "h200")
     assert hw0.with_stack("vllm").efficiency.a2a_floors == ()
@@ -635,10 +635,10 @@ def test_no_moe_or_attention_kernel_beats_its_bound(score):
 def test_moe_and_attention_law_spec_round_trip():
     from planner.specs.hardware import parse_hardware
     from planner.specs.reading import parse_yaml
-    from planner.specs.registry import bundled_hardware_path
+    from planner.specs.registry import bundled_hardware_text
     from planner.truth.kernels import LawFit, render_allreduce
 
-    text = bundled_hardware_path("hgx-h200").read_text("utf-8")
+    text = bundled_hardware_text("hgx-h200")
     blank = "\n".join(ln for ln in text.splitlines() if not ln.startswith(("    moe_", "    attn_"))) + "\n"
     assert parse_hardware(parse_yaml(blank, "h200"), "h200").with_stack("vllm").efficiency.moe == ()
     fits = [LawFit("moe", "hgx-h200", "vllm", 50,
@@ -773,10 +773,10 @@ def test_sglang_allreduce_beyond_one_host_is_priced_as_nccl():
 def test_nccl_law_spec_round_trip():
     from planner.specs.hardware import parse_hardware
     from planner.specs.reading import parse_yaml
-    from planner.specs.registry import bundled_hardware_path
+    from planner.specs.registry import bundled_hardware_text
     from planner.truth.kernels import LawFit, render_allreduce
 
-    text = bundled_hardware_path("hgx-h200").read_text("utf-8")
+    text = bundled_hardware_text("hgx-h200")
     lines = text.splitlines()
     i = lines.index("collectives:")
     blank = "\n".join(lines[:i] + lines[i + 2:]) + "\n"
@@ -785,7 +785,7 @@ def test_nccl_law_spec_round_trip():
                  {"floor": 5e-6, "latency": 1e-6, "efficiency": 0.6},
                  {"floor": 0.05, "latency": 0.05, "efficiency": 0.02}, 0.1, 0.25)
     new = render_allreduce(blank, [fit], "2026-12-01")
-    assert new.index("collectives:") < new.index("stacks:")
+    assert new.index("\ncollectives:") < new.index("\nstacks:")
     law = parse_hardware(parse_yaml(new, "h200"), "h200").nccl_allreduce
     assert (law.floor, law.latency, law.efficiency) == pytest.approx((5e-6, 1e-6, 0.6))
     assert law.bridge == 1.0  # no bridge fraction fitted on NVLink
@@ -876,10 +876,10 @@ def test_prefill_attention_law_spec_round_trip_and_bad_unit():
     from planner.errors import SpecError
     from planner.specs.hardware import parse_hardware
     from planner.specs.reading import parse_yaml
-    from planner.specs.registry import bundled_hardware_path
+    from planner.specs.registry import bundled_hardware_text
     from planner.truth.kernels import LawFit, render_allreduce
 
-    text = bundled_hardware_path("hgx-h200").read_text("utf-8")
+    text = bundled_hardware_text("hgx-h200")
     blank = "\n".join(ln for ln in text.splitlines() if "_prefill_" not in ln) + "\n"
     fit = LawFit("attn_gqa_prefill", "hgx-h200", "vllm", 80,
                  {"compute": 0.62, "offset": 580.0, "floor": 13e-6, "softmax": 3.5e12},

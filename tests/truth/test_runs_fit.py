@@ -14,7 +14,7 @@ from planner.cli import main
 from planner.errors import SpecError
 from planner.specs.hardware import parse_hardware
 from planner.specs.reading import parse_yaml
-from planner.specs.registry import bundled_hardware_path as _spec_path
+from planner.specs.registry import bundled_hardware_text as _spec_text
 from planner.specs.registry import load_hardware
 from planner.truth import runs_fit as rf
 from planner.truth.runs import score_runs
@@ -107,7 +107,7 @@ def test_a_parameter_a_cell_cannot_pin_takes_the_familys_value(fit_cells):
     # log-normally with that spread, not within a flat +-15%
     assert merged.held_se == {"compute": 0.15} and alone.held_se == {}
     fit = rf.RunsFit([merged], "test.csv", "0" * 64, "2026-12-01", {}, {})
-    text = rf.render_stacks(_spec_path("hgx-h200").read_text("utf-8"), rf.stacks_block(fit, "hopper"))
+    text = rf.render_stacks(_spec_text("hgx-h200"), rf.stacks_block(fit, "hopper"))
     entry = parse_yaml(text, "x.yaml")["stacks"]["trtllm"]["covariance_log"]
     assert entry["order"] == [*merged.fitted, "compute"]
     m = np.asarray(entry["matrix"], float)
@@ -149,7 +149,7 @@ def test_the_host_time_per_sequence_is_a_stacks_own(h200_trtllm_parts):
 def test_stacks_block_round_trips_through_the_spec_parser(h200_trtllm_parts):
     f = rf.fit_cell(h200_trtllm_parts, "hopper", "trtllm")
     fit = rf.RunsFit([f], "test.csv", "0" * 64, "2026-12-01", {}, {})
-    text = rf.render_stacks(_spec_path("hgx-h200").read_text("utf-8"), rf.stacks_block(fit, "hopper"))
+    text = rf.render_stacks(_spec_text("hgx-h200"), rf.stacks_block(fit, "hopper"))
     hw = parse_hardware(parse_yaml(text, "x.yaml"), "x.yaml")
     assert hw.stack == "trtllm" and set(hw.stacks) == {"trtllm"}
     assert hw.efficiency.compute == pytest.approx(f.values["compute"], rel=1e-3)
@@ -161,7 +161,7 @@ def test_stacks_block_round_trips_through_the_spec_parser(h200_trtllm_parts):
     assert rf.render_stacks(text, rf.stacks_block(fit, "hopper")) == text
     # and every line of the trtllm entry fitted to kernels (GEMM, grouped MoE, attention,
     # all-reduce) comes through unchanged
-    trt = _spec_path("hgx-h200").read_text("utf-8").split("\n  trtllm:\n")[1].split("\n  vllm:\n")[0]
+    trt = _spec_text("hgx-h200").split("\n  trtllm:\n")[1].split("\n  vllm:\n")[0]
     kernel = [ln for ln in trt.splitlines() if ln.startswith(rf.KERNEL_LINES)]
     assert any(ln.startswith("    moe_") for ln in kernel)
     assert any(ln.startswith("    attn_") for ln in kernel)
@@ -242,7 +242,7 @@ def test_cli_write_refuses_a_users_file(tmp_path, capsys):
 
 
 def test_a_stacks_block_naming_a_missing_default_is_one_clear_error():
-    text = _spec_path("hgx-h200").read_text("utf-8").replace("  default: trtllm", "  default: tgi")
+    text = _spec_text("hgx-h200").replace("  default: trtllm", "  default: tgi")
     with pytest.raises(SpecError, match=r"x\.yaml: stacks\.default: one of the stacks listed"):
         parse_hardware(parse_yaml(text, "x.yaml"), "x.yaml")
 
@@ -310,7 +310,7 @@ def test_ttft_fit_recovers_known_parameters_and_round_trips(h200_trtllm_parts):
     assert f.after["ttft_median_abs_err"] < 1e-3 < f.before["ttft_median_abs_err"]
     cell = dataclasses.replace(rf.fit_cell(h200_trtllm_parts, "hopper", "trtllm"), ttft=f)
     fit = rf.RunsFit([cell], "test.csv", "0" * 64, "2026-12-01", {}, {})
-    text = rf.render_stacks(_spec_path("hgx-h200").read_text("utf-8"), rf.stacks_block(fit, "hopper"))
+    text = rf.render_stacks(_spec_text("hgx-h200"), rf.stacks_block(fit, "hopper"))
     hw = parse_hardware(parse_yaml(text, "x.yaml"), "x.yaml")
     assert hw.efficiency.ttft_request == pytest.approx(0.080, rel=1e-3)
     assert hw.efficiency.ttft_wave == pytest.approx(0.3, rel=1e-3)
@@ -365,7 +365,7 @@ def test_served_ttft_is_the_pass_plus_request_latency_plus_host_time_plus_the_qu
 def test_a_bad_ttft_host_is_one_line(value, expect):
     # the host time per kernel of a prefill pass is a time: another dimension, a negative time or a
     # bare number is refused in one line naming the field
-    text = _spec_path("hgx-b200").read_text("utf-8")
+    text = _spec_text("hgx-b200")
     assert 'ttft_host: {value: "' in text
     bad = re.sub(r'(ttft_host: \{value: )"[^"]*"', lambda m: m.group(1) + value, text, count=1)
     with pytest.raises(SpecError, match=r"x\.yaml: stacks\.\w+\.ttft_host\.value: expected " + expect):
