@@ -49,6 +49,7 @@ from planner.physics.symbols import (
     K_y,
     K_z,
     M_nl,
+    M_ws,
     N_ar,
     N_mn,
     N_sm,
@@ -177,6 +178,7 @@ from planner.physics.symbols import (
     x_cw,
     x_fw,
     x_g,
+    x_mem,
     x_mn,
     x_mtp,
     x_nvls,
@@ -418,8 +420,11 @@ M_weights = (
 m_seq = S_c_eff * e_kv * b_kv * n_L / s_kv + n_L * (phi_x * S_c / c_x * m_I + phi_lm * m_st / TP_a)
 #: KV-cache bytes per GPU: b m_seq (without sparse or linear layers, b S_c e_kv b_kv n_L / s_kv).
 M_kv = b * m_seq
-#: HBM left for the KV cache: (1 - r_mem) C_hbm - weights.
-C_free = (1 - r_mem) * C_hbm - M_weights
+#: HBM the serving stack gives its KV pool: x_mem ((1 - r_mem) C_hbm - weights - workspace), the
+#: budget the stack leaves (vLLM: gpu_memory_utilization of the whole HBM) less the weights and the
+#: workspace it profiles, of which it takes x_mem (TensorRT-LLM: free_gpu_memory_fraction of the
+#: memory free after weights and the profiled pass).
+C_free = x_mem * ((1 - r_mem) * C_hbm - M_weights - M_ws)
 #: Fraction of the KV cache that spills to CPU-attached memory (second tier), when allowed.
 phi_h = x_off * _max(0, M_kv - _max(C_free, 0)) / M_kv
 #: Largest b that fits: in HBM alone, or HBM + CPU-attached memory when spilling is allowed.

@@ -93,7 +93,8 @@ y_total = y_output * (I_in + O_out) / O_out
 #: share spread evenly, as with D_a = 1 or a stack that co-schedules the ranks' prefill).
 #: (TensorRT-LLM tech blog 10, "ADP Balance Strategy", 2025: with attention DP and in-flight
 #: batching "the iteration time is dominated by the slowest rank"; its context balancing,
-#: ``attention_dp_config.enable_balance``, is off by default.)
+#: ``attention_dp_config.enable_balance``, off by default, is on in the InferenceX recipes with
+#: attention DP, so TensorRT-LLM takes D_a = 1: planner.serving.prefill.CO_SCHEDULED_STACKS.)
 w_p = (I_in / O_out) * b * A
 t_step_aggregated = t_dec + (phi_l * sp.Max(w_p, (1 - (1 - sp.Min(1, w_p / C_p)) ** D_a) * C_p)
                              + (1 - phi_l) * w_p) / (TP_a * X_p)

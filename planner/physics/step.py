@@ -448,6 +448,35 @@ def allreduce_values(hw: Hardware, mode: str, stack: str | None = None) -> dict[
 PREFILL_TILE_Q = 128.0
 
 
+#: How each serving stack sizes its KV pool at its defaults: ``C_free = x_mem ((1 - r_mem) C_hbm -
+#: weights - M_ws)``.
+#: - vLLM: ``gpu_memory_utilization`` (default 0.9) of the whole HBM is the budget for weights,
+#:   activations and KV (docs.vllm.ai, engine arguments; vllm/worker/gpu_worker.py
+#:   determine_num_available_blocks): r_mem 0.1, the profiled activations inside it.
+#: - TensorRT-LLM: ``KvCacheConfig.free_gpu_memory_fraction`` (default 0.9) of the memory free
+#:   after the weights are loaded and a profiling pass has run (nvidia.github.io/TensorRT-LLM,
+#:   KvCacheConfig; tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator): x_mem 0.9 of what the
+#:   weights leave, nothing taken off the whole HBM.
+#: - SGLang: ``mem_fraction_static`` of the HBM holds weights and KV; its default is (HBM -
+#:   reserved) / HBM, the reserve never below 10 GiB on a GPU above 60 GiB (python/sglang/srt/
+#:   server_args.py, _handle_gpu_memory_settings, PR #10975): M_ws 10 GiB, r_mem 0.
+#: A system with no stack keeps its spec's ``memory_reserve`` as r_mem.
+STACK_KV_POOL: dict[str, dict[str, float]] = {
+    "vllm": {"r_mem": 0.1, "x_mem": 1.0, "M_ws": 0.0},
+    "trtllm": {"r_mem": 0.0, "x_mem": 0.9, "M_ws": 0.0},
+    "sglang": {"r_mem": 0.0, "x_mem": 1.0, "M_ws": 10 * 2.0**30},
+}
+
+
+def kv_pool_values(hw: Hardware) -> dict[str, float]:
+    """``r_mem``, ``x_mem``, ``M_ws`` of the stack in use (:data:`STACK_KV_POOL`), else the spec's
+    ``memory_reserve`` of the whole HBM."""
+    pool = STACK_KV_POOL.get(hw.stack or "")
+    if pool is not None:
+        return dict(pool)
+    return {"r_mem": hw.efficiency.memory_reserve, "x_mem": 1.0, "M_ws": 0.0}
+
+
 def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
     if mode not in MODES:
         raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
@@ -456,7 +485,7 @@ def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
                     X_sm=np.inf, kappa_lc=0.0, t_qt=PREFILL_TILE_Q, eta_m=1.0, eta_em=1.0,
                     eta_su=1.0, eta_so=1.0, eta_ar=1.0, eta_nv=1.0, eta_a2a=1.0, tau_k=0.0,
                     eta_o=1.0, t_fixed=0.0, tau_q=0.0, a_su=0.0, a_so=0.0, a_ar=0.0, a_a2a=0.0,
-                    **{"lambda": 1.0}, r_mem=0.0, **allreduce_values(hw, mode))
+                    **{"lambda": 1.0}, r_mem=0.0, x_mem=1.0, M_ws=0.0, **allreduce_values(hw, mode))
     e = hw.efficiency
     a_ar, eta_ar, eta_nv = _stack_allreduce(hw)
     return dict(eta_c=e.compute, eta_fa=e.compute, eta_ce=e.compute, eta_xa=1.0, eta_xt=1.0, x_xa=0.0,
@@ -467,7 +496,7 @@ def _efficiencies(hw: Hardware, mode: str) -> dict[str, float]:
                 a_ar=a_ar,
                 eta_a2a=e.a2a_efficiency if e.a2a_efficiency is not None else e.scale_up,
                 a_a2a=e.a2a_latency if e.a2a_latency is not None else hw.su_latency,
-                a_so=hw.so_latency, **{"lambda": e.load_imbalance}, r_mem=e.memory_reserve,
+                a_so=hw.so_latency, **{"lambda": e.load_imbalance}, **kv_pool_values(hw),
                 **allreduce_values(hw, mode))
 
 

@@ -286,8 +286,13 @@ t_fixed = _s("t_fixed", "fixed cost per step (sampling, scheduling)", "s", "effi
 tau_q = _s("tau_q", "host time per running sequence per decode step (the scheduler's per-request work: "
            "token bookkeeping, stop checks, output streaming), overlapped with the GPU's step", "s",
            "efficiency", r"\tau_{q}", nonneg=True)
-r_mem = _s("r_mem", "fraction of HBM reserved for activations and workspace", "1", "efficiency",
-           "r_{mem}", nonneg=True)
+r_mem = _s("r_mem", "fraction of HBM the serving stack leaves out of its memory budget (vLLM's "
+           "1 - gpu_memory_utilization)", "1", "efficiency", "r_{mem}", nonneg=True)
+x_mem = _s("x_mem", "fraction of the memory left after weights and workspace that the serving stack gives "
+           "its KV pool (TensorRT-LLM's free_gpu_memory_fraction; 1 elsewhere)", "1", "efficiency", "x_{mem}",
+           nonneg=True)
+M_ws = _s("M_ws", "memory per GPU kept beside the weights outside the KV pool: activations of the largest "
+          "pass, CUDA graphs, the CUDA context", "B", "efficiency", "M_{ws}", nonneg=True)
 eta_o = _s("eta_o", "overlap efficiency: share of the shorter of a micro-batch's compute and communication "
             "that the other micro-batch hides (two-micro-batch overlap)", "1", "efficiency", r"\eta_{o}")
 lam = _s("lambda", "load imbalance: max/mean tokens per expert-parallel rank", "1", "efficiency",

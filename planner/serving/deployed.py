@@ -750,7 +750,8 @@ def predict(
                         A=A,
                         TP_a=lay["TP_a"],
                         X_p=x_agg[m],
-                        **aggregated_prefill_terms(model, mode, lay["G"], lay["TP_a"], I, phi_agg[m]),
+                        **aggregated_prefill_terms(model, mode, lay["G"], lay["TP_a"], I, phi_agg[m],
+                                                   stack=hw.stack),
                     )
                     step = np.where(ag, np.asarray(t_agg, float), step)
             t = step / A

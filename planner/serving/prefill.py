@@ -16,6 +16,13 @@ from planner.specs.hardware import Hardware
 from planner.specs.model import Model
 
 PREFILL_CHUNK = 8192    # prompt tokens per attention rank per aggregated (chunked) prefill pass
+#: stacks whose attention-DP ranks take their context requests in the same iteration: TensorRT-LLM's
+#: ADP balance (``attention_dp_config.enable_balance``; tech blog 10, "ADP Balance Strategy": a rank
+#: with a context request waits up to ``timeout_iters`` iterations until every rank has one), which
+#: the InferenceX TensorRT-LLM recipes turn on with attention DP (``enable_balance: true``,
+#: ``timeout_iters: 60``, ``batching_wait_iters: 0``; benchmarks/dsr1_*_trt*.sh).  Their chunks
+#: fall in the same steps, so a step waits for no rank's chunk but its own: D_a = 1.
+CO_SCHEDULED_STACKS = frozenset({"trtllm"})
 
 
 def served_ttft(t_req: float, q_w: float, t_pass: Any, t_wave: Any, tau_h: float = 0.0,
@@ -33,14 +40,15 @@ _SPREAD_TERMS = ("experts", "dispatch", "combine", "allreduce_moe")
 
 
 def aggregated_prefill_terms(model: Model, mode: str, G: Any, TP_a: Any, isl: Any,
-                             local_share: Any = 1.0) -> dict[str, Any]:
+                             local_share: Any = 1.0, stack: str | None = None) -> dict[str, Any]:
     """``C_p``, ``D_a`` and ``phi_l`` of ``t_step_aggregated``: the tokens of one rank's
     chunked-prefill pass (:data:`PREFILL_CHUNK`, at least one prompt: the pass
     :func:`chunked_prefill_rate` prices), the attention-DP ranks that step together (G / TP_a for
-    an MoE model, whose experts join the ranks every layer; 1 for a dense model, and in bound mode,
-    where a stack may co-schedule the ranks' prefill) and the pass's rank-local share
-    (:func:`chunked_prefill_rate`'s second value)."""
-    joined = 1.0 if (mode == "bound" or model.is_dense) else np.asarray(G, float) / np.asarray(TP_a, float)
+    an MoE model, whose experts join the ranks every layer; 1 for a dense model, in bound mode, and
+    for a ``stack`` of :data:`CO_SCHEDULED_STACKS`, which co-schedules the ranks' prefill) and the
+    pass's rank-local share (:func:`chunked_prefill_rate`'s second value)."""
+    together = mode == "bound" or model.is_dense or stack in CO_SCHEDULED_STACKS
+    joined = 1.0 if together else np.asarray(G, float) / np.asarray(TP_a, float)
     return {"C_p": np.maximum(float(PREFILL_CHUNK), np.asarray(isl, float)), "D_a": joined,
             "phi_l": local_share}
 

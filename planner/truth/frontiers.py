@@ -65,6 +65,7 @@ from planner.serving.deployed import (
     FRAMEWORK_ALIASES,
     FRAMEWORKS,
     LENGTH_MEAN,
+    RUNNERS,
     deployed_frontier,
     envelope_at,
     predict,
@@ -84,6 +85,15 @@ REQUIRED = ("date", "model", *GROUP, *LAYOUT, "total_gpus", "tps_per_user", "tps
 MODELS = {"DeepSeek-R1-0528": "deepseek-r1", "DeepSeek-R1": "deepseek-r1"}
 #: the file's precision -> routed-expert weight format
 WEIGHTS = {"fp4": "nvfp4", "fp8": "fp8"}
+#: The KV-cache dtype the benchmark's DeepSeek-R1 launch scripts set, by (framework, runner): FP8
+#: (``--kv-cache-dtype fp8_e4m3``, ``kv_cache_config: dtype: fp8``, ATOM's ``--kv_cache_dtype fp8``)
+#: in every script that states one (InferenceX ``benchmarks/single_node/fixed_seq_len/dsr1_*.sh``
+#: and the ``srt-slurm-recipes/sglang/dsr1`` recipes, commit 843c6254, 2026-08-21); SGLang on H200
+#: sets none (``auto``: the checkpoint's BF16).  A pair not listed keeps the model's default.
+BENCH_KV = {("trt", "b200"): "fp8", ("trt", "h200"): "fp8", ("sglang", "b200"): "fp8",
+            ("sglang", "b300"): "fp8", ("sglang", "mi300x"): "fp8", ("sglang", "mi325x"): "fp8",
+            ("sglang", "mi355x"): "fp8", ("atom", "mi355x"): "fp8", ("dynamo-sglang", "b200"): "fp8",
+            ("sglang", "h200"): "bf16"}
 #: |measured output tokens/s / (concurrency x mean OSL / e2e) - 1| above which a row contradicts itself
 IDENTITY_TOLERANCE = 0.2
 #: relative slack of the bound check (the measured medians' own noise)
@@ -390,13 +400,14 @@ def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = Tr
     unrec = ~(np.isfinite(lay) & (lay >= 1)).all(axis=1)
     df.loc[unrec & (df.status == ""), "status"] = "layout_not_recorded"
     ok = df.status == ""
-    for (h, m, stack, prec), idx in (
-        df[ok].groupby(["hardware_spec", "model_spec", "stack", "precision"]).groups.items()
+    for (h, m, stack, prec, fw), idx in (
+        df[ok].groupby(["hardware_spec", "model_spec", "stack", "precision", "framework"]).groups.items()
     ):
+        kv = BENCH_KV.get((fw, RUNNERS.get(h, "")))
         hw = hws[h]
         hw = hw.with_stack(stack) if stack in hw.stacks else hw
         # one prediction per sequence-length pair among these rows
-        p = pd.concat([predict(models[m], hw, dep_all.loc[j], weights=WEIGHTS.get(prec, prec),
+        p = pd.concat([predict(models[m], hw, dep_all.loc[j], weights=WEIGHTS.get(prec, prec), kv=kv,
                                isl=float(df.isl[j[0]]), osl=float(df.osl[j[0]]))
                        for _, j in df.loc[idx].groupby(["isl", "osl"]).groups.items()])
         p = p.reindex(idx)

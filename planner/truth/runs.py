@@ -579,7 +579,7 @@ def decode_tpot(
         x_p, phi = chunked_prefill_rate(model, hw, prec, mode, **lay, isl=isl, local_share=True)
         t_agg = compiled.evaluate_named(
             "t_step_aggregated", t_step=best_t, I=isl, O=osl, b=b, A=1.0, TP_a=dec[:, 1], X_p=x_p,
-            **aggregated_prefill_terms(model, mode, dec[:, 0], dec[:, 1], isl, phi),
+            **aggregated_prefill_terms(model, mode, dec[:, 0], dec[:, 1], isl, phi, stack=hw.stack),
         )
         best_t = np.where(agg, t_agg, best_t)
     return best_t, reason, bottleneck

@@ -136,7 +136,7 @@ def random_values(rng: np.random.Generator) -> dict[str, float]:
         N_mn=float(rng.choice([4, 8, 1e12])), m_on=u(0, 2e6), x_mn=float(rng.integers(0, 2)),
         eta_a2a=u(0.3, 1), a_a2a=u(0, 1e-4), a_disp=u(0, 2e-4), a_comb=u(0, 2e-4), phi_fl=u(0, 1),
         eta_o=u(0, 1),
-        t_fixed=u(0, 1e-3), tau_q=u(0, 1e-4), r_mem=u(0, 0.2),
+        t_fixed=u(0, 1e-3), tau_q=u(0, 1e-4), r_mem=u(0, 0.2), x_mem=u(0.7, 1), M_ws=u(0, 2e10),
         **{"lambda": u(1, 2)}, G=EP * TP_e, TP_a=i(1, 8), EP=EP, TP_e=TP_e, E_slots=E + i(0, 8),
         s_kv=i(1, 8), M_nl=i(1, 8), x_fw=float(rng.integers(0, 2)), N_ss=float(rng.choice([0, 256, 1e12])),
         o=float(rng.integers(0, 2)), x_off=float(rng.integers(0, 2)),
