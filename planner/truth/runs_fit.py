@@ -913,7 +913,8 @@ def write_fit(fit: RunsFit) -> list[str]:
     whose scale-up fabric is NVLink (every run was measured on one; a PCIe system keeps its
     ``efficiency:`` block), with the family reference GPU's compute-kernel laws where the spec has
     none of its own (:data:`planner.specs.hardware.FAMILY_REFERENCE`); checks every new text parses
-    before writing any.  Returns the names written."""
+    before writing any.  A calibration whose ``stacks.fit`` names another keeper (``kept_by``: the
+    CDNA 3 systems, fitted by scripts/derive_rocm_fit.py) is left alone.  Returns the names written."""
     from planner.outputs import write_atomic
     from planner.specs.registry import bundled_calibration_path, hardware_names, load_hardware, parse_bundled
 
@@ -924,6 +925,8 @@ def write_fit(fit: RunsFit) -> list[str]:
         if not block or hw.su_link != "nvlink":  # the runs were all measured over NVLink
             continue
         path = bundled_calibration_path(name)
+        if "\n    kept_by:" in path.read_text("utf-8"):
+            continue
         ref = FAMILY_REFERENCE.get(hw.family)
         borrowed = (borrowed_gemm_lines(ref, bundled_calibration_path(ref).read_text("utf-8"))
                     if ref and ref != name else None)
