@@ -18,6 +18,15 @@ class SpecError(ValueError):
         super().__init__(f"{_one_line(self.where)}: {_one_line(self.field)}: {self.expected}")
 
 
+def shown(value: object) -> str:
+    """``repr(value)`` as a message shows a value that was given: a numpy scalar (a cell pandas
+    read, a figure computed with numpy) as the plain number it holds (``nan``, ``1.5``, ``True``),
+    not ``np.float64(nan)``."""
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        value = value.item()  # type: ignore[attr-defined]
+    return repr(value)
+
+
 def _one_line(text: str) -> str:
     """``text`` with control characters escaped (``\\n``), as a path with a newline is written."""
     if text.isprintable():

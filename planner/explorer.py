@@ -23,7 +23,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.plot import plot_frontiers
 from planner.serving.comparison import envelope, explain, ratio_curve
 from planner.serving.frontiers import SEARCH_ALIASES, frontier, limit_only
@@ -77,7 +77,7 @@ def what_if(base: Hardware, stack: str | None = None, factors: dict[str, float] 
         if f == 1.0:
             continue
         if not (np.isfinite(f) and f > 0):
-            raise SpecError("<input>", field, f"a positive factor, got {f!r}")
+            raise SpecError("<input>", field, f"a positive factor, got {shown(f)}")
         v = getattr(base, field)
         changes[field] = {k: x * f for k, x in v.items()} if isinstance(v, dict) else v * f
     if domain_size is not None and domain_size != base.domain_size:

@@ -2014,6 +2014,8 @@ def report(run: Run, n: int, seed: int, dt: float, setup: float, failed: list[st
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if any(a in ("-h", "--help") for a in args) or any(not a.isdigit() for a in args if a != "--seed"):
+        raise SystemExit(__doc__)
     seed = 2026
     if "--seed" in args:
         i = args.index("--seed")

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from planner.economics.pools import MAX_FLEET_GPUS, max_load, plan_pools
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.specs.hardware import PLAUSIBLE, Hardware, check_price
 
 HOURS_PER_YEAR = 8760.0
@@ -71,7 +71,7 @@ def deployment(demand_tps: float, *, decode_tps_per_gpu: float, decode_instance_
     """Everything about serving a peak of ``demand_tps`` output tokens/s (and ``mean_demand_tps``
     on average; default: the peak all day) at one configuration.  Pure arithmetic."""
     if not (math.isfinite(demand_tps) and demand_tps > 0):
-        raise SpecError("<input>", "demand", f"a positive load in output tokens/s, got {demand_tps!r}")
+        raise SpecError("<input>", "demand", f"a positive load in output tokens/s, got {shown(demand_tps)}")
     perf = dict(decode_tps_per_gpu=decode_tps_per_gpu, decode_instance_gpus=int(decode_instance_gpus),
                 prefill_tps_per_gpu=prefill_tps_per_gpu,
                 prefill_instance_gpus=int(prefill_instance_gpus) if prefill_instance_gpus else None,
@@ -102,7 +102,7 @@ def _override(v: Any, hw: Hardware, field: str) -> float | None:
             return None
     if isinstance(v, bool) or not isinstance(v, int | float | np.number) or not (
             math.isfinite(float(v)) and float(v) > 0):
-        raise SpecError("<input>", field, f"a positive number, got {v!r}")
+        raise SpecError("<input>", field, f"a positive number, got {shown(v)}")
     return check_override(float(v), hw, field)
 
 
@@ -140,7 +140,7 @@ def check_years(years: Any, field: str = "years") -> float:
     if isinstance(years, bool) or not isinstance(years, int | float) or not (
             math.isfinite(years) and MIN_YEARS <= years <= MAX_YEARS):
         raise SpecError("<input>", field, f"a number of years from 1/12 (a month) to {MAX_YEARS:g}, "
-                        f"got {years!r}")
+                        f"got {shown(years)}")
     return float(years)
 
 
@@ -161,14 +161,14 @@ def figures(hw: Hardware, *, pue: float = DEFAULT_PUE, usd_per_kwh: float = DEFA
     for name, v, lo in (("pue", pue, 1.0), ("years", years, 0.0)):
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < lo or (
                 lo == 0.0 and v <= 0):
-            raise SpecError("<input>", name, f"a finite number {'>= 1' if lo else '> 0'}, got {v!r}")
+            raise SpecError("<input>", name, f"a finite number {'>= 1' if lo else '> 0'}, got {shown(v)}")
     if pue > MAX_PUE:
-        raise SpecError("<input>", "pue", f"a PUE from 1 to {MAX_PUE:g}, got {pue!r}")
+        raise SpecError("<input>", "pue", f"a PUE from 1 to {MAX_PUE:g}, got {shown(pue)}")
     check_years(years)
     if isinstance(usd_per_kwh, bool) or not isinstance(usd_per_kwh, int | float) or not (
             math.isfinite(usd_per_kwh) and 0 <= usd_per_kwh <= MAX_USD_PER_KWH):
         raise SpecError("<input>", "usd_per_kwh", f"a price from 0 to {MAX_USD_PER_KWH:g} USD/kWh, got "
-                        f"{usd_per_kwh!r}")
+                        f"{shown(usd_per_kwh)}")
     return {
         "price_per_unit": fact("price_per_unit", hw.price_per_unit,
                                _override(usd_per_unit, hw, "usd_per_unit"), f"USD per {hw.unit}",

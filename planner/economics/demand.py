@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
+from planner.specs.reading import written_plainly
 
 PROFILE_UNITS = ("output_tps", "users", "requests_per_s")
 _PROFILE_ALIASES = {"output_tps": "output_tps", "tps": "output_tps", "tokens_per_s": "output_tps",
@@ -62,13 +63,13 @@ class Demand:
         return f"{num(self.hourly[0])} {words}"
 
 
-def _check_load(v: Any, field: str, allow_zero: bool = False) -> float:
+def _check_load(v: Any, field: str, allow_zero: bool = False, where: str = "<input>") -> float:
     if isinstance(v, bool) or not isinstance(v, int | float | np.number):
-        raise SpecError("<input>", field, f"a number, got {v!r}")
+        raise SpecError(where, field, f"a number, got {shown(v)}")
     v = float(v)
     if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        raise SpecError("<input>", field, f"a {'non-negative' if allow_zero else 'positive'} finite "
-                        f"load, got {v!r}")
+        raise SpecError(where, field, f"a {'non-negative' if allow_zero else 'positive'} finite "
+                        f"load, got {shown(v)}")
     return v
 
 
@@ -97,7 +98,7 @@ def make_demand(demand_tps: float | None = None, users: float | None = None,
     flag = {"demand_tps": "--demand-tps", "users": "--users", "requests_per_s": "--requests-per-s"}[key]
     load = _check_load(v, key)
     if kind == "users" and not load.is_integer():
-        raise SpecError("<input>", key, f"a whole number of concurrent users, got {v!r}")
+        raise SpecError("<input>", key, f"a whole number of concurrent users, got {shown(v)}")
     return Demand(kind, (load,), flag)
 
 
@@ -105,7 +106,8 @@ def _profile_values(values: Any, label: str, kind: str, source: str) -> Demand:
     if not isinstance(values, list | tuple | np.ndarray) or len(values) != 24:
         n = len(values) if isinstance(values, list | tuple | np.ndarray) else type(values).__name__
         raise SpecError(label, "profile", f"24 hourly loads (hour 0 to 23), got {n}")
-    hourly = tuple(_check_load(x, f"profile[{i}]", allow_zero=True) for i, x in enumerate(values))
+    hourly = tuple(_check_load(x, f"profile[{i}]", allow_zero=True, where=label)
+                   for i, x in enumerate(values))
     if max(hourly) <= 0:
         raise SpecError(label, "profile", "at least one hour with a positive load")
     return Demand(kind, hourly, source)
@@ -119,18 +121,18 @@ def read_profile(path: str | Path) -> Demand:
     names the unit (``output_tps``, ``users`` or ``requests_per_s``), or two columns under a
     header that names them, ``hour,LOAD`` (rows of several cells without a header are refused).
     """
-    from planner.specs.reading import read_text
+    from planner.specs.reading import load_yaml, read_text
 
     label = str(path)
     text = read_text(path, label)
     if label.lower().endswith(".csv"):
         return _profile_csv(text, label)
-    import yaml
-
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
-        raise SpecError(label, "yaml", "valid YAML (or a .csv file)") from None
+    try:  # (numbers as YAML 1.2 writes them: 1_000 and 2:12 are text, refused as loads)
+        doc = load_yaml(text, label)
+    except SpecError as exc:
+        if exc.field != "yaml":
+            raise
+        raise SpecError(label, "yaml", f"{exc.expected}, or a .csv file") from None
     if isinstance(doc, Mapping):
         unknown = set(doc) - {"unit", "hourly"}
         if unknown:
@@ -176,7 +178,7 @@ def _profile_csv(text: str, label: str) -> Demand:
                             f"({', '.join(header)}), got {','.join(r)!r}")
         values.append(_cell(r[col], label, f"row {i}.{header[col]}"))
         if hour is not None:
-            h = float(r[hour]) if _is_number(r[hour]) else math.nan
+            h = float(r[hour]) if _is_number(r[hour]) and written_plainly(r[hour]) else math.nan
             if not (h.is_integer() and 0 <= h <= 23) or int(h) in hours:
                 raise SpecError(label, f"row {i}.hour", f"an hour from 0 to 23 given once, got {r[hour]!r}")
             hours.append(int(h))
@@ -194,6 +196,8 @@ def _is_number(cell: str) -> bool:
 
 
 def _cell(cell: str, label: str, field: str) -> float:
+    if not written_plainly(cell):  # float() reads 1_000 as 1000 and fullwidth digits as ASCII ones
+        raise SpecError(label, field, f"a number in ASCII digits without separators, got {cell!r}")
     try:
         return float(cell)
     except ValueError:

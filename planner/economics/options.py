@@ -13,7 +13,7 @@ import pandas as pd
 
 from planner.economics.cost import deployment, figures
 from planner.economics.demand import Demand
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.serving.frontiers import DEPLOYMENT_SEARCHES, frontier, frontier_at
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
@@ -303,7 +303,7 @@ def no_option(opts: list[Option], level: float) -> SpecError:
 def check_level(v: Any, field: str = "min_tps_user") -> float:
     if isinstance(v, bool) or not isinstance(v, int | float | np.number) or not (
             math.isfinite(float(v)) and float(v) > 0):
-        raise SpecError("<input>", field, f"a positive rate in tokens/s per user, got {v!r}")
+        raise SpecError("<input>", field, f"a positive rate in tokens/s per user, got {shown(v)}")
     return float(v)
 
 

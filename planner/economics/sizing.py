@@ -26,7 +26,7 @@ from planner.economics.cost import DEFAULT_PUE, DEFAULT_USD_PER_KWH, DEFAULT_YEA
 from planner.economics.demand import make_demand
 from planner.economics.options import Option, check_level, mark_cheapest, no_option, setup
 from planner.economics.pools import max_load, plan_pools
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.specs.model import Model
 
 DEFAULT_LEVELS = (10.0, 20.0, 50.0, 100.0, 200.0)
@@ -88,7 +88,7 @@ def power_budget(model: Model | str, hardware: Any, budget_mw: float, *, min_tps
     level = check_level(min_tps_user)
     if isinstance(budget_mw, bool) or not isinstance(budget_mw, int | float) or not (
             math.isfinite(budget_mw) and budget_mw > 0):
-        raise SpecError("<input>", "power_budget_mw", f"a positive power in MW, got {budget_mw!r}")
+        raise SpecError("<input>", "power_budget_mw", f"a positive power in MW, got {shown(budget_mw)}")
     m, opts, attrs = setup(model, hardware, serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, pue=pue,
                             usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
                             usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
@@ -123,7 +123,7 @@ def fleet_capacity(model: Model | str, hardware: Any, units: int, *,
     ``requests_per_s``, power and costs at that full load; ``feasible`` False (capacity 0)
     where the level is out of reach or the fleet holds no whole instance."""
     if isinstance(units, bool) or not isinstance(units, int | np.integer) or units < 1:
-        raise SpecError("<input>", "fleet_units", f"a whole number of units >= 1, got {units!r}")
+        raise SpecError("<input>", "fleet_units", f"a whole number of units >= 1, got {shown(units)}")
     lv = sorted({check_level(x, "levels") for x in levels})
     if not lv:
         raise SpecError("<input>", "levels", "at least one service level")
@@ -187,7 +187,7 @@ def cost_target(model: Model | str, hardware: Any, usd_per_mtok: float, *, deman
     if isinstance(usd_per_mtok, bool) or not isinstance(usd_per_mtok, int | float) or not (
             math.isfinite(usd_per_mtok) and usd_per_mtok > 0):
         raise SpecError("<input>", "cost_target", f"a positive price in USD per million tokens, got "
-                        f"{usd_per_mtok!r}")
+                        f"{shown(usd_per_mtok)}")
     dem = make_demand(demand_tps, users, requests_per_s, profile, profile_unit)
     m, opts, attrs = setup(model, hardware, serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, pue=pue,
                             usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,

@@ -53,7 +53,7 @@ from planner.economics.options import (
     setup,
 )
 from planner.economics.pools import max_load, plan_pools, units_for
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.specs.hardware import Hardware
 from planner.specs.reading import Fields, as_number, read_yaml
 from planner.specs.regions import REGIONS
@@ -931,7 +931,7 @@ def plan(source: str | Path | Mapping[str, Any] | PlanSpec | None = None, *,
             isinstance(usd_per_kwh, int | float) and not isinstance(usd_per_kwh, bool)
             and math.isfinite(usd_per_kwh) and 0 <= usd_per_kwh <= MAX_USD_PER_KWH):
         raise SpecError("<input>", "usd_per_kwh", f"a price from 0 to {MAX_USD_PER_KWH:g} USD/kWh, got "
-                        f"{usd_per_kwh!r}")
+                        f"{shown(usd_per_kwh)}")
     pr = Problem(spec, years=years, basis=basis, usd_per_kwh=usd_per_kwh)
     mix = pr.solve()
     if mix is None:

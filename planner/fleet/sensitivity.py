@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.fleet.plan import FleetPlan, Limits, Mix, Problem
 from planner.truth.calibrate import sampled_efficiencies
 
@@ -58,7 +58,7 @@ def sensitivity(result: FleetPlan, *, draws: int = DEFAULT_DRAWS, seed: int = DE
     cost and of each system's units over the efficiency draws.  Also stored on
     ``result.sensitivity``."""
     if isinstance(draws, bool) or not isinstance(draws, int) or not 0 <= draws <= 200:
-        raise SpecError("<input>", "draws", f"a whole number of draws from 0 to 200, got {draws!r}")
+        raise SpecError("<input>", "draws", f"a whole number of draws from 0 to 200, got {shown(draws)}")
     pr = result.problem
     base_units = pr.units_by_system(result.mix)
     rows = [_row(pr, result, "baseline", "baseline", result.mix)]

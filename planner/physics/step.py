@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.physics import compiled
 from planner.physics.dispatch import decode_dispatch, trtllm_mmha
 from planner.specs.hardware import FAMILY_REFERENCE, Hardware
@@ -83,7 +83,7 @@ def _given_acceptance(model: Model, drafts: int, acceptance: float) -> Speculati
             math.isfinite(acceptance) and acceptance > 0):
         raise SpecError("<input>", "acceptance",
                         "tokens per step (1 to drafts + 1) or a per-draft rate in (0, 1), "
-                        f"got {acceptance!r}")
+                        f"got {shown(acceptance)}")
     if acceptance >= 1.0:
         if acceptance > drafts + 1:
             raise SpecError("<input>", "acceptance",
@@ -115,7 +115,7 @@ def resolve_speculation(model: Model, mtp: Any, acceptance: float | None = None)
             mean_acceptance_length=mtp.get("mean_acceptance_length"),
         )
     else:
-        raise SpecError("<input>", "mtp", f"off or a number of draft tokens, got {mtp!r}")
+        raise SpecError("<input>", "mtp", f"off or a number of draft tokens, got {shown(mtp)}")
     if spec.drafts < 0 or spec.drafts > 16:
         raise SpecError("<input>", "mtp", f"0 to 16 draft tokens, got {spec.drafts}")
     if spec.drafts == 0:
@@ -941,7 +941,7 @@ def _layout(model: Model, gpus: int, tp_attn: int | None, ep: int | None, tp_moe
     for name, val in (("gpus", gpus), ("tp_attn", tp_attn), ("ep", ep), ("tp_moe", tp_moe),
                       ("expert_slots", expert_slots)):
         if val is not None and (isinstance(val, bool) or not isinstance(val, int | np.integer) or val < 1):
-            raise SpecError("<input>", name, f"a positive integer, got {val!r}")
+            raise SpecError("<input>", name, f"a positive integer, got {shown(val)}")
     if model.is_dense:
         # no experts: one tensor-parallel group over the instance unless told otherwise, EP 1
         tp_attn = tp_attn or tp_moe or gpus
@@ -967,7 +967,7 @@ def _single(model: Model | str, hardware: Hardware | str, phase: str, *, gpus: i
     for name, val in (("batch", batch), ("context" if phase == "decode" else "prompt", length)):
         if isinstance(val, bool) or not isinstance(val, int | float | np.number) or not (
                 math.isfinite(val) and val > 0):
-            raise SpecError("<input>", name, f"a finite positive number, got {val!r}")
+            raise SpecError("<input>", name, f"a finite positive number, got {shown(val)}")
     if length > model.max_context:
         raise SpecError("<input>", "context" if phase == "decode" else "prompt",
                         f"at most the context window of {model.name}, {model.max_context:,} tokens "

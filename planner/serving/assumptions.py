@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.serving.comparison import Comparison, compare, confirmed
 from planner.specs.hardware import Hardware
 from planner.specs.registry import load_hardware, load_model
@@ -81,7 +81,7 @@ def assumptions(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "g
     base's).  ``base``: the comparison as given, if already computed with the same arguments.
     """
     if not (isinstance(threshold, int | float) and math.isfinite(threshold) and threshold > 0):
-        raise SpecError("<input>", "threshold", f"a positive ratio, got {threshold!r}")
+        raise SpecError("<input>", "threshold", f"a positive ratio, got {shown(threshold)}")
     m = load_model(model)
     ha, hb = load_hardware(hardware_a), load_hardware(hardware_b)
     kw = {k: v for k, v in kw.items() if k != "levels"}

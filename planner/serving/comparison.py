@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.serving.frontiers import frontier, frontier_at
 from planner.serving.search import pareto
 from planner.specs.hardware import Hardware
@@ -306,7 +306,7 @@ def _check_rates(name: str, values: Any) -> None:
     for v in vals:
         if isinstance(v, bool) or not isinstance(v, int | float | np.number) or not (
                 np.isfinite(v) and v > 0):
-            raise SpecError("<input>", name, f"positive finite rates in tokens/s per user, got {v!r}")
+            raise SpecError("<input>", name, f"positive finite rates in tokens/s per user, got {shown(v)}")
 
 
 def explain(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200-nvl72",

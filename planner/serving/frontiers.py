@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.physics import compiled
 from planner.physics.step import CATEGORIES, default_slots, evaluate_configs, pass_kernels, resolve_precisions
 from planner.serving.prefill import (
@@ -68,9 +68,9 @@ class Workload:
                 continue
             if isinstance(v, bool) or not isinstance(v, int | float | np.number) or not (
                     math.isfinite(v) and v >= 1):
-                raise SpecError("<input>", name, f"a token count >= 1, got {v!r}")
+                raise SpecError("<input>", name, f"a token count >= 1, got {shown(v)}")
             if name != "context" and not float(v).is_integer():
-                raise SpecError("<input>", name, f"a whole number of tokens, got {v!r}")
+                raise SpecError("<input>", name, f"a whole number of tokens, got {shown(v)}")
         if model is not None:
             model.check_length(self.isl + self.osl, "isl", "tokens of prompt + output (ISL + OSL)")
             model.check_length(self.decode_context, "context", "tokens of decode context")
@@ -317,7 +317,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     wl.check(model)
     if isinstance(batch_per_octave, bool) or not isinstance(batch_per_octave, int | np.integer) \
             or batch_per_octave < 1:
-        raise SpecError("<input>", "batch_per_octave", f"a whole number >= 1, got {batch_per_octave!r}")
+        raise SpecError("<input>", "batch_per_octave", f"a whole number >= 1, got {shown(batch_per_octave)}")
     # a layout, batch grid, speculation rate, overlap or offload asked for is the limit search's
     # question (the recipes fix them): the default follows it; asked of the as-deployed one, refused
     asked = limit_only(gpus=gpus, max_gpus=max_gpus, tp_attn=tp_attn, ep=ep, tp_moe=tp_moe,
@@ -325,7 +325,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
                        batch_per_octave=batch_per_octave)
     if max_ttft is not None and not (isinstance(max_ttft, int | float) and not isinstance(max_ttft, bool)
                                      and math.isfinite(max_ttft) and max_ttft > 0):
-        raise SpecError("<input>", "max_ttft", f"a positive time in seconds, got {max_ttft!r}")
+        raise SpecError("<input>", "max_ttft", f"a positive time in seconds, got {shown(max_ttft)}")
     if search is None:
         search = "limit" if asked else default_search(serving, mode)
     search = SEARCH_ALIASES.get(search, search) if isinstance(search, str) else search

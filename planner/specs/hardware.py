@@ -395,7 +395,14 @@ PLAUSIBLE = {
     "nvme_capacity": (1e9, 1e15, "B"),          # local NVMe per GPU: 1 GB to 1 PB [3.84 TB]
     "nvme_bandwidth": (1e8, 1e12, "B/s"),       # NVMe reads per GPU: 100 MB/s to 1 TB/s [6.5-12 GB/s]
     "latency": (0.0, 1.0, "s"),                 # up to 1 s a message
+    # a decode step's or a kernel's fixed time (efficiency: and stacks:): up to 1 s [1 ns to 1 ms]
+    "overhead": (0.0, 1.0, "s"),
+    # counts (printed as whole numbers): SMs per GPU [132 to 160], GPUs per system [8 to 72]
+    "sm_count": (1, 1e4, "SMs"),
+    "gpus_per_system": (1, 1e5, "GPUs"),
 }
+#: whose value a :data:`PLAUSIBLE` range bounds, where not a GPU's
+_PLAUSIBLE_OF = {"gpus_per_system": "a system"}
 #: The prices a system may have (USD), per GPU whatever its purchasable unit: a GPU-hour rents for
 #: 0.01 to 1,000 USD [2 to 23.4 USD/h; consumer cards rent for about 0.1 USD/h], and one GPU's share
 #: of its unit's purchase price is 100 USD to 10 M USD [14.5 k to 108 k USD].  Outside is a slip:
@@ -441,16 +448,25 @@ def _fact(f: Fields, key: str, dimension: str | None, sources: dict[str, str],
         if link and direction == "bidirectional":
             value /= 2.0
     if span is not None and value is not None:
-        lo_p, hi_p, unit = PLAUSIBLE[span]
-        if not lo_p <= value <= hi_p:
-            from planner.specs.units import format_si
-
-            lo_t, hi_t, got = format_si(lo_p, unit), format_si(hi_p, unit), format_si(value, unit)
-            raise SpecError(f.label, sub.path("value"), f"a value a GPU can have, from {lo_t} to {hi_t}, "
-                            f"got {got}")
+        _check_span(value, span, f.label, sub.path("value"), integer)
     sub.done()
     sources[sub.prefix] = src
     return value
+
+
+def _check_span(value: float, span: str, label: str, field: str, integer: bool = False) -> None:
+    """A SpecError naming ``label`` and ``field`` unless ``value`` lies in its :data:`PLAUSIBLE`
+    range ``span`` (``integer``: a count, printed as a whole number)."""
+    lo_p, hi_p, unit = PLAUSIBLE[span]
+    if not lo_p <= value <= hi_p:
+        from planner.specs.units import format_si
+
+        if integer:  # a count: 1 to 10,000 SMs
+            lo_t, hi_t, got = f"{lo_p:,.0f}", f"{hi_p:,.0f} {unit}", f"{value:,}"
+        else:
+            lo_t, hi_t, got = format_si(lo_p, unit), format_si(hi_p, unit), format_si(value, unit)
+        raise SpecError(label, field, f"a value {_PLAUSIBLE_OF.get(span, 'a GPU')} can have, from {lo_t} "
+                        f"to {hi_t}, got {got}")
 
 
 def _usd(x: float) -> str:
@@ -499,7 +515,7 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
     hbm_capacity = _fact(g, "hbm_capacity", "bytes", src, span="hbm_capacity")
     hbm_bandwidth = _fact(g, "hbm_bandwidth", "bandwidth", src, span="hbm_bandwidth")
     tdp = _fact(g, "tdp", "power", src, span="tdp")
-    sm_count = _fact(g, "sm_count", None, src, required=False, integer=True) or 0
+    sm_count = _fact(g, "sm_count", None, src, required=False, integer=True, span="sm_count") or 0
     g.done()
 
     su = f.sub("scale_up")
@@ -562,7 +578,7 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
         nvme.done()
 
     s = f.sub("system")
-    gpus_per_system = _fact(s, "gpus_per_system", None, src, integer=True)
+    gpus_per_system = _fact(s, "gpus_per_system", None, src, integer=True, span="gpus_per_system")
     gpus_per_unit = _fact(s, "gpus_per_unit", None, src, integer=True)
     gpus_per_host = _fact(s, "gpus_per_host", None, src, required=False, integer=True) or 0
     unit = s.text("unit", choices=("rack", "node", "gpu"))
@@ -580,8 +596,8 @@ def parse_hardware(doc: dict[str, Any], label: str) -> Hardware:
         hbm=_fact(e, "hbm", None, src, hi=1.0),
         scale_up=_fact(e, "scale_up", None, src, hi=1.0),
         scale_out=_fact(e, "scale_out", None, src, hi=1.0),
-        kernel_overhead=_fact(e, "kernel_overhead", "time", src),
-        step_overhead=_fact(e, "step_overhead", "time", src),
+        kernel_overhead=_fact(e, "kernel_overhead", "time", src, span="overhead"),
+        step_overhead=_fact(e, "step_overhead", "time", src, span="overhead"),
         load_imbalance=_fact(e, "load_imbalance", None, src, lo=1.0, hi=16.0),
         memory_reserve=_fact(e, "memory_reserve", None, src, lo=0.0, hi=0.9),
     )
@@ -720,6 +736,8 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
             raw = sub.raw("value")
             v = (parse_quantity(raw, unit, f.label, sub.path("value")) if unit
                  else sub.number("value", lo=0.0, hi=1.0, lo_open=True))
+            if key.endswith("_overhead"):  # as the efficiency: block's
+                _check_span(v, "overhead", f.label, sub.path("value"))
             sub.number("se", required=False, lo=0.0)
             sub.text("kind", choices=("fitted", "fixed", "bound"))
             note = sub.text("note", required=False)

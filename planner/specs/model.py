@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.specs.precision import TENSOR_CLASSES, get_precision, kv_bytes
 from planner.specs.reading import Fields, read_yaml
 
@@ -438,7 +438,7 @@ def _parse_speculation(f: Fields, kw: dict[str, Any], label: str) -> None:
             raise SpecError(label, sp.path(f"tokens_per_step.{n}"), "draft tokens, an integer 1 to 16")
         if isinstance(a, bool) or not isinstance(a, int | float) or not 1.0 <= a <= n + 1:
             raise SpecError(label, sp.path(f"tokens_per_step.{n}"),
-                            f"tokens per step between 1 and draft tokens + 1 = {n + 1}, got {a!r}")
+                            f"tokens per step between 1 and draft tokens + 1 = {n + 1}, got {shown(a)}")
         tokens[n] = float(a)
     kw["spec_tokens"] = dict(sorted(tokens.items()))
     rng = sp.raw("tokens_per_step_range", required=False)

@@ -150,6 +150,17 @@ def read_yaml(path: Path | str, label: str | None = None) -> dict[str, Any]:
 
 
 def parse_yaml(text: str, label: str) -> dict[str, Any]:
+    """A YAML document that is a mapping of fields (:func:`load_yaml`)."""
+    doc = load_yaml(text, label)
+    if not isinstance(doc, dict):
+        raise SpecError(label, "document", f"a mapping of fields, got {type(doc).__name__}")
+    return doc
+
+
+def load_yaml(text: str, label: str) -> Any:
+    """A YAML document of any shape, read safely: numbers as YAML 1.2 writes them (``1_000`` and
+    ``2:12`` are text), each key once, aliases that expand to at most :data:`MAX_EXPANDED_NODES`
+    values; whatever is wrong a SpecError naming ``label``."""
     if "*" in text:
         try:
             expanded = _expanded_nodes(yaml.compose(text, Loader=_SAFE_LOADER))
@@ -174,9 +185,15 @@ def parse_yaml(text: str, label: str) -> dict[str, Any]:
         # than Python converts (4,300), a key that is a list
         why = " ".join(str(exc).split())[:160]
         raise SpecError(label, "yaml", f"values YAML can read ({why})") from None
-    if not isinstance(doc, dict):
-        raise SpecError(label, "document", f"a mapping of fields, got {type(doc).__name__}")
     return doc
+
+
+def written_plainly(cell: str) -> bool:
+    """Whether a data file's cell (a CSV's) is written as a number should be: in ASCII, without
+    underscores.  Python's ``float`` reads ``1_000`` as 1000 and fullwidth (``１２``) or
+    Arabic-Indic digits as ASCII ones, where a writer meant something else or nothing; commas and
+    spaces inside a number it refuses by itself."""
+    return cell.isascii() and "_" not in cell
 
 
 class Fields:

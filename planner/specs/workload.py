@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import SpecError
-from planner.specs.reading import Fields, parse_yaml, path_kind, read_text, suggest
+from planner.specs.reading import Fields, parse_yaml, path_kind, read_text, suggest, written_plainly
 from planner.specs.units import parse_quantity
 
 #: the service-level keys a workload or ``--slo`` may set: metric_pNN
@@ -251,6 +251,9 @@ def load_trace(path: str | Path) -> Workload:
     vals: dict[str, list[float]] = {c: [] for c in TRACE_COLUMNS}
     for i, r in enumerate(rows, start=2):
         for c in TRACE_COLUMNS:
+            if isinstance(r[c], str) and not written_plainly(r[c]):
+                raise SpecError(label, f"line {i}.{c}", f"a number in ASCII digits without separators, "
+                                f"got {r[c]!r}")
             try:
                 v = float(r[c])
             except (TypeError, ValueError):

@@ -41,7 +41,12 @@ Rules, each named and counted, never a silent drop:
     :data:`IDENTITY_TOLERANCE` beyond the benchmark's mean request length (a defect of the row):
     not scored.
 ``measurement_implausible``
-    a figure outside :data:`PLAUSIBLE_MEASUREMENTS` (a negative TTFT, 1e308 tokens/s): not scored.
+    a figure outside :data:`PLAUSIBLE_MEASUREMENTS` (a negative TTFT, 1e308 tokens/s, a p99 TTFT of
+    -5 s; a blank p99 figure is only left out of the p99 scores): not scored.
+``layout_impossible``
+    a layout count the row's serving mode is read by (TP, EP, workers and GPUs of each worker
+    pool; the total GPUs) given but not a whole number from 1 to :data:`MAX_LAYOUT` (an EP of 0,
+    a TP of -1, 0 GPUs, 1e308 prefill workers): not scored.
 ``measurement_missing``
     tokens/s per user or per GPU, TPOT or TTFT blank or not positive: not scored.
 ``layout_not_recorded``
@@ -60,7 +65,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.serving.deployed import (
     FRAMEWORK_ALIASES,
     FRAMEWORKS,
@@ -100,17 +105,31 @@ IDENTITY_TOLERANCE = 0.2
 BOUND_SLACK = 0.01
 
 
+#: the largest ISL, OSL (tokens) and concurrency (sequences) a row may give: 10 M tokens (as the
+#: measured runs) and 1,000,000 sequences (the public points: ISL up to 8,192, concurrency up to 16,384)
+COUNT_RANGES = {"isl": 1e7, "osl": 1e7, "concurrency": 1e6}
+#: the largest layout count a row may give (TP, EP, workers, GPUs): the most GPUs a system spec may
+#: have (``gpus_per_system`` in :data:`planner.specs.hardware.PLAUSIBLE`); the public points use at most 96
+MAX_LAYOUT = 100_000
+#: the layout columns each serving mode reads (aggregated; disaggregated)
+AGG_LAYOUT = ("tp", "ep", "total_gpus")
+DISAGG_LAYOUT = (*(f"{r}_{c}" for r in ("prefill", "decode") for c in ("tp", "ep", "workers", "gpus")),
+                 "total_gpus")
+
+
 def load_frontiers(path: str | Path) -> pd.DataFrame:
     """The measured-frontier CSV at ``path``, checked for the required columns and numbers."""
     label = str(path)
     df = read_csv(path, label, REQUIRED, "a measured-frontier file (InferenceX points)",
                   "at least one measured point")
-    for c in ("isl", "osl", "concurrency"):
+    for c, top in COUNT_RANGES.items():
         v = pd.to_numeric(df[c], errors="coerce")
-        bad = ~(np.isfinite(v) & (v > 0))
+        bad = ~(np.isfinite(v) & (v >= 1) & (v <= top) & (v == np.round(v)))
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise SpecError(label, f"row {i + 2}: {c}", f"a positive number, got {df[c].iloc[i]!r}")
+            what = "sequences" if c == "concurrency" else "tokens"
+            raise SpecError(label, f"row {i + 2}: {c}",
+                            f"a whole number of {what} from 1 to {top:,.0f}, got {shown(df[c].iloc[i])}")
         df[c] = v.astype(float)
     for c in ("tps_per_user", "tps_per_gpu_output", "tpot_s", "ttft_s", "e2e_s", "total_gpus"):
         df[c] = pd.to_numeric(df[c], errors="coerce")
@@ -248,7 +267,10 @@ class FrontierScore:
 #: (0, 1,000,000] tokens/s per GPU (the public points: TPOT 3.2-257 ms, TTFT up to 379 s, up to
 #: 7,300 tok/s/GPU)
 PLAUSIBLE_MEASUREMENTS = {"ttft_s": (0.0, 3600.0), "e2e_s": (0.0, 3600.0), "tpot_s": (0.0, 60.0),
-                          "tps_per_user": (0.0, 1e5), "tps_per_gpu_output": (0.0, 1e6)}
+                          "tps_per_user": (0.0, 1e5), "tps_per_gpu_output": (0.0, 1e6),
+                          # the optional p99 figures, where given: as their medians (the public
+                          # points: p99 TTFT up to 564 s, p99 TPOT up to 0.37 s)
+                          "p99_ttft_s": (0.0, 3600.0), "p99_tpot_s": (0.0, 60.0)}
 #: tokens/s per user at which a system's frontier is set against everything measured on it
 SYSTEM_LEVELS = (10.0, 20.0, 30.0, 50.0, 75.0, 100.0, 150.0)
 #: a cell is "below" where the tool gives less than this share of a measured point
@@ -325,6 +347,24 @@ def system_summary(cells: pd.DataFrame) -> dict[str, Any]:
             "own_point_envelope": factor_score(o)}
 
 
+def layout_impossible(df: pd.DataFrame) -> np.ndarray:
+    """Rows with a layout count that its serving mode reads (:data:`AGG_LAYOUT`,
+    :data:`DISAGG_LAYOUT`) given but not a whole number from 1 to :data:`MAX_LAYOUT` (a blank
+    one is ``layout_not_recorded``'s, or the default EP of 1)."""
+    disagg = df.serving.astype(str).str.startswith("disagg").to_numpy()
+    bad = np.zeros(len(df), bool)
+    for cols, rows in ((AGG_LAYOUT, ~disagg), (DISAGG_LAYOUT, disagg)):
+        for c in cols:
+            if c not in df.columns:
+                continue
+            raw = df[c]
+            given = (raw.notna() & (raw.astype(str).str.strip() != "")).to_numpy()
+            v = pd.to_numeric(raw, errors="coerce").to_numpy(float)
+            whole = np.isfinite(v) & (v >= 1) & (v <= MAX_LAYOUT) & (v == np.round(v))
+            bad |= rows & given & ~whole
+    return bad
+
+
 def _rules(df: pd.DataFrame) -> pd.DataFrame:
     df = df.copy()
     df["rule"] = ""
@@ -333,6 +373,8 @@ def _rules(df: pd.DataFrame) -> pd.DataFrame:
     key = df[CONFIG].astype(str).apply(lambda r: "|".join(map(str, r)), axis=1)
     latest = df.groupby(key)["date"].transform("max")
     df["superseded"] = df.date.astype(str) < latest.astype(str)
+    # a layout no deployment can have (an EP of 0, 0 GPUs): a defect of the row, not predicted
+    df.loc[layout_impossible(df), "rule"] = "layout_impossible"
     ident = df.concurrency * LENGTH_MEAN * df.osl / (df.e2e_s * df.total_gpus)
     bad = np.isfinite(ident) & (_err(df.tps_per_gpu_output, ident) > IDENTITY_TOLERANCE)
     df.loc[bad & (df.rule == ""), "rule"] = "throughput_identity"
@@ -344,6 +386,8 @@ def _rules(df: pd.DataFrame) -> pd.DataFrame:
     # a figure no benchmark run can give (a negative TTFT, 1e308 tokens/s) is a defect of the row
     odd = np.zeros(len(df), bool)
     for c, (lo, hi) in PLAUSIBLE_MEASUREMENTS.items():
+        if c not in df.columns:  # (the p99 figures are optional)
+            continue
         v = pd.to_numeric(df[c], errors="coerce").to_numpy(float)
         odd |= np.isfinite(v) & ((v <= lo) | (v > hi)) | np.isinf(v)
     df.loc[odd & (df.rule == ""), "rule"] = "measurement_implausible"
@@ -399,7 +443,7 @@ def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = Tr
     lay = dep_all[["decode_workers", "decode_gpus", "prefill_workers", "prefill_gpus"]].to_numpy(float)
     unrec = ~(np.isfinite(lay) & (lay >= 1)).all(axis=1)
     df.loc[unrec & (df.status == ""), "status"] = "layout_not_recorded"
-    ok = df.status == ""
+    ok = (df.status == "") & (df.rule != "layout_impossible")  # (no deployment to predict)
     for (h, m, stack, prec, fw), idx in (
         df[ok].groupby(["hardware_spec", "model_spec", "stack", "precision", "framework"]).groups.items()
     ):

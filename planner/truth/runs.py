@@ -72,8 +72,13 @@ Cleaning rules live here, each named and counted in the output, never a silent d
     row (same system, model, stack, layout, precision, ISL/OSL, concurrency; another build or
     source), as when speculative decoding was on in one build.  Not scored; listed.
 
-Rows the equations cannot express are counted by reason (model or system not bundled,
-architecture not modelled, layout inconsistent or rejected, memory).
+Rows the equations cannot express are counted by reason (model or system not bundled, a
+backend other than the stacks modelled here or none, architecture not modelled, layout
+inconsistent or rejected, memory).  So are rows whose layout no deployment can have
+(``layout impossible``: a TP, attention DP, PP or worker count the row's mode reads given but not a
+whole number from 1 to :data:`MAX_LAYOUT`, such as an attention DP of 0; an MoE TP or EP of 0 is
+the file's "not recorded").  A file whose ISL, OSL, batch size or concurrency is not a whole
+number in range, or whose measured times are out of :data:`RUN_RANGES`, is refused in one line.
 """
 
 from __future__ import annotations
@@ -88,7 +93,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.physics import compiled
 from planner.physics.step import (
     CATEGORIES,
@@ -98,6 +103,7 @@ from planner.physics.step import (
     pass_kernels,
     resolve_precisions,
 )
+from planner.serving.deployed import FRAMEWORKS
 from planner.serving.prefill import aggregated_prefill_terms, chunked_prefill_rate, served_ttft
 from planner.specs.hardware import COMM_LAW_FIELDS
 from planner.specs.reading import path_kind
@@ -133,6 +139,8 @@ REQUIRED = (
     "silicon_tpot_ms",
     "concurrency",
 )
+#: the columns of text (names, modes and formats)
+TEXT_COLUMNS = ("id", "backend", "model_path", "system", "mode", "gemm_quant_mode", "moe_quant_mode")
 #: Hugging Face model id -> bundled model spec.
 MODELS = {
     "deepseek-ai/DeepSeek-R1": "deepseek-r1",
@@ -168,6 +176,16 @@ SYSTEMS = {
 #: TensorRT-LLM's INT4-weight FP8-activation MoE)
 QUANT = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "nvfp4", "bf16": "bf16", "bfloat16": "bf16",
          "fp16": "bf16", "float16": "bf16", "int4_wo": "int4_g32", "w4afp8": "int4_a8"}
+#: the serving stacks modelled (a run's ``backend``): the stacks of the benchmark frameworks
+BACKENDS = tuple(sorted({stack for stack, _ in FRAMEWORKS.values()}))
+#: the largest parallel size or worker count a run may record: the most GPUs a system spec may have
+#: (``gpus_per_system`` in :data:`planner.specs.hardware.PLAUSIBLE`; the bundled runs: up to 64)
+MAX_LAYOUT = 100_000
+#: the layout columns each mode reads (an MoE TP or EP of 0 is the file's "not recorded")
+AGG_LAYOUT = ("tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "pp_size")
+DISAGG_LAYOUT = (*(f"{r}_{c}" for r in ("prefill", "decode")
+                   for c in ("tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "num_workers")),
+                 "decode_pp_size")
 QUEUEING_FRACTION = 0.5
 LAYOUT_INCONSISTENT = "layout inconsistent: MoE TP x EP differs from the worker's GPUs"
 TWIN_SPEEDUP = 1.3
@@ -227,15 +245,21 @@ def load_runs(path: str | Path | None = None) -> pd.DataFrame:
     bundled = resources.files("planner.truth.data").joinpath("measured_runs.csv")
     df = read_csv(bundled if path is None else path, label, REQUIRED, "the measured-runs file",
                   "at least one run")
+    for c in TEXT_COLUMNS:  # text even where every cell is blank (a column of NaN reads as numbers)
+        df[c] = df[c].astype(object)
     for c, top in RUN_RANGES.items():
         v = pd.to_numeric(df[c], errors="coerce")
         bad = ~(np.isfinite(v) & (v > 0) & (v <= top))
+        tokens = c in ("isl", "osl")  # a count: a whole number of tokens
+        if tokens:
+            bad |= ~(v >= 1) | (v != np.round(v))
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise SpecError(label, f"row {i + 2}: {c}",
-                            f"a positive number up to {top:g}, got {df[c].iloc[i]!r}")
+            what = (f"a whole number of tokens from 1 to {top:,.0f}" if tokens
+                    else f"a positive number up to {top:g}")
+            raise SpecError(label, f"row {i + 2}: {c}", f"{what}, got {shown(df[c].iloc[i])}")
         df[c] = v.astype(float)
-    for c in ("batch_size", "decode_batch_size"):
+    for c in ("batch_size", "decode_batch_size", "concurrency"):
         if c not in df.columns:
             continue
         v = pd.to_numeric(df[c], errors="coerce")
@@ -244,8 +268,22 @@ def load_runs(path: str | Path | None = None) -> pd.DataFrame:
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
             raise SpecError(label, f"row {i + 2}: {c}",
-                            f"a whole number of sequences from 1 to 1,000,000, got {df[c].iloc[i]!r}")
+                            f"a whole number of sequences from 1 to 1,000,000, got {shown(df[c].iloc[i])}")
     return df
+
+
+def _impossible_layout(row: pd.Series) -> str:
+    """Why the layout ``row``'s mode reads cannot be (a column given but not a whole number from 1,
+    or 0 for an MoE size, to :data:`MAX_LAYOUT`), or ``""``."""
+    for c in AGG_LAYOUT if row["mode"] == "agg" else DISAGG_LAYOUT:
+        v = row.get(c)
+        if v is None or (isinstance(v, str) and not v.strip()) or (not isinstance(v, str) and pd.isna(v)):
+            continue  # not recorded
+        lo = 0.0 if "moe_" in c else 1.0
+        f = _num(v)
+        if f is None or not lo <= f <= MAX_LAYOUT or f != round(f):
+            return f"layout impossible: {c} not a whole number from {lo:g} to {MAX_LAYOUT:,}"
+    return ""
 
 
 #: the largest value a measured run's figure may take (ISL/OSL in tokens, TTFT and TPOT in ms):
@@ -420,6 +458,11 @@ def _map(row: pd.Series, models: dict[str, Any]) -> _Mapped:
         return _Mapped(False, "model not bundled")
     if hw is None:
         return _Mapped(False, "system not bundled")
+    if row.get("backend") not in BACKENDS:  # (blank: NaN)
+        return _Mapped(False, "backend not modelled")
+    impossible = _impossible_layout(row)
+    if impossible:
+        return _Mapped(False, impossible)
     model = models.get(name)
     if model is None:
         return _Mapped(False, f"model spec {name} not bundled")

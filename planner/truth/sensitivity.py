@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import sympy as sp
 
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.serving.frontiers import frontier_at
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
@@ -91,9 +91,9 @@ def elasticities(model: Model | str, hw: Hardware | str, at_tps_user: float = 50
     """
     model, hw = load_model(model), load_hardware(hw)
     if not (isinstance(at_tps_user, int | float) and math.isfinite(at_tps_user) and at_tps_user > 0):
-        raise SpecError("<input>", "at", f"a positive tokens/s per user, got {at_tps_user!r}")
+        raise SpecError("<input>", "at", f"a positive tokens/s per user, got {shown(at_tps_user)}")
     if not 0 < step < 0.5:
-        raise SpecError("<input>", "step", f"a relative step in (0, 0.5), got {step!r}")
+        raise SpecError("<input>", "step", f"a relative step in (0, 0.5), got {shown(step)}")
     params = tuple(params or RESOURCES)
     base = _at(model, hw, at_tps_user, kw)
     y0 = _y(base)
@@ -236,7 +236,7 @@ def what_if(model: Model | str, hw: Hardware | str, factor: float = 2.0, param: 
     the system as is; the configuration and binding term of each."""
     model, hw = load_model(model), load_hardware(hw)
     if not (isinstance(factor, int | float) and math.isfinite(factor) and factor > 0):
-        raise SpecError("<input>", "factor", f"a positive factor, got {factor!r}")
+        raise SpecError("<input>", "factor", f"a positive factor, got {shown(factor)}")
     label, scale, _ = _resource(param)
     base = _at(model, hw, at, kw)
     new = _at(model, scale(hw, factor), at, kw)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.errors import SpecError
+from planner.errors import SpecError, shown
 from planner.serving.comparison import envelope
 from planner.serving.frontiers import frontier
 from planner.specs.hardware import Hardware
@@ -72,7 +72,7 @@ def frontier_band(model: Model | str, hw: Hardware | str, *, samples: int = DEFA
     if method not in ("auto", "fit", "ranges"):
         raise SpecError("<input>", "method", f"auto, fit or ranges, got {method!r}")
     if not (isinstance(samples, int) and 2 <= samples <= 1000):
-        raise SpecError("<input>", "samples", f"an integer from 2 to 1000, got {samples!r}")
+        raise SpecError("<input>", "samples", f"an integer from 2 to 1000, got {shown(samples)}")
     frontier_kw = {k: v for k, v in frontier_kw.items() if k != "all_points"}
     nominal = base if base is not None else frontier(model, hw, **frontier_kw)
     if grid is None:

@@ -459,3 +459,128 @@ def test_a_trace_column_given_twice_is_refused(tmp_path, capsys):
     rc, err = _err(capsys, ["frontier", "--model", "llama-3.1-8b", "--hardware", "hgx-h200",
                             "--workload", str(trace), "--plot", "", "--csv", ""])
     assert rc == 2 and "trace.csv: input_tokens: a column given once" in err, err
+
+
+def _whole(name: str) -> str:
+    """A bundled system as one self-contained file (its datasheet and its calibration)."""
+    from planner.specs.registry import bundled_hardware_text
+
+    return bundled_hardware_text(name)
+
+
+@pytest.mark.parametrize(("old", "new", "field", "span"), [
+    ('step_overhead: {value: "1 ms"', 'step_overhead: {value: "5 h"', "efficiency.step_overhead", "overhead"),
+    ('kernel_overhead: {value: "5.534 us"', 'kernel_overhead: {value: "3 days"', "efficiency.kernel_overhead",
+     "overhead"),
+    ("sm_count: {value: 132", "sm_count: {value: 1000000", "gpu.sm_count", "sm_count"),
+    ("sm_count: {value: 132", "sm_count: {value: 10001", "gpu.sm_count", "sm_count"),
+    # a multiple of the unit and the domain, so that only its size is wrong
+    ("gpus_per_system: {value: 8,", "gpus_per_system: {value: 999999999992,", "system.gpus_per_system",
+     "gpus_per_system"),
+])
+def test_counts_and_overheads_beyond_any_system_are_refused(tmp_path, capsys, old, new, field, span):
+    from planner.specs.hardware import PLAUSIBLE
+
+    text = _whole("hgx-h200")
+    assert old in text, old
+    p = tmp_path / "hgx-h200.yaml"
+    p.write_text(text.replace(old, new, 1))
+    rc, err = _err(capsys, ["specs", "show", str(p)])
+    lo, hi, unit = PLAUSIBLE[span]
+    top = f"{hi:,.0f} {unit}" if span != "overhead" else f"{hi:g} {unit}"
+    assert rc == 2 and f"hgx-h200.yaml: {field}.value: a value " in err and f"to {top}, got" in err, err
+    assert err.count("\n") == 0
+
+
+@pytest.mark.parametrize(("old", "new", "span"), [
+    ("sm_count: {value: 132", "sm_count: {value: 10000", "sm_count"),
+    ('step_overhead: {value: "1 ms"', 'step_overhead: {value: "1 s"', "overhead"),
+    ("gpus_per_system: {value: 8,", "gpus_per_system: {value: 100000,", "gpus_per_system"),
+])
+def test_counts_and_overheads_at_the_top_of_their_range_are_read(tmp_path, old, new, span):
+    from planner.specs.hardware import PLAUSIBLE, load_hardware_file
+
+    p = tmp_path / "hgx-h200.yaml"
+    p.write_text(_whole("hgx-h200").replace(old, new, 1))
+    h = load_hardware_file(p)
+    eff = h.spec_efficiency or h.efficiency  # (the efficiency: block, not the default stack's fit)
+    got = {"sm_count": h.sm_count, "overhead": eff.step_overhead, "gpus_per_system": h.gpus_per_system}[span]
+    assert got == PLAUSIBLE[span][1]
+
+
+def test_a_stack_overhead_beyond_any_system_is_refused(tmp_path, capsys):
+    text = _whole("hgx-h200")
+    old = 'step_overhead: {value: "1 ms", kind: fixed'
+    at = text.index(old, text.index("\nstacks:"))
+    p = tmp_path / "hgx-h200.yaml"
+    p.write_text(text[:at] + 'step_overhead: {value: "2 h", kind: fixed' + text[at + len(old):])
+    rc, err = _err(capsys, ["specs", "show", str(p)])
+    assert rc == 2 and ": stacks." in err, err
+    assert ".step_overhead.value: a value a GPU can have, from " in err and err.count("\n") == 0, err
+
+
+#: numbers Python's float() reads as other numbers than a reader of the file sees, or any at all
+SEPARATED = ["1_000", "１２", "٣٠٠", "1_0.5"]
+
+
+@pytest.mark.parametrize("cell", SEPARATED)
+def test_a_trace_cell_with_separators_or_foreign_digits_is_refused(tmp_path, capsys, cell):
+    trace = tmp_path / "trace.csv"
+    rows = f"0,100,10,0\n1,{cell},10,0\n2,200,20,0\n"
+    trace.write_text("arrival_s,input_tokens,output_tokens,cached_tokens\n" + rows, encoding="utf-8")
+    rc, err = _err(capsys, ["frontier", "--model", "llama-3.1-8b", "--hardware", "hgx-h200",
+                            "--workload", str(trace), "--plot", "", "--csv", ""])
+    assert rc == 2 and err.count("\n") == 0, err
+    assert f"trace.csv: line 3.input_tokens: a number in ASCII digits without separators, got {cell!r}" in err
+
+
+@pytest.mark.parametrize("cell", SEPARATED)
+@pytest.mark.parametrize("form", ["one column", "header", "hour and load"])
+def test_a_profile_cell_with_separators_or_foreign_digits_is_refused(tmp_path, cell, form):
+    from planner.economics.demand import read_profile
+
+    loads = [str(500 + h) for h in range(24)]
+    loads[6] = cell
+    lines = {"one column": loads, "header": ["users", *loads],
+             "hour and load": ["hour,output_tps", *(f"{h},{v}" for h, v in enumerate(loads))]}[form]
+    p = tmp_path / "day.csv"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    field = {"one column": "row 7", "header": "row 8.users", "hour and load": "row 8.output_tps"}[form]
+    with pytest.raises(SpecError) as exc:
+        read_profile(p)
+    assert str(exc.value) == f"{p}: {field}: a number in ASCII digits without separators, got {cell!r}"
+    # the same rows written plainly are read as written
+    p.write_text("\n".join(lines).replace(cell, "506") + "\n", encoding="utf-8")
+    assert read_profile(p).hourly == tuple(500.0 + h for h in range(24))
+
+
+def test_a_profile_hour_or_yaml_load_with_an_underscore_is_refused(tmp_path, capsys):
+    from planner.economics.demand import read_profile
+
+    p = tmp_path / "day.csv"
+    p.write_text("hour,output_tps\n" + "".join(f"{'1_0' if h == 10 else h},500\n" for h in range(24)))
+    with pytest.raises(SpecError, match=r"day.csv: row 12.hour: an hour from 0 to 23 given once, got '1_0'"):
+        read_profile(p)
+    # YAML reads numbers as YAML 1.2 writes them: 1_000 and 2:12 are text, not 1000 and 132
+    for bad in ("1_000", "2:12"):
+        y = tmp_path / "day.yaml"
+        y.write_text("[" + ", ".join(bad if h == 2 else "500" for h in range(24)) + "]\n")
+        with pytest.raises(SpecError) as exc:
+            read_profile(y)
+        assert str(exc.value) == f"{y}: profile[2]: a number, got {bad!r}"
+    rc, err = _err(capsys, ["size", "--model", "llama-3.1-8b", "--hardware", "hgx-h200", "--profile", str(p),
+                            "--min-tps-user", "20"])
+    assert rc == 2 and err.count("\n") == 0 and "day.csv: row 12.hour" in err, err
+
+
+def test_numpy_numbers_are_shown_plainly_in_messages():
+    import numpy as np
+
+    from planner.economics.options import check_level
+    from planner.errors import shown
+
+    assert [shown(np.float64("nan")), shown(np.int64(3)), shown(np.bool_(True)), shown("1_0")] == [
+        "nan", "3", "True", "'1_0'"]
+    with pytest.raises(SpecError) as exc:
+        check_level(np.float64("nan"))
+    assert str(exc.value) == "<input>: min_tps_user: a positive rate in tokens/s per user, got nan"

@@ -229,3 +229,64 @@ def test_absurd_figures_print_no_numpy_warnings(tmp_path, capsys):
         rc = main(["validate", "--frontiers", str(_csv(tmp_path, rows)), "--json"])
     assert rc == 0
     assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
+
+
+#: the BASE point served disaggregated: one prefill and one decode worker of 8 GPUs each (Dynamo)
+DISAGG = dict(serving="disagg", framework="dynamo-sglang", tp="", ep="", dp_attention="", prefill_tp=8,
+              prefill_ep=8, prefill_dp_attention=False, decode_tp=8, decode_ep=8, decode_dp_attention=False,
+              prefill_workers=1, decode_workers=1, prefill_gpus=8, decode_gpus=8, total_gpus=16)
+
+
+@pytest.mark.parametrize(("serving", "column", "bad"), [
+    ("agg", "ep", 0), ("agg", "tp", -1), ("agg", "tp", 2.5), ("agg", "total_gpus", 0),
+    ("agg", "total_gpus", 1e308), ("disagg", "decode_ep", 0), ("disagg", "decode_ep", -8),
+    ("disagg", "decode_tp", -1), ("disagg", "prefill_workers", 1e308), ("disagg", "decode_workers", 0.5),
+    ("disagg", "decode_gpus", "inf"), ("disagg", "total_gpus", fr.MAX_LAYOUT + 1)])
+def test_impossible_layouts_are_counted_not_scored(tmp_path, serving, column, bad):
+    base = {} if serving == "agg" else DISAGG
+    rows = [_row(**base), {**_row(**{**base, "concurrency": 32}), column: bad}]
+    score = fr.score_frontiers(_csv(tmp_path, rows), frontier=False, bound=False, system=False)
+    s = score.summary()
+    # the row is read by its own serving mode, so the count is one a deployment of it reads
+    assert column in (fr.AGG_LAYOUT if serving == "agg" else fr.DISAGG_LAYOUT)
+    assert s["points_scored"] == 1 and s["unscored"] == {"layout_impossible": 1}
+    assert score.rows.rule.tolist() == ["", "layout_impossible"]
+    # nothing predicted for it: no deployment has that layout
+    assert not np.isfinite(score.rows.pred_output_tps_per_gpu[1])
+
+
+def test_implausible_p99_figures_are_counted_and_kept_out_of_the_p99_scores(tmp_path):
+    lo, hi = fr.PLAUSIBLE_MEASUREMENTS["p99_ttft_s"]
+    rows = [_row(p99_ttft_s=1.0, p99_tpot_s=0.03),
+            _row(concurrency=32, p99_ttft_s=-5.0, p99_tpot_s=0.03),           # below the range
+            _row(concurrency=64, p99_ttft_s=1e308, p99_tpot_s=0.03),          # above it
+            _row(concurrency=128, p99_ttft_s=1.0, p99_tpot_s=float("inf")),
+            _row(concurrency=256, p99_ttft_s=lo, p99_tpot_s=0.03),            # lo itself is out
+            _row(concurrency=4, p99_ttft_s=hi, p99_tpot_s=0.03),              # hi itself is in
+            _row(concurrency=8, p99_ttft_s="", p99_tpot_s="")]                # blank: no p99 score
+    score = fr.score_frontiers(_csv(tmp_path, rows), frontier=False, bound=False, system=False)
+    s = score.summary()
+    assert score.rows.rule.tolist() == ["", *["measurement_implausible"] * 4, "", ""]
+    assert s["unscored"] == {"measurement_implausible": 4} and s["points_scored"] == 3
+    # the p99 scores see the two scored rows that give p99 figures (the blank one is left out)
+    assert s["p99"]["points"] == 2
+
+
+@pytest.mark.parametrize(("column", "bad", "expected"), [
+    ("concurrency", 0.5, "a whole number of sequences from 1 to 1,000,000, got 0.5"),
+    ("concurrency", 1.5, "a whole number of sequences from 1 to 1,000,000, got 1.5"),
+    ("concurrency", 1e308, "a whole number of sequences from 1 to 1,000,000, got 1e+308"),
+    ("isl", 1.5, "a whole number of tokens from 1 to 10,000,000, got 1.5"),
+    # a NaN is shown as the number it is, not as numpy's repr (np.float64(nan))
+    ("osl", "nan", "a whole number of tokens from 1 to 10,000,000, got nan")])
+def test_fractional_or_absurd_counts_refuse_the_file_in_one_line(tmp_path, capsys, column, bad, expected):
+    rows = [_row(), {**_row(concurrency=32), column: bad}]
+    top = fr.COUNT_RANGES[column]
+    assert f"{top:,.0f}" in expected
+    p = _csv(tmp_path, rows)
+    with pytest.raises(SpecError) as exc:
+        fr.load_frontiers(p)
+    assert str(exc.value) == f"{p}: row 3: {column}: {expected}"
+    assert main(["validate", "--frontiers", str(p), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "np." not in err and "Traceback" not in err

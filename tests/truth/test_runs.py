@@ -452,3 +452,78 @@ def test_bundled_matrix_is_what_its_provenance_says():
     buf = io.StringIO()
     mod.extract(Path(repo)).to_csv(buf, index=False, lineterminator="\n")
     assert buf.getvalue() == csv.decode()
+
+
+@pytest.mark.parametrize("backend", ["nope", "", "TensorRT", None])
+def test_a_backend_not_modelled_is_counted_not_scored(tmp_path, backend):
+    from planner.truth.runs import BACKENDS
+
+    assert backend not in BACKENDS
+    path = _csv(tmp_path, [{}, {"id": "other", "backend": backend, "silicon_tpot_ms": 21.0}])
+    s = score_runs(path)
+    r = _by_id(s)
+    assert bool(r.loc[BASE["id"], "scored"]) and not bool(r.loc["other", "scored"])
+    assert r.loc["other", "status"] == "backend not modelled"
+    assert s.summary()["rows_unmapped_by_reason"] == {"backend not modelled": 1}
+
+
+@pytest.mark.parametrize(("row", "column"), [
+    ({"attention_dp_size": 0}, "attention_dp_size"),
+    ({"attention_dp_size": -2}, "attention_dp_size"),
+    ({"attention_dp_size": "inf"}, "attention_dp_size"),
+    ({"tp_size": 1.5}, "tp_size"),
+    ({"moe_ep_size": 2.5}, "moe_ep_size"),
+    ({"moe_tp_size": -1}, "moe_tp_size"),
+    ({"pp_size": "inf"}, "pp_size"),
+    ({**DISAGG, "concurrency": 16, "decode_batch_size": 16, "decode_num_workers": 0.5}, "decode_num_workers"),
+    ({**DISAGG, "concurrency": 16, "decode_batch_size": 16, "decode_num_workers": 1,
+      "prefill_attention_dp_size": 0}, "prefill_attention_dp_size"),
+    ({**DISAGG, "concurrency": 16, "decode_batch_size": 16, "decode_num_workers": 1,
+      "decode_moe_ep_size": 1e308}, "decode_moe_ep_size")])
+def test_a_layout_no_deployment_has_is_counted_not_scored(tmp_path, row, column):
+    from planner.truth.runs import MAX_LAYOUT
+
+    path = _csv(tmp_path, [{}, {"silicon_tpot_ms": 21.0, **row, "id": "bad"}])
+    s = score_runs(path)
+    r = _by_id(s)
+    lo = 0 if "moe_" in column else 1  # an MoE size of 0 is the file's "not recorded"
+    why = f"layout impossible: {column} not a whole number from {lo} to {MAX_LAYOUT:,}"
+    assert r.loc["bad", "status"] == why and not bool(r.loc["bad", "scored"])
+    assert bool(r.loc[BASE["id"], "scored"])
+    assert s.summary()["rows_unmapped_by_reason"] == {why: 1}
+
+
+def test_an_moe_size_of_zero_stays_not_recorded(tmp_path):
+    r = _by_id(score_runs(_csv(tmp_path, [{"moe_tp_size": 0}])))
+    assert r.loc[BASE["id"], "status"].startswith("MoE layout not recorded")
+
+
+@pytest.mark.parametrize(("column", "bad", "expected"), [
+    ("isl", 1.5, "a whole number of tokens from 1 to 10,000,000, got 1.5"),
+    ("osl", 0.5, "a whole number of tokens from 1 to 10,000,000, got 0.5"),
+    ("concurrency", 0.5, "a whole number of sequences from 1 to 1,000,000, got 0.5"),
+    ("concurrency", 0, "a whole number of sequences from 1 to 1,000,000, got 0"),
+    # numpy's reprs never reach a message: a NaN read from the file is shown as nan
+    ("silicon_tpot_ms", "nan", "a positive number up to 60000, got nan")])
+def test_fractional_counts_refuse_the_file_in_one_line(tmp_path, capsys, column, bad, expected):
+    from planner.truth.runs import RUN_RANGES
+
+    if column in RUN_RANGES:
+        assert f"{RUN_RANGES[column]:,.0f}" in expected or f"{RUN_RANGES[column]:g}" in expected
+    path = _csv(tmp_path, [{}, {"id": "bad", column: bad}])
+    with pytest.raises(SpecError) as exc:
+        load_runs(path)
+    assert str(exc.value) == f"{path}: row 3: {column}: {expected}"
+    assert main(["validate", "--runs", path, "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "np." not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("column", "why"), [("model_path", "model not bundled"),
+                                             ("system", "system not bundled"),
+                                             ("backend", "backend not modelled")])
+def test_a_file_whose_every_row_leaves_a_name_blank_scores_none(tmp_path, column, why):
+    # (a column with no text at all reads as numbers: relabelling a row's model in it raised)
+    path = _csv(tmp_path, [{column: None}, {"id": "b", column: None, "silicon_tpot_ms": 22.0}])
+    s = score_runs(path).summary()
+    assert s["rows_scored"] == 0 and s["rows_unmapped_by_reason"] == {why: 2}
