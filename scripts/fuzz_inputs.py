@@ -597,7 +597,10 @@ class Inputs:
     def __init__(self, work: Path, rng: random.Random) -> None:
         self.work = work
         self.rng = rng
-        self.hw = {p: p.read_text() for p in sorted((ROOT / "hardware_specs").glob("*.yaml"))}
+        # each bundled system as one self-contained file (its datasheet and its calibration)
+        from planner.specs.registry import bundled_hardware_text
+
+        self.hw = {p: bundled_hardware_text(p.stem) for p in sorted((ROOT / "hardware_specs").glob("*.yaml"))}
         self.facts = {p: spec_facts(t) for p, t in self.hw.items()}
         self.models = {p: p.read_text() for p in sorted((ROOT / "planner" / "model_specs").glob("*.yaml"))}
         self.configs = sorted((ROOT / "tests" / "data").glob("*/config.json"))
