@@ -132,6 +132,7 @@ def _cmd_frontiers(args: argparse.Namespace) -> int:
     if args.json:
         s["by_hardware"] = score.by("hardware")
         s["by_framework"] = score.by("framework")
+        s["by_date"] = score.by_date()
         print_json(json_safe(s))
         return 0
     p, f = s["point"], s["frontier"]
@@ -154,6 +155,15 @@ def _cmd_frontiers(args: argparse.Namespace) -> int:
                  _pct(f["median_abs_err"]), _pct(f["p90_abs_err"]), f"{f['bias']:.2f}"])
     print(table(rows, ["by", "points", "tok/s/GPU median", "TPOT median", "TTFT median", "envelope pts",
                        "frontier median", "frontier p90", "frontier bias"]))
+    months = score.by_date()
+    cells = sorted({(r["stack"], r["platform"]) for r in months})
+    cols = sorted({r["month"] for r in months})
+    at = {(r["stack"], r["platform"], r["month"]): r for r in months}
+    print("# software by date: TPOT bias (median predicted / measured; above 1 the build ran faster than "
+          "the fit predicts) and points, by stack and month of measurement")
+    print(table([[f"{st} ({pl})", *[(f"{at[st, pl, m]['tpot_bias']:.2f} ({at[st, pl, m]['points']})"
+                                     if (st, pl, m) in at else "-") for m in cols]] for st, pl in cells],
+                ["stack", *cols]))
     q = s["p99"]
     print(f"# p99 of each benchmark burst ({q['points']} points with p99 columns; the first wave of 10 "
           f"requests per user queued, aggregated decode stalled by it): TTFT median error "

@@ -239,6 +239,22 @@ class FrontierScore:
             **(system_summary(self.system) if self.system is not None else {}),
         }
 
+    def by_date(self) -> list[dict[str, Any]]:
+        """The point scores of each serving stack's builds by month (software moves: the same
+        configuration measured on several dates differs), ROCm apart from CUDA: points, TPOT and
+        tokens/s per GPU median error, and TPOT bias (median predicted / measured; above 1 the
+        build ran faster than the fit predicts)."""
+        s = self.rows[self.rows.scored]
+        rocm = s.hardware_spec.isin(ROCM_SYSTEMS)
+        platform = np.where(rocm, "rocm", "cuda")
+        out = []
+        for (stack, plat, month), d in s.groupby([s["stack"], platform, s["date"].astype(str).str[:7]]):
+            out.append({"stack": stack, "platform": plat, "month": month, "points": int(len(d)),
+                        "tpot_median_abs_err": _q(d.tpot_err.to_numpy(float), 0.5),
+                        "tps_per_gpu_median_abs_err": _q(d.tps_err.to_numpy(float), 0.5),
+                        "tpot_bias": _q((d.pred_tpot_s / d.tpot_s).to_numpy(float), 0.5)})
+        return out
+
     def by(self, key: str) -> list[dict[str, Any]]:
         """Point and frontier scores per ``hardware`` or ``framework``."""
         out = []
@@ -262,6 +278,8 @@ class FrontierScore:
         return out
 
 
+#: the bundled systems whose stacks run on ROCm (their builds move apart from CUDA's)
+ROCM_SYSTEMS = ("mi300x", "mi325x", "mi355x", "mi455x-helios")
 #: the range a measured figure must lie in to be scored (exclusive below, inclusive above):
 #: (0, 1 hour] for TTFT and E2E, (0, 60 s] for TPOT, (0, 100,000] tokens/s per user and
 #: (0, 1,000,000] tokens/s per GPU (the public points: TPOT 3.2-257 ms, TTFT up to 379 s, up to

@@ -290,3 +290,21 @@ def test_fractional_or_absurd_counts_refuse_the_file_in_one_line(tmp_path, capsy
     assert main(["validate", "--frontiers", str(p), "--json"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "np." not in err and "Traceback" not in err
+
+
+def test_the_score_by_date_reads_each_months_builds_apart(tmp_path, monkeypatch):
+    # one configuration measured in two months: the May build ran 1.25x faster than the fit
+    # predicts (predicted TPOT 1.25x the measured), the April one as predicted
+    rows = [_row(date="2026-04-01"), _row(date="2026-05-02", tpot_s=BASE["tpot_s"] / 1.25)]
+    tpot = {0: BASE["tpot_s"], 1: BASE["tpot_s"]}
+
+    def pred(model, hw, dep, **kw):
+        return dep.assign(output_tps_per_gpu=100.0, tpot_s=[tpot[i] for i in dep.index], ttft_s=1.0,
+                          tps_per_user=10.0, bottleneck="compute", reason=0)
+
+    monkeypatch.setattr(fr, "predict", pred)
+    months = fr.score_frontiers(_csv(tmp_path, rows), frontier=False, bound=False, system=False).by_date()
+    assert [(m["month"], m["points"]) for m in months] == [("2026-04", 1), ("2026-05", 1)]
+    assert months[0]["tpot_bias"] == pytest.approx(1.0) and months[1]["tpot_bias"] == pytest.approx(1.25)
+    assert months[1]["tpot_median_abs_err"] == pytest.approx(0.25)
+    assert {m["platform"] for m in months} == {"rocm" if BASE["hardware"].startswith("MI") else "cuda"}
