@@ -344,6 +344,67 @@ def _print_assumptions(df: Any) -> None:
                        f"per GPU >= {t:g}x", f"per MW >= {t:g}x"]))
 
 
+def verdict(c: Any, cross: dict[str, Any], moves: Any = None) -> dict[str, Any]:
+    """The answer before the table: where the per-GPU and per-MW ratios reach the threshold (with
+    the band's edges where one was drawn), the largest ratio and where, and what it rests on (the
+    assumptions that move it most where ``--assumptions`` ran them, else the ones that would)."""
+    import math
+
+    s, t = c.settings, cross["threshold"]
+    out: dict[str, Any] = {"threshold": t}
+    for key in ("per_gpu", "per_mw"):
+        e = cross[key]
+        out[key] = {"intervals": e.get("intervals") or ([e["nominal"]] if e.get("nominal") else []),
+                    **({"band_upper_edge": e["earliest"], "band_lower_edge": e["surely"]}
+                       if "earliest" in e else {})}
+    largest = c.table[c.table.largest] if "largest" in c.table else c.table.iloc[:0]
+    ok = len(largest) and math.isfinite(float(largest.ratio.iloc[0]))
+    out["largest"] = ({"ratio": float(largest.ratio.iloc[0]),
+                       "tps_per_user": float(largest.tps_per_user.iloc[0])} if ok else None)
+    if moves is not None and len(moves) > 1:
+        rest = moves.iloc[1:]
+        moved = rest.change.map(lambda v: abs(math.log(v)) if v and math.isfinite(v) else 0.0)
+        rest = rest.reindex(moved.sort_values(ascending=False).index)[:3]
+        out["rests_on"] = [{"assumption": r.assumption, "setting": r.setting,
+                            "largest_ratio": r.largest_ratio, "at_tps_per_user": r.at_tps_per_user}
+                           for r in rest.itertuples()]
+        out["rests_on_measured"] = True
+    else:
+        stacks = f"{s['hardware_a']}: {c.a.attrs.get('stack') or 'spec'}, {s['hardware_b']}: " \
+                 f"{c.b.attrs.get('stack') or 'spec'}"
+        out["rests_on"] = [{"assumption": "serving stack fits", "setting": stacks},
+                           {"assumption": "speculation", "setting": f"MTP {s['mtp']}"},
+                           {"assumption": "precision", "setting": f"weights {s['weights'] or 'auto'}"}]
+        out["rests_on_measured"] = False
+    return out
+
+
+def _print_verdict(v: dict[str, Any], a: str, b: str) -> None:
+    t = v["threshold"]
+
+    def where(key: str) -> str:
+        e = v[key]
+        text = f"at {_spans(e['intervals'])} tokens/s per user" if e["intervals"] else "at no rate"
+        if "band_upper_edge" in e:
+            up, lo = e["band_upper_edge"], e["band_lower_edge"]
+            text += (f" (band: upper edge {_spans([up]) if up else 'nowhere'}, "
+                     f"lower edge {_spans([lo]) if lo else 'nowhere'})")
+        return text
+
+    print(f"# answer: {a} gives >= {t:g}x the tokens/s per GPU of {b} {where('per_gpu')}; "
+          f"per MW {where('per_mw')}")
+    lg = v["largest"]
+    print("# largest: " + (f"{lg['ratio']:.1f}x at {lg['tps_per_user']:.0f} tokens/s per user" if lg else
+                           "no rate where both systems are useful"))
+    if v["rests_on_measured"]:
+        what = "; ".join(f"{r['assumption']} {r['setting']}: {r['largest_ratio']:.1f}x at "
+                         f"{r['at_tps_per_user']:.0f}" for r in v["rests_on"])
+        print(f"# rests on (the largest ratio with one assumption changed, most moved first): {what}")
+    else:
+        what = "; ".join(f"{r['assumption']} ({r['setting']})" for r in v["rests_on"])
+        print(f"# rests on: {what}; --assumptions measures how far each moves it")
+
+
 def _crossing_text(entry: dict[str, Any]) -> str:
     def span(v: Any) -> str:
         return "never" if v is None else f"{_spans([v])} tokens/s/user"
@@ -462,8 +523,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             args.plot)))
     write_outputs(outputs)
     s = c.settings
+    answer = verdict(c, cross, moves)
     if args.json:
-        print_json({"settings": _settings(s),
+        print_json({"verdict": json_safe(answer), "settings": _settings(s),
                     "speculation": {s["hardware_a"]: c.a.attrs.get("speculation"),
                                     s["hardware_b"]: c.b.attrs.get("speculation")},
                     "power_basis": POWER_BASIS,
@@ -484,6 +546,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     A, B = s["hardware_a"], s["hardware_b"]
     print(f"# moe-planner compare: {s['model']} on {A} vs {B}")
+    _print_verdict(answer, A, B)
     print(f"# serving {s['serving']}, ISL {s['isl']:g} / OSL {s['osl']:g} (decode context "
           f"{s['context']:g}), {s['mode']} mode, metric: {s['metric']} tokens/s per GPU, "
           + (f"max TTFT {s['max_ttft']:g} s" if s.get("max_ttft") is not None else
