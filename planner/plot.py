@@ -111,7 +111,9 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
                    bands: Sequence[pd.DataFrame | None] | None = None,
                    annotate_bottleneck: bool = True, y: str = "tps_per_gpu",
                    logy: bool | None = None, fig: Any = None, mark_x: float | None = None,
-                   minor_ticks: bool = True, limits: Sequence[pd.DataFrame | None] | None = None) -> Any:
+                   minor_ticks: bool = True, limits: Sequence[pd.DataFrame | None] | None = None,
+                   threshold: float | None = None, footnote: bool | str = True,
+                   peak: tuple[float, float] | None = None) -> Any:
     """Draw frontiers (and, if given, the ratio curve of the first two in a second panel).
 
     ``y``: the column to draw against interactivity (``tps_per_gpu``, ``tps_per_mw``,
@@ -123,8 +125,13 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
     in an interactive view) instead of a new one; ``mark_x``: a dotted vertical line at that
     interactivity on every panel; ``minor_ticks=False``: major ticks and grid lines only (a
     quicker redraw); ``limits``: per frontier, the limit search's frontier of the same system (what
-    the hardware could do with ideal software), drawn dashed beside an as-deployed one.  Returns
-    the matplotlib Figure; saves it to ``path`` when given.
+    the hardware could do with ideal software), drawn dashed beside an as-deployed one;
+    ``threshold``: on the ratio panel, a line at that ratio and the rates where the per-GPU ratio
+    reaches it shaded; ``peak``: the (tokens/s per user, ratio) to annotate as the largest ratio
+    (a comparison's own, solved at whole deployments; default: the curve's highest point);
+    ``footnote``: the search,
+    calibration and date under the figure (True: from the frontiers' attributes; a text: that).
+    Returns the matplotlib Figure; saves it to ``path`` when given.
     """
     if not frontiers:
         raise ValueError("no frontier to plot")
@@ -175,8 +182,10 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
         _plain_log_ticks(ax.yaxis)
     ax.grid(True, which="both", alpha=0.3)
     if annotate_bottleneck:
+        # only the binding terms the curves show
+        used = {str(b) for f in frontiers if "bottleneck" in f for b in f["bottleneck"].dropna().unique()}
         handles = [matplotlib.lines.Line2D([], [], ls="", marker=MARKERS[b], color="0.3", ms=6,
-                              label=b.replace("_", " ")) for b in MARKERS]
+                              label=b.replace("_", " ")) for b in MARKERS if b in used]
         # outside the axes, so it never covers a curve
         ax.legend(handles=handles, title="binding term", fontsize=7, title_fontsize=7,
                   loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
@@ -188,24 +197,42 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
     if len(frontiers) == 1 and a0.get("model"):
         default = f"{a0.get('model')} on {a0.get('hardware')}: {default}"
     elif a0.get("model"):
-        default = f"{a0.get('model')}: {default}"
+        names = " vs ".join(str(f.attrs.get("hardware")) for f in frontiers)
+        default = f"{a0.get('model')}, {names}: {default}"
     # y given: matplotlib then skips searching the axes' decorations for a title position (0.1-0.3 s a draw)
     ax.set_title(text(title or default), fontsize=11, y=1.0)
     if two:
         ax2 = axes[1, 0]
         if "both_useful" in ratio:
             ratio = ratio[ratio["both_useful"]]
-        ax2.plot(ratio["tps_per_user"], ratio["ratio"], color="k", lw=2,
-                 label=text(f"{frontiers[0].attrs.get('hardware')} / {frontiers[1].attrs.get('hardware')}"
-                            " per GPU"))
+        ax2.plot(ratio["tps_per_user"], ratio["ratio"], color="k", lw=2, label="per GPU")
         if "ratio_per_mw" in ratio:
             ax2.plot(ratio["tps_per_user"], ratio["ratio_per_mw"], color="k", lw=1.2, ls="--",
                      label="per MW")
-        ax2.set_ylabel("ratio (x)")
+        ax2.set_ylabel(text(f"{frontiers[0].attrs.get('hardware')} / {frontiers[1].attrs.get('hardware')}"),
+                       fontsize=8)
         ax2.set_ylim(bottom=0)
         ax2.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
         ax2.grid(True, which="both", alpha=0.3)
-        ax2.legend(fontsize=8, loc="upper left")
+        xs, rs = ratio["tps_per_user"].to_numpy(float), ratio["ratio"].to_numpy(float)
+        ok = np.isfinite(rs)
+        if threshold is not None:
+            ax2.axhline(threshold, color="tab:red", lw=1, ls="--", label=f"{threshold:g}x")
+            above = ok & (rs >= threshold)
+            if above.any():
+                ax2.fill_between(xs, 0, 1, where=above, transform=ax2.get_xaxis_transform(),
+                                 color="tab:red", alpha=0.08, lw=0,
+                                 label=text(f"per GPU >= {threshold:g}x"))
+        if peak is None and ok.any():
+            i = int(np.nanargmax(np.where(ok, rs, -np.inf)))
+            peak = (float(xs[i]), float(rs[i]))
+        if peak is not None and all(np.isfinite(peak)):
+            ax2.plot([peak[0]], [peak[1]], marker="o", color="k", ms=4, ls="")
+            ax2.annotate(f"largest {peak[1]:.1f}x at {peak[0]:.0f}", peak, xytext=(-6, 6),
+                         textcoords="offset points", ha="right", va="bottom", fontsize=8)
+            ax2.set_ylim(top=max(rs[ok].max() if ok.any() else 0, peak[1], threshold or 0) * 1.25)
+        # beside the panel, off the curve and its peak
+        ax2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
         axes[-1, 0].set_xlabel("interactivity: output tokens/s per user")
     else:
         ax.set_xlabel("time to first token (s)" if prefill else "interactivity: output tokens/s per user")
@@ -218,14 +245,29 @@ def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None
             a.axvline(mark_x, color="0.4", ls=":", lw=1.2)
     # the curves' legend under the figure, so it never covers a curve or a band
     handles, labels = ax.get_legend_handles_labels()
-    bottom = (0.22 * len(labels) + 0.25) / fig.get_figheight()
-    fig.legend(handles, labels, fontsize=8, loc="lower left", bbox_to_anchor=(0.01, 0.005))
+    foot = (0.2 if footnote else 0.0) / fig.get_figheight()  # a line under the legend for the footnote
+    bottom = (0.22 * len(labels) + 0.25) / fig.get_figheight() + foot
+    fig.legend(handles, labels, fontsize=8, loc="lower left", bbox_to_anchor=(0.01, 0.005 + foot))
+    if footnote:
+        fig.text(0.01, 0.005, text(footnote if isinstance(footnote, str) else _footnote(frontiers)),
+                 fontsize=6.5, color="0.35", ha="left", va="bottom")
     # fixed margins (tight_layout measured every text box: a third of a second per figure)
     fig.subplots_adjust(left=0.08, right=0.86 if annotate_bottleneck else 0.97, top=0.94,
                         bottom=bottom + 0.06, hspace=0.08)
     if path is not None:
         fig.savefig(path, dpi=130)
     return fig
+
+
+def _footnote(frontiers: Sequence[pd.DataFrame]) -> str:
+    """What a figure rests on, for its foot: the search, each side's calibration, and the date."""
+    import datetime
+
+    a0 = frontiers[0].attrs
+    cal = "; ".join(str(f.attrs["calibration"]) for f in frontiers if f.attrs.get("calibration"))
+    parts = [f"search: {a0['search']}" if a0.get("search") else "",
+             f"calibration: {cal}" if cal else "", f"moe-planner, {datetime.date.today().isoformat()}"]
+    return " | ".join(p for p in parts if p)
 
 
 def _plain_log_ticks(axis: Any) -> None:

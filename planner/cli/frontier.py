@@ -344,6 +344,14 @@ def _print_assumptions(df: Any) -> None:
                        f"per GPU >= {t:g}x", f"per MW >= {t:g}x"]))
 
 
+def _peak(c: Any) -> tuple[float, float] | None:
+    """The comparison's largest ratio (its table's row, at whole deployments), for the figure."""
+    if "largest" not in c.table or not c.table.largest.any():
+        return None
+    r = c.table[c.table.largest].iloc[0]
+    return float(r.tps_per_user), float(r.ratio)
+
+
 def verdict(c: Any, cross: dict[str, Any], moves: Any = None) -> dict[str, Any]:
     """The answer before the table: where the per-GPU and per-MW ratios reach the threshold (with
     the band's edges where one was drawn), the largest ratio and where, and what it rests on (the
@@ -519,7 +527,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from planner.plot import plot_frontiers  # matplotlib only when a figure is written
 
         outputs.append(("--plot", args.plot, savefig_to(
-            lambda: plot_frontiers([c.a, c.b], c.ratio, bands=bands, logy=args.logy, limits=limits),
+            lambda: plot_frontiers([c.a, c.b], c.ratio, bands=bands, logy=args.logy, limits=limits,
+                                   threshold=args.threshold, peak=_peak(c)),
             args.plot)))
     write_outputs(outputs)
     s = c.settings
