@@ -26,7 +26,8 @@ import pandas as pd
 from planner.errors import SpecError, shown
 from planner.plot import plot_frontiers
 from planner.serving.comparison import envelope, explain, ratio_curve
-from planner.serving.frontiers import SEARCH_ALIASES, frontier, limit_only
+from planner.serving.frontiers import SEARCH_ALIASES, frontier, frontier_at, limit_only
+from planner.serving.search import pareto
 from planner.specs.hardware import Hardware
 from planner.specs.precision import PRECISIONS
 from planner.specs.registry import hardware_names, load_hardware, load_model, load_systems
@@ -194,7 +195,7 @@ class Explorer:
         self.summary = ""
         self.redraw_s = float("nan")
         self.timings: dict[str, float] = {}
-        self._cache: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
+        self._cache: OrderedDict[tuple, tuple[pd.DataFrame, pd.DataFrame | None]] = OrderedDict()
         self._hold = False
         self.figure = Figure(figsize=(10.5, 7.5 if len(self.bases) == 2 else 5.2), dpi=80)
 
@@ -338,17 +339,26 @@ class Explorer:
         key = (repr(hw), tuple(sorted((k, repr(v)) for k, v in kw.items())))
         if key in self._cache:
             self._cache.move_to_end(key)
-            return self._cache[key]
+            return self._cache[key][0]
         if "workload" in kw:
             from planner.serving.workloads import workload_frontier
 
             df = workload_frontier(self.model, hw, **kw)
         else:
-            df = frontier(self.model, hw, **kw)
-        self._cache[key] = df
+            # every point kept beside the frontier drawn: the headline reads the rate off them as
+            # compare's table does (frontier_at)
+            pts = frontier(self.model, hw, all_points=True, **kw)
+            df = pareto(pts)
+            df.attrs.update(pts.attrs)
+        self._cache[key] = (df, pts if "workload" not in kw else None)
         if len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)
         return df
+
+    def _points(self, hw: Hardware, kw: dict[str, Any]) -> pd.DataFrame | None:
+        """Every point of ``hw``'s last frontier with these arguments (None: a workload's)."""
+        key = (repr(hw), tuple(sorted((k, repr(v)) for k, v in kw.items())))
+        return self._cache[key][1] if key in self._cache else None
 
     def set(self, **values: Any) -> Explorer:
         """Set several controls (``hbm_bandwidth_a=1.3, isl=8192``) and redraw once."""
@@ -405,8 +415,13 @@ class Explorer:
     def _summary(self, hws: list[Hardware], at: float) -> str:
         lines = []
         ys = []
+        kw = self.call()
         for hw, f in zip(hws, self.frontiers, strict=True):
-            y = value_at(f, at)
+            pts = self._points(hw, kw)
+            # compare's number: the best configuration at least that fast for each user, from the
+            # same function compare's table uses; a workload's frontier as drawn
+            y = (float(frontier_at(self.model, hw, [at], points=pts, **kw).tps_per_gpu.iloc[0])
+                 if pts is not None else value_at(f, at))
             ys.append(y)
             reach = f[f.tps_per_user >= at]
             if reach.empty:

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import planner
-from planner.explorer import hardware_code, value_at, what_if
+from planner.explorer import hardware_code, what_if
 from planner.plot import label
 
 pytest.importorskip("ipywidgets")
@@ -63,9 +63,20 @@ def test_drawn_frontier_is_planner_frontier(panel: planner.Explorer):
     # the ratio panel: A over B where both reach, as compare() computes it
     ratio = panel.ratio[panel.ratio.both_useful]
     np.testing.assert_allclose(panel.figure.axes[1].lines[0].get_ydata(), ratio.ratio.to_numpy())
+    # the headline: compare's number, from the function compare's table uses
     at = c["at"].value
-    want_ratio = value_at(expected[0], at) / value_at(expected[1], at)
-    assert f"{want_ratio:.2f}x per GPU" in panel.summary
+    ys = [float(planner.frontier_at(MODEL, hw, [at], **kw).tps_per_gpu.iloc[0])
+          for hw in panel.systems()]
+    assert f"{ys[0] / ys[1]:.2f}x per GPU" in panel.summary
+
+
+def test_the_headline_is_compares_number_at_the_same_settings():
+    p = planner.explore(MODEL, "hgx-h200", "hgx-b200")
+    at = float(p.controls["at"].value)
+    c = planner.compare(MODEL, "hgx-h200", "hgx-b200", levels=(at,), **p.call())
+    row = c.table[np.isclose(c.table.tps_per_user, at)].iloc[0]
+    assert f"{row.ratio:.2f}x per GPU" in p.summary
+    assert f"{row.tps_per_gpu_a:,.0f} output tokens/s per GPU" in p.summary
 
 
 def test_copy_as_code_reproduces_the_view(panel: planner.Explorer):
