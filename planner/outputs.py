@@ -12,11 +12,25 @@ import secrets
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from planner.errors import SpecError
+
+T = TypeVar("T")
+#: progress lines for long work (:func:`progress`): shown only where standard error is a terminal,
+#: and never under ``--json`` (the command line turns them off there)
+SHOW_PROGRESS = True
+
+
+def progress(items: Iterable[T], label: str, total: int | None = None) -> Iterator[T]:
+    """``items``, one at a time, with a tqdm progress line on standard error while they run: on a
+    terminal only (nothing in a pipe, a file, CI or under ``--json``), cleared when they are done."""
+    from tqdm import tqdm
+
+    return iter(tqdm(items, desc=label, total=total, leave=False, file=sys.stderr,
+                     disable=None if SHOW_PROGRESS else True))
 
 
 def fmt(v: Any, digits: int = 4) -> str:

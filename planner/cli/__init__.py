@@ -184,9 +184,11 @@ def _main(argv: Sequence[str] | None) -> int:
         if not getattr(args, "command", None):
             parser.print_help()
             return 0
+        from planner import outputs
         from planner.cli.common import apply_stack
 
         apply_stack(args)
+        outputs.SHOW_PROGRESS = not getattr(args, "json", False)  # JSON alone on the terminal
         return int(args.func(args) or 0)
     except SpecError as exc:
         sys.stderr.write(f"error: {exc}\n")

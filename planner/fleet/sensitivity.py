@@ -19,6 +19,7 @@ import pandas as pd
 
 from planner.errors import SpecError, shown
 from planner.fleet.plan import FleetPlan, Limits, Mix, Problem
+from planner.outputs import progress
 from planner.truth.calibrate import sampled_efficiencies
 
 DEFAULT_DRAWS = 8
@@ -88,7 +89,7 @@ def sensitivity(result: FleetPlan, *, draws: int = DEFAULT_DRAWS, seed: int = DE
         rng = np.random.default_rng(seed)
         usable = [s for s in pr.systems if not s.excluded]
         eff = {s.hw.name: sampled_efficiencies(s.hw, rng, draws, method=method) for s in usable}
-        for i in range(draws):
+        for i in progress(range(draws), "efficiency draws"):
             try:
                 pd_ = Problem(pr.spec, efficiency={n: e[i] for n, e in eff.items()}, years=pr.years,
                               basis=pr.basis, usd_per_kwh=pr.usd_per_kwh)

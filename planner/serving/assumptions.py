@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import SpecError, shown
+from planner.outputs import progress
 from planner.serving.comparison import Comparison, compare, confirmed
 from planner.specs.hardware import Hardware
 from planner.specs.registry import load_hardware, load_model
@@ -93,7 +94,7 @@ def assumptions(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "g
                                                       kw.get("mode", "realistic"))
     base = base if base is not None else compare(m, ha, hb, **kw)
     rows = [{"assumption": "as given", "setting": "", **_summary(base, threshold)}]
-    for what, setting, a, b, k in _variants(m, ha, hb, kw):
+    for what, setting, a, b, k in progress(_variants(m, ha, hb, kw), "assumptions"):
         try:
             if what == "power basis":  # power moves the per-MW ratio only: no new search
                 c = dataclasses.replace(base, ratio=base.ratio.assign(

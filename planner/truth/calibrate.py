@@ -49,6 +49,7 @@ import yaml
 from scipy.optimize import least_squares
 
 from planner.errors import SpecError
+from planner.outputs import progress
 from planner.specs.hardware import Hardware
 from planner.specs.reading import parse_yaml
 from planner.specs.registry import bundled_calibration_path, hardware_names, load_hardware, parse_bundled
@@ -353,7 +354,7 @@ def fit(points: list[Point] | None = None, train: tuple[str, ...] = TRAINING,
         result.scorecard_before = {r.point.id: r.error for r in scorecard(allp, before).rows}
         result.scorecard_after = {r.point.id: r.error for r in scorecard(allp, after).rows}
     if loo:
-        for i, pt in enumerate(pts):
+        for i, pt in enumerate(progress(pts, "leave-one-out refits")):
             rest = pts[:i] + pts[i + 1:]
             s = _solve(rest, parameters, hws, x0)
             r = float(_residuals(s.x, [pt], parameters, hws)[0])

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import SpecError
+from planner.outputs import progress
 from planner.physics.step import pass_kernels
 from planner.specs.hardware import COMM_LAW_FIELDS, FAMILY_REFERENCE, KERNEL_FITTED_STACK_FIELDS
 from planner.specs.reading import yaml_number
@@ -651,7 +652,7 @@ def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str,
     names = sorted({x for parts in by_cell.values() for p in parts
                     for x in (p.systems if key == "system" else p.models)})
     out = {}
-    for name in names:
+    for name in progress(names, f"leave one {key} out"):
         ratios, ttft = [], []
         train_cells = {k: _subset(parts, key, lambda c, n=name: c != n) for k, parts in by_cell.items()}
         train_cells = {k: t for k, t in train_cells.items() if sum(len(p.measured_s) for p in t) >= MIN_RUNS}

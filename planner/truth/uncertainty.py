@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import SpecError, shown
+from planner.outputs import progress
 from planner.serving.comparison import envelope
 from planner.serving.frontiers import frontier
 from planner.specs.hardware import Hardware
@@ -86,7 +87,8 @@ def frontier_band(model: Model | str, hw: Hardware | str, *, samples: int = DEFA
     # a system without measurements of its own: each draw also carries the datasheet-only error,
     # one log-normal factor on its throughput (its own seed: a measured system's draws are unchanged)
     extra = np.exp(np.random.default_rng(seed + 2).normal(0.0, sd, samples)) if sd else np.ones(samples)
-    for i, eff in enumerate(sampled_efficiencies(hw, rng, samples, rel=rel, method=method)):
+    draws = sampled_efficiencies(hw, rng, samples, rel=rel, method=method)
+    for i, eff in enumerate(progress(draws, f"band of {hw.name}")):
         try:
             f = frontier(models[i], hw.replace(efficiency=eff), **frontier_kw)
         except SpecError:
