@@ -126,6 +126,15 @@ TRTLLM_GEN_STEP_KV = 256
 TRTLLM_GEN_MAX_SEQ_PER_CTA = 1024
 #: the (family, stack) pairs whose MLA decode kernels take that dispatch
 TRTLLM_GEN_MLA = {("blackwell", "trtllm"), ("blackwell", "sglang")}
+#: (family, stack) whose MLA decode over an FP8 cache casts the whole cache to BF16 first and
+#: attends the copy: SGLang's FlashAttention-3 backend on Hopper (``flashattention_backend.py``
+#: ``forward_decode``, absorbed MLA: ``get_key_buffer(layer_id).to(q.dtype)``; its FP8 guard
+#: casts the query to FP8 only for head dimensions up to 256, MLA's is 576, and FA3's FP8 path
+#: does not take a value dimension unlike the key's).  The kernel tables agree: on H100 and H200
+#: the FP8 rows take the BF16 rows' time plus 1.72 and 1.67 ns per cached token (p10-p90 within
+#: 2%, whatever the heads), so 576 B read and 1,152 B written per token at ~1 TB/s on both GPUs:
+#: the same time on 1.43x the bandwidth, the cast's CTAs' SM time, not HBM.
+MLA_KV_CAST = {("hopper", "sglang")}
 
 
 def mla_dispatch(b: Any, h: Any, S: Any, sms: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -186,6 +186,7 @@ h_kv = sp.Symbol("h_kv", positive=True)     #: KV heads on the GPU
 d_head = sp.Symbol("d_head", positive=True)  #: head dimension
 t_a0 = sp.Symbol("t_a0", nonnegative=True)  #: fitted floor of a decode attention kernel, s
 n_hc = sp.Symbol("n_hc", positive=True)     #: CTAs per sequence and KV split of an MLA decode kernel
+t_kc = sp.Symbol("t_kc", nonnegative=True)  #: fitted SM time per KV-cache element of a whole-cache cast, s
 
 OPERATOR_SYMBOLS = {
     "m": (m_g, "GEMM rows (tokens)", "1"), "n": (n_g, "GEMM output columns", "1"),
@@ -235,6 +236,9 @@ OPERATOR_SYMBOLS = {
     "d_v": (d_v, "MLA value head dimension (v_head_dim)", "1"),
     "h_kv": (h_kv, "KV heads on the GPU", "1"), "d_head": (d_head, "attention head dimension", "1"),
     "t_a0": (t_a0, "per-kernel floor of a decode attention kernel (fitted)", "s"),
+    "t_kc": (t_kc, "SM time per element of the KV cache a whole-cache dtype cast converts before an MLA "
+             "decode kernel (SGLang's FlashAttention-3 backend over an FP8 cache on Hopper: the cache "
+             "cast to BF16, the kernel attending the copy; fitted; 0 elsewhere)", "s"),
     "n_hc": (n_hc, "CTAs per sequence and KV split of an MLA decode kernel: its head tiles times its value-"
              "dimension slices (2 on trtllm-gen's 128-head 2-CTA kernel; 1 elsewhere)", "1"),
 }
@@ -353,8 +357,11 @@ OPERATORS: dict[str, sp.Expr] = {
     "attn_mla": eq.roofline(F_mla, M_mla, eq.P_c),
     # each of the n_ht CTAs streams the KV, the share phi_rp of a repeated pass missing L2; each
     # of the grid's CTAs costs SM time
+    # and where the stack casts the whole cache before the kernel (dispatch.MLA_KV_CAST; the
+    # kernel then streams the BF16 copy: b_kv = 2), each cached element's share of the cast's SM time
     "attn_mla_law": eq.decode_attention_law(F_mla + R_mla, (M_mla + Q_mla) * (1 + phi_rp * (n_ht - 1)),
-                                            eq.b * n_hc, eq.b * eq.h * (r_kv + d_r)) + t_a0,
+                                            eq.b * n_hc, eq.b * eq.h * (r_kv + d_r)) + t_a0
+    + eq.b * eq.S * (r_kv + d_r) * t_kc / eq.N_sm,
     "attn_mla_bound": eq._max(F_mla / eq.P_c, M_mla / eq.B_hbm),
     "attn_mla_bound_l2": eq._max(F_mla / eq.P_c, eq._max(M_mla - C_l2, 0) / eq.B_hbm),
     "attn_gqa": eq.roofline(F_gqa, M_gqa, eq.P_c),

@@ -14,7 +14,7 @@ import numpy as np
 
 from planner.errors import SpecError, shown
 from planner.physics import compiled
-from planner.physics.dispatch import decode_dispatch, trtllm_mmha
+from planner.physics.dispatch import MLA_KV_CAST, decode_dispatch, trtllm_mmha
 from planner.specs.hardware import FAMILY_REFERENCE, Hardware
 from planner.specs.model import Model
 from planner.specs.precision import compute_dtype, get_precision, kv_bytes
@@ -259,11 +259,15 @@ def gemm_law_values(hw: Hardware, prec: Precisions, mode: str) -> dict[str, floa
 
 
 #: The grouped-MoE law's weight dtype by routed-expert weight format and compute dtype (our FP8 is
-#: block-scaled; MXFP4 multiplied in BF16 is W4A16; INT4 W4A8 has no measured law)
+#: block-scaled; MXFP4 multiplied in BF16 is W4A16).  INT4 W4A8 (TensorRT-LLM's ``w4afp8``) has no
+#: measured table (the source's MoE tables hold bf16, fp8, fp8_block, nvfp4, w4a16_mxfp4 and
+#: int4_wo); it takes the INT4 weight-only law: the same group-scaled 4-bit weights streamed (4.125
+#: against 4.5 bits), floor and activation passes, its compute fraction at the FP8 peak it
+#: multiplies at (on Hopper no stack but SGLang and vLLM has one: ``first_law``)
 MOE_LAW_DTYPE = {("bf16", "bf16"): ("bf16",), ("fp16", "bf16"): ("bf16",),
                  ("fp8", "fp8"): ("fp8_block", "fp8"), ("nvfp4", "fp4"): ("nvfp4",),
                  ("mxfp4", "fp4"): ("nvfp4",), ("mxfp4", "bf16"): ("w4a16_mxfp4",),
-                 ("int4_g32", "bf16"): ("int4_wo",)}
+                 ("int4_g32", "bf16"): ("int4_wo",), ("int4_a8", "fp8"): ("int4_wo",)}
 
 
 #: Architectures SGLang runs on FlashInfer's TensorRT-LLM MoE on Blackwell; every other takes its
@@ -571,7 +575,16 @@ def attention_law_values(model: Model, hw: Hardware, prec: Precisions, mode: str
     kv_heads = 1.0 if mla else model.h_kv / np.asarray(s_kv, float)
     if mla:
         n = decode_dispatch(hw.family, stack, "mla", sms, b, heads, kv_heads, S)
-        return dict(x_al=1.0, eta_a=law.compute, eta_am=law.hbm, t_r=law.row, beta_c=law.stream, t_c=law.cta,
+        eta_a, eta_am = law.compute, law.hbm
+        if kv == "fp8" and (hw.family, stack) in MLA_KV_CAST:
+            # the kernel attends the cache's BF16 copy in BF16 (twice the FP8 bytes, at the BF16
+            # peak: the law's fractions as the step's FP8 cache and peak carry them); the cast of the
+            # whole pool before it is not priced: the measured runs do not pay it (SGLang's H200
+            # DeepSeek-R1 runs at 8k contexts and 61 sequences take 50 ms a step, where the cast of
+            # their own tokens alone would take 54 ms)
+            eta_am = law.hbm * kv_bytes("fp8") / kv_bytes("bf16")
+            eta_a = law.compute * hw.flops["bf16"] / hw.flops["fp8"]
+        return dict(x_al=1.0, eta_a=eta_a, eta_am=eta_am, t_r=law.row, beta_c=law.stream, t_c=law.cta,
                     t_q=law.query, phi_rp=law.repeat, n_sub=n["n_sub"], n_ht=n["n_ht"], n_blk=n["n_hc"],
                     n_kvh=1.0, e_q=float(model.r_kv + model.d_r), S_a0=law.offset)
     out = {k: np.broadcast_to(np.asarray(v, float), np.broadcast(b, S, heads).shape)

@@ -132,6 +132,10 @@ class KernelLaw:
     #: the longest CTA's time beyond the GPU's share, relative to its work at the mean rate per SM
     #: (kappa_lc, prefill attention only; 0 where not fitted: no such term)
     tail: float = 0.0
+    #: s of SM time per element of the KV cache that a whole-cache dtype cast converts before the
+    #: kernel runs (t_kc: SGLang's FlashAttention-3 MLA decode over an FP8 cache on Hopper, which
+    #: materialises the cache in BF16 and attends that copy; 0 where not fitted: no such pass)
+    convert: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -768,7 +772,8 @@ _KERNEL_CONSTANTS = {"compute": (False, "fraction"), "hbm": (False, "fraction"),
                      "row": (False, "time"),
                      "softmax": (False, "exp_rate"), "stream": (False, "bandwidth"), "cta": (False, "time"),
                      "query": (False, "time"), "repeat": (False, "fraction"), "tail": (False, "factor"),
-                     "few": (False, "fraction"), "mask": (False, "time")}
+                     "few": (False, "fraction"), "mask": (False, "time"),
+                     "convert": (False, "time")}
 
 
 def _floor(floor: float) -> float:

@@ -34,6 +34,7 @@ from planner.errors import SpecError
 from planner.physics.dispatch import (
     FA3_FAMILIES,
     FA3_MAX_SPLITS,
+    MLA_KV_CAST,
     SGLANG_TRITON_ATTN_VARIANT,
     TRTLLM_GEN_MLA,
     VLLM_TRITON_ATTN_VARIANT,
@@ -498,13 +499,22 @@ def attn_law_seconds(d: pd.DataFrame, hw: Any, kind: str, law: KernelLaw) -> np.
     ``gqa_prefill``) on rows ``d``."""
     # a prefill law's compute fraction is the step model's eta_fa; each law takes the constants it has
     shape = _attn_shape(d, hw, base_kind(kind))  # MMHA, Triton: their own laws on the GQA shape
+    if kv_cast(d, hw.family, kind):  # the kernel attends the cache's BF16 copy, in BF16
+        shape |= {"b_kv": KV_BYTES["bf16"], "P_c": hw.flops["bf16"]}
     split = _split_kv(d, hw, kind)
     op = "attn_gqa_law" if kind == "gqa_triton" else f"attn_{kind}_law"  # one block per KV head
-    return compile_operator(op)(**shape, **split, eta_a=law.compute, eta_fa=law.compute,
+    return compile_operator(op)(**shape, **split, eta_a=law.compute, eta_fa=law.compute, t_kc=law.convert,
                                                 eta_am=law.hbm, S_a0=law.offset, t_r=law.row,
                                                 X_sm=law.softmax, t_a0=law.floor, beta_c=law.stream,
                                                 t_c=law.cta, t_q=law.query, phi_rp=law.repeat,
                                                 kappa_lc=law.tail, t_qt=PREFILL_TILE_Q)
+
+
+def kv_cast(d: pd.DataFrame, family: str, kind: str) -> bool:
+    """Whether MLA decode rows ``d`` (one stack, one KV dtype) ran behind a whole-cache cast of an
+    FP8 cache to BF16 (:data:`MLA_KV_CAST`: SGLang's FlashAttention-3 backend on Hopper)."""
+    return (kind == "mla" and str(d["kv_dtype"].iloc[0]) == "fp8"
+            and (family, str(d["stack"].iloc[0])) in MLA_KV_CAST)
 
 
 def head_tiled(d: pd.DataFrame, family: str, kind: str) -> bool:
@@ -943,7 +953,8 @@ KERNEL_PARAMS = {"compute": (0.5, (0.01, 1.0)), "hbm": (0.7, (0.01, 1.0)),
                  "softmax": (4e12, (1e11, 1e15)), "stream": (20e9, (0.1e9, 10e12)),
                  "cta": (1e-6, (1e-9, 100e-6)), "query": (0.5e-9, (1e-13, 1e-7)),
                  "repeat": (0.5, (1e-3, 1.0)), "tail": (0.5, (1e-4, 10.0)),
-                 "few": (0.7, (0.01, 1.0)), "mask": (1e-9, (1e-13, 1e-6))}
+                 "few": (0.7, (0.01, 1.0)), "mask": (1e-9, (1e-13, 1e-6)),
+                 "convert": (0.3e-9, (1e-13, 1e-7))}
 
 
 def _fit_kernel_law(law: str, groups: Any, seconds: Any, names_of: Any) -> list[LawFit]:
@@ -1030,7 +1041,7 @@ def fit_attention(df: pd.DataFrame | None = None) -> list[LawFit]:
             if head_tiled(d, family, kind):
                 return names + ["repeat", "cta", "query"]  # head tiles that each stream the KV
             if kind == "mla":  # one CTA a sequence: its query heads' load and output's write
-                return names + ["query"]
+                return names + ["query"] + ["convert"] * kv_cast(d, family, kind)
             return (names + ["softmax"] * (kind == "gqa_prefill" and d.head_dim.nunique() > 1)
                     + ["stream", "cta", "query"] * split)
 
@@ -1048,7 +1059,7 @@ _LAW_LINE = re.compile(
 #: them: (factor from SI, unit); the rest are fractions
 CONSTANT_UNITS = {"floor": (1e6, "us"), "row": (1e6, "us"), "cta": (1e6, "us"), "offset": (1.0, "tokens"),
                   "softmax": (1e-12, "Texp/s"), "stream": (1e-9, "GB/s"), "query": (1e12, "ps"),
-                  "mask": (1e9, "ns")}
+                  "mask": (1e9, "ns"), "convert": (1e12, "ps")}
 
 
 def _constant(v: float, se: float, time: bool, unit: str = "") -> str:

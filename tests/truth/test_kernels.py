@@ -467,7 +467,7 @@ def test_attention_laws_by_hand():
     # peak 989 TFLOP/s x 0.5 and 4.8 TB/s x 0.8, floor 10 us: 2 x 64 x 128 x 4096 x (2 x 512 + 64)
     # = 7.3014e10 FLOP -> 147.65 us; 64 x 4096 x 576 x 1 B = 151.0 MB -> 39.32 us: compute-bound
     # (one CTA per sequence, no CTA cost: as where trtllm-gen's dispatch is not modelled)
-    unsplit = dict(n_sub=1.0, n_hc=1.0, t_c=0.0, t_q=0.0, N_sm=132.0)
+    unsplit = dict(n_sub=1.0, n_hc=1.0, t_c=0.0, t_q=0.0, N_sm=132.0, t_kc=0.0)
     t = compile_operator("attn_mla_law")(b=64.0, S=4096.0, h=128.0, b_kv=1.0, r_kv=512.0, d_r=64.0,
                                          P_c=989e12, B_hbm=4.8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6,
                                          S_a0=0.0, n_ht=1.0, phi_rp=0.0, **unsplit)
@@ -477,6 +477,14 @@ def test_attention_laws_by_hand():
                                          P_c=989e12, B_hbm=4.8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6,
                                          S_a0=200.0, n_ht=1.0, phi_rp=0.0, **unsplit)
     assert t == pytest.approx(10e-6 + 2 * 64 * 128 * 4296 * 1088 / (0.5 * 989e12), rel=1e-12)
+    # a whole-cache cast before the kernel (SGLang's FA3 MLA decode over an FP8 cache on Hopper):
+    # 64 x 4096 tokens x 576 elements at 0.4 ns of SM time each over 132 SMs = 457.5 us more
+    t_cast = compile_operator("attn_mla_law")(b=64.0, S=4096.0, h=128.0, b_kv=1.0, r_kv=512.0, d_r=64.0,
+                                              P_c=989e12, B_hbm=4.8e12, eta_a=0.5, eta_am=0.8, t_a0=10e-6,
+                                              S_a0=200.0, n_ht=1.0, phi_rp=0.0,
+                                              **(unsplit | {"t_kc": 0.4e-9}))
+    assert (t_cast - t) * 1e6 == pytest.approx(64 * 4096 * 576 * 0.4e-9 / 132 * 1e6, rel=1e-9)
+    assert (t_cast - t) * 1e6 == pytest.approx(457.5, rel=1e-3)
     # GQA decode, 8 sequences, 8 query / 1 KV head of 128, BF16 cache, a 128-token window on a
     # 1000-token context: 2 x 8 x 128 x 1 x 128 x 2 B = 524 kB at 0.8 x 3.35 TB/s = 0.1957 us
     # (one CTA per block: n_sub = 1, no per-CTA rate or cost, as where no split-KV dispatcher is modelled)
@@ -492,7 +500,7 @@ def test_attention_laws_by_hand():
     assert compile_operator("attn_gqa_mmha_law")(**gqa, t_r=20e-9) == pytest.approx(3e-6 + 1.28e-6, rel=1e-12)
     assert set(arguments("attn_mla_law")) == {"b", "S", "h", "b_kv", "r_kv", "d_r", "P_c", "B_hbm", "eta_a",
                                               "eta_am", "t_a0", "S_a0", "n_ht", "phi_rp", "n_sub", "n_hc",
-                                              "t_c", "t_q", "N_sm"}
+                                              "t_c", "t_q", "N_sm", "t_kc"}
 
 
 def test_mla_dispatch_by_hand():
@@ -528,13 +536,13 @@ def test_mla_dispatch_by_hand():
     shape = dict(b=8.0, S=32768.0, h=32.0, b_kv=1.0, r_kv=512.0, d_r=64.0, P_c=2.25e15, B_hbm=8e12,
                  eta_a=0.5, eta_am=0.8, t_a0=10e-6, S_a0=0.0, n_ht=2.0, phi_rp=0.5, n_sub=9.0, n_hc=2.0,
                  N_sm=148.0)
-    t = compile_operator("attn_mla_law")(**shape, t_c=0.0, t_q=0.0)
+    t = compile_operator("attn_mla_law")(**shape, t_c=0.0, t_q=0.0, t_kc=0.0)
     assert t == pytest.approx(10e-6 + 1.5 * M / (0.8 * 8e12), rel=1e-12)
     # ... and the CTAs' own SM time: 9 splits x 2 tiles x 8 sequences = 144 CTAs of 4 us, and each
     # split's query heads, 8 x 32 x 576 elements x 9 at 50 ps, over 148 SMs: (576 + 66.36) us / 148
     cta = 9 * 8 * (2 * 4e-6 + 32 * 576 * 50e-12) / 148
     assert cta * 1e6 == pytest.approx((576 + 66.3552) / 148, rel=1e-12)
-    t2 = compile_operator("attn_mla_law")(**shape, t_c=4e-6, t_q=50e-12)
+    t2 = compile_operator("attn_mla_law")(**shape, t_c=4e-6, t_q=50e-12, t_kc=0.0)
     assert t2 - t == pytest.approx(cta, rel=1e-9)
     assert t == pytest.approx(45.39e-6, rel=1e-3)
 
