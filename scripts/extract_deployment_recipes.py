@@ -3,7 +3,8 @@
 Development time only; the installed tool never needs the InferenceX repository or the network.
 
     git clone https://github.com/SemiAnalysisAI/InferenceX /tmp/inferencex
-    python scripts/extract_deployment_recipes.py /tmp/inferencex
+    git clone https://github.com/NVIDIA/srt-slurm /tmp/srt-slurm        # (optional)
+    python scripts/extract_deployment_recipes.py /tmp/inferencex [/tmp/srt-slurm]
 
 writes ``planner/truth/data/deployment_recipes.csv.gz`` (gzip with a zero timestamp) and prints
 the sha256 of the uncompressed CSV.
@@ -14,7 +15,11 @@ public record of which layouts each stack runs on each system: for each (system,
 precision, model, ISL/OSL, speculation) the worker layouts (attention TP / DP, EP), the
 disaggregated prefill and decode worker counts, the concurrencies scheduled on each, and (in the
 recipe file names they cite) the MTP draft count.  These are launch configurations, not
-measurements.
+measurements.  With the NVIDIA srt-slurm repository (second argument), each point that cites a
+TensorRT-LLM recipe file (``CONFIG_FILE=recipes/trtllm/...yaml``) also gets that file's decode
+``max_batch_size`` (requests one attention rank runs at once: per attention-DP rank, or per
+worker under attention TP), read at the branch the matrix's comments cite
+(``sa-submission-q2-2026``, else ``main``).
 
 What is kept: every version of either file committed from ``SINCE`` to ``UNTIL``, in both the
 older (``seq-len-configs``) and newer (``scenarios: fixed-seq-len``) layouts; every search-space
@@ -62,7 +67,12 @@ COLUMNS = (
     "decode_tp",
     "decode_ep",
     "decode_dp_attn",
+    "decode_max_batch",
 )
+#: the srt-slurm branches a cited recipe file is read at, first found first (the matrix's comments
+#: cite ``blob/sa-submission-q2-2026``)
+RECIPE_REFS = ("sa-submission-q2-2026", "main")
+_CONFIG = re.compile(r"CONFIG_FILE=(recipes/trtllm/\S+?\.yaml)\b")
 _DRAFTS = re.compile(r"mtp(\d)")
 
 
@@ -77,6 +87,34 @@ def _drafts(space: dict[str, Any]) -> str:
     return found.pop() if len(found) == 1 else ""
 
 
+def _max_batch(space: dict[str, Any], recipes: Path | None, cache: dict[str, str]) -> str:
+    """The decode ``max_batch_size`` of the TensorRT-LLM recipe file a point cites, else blank."""
+    if recipes is None:
+        return ""
+    text = " ".join(
+        str(s)
+        for role in ("prefill", "decode", None)
+        for s in ((space.get(role) or {}) if role else space).get("additional-settings") or []
+    )
+    found = set(_CONFIG.findall(text))
+    if len(found) != 1:
+        return ""
+    path = found.pop()
+    if path not in cache:
+        cache[path] = ""
+        for ref in RECIPE_REFS:
+            body = _git(recipes, "show", f"{ref}:{path}")
+            if not body:
+                continue
+            try:
+                dec = ((yaml.safe_load(body) or {}).get("backend") or {}).get("trtllm_config") or {}
+                cache[path] = _num((dec.get("decode") or {}).get("max_batch_size"))
+            except (yaml.YAMLError, AttributeError):
+                pass
+            break
+    return cache[path]
+
+
 def _seqs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     if cfg.get("seq-len-configs"):
         return list(cfg["seq-len-configs"])
@@ -84,8 +122,11 @@ def _seqs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     return list(scen.get("fixed-seq-len") or []) if isinstance(scen, dict) else []
 
 
-def points(text: str, vendor: str) -> list[dict[str, str]]:
-    """Every (config, sequence lengths, search-space point, concurrency) of one matrix file."""
+def points(text: str, vendor: str, recipes: Path | None = None,
+           cache: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """Every (config, sequence lengths, search-space point, concurrency) of one matrix file;
+    ``recipes``: the srt-slurm repository the cited TensorRT-LLM recipe files are read from."""
+    cache = {} if cache is None else cache
     doc = yaml.safe_load(text) or {}
     out = []
     for _name, cfg in doc.items():
@@ -109,6 +150,7 @@ def points(text: str, vendor: str) -> list[dict[str, str]]:
                         "conc": str(conc),
                         "spec_decoding": str(space.get("spec-decoding", "none")),
                         "mtp_drafts": _drafts(space),
+                        "decode_max_batch": _max_batch(space, recipes, cache),
                     }
                     if disagg:
                         row.update(tp="", ep="", dp_attn="")
@@ -130,8 +172,9 @@ def points(text: str, vendor: str) -> list[dict[str, str]]:
     return out
 
 
-def extract(repo: Path) -> pd.DataFrame:
+def extract(repo: Path, recipes: Path | None = None) -> pd.DataFrame:
     last: dict[tuple[str, ...], str] = {}
+    cache: dict[str, str] = {}
     for fname in FILES:
         vendor = fname.split("-")[0]
         paths = [d + fname for d in DIRS]
@@ -145,7 +188,7 @@ def extract(repo: Path) -> pd.DataFrame:
                 if not text:
                     continue
                 try:
-                    found = points(text, vendor)
+                    found = points(text, vendor, recipes, cache)
                 except yaml.YAMLError:
                     print(f"skipped {commit[:10]} {path}: not valid YAML", file=sys.stderr)
                     continue
@@ -156,10 +199,10 @@ def extract(repo: Path) -> pd.DataFrame:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
+    if len(argv) not in (1, 2):
         print(__doc__, file=sys.stderr)
         return 2
-    write_table(extract(Path(argv[0])), OUT)
+    write_table(extract(Path(argv[0]), Path(argv[1]) if len(argv) == 2 else None), OUT)
     return 0
 
 

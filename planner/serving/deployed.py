@@ -668,6 +668,9 @@ def predict(
     ``tpot_s``, ``ttft_s``, ``e2e_s``, ``tps_per_user``, ``output_tps_per_gpu``,
     ``total_tps_per_gpu``, ``batch_per_rank``, ``gpus_total``, ``tokens_per_step``, ``bottleneck``,
     ``t_<category>_s`` (seconds each resource is busy in one decode step),
+    A ``decode_max_batch`` column in ``dep`` (optional; NaN: none) caps the requests one decode
+    rank runs at once below what its memory holds (the recipe's ``max_batch_size``); the
+    concurrency beyond the ranks' caps waits for its first token (``ttft_bounded``).
     ``reason`` (0: feasible) beside the deployment's own.  Speculation: :func:`bench_speculation`
     (``acceptance_scale`` 1: the published acceptance)."""
     from planner.serving.percentiles import burst
@@ -679,6 +682,9 @@ def predict(
     ctx = I + O / 2.0
     conc = dep.concurrency.to_numpy(float)
     disagg = dep.disagg.to_numpy(bool)
+    max_batch = (pd.to_numeric(dep["decode_max_batch"], errors="coerce").to_numpy(float)
+                 if "decode_max_batch" in dep.columns else np.full(n, np.nan))
+    max_batch = np.where(max_batch >= 1, max_batch, np.nan)
     dl, pl = _layout(model, dep, "decode"), _layout(model, dep, "prefill")
     wd, wp = dep.decode_workers.to_numpy(float), dep.prefill_workers.to_numpy(float)
     ranks = wd * dl["G"] / dl["TP_a"]
@@ -729,6 +735,9 @@ def predict(
             model, hw, prec, mode, **lay, b=np.ones(m.sum()), S=ctx, spec=spec, categories=False
         )
         cap = np.floor(np.broadcast_to(np.asarray(probe["memory.b_max"], float), (m.sum(),)) * (1 + 1e-9))
+        # the recipe's own cap on the requests a rank runs at once (TensorRT-LLM's decode
+        # ``max_batch_size``: per attention-DP rank, or per worker under attention TP), where stated
+        cap = np.fmin(cap, max_batch[m])
         f = np.ones(m.sum())
         for it in range(ITERATIONS):
             # a request's rank holds at least its own sequence, however many ranks share the users

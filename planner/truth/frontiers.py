@@ -163,19 +163,106 @@ def deployments(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _drafts(df: pd.DataFrame, dep: pd.DataFrame, stack: pd.Series) -> np.ndarray:
+#: the file's model -> the launch recipes' model prefix
+RECIPE_PREFIX = {"DeepSeek-R1-0528": "dsr1", "DeepSeek-R1": "dsr1"}
+
+
+def _key(v: Any) -> str:
+    """A recipe field as the recipe table writes it: a whole number without its ``.0``, a flag
+    ``true``/``false``, blank where unset."""
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    s = str(v).strip().lower()
+    if s in ("true", "false"):
+        return s
+    if s in ("", "nan", "none"):
+        return ""
+    try:
+        x = float(s)
+    except ValueError:
+        return s
+    return str(int(x)) if x == int(x) else s
+
+
+def recipe_fields(df: pd.DataFrame) -> pd.DataFrame:
+    """For each row, what the launch recipe that scheduled it states (the bundled InferenceX recipe
+    table, :func:`planner.serving.deployed.recipes`), matched on system, framework, precision,
+    model, ISL/OSL, concurrency, speculation and every layout field, and taken only where the
+    matching recipe rows agree (those still held on or after the row's date where any are): the MTP
+    draft count (``mtp_drafts``, from the cited recipe file's name) and the decode rank's
+    ``max_batch_size`` (``decode_max_batch``, from the cited TensorRT-LLM recipe file).  NaN where
+    no recipe matches or they disagree."""
+    from planner.serving.deployed import recipes
+
+    out = pd.DataFrame({"mtp_drafts": np.nan, "decode_max_batch": np.nan}, index=df.index)
+    rec = recipes()
+    if "decode_max_batch" not in rec.columns:
+        rec = rec.assign(decode_max_batch="")
+    disagg = df.serving.astype(str).str.startswith("disagg")
+    lay_d = ("prefill_workers", "prefill_tp", "prefill_ep", "prefill_dp_attn", "decode_workers",
+             "decode_tp", "decode_ep", "decode_dp_attn")
+    src = {"prefill_dp_attn": "prefill_dp_attention", "decode_dp_attn": "decode_dp_attention"}
+    left = pd.DataFrame({
+        "_row": df.index,
+        "runner": df.hardware.astype(str).str.lower(),
+        "framework": df.framework.astype(str),
+        "precision": df.precision.astype(str).str.lower(),
+        "model_prefix": df.model.map(RECIPE_PREFIX).fillna(""),
+        "disagg": np.where(disagg, "true", "false"),
+        "isl": df.isl.map(_key), "osl": df.osl.map(_key), "conc": df.concurrency.map(_key),
+        "spec_decoding": df.spec_decoding.astype(str).str.lower(),
+        "_date": df.date.astype(str),
+    })
+    for c in ("tp", "ep"):
+        left[c] = np.where(disagg, "", df[c].map(_key))
+    left["dp_attn"] = np.where(disagg, "", np.where(_truthy(df.dp_attention), "true", "false"))
+    for c in lay_d:
+        v = df[src.get(c, c)]
+        v = pd.Series(np.where(_truthy(v), "true", "false"), index=df.index) if c.endswith("dp_attn") \
+            else v.map(_key)
+        left[c] = np.where(disagg, v, "")
+    r = rec.copy()
+    for c in ("ep", "prefill_ep", "decode_ep"):  # (ep blank in the recipes: 1)
+        r[c] = r[c].where(r[c] != "", "1")
+    for c in ("dp_attn", "prefill_dp_attn", "decode_dp_attn"):
+        r[c] = r[c].where(r[c] == "true", "false")
+    r.loc[r.disagg == "true", ["tp", "ep", "dp_attn"]] = ""
+    r.loc[r.disagg != "true", list(lay_d)] = ""
+    for c in ("ep", "prefill_ep", "decode_ep"):
+        left[c] = left[c].where(~((left[c] == "") & (left.disagg == ("true" if c != "ep" else "false"))), "1")
+    keys = ["runner", "framework", "precision", "model_prefix", "disagg", "isl", "osl", "conc",
+            "spec_decoding", "tp", "ep", "dp_attn", *lay_d]
+    j = left.merge(r[[*keys, "mtp_drafts", "decode_max_batch", "last_date"]], on=keys)
+    for row, c in j.groupby("_row"):
+        later = c[c.last_date >= c._date.iloc[0]]
+        c = later if len(later) else c
+        for f in ("mtp_drafts", "decode_max_batch"):
+            vals = set(c[f]) - {""}
+            if len(vals) == 1:
+                out.at[row, f] = float(vals.pop())
+    return out
+
+
+def _drafts(df: pd.DataFrame, dep: pd.DataFrame, stack: pd.Series,
+            given: np.ndarray | None = None) -> np.ndarray:
+    """Each row's MTP drafts: the recipe's (``given``, where stated), else the stack's default."""
     from planner.serving.deployed import DEFAULT_DRAFTS, DEFAULT_DRAFTS_DP
 
     dp = (dep.decode_tp_attn < dep.decode_gpus).to_numpy()
-    n = [
+    n = np.array([
         DEFAULT_DRAFTS_DP.get(s, DEFAULT_DRAFTS.get(s, 2)) if d else DEFAULT_DRAFTS.get(s, 2)
         for s, d in zip(stack, dp, strict=True)
-    ]
+    ], float)
+    if given is not None:
+        g = np.asarray(given, float)
+        n = np.where(np.isfinite(g) & (g > 0), g, n)
     return np.where(df.spec_decoding.astype(str).to_numpy() == "mtp", n, 0).astype(int)
 
 
 def _err(pred: Any, meas: Any) -> np.ndarray:
-    return np.abs(np.asarray(pred, float) / np.asarray(meas, float) - 1.0)
+    """|pred / meas - 1| (NaN or inf where a figure scored out by a rule is 0 or missing)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.abs(np.asarray(pred, float) / np.asarray(meas, float) - 1.0)
 
 
 def _q(x: np.ndarray, q: float) -> float:
@@ -457,7 +544,9 @@ def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = Tr
     df["pred_bottleneck"] = ""
     ok = df.status == ""
     dep_all = deployments(df)
-    dep_all["drafts"] = _drafts(df, dep_all, df["stack"])
+    stated = recipe_fields(df)
+    dep_all["drafts"] = _drafts(df, dep_all, df["stack"], stated.mtp_drafts.to_numpy(float))
+    dep_all["decode_max_batch"] = stated.decode_max_batch.to_numpy(float)
     lay = dep_all[["decode_workers", "decode_gpus", "prefill_workers", "prefill_gpus"]].to_numpy(float)
     unrec = ~(np.isfinite(lay) & (lay >= 1)).all(axis=1)
     df.loc[unrec & (df.status == ""), "status"] = "layout_not_recorded"
