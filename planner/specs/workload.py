@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -133,7 +134,8 @@ def slo_key(key: str, where: str = "<input>", field_name: str = "slo") -> tuple[
     """(metric, percentile as a fraction) of a key such as ``ttft_p99`` or ``tpot_p99.9``."""
     metric, _, pct = key.partition("_p")
     try:
-        p = float(pct) / 100.0
+        # ASCII digits and one point only: float() also reads 9_9 as 99 and other scripts' digits
+        p = float(pct) / 100.0 if re.fullmatch(r"[0-9]+(\.[0-9]+)?", pct) else math.nan
     except ValueError:
         p = math.nan
     if metric not in SLO_METRICS or not (0.0 < p < 1.0):

@@ -43,7 +43,10 @@ def test_slo_parsing_and_errors():
     assert parse_slo("ttft_p99=2,tpot_p90=0.05") == {"ttft_p99": 2.0, "tpot_p90": 0.05}
     assert parse_slo("tpot_p99.9=0.1") == {"tpot_p99.9": 0.1}
     for bad, where in (("ttft=2", "slo.ttft"), ("e2e_p99=3", "slo.e2e_p99"), ("ttft_p99=-1", "slo.ttft_p99"),
-                       ("ttft_p100=1", "slo.ttft_p100"), ("", "slo")):
+                       ("ttft_p100=1", "slo.ttft_p100"), ("", "slo"),
+                       # the percentile in ASCII digits: float() would read these as 99
+                       ("ttft_p9_9=2", "slo.ttft_p9_9"), ("ttft_p٩٩=2", "slo.ttft_p٩٩"),
+                       ("ttft_p９９=2", "slo.ttft_p９９")):
         with pytest.raises(SpecError, match=where.replace(".", r"\.")):
             parse_slo(bad)
 
