@@ -197,7 +197,8 @@ class Explorer:
         self.timings: dict[str, float] = {}
         self._cache: OrderedDict[tuple, tuple[pd.DataFrame, pd.DataFrame | None]] = OrderedDict()
         self._hold = False
-        self.figure = Figure(figsize=(10.5, 7.5 if len(self.bases) == 2 else 5.2), dpi=80)
+        # 840 x 480 px (two panels) under controls about 400 px high: the view fits a 900 px screen
+        self.figure = Figure(figsize=(10.5, 6.0 if len(self.bases) == 2 else 4.6), dpi=80)
 
         c: dict[str, Any] = {}
         slider = dict(min=0.25, max=4.0, step=0.05, value=1.0, continuous_update=False,
@@ -228,12 +229,13 @@ class Explorer:
         c["isl"].disabled = c["osl"].disabled = workload != PAIR
         c["weights"] = w.Dropdown(options=["auto", *PRECISIONS], value=weights,
                                   description="expert weights")
-        c["mode"] = w.ToggleButtons(options=("realistic", "bound"), value=mode, description="mode")
+        # drop-downs, not toggle buttons: a third of a page's width cut "realistic" to "reali…"
+        c["mode"] = w.Dropdown(options=("realistic", "bound"), value=mode, description="mode")
         c["speculation"] = w.Dropdown(options=SPECULATION, value=spec, description="speculation")
         c["acceptance"] = w.FloatSlider(value=float(acceptance) if acceptance is not None else 2.0,
                                         min=1.0, max=4.0, step=0.05, continuous_update=False,
                                         description="tokens/step", disabled=spec != "given")
-        c["search"] = w.ToggleButtons(options=SEARCH_CHOICES, value=search, description="search")
+        c["search"] = w.Dropdown(options=SEARCH_CHOICES, value=search, description="search")
         c["at"] = w.FloatLogSlider(value=at, base=10, min=0.0, max=3.0, step=0.01,
                                    continuous_update=False, description="at tok/s/user",
                                    style={"description_width": "initial"})
@@ -251,8 +253,6 @@ class Explorer:
             ctl.layout.min_width = "0"
             if hasattr(ctl.style, "description_width"):
                 ctl.style.description_width = LABEL_WIDTH
-            if isinstance(ctl, w.ToggleButtons):
-                ctl.style.button_width = "5.2em"
         for col in columns:
             col.layout = w.Layout(flex="1 1 0%", min_width="0", width="33%", padding="0 6px 0 0")
         self.controls = c
@@ -265,8 +265,11 @@ class Explorer:
                                                "for A's one at a time (several seconds)")
         self.explain_out = w.HTML()
         self.explain_button.on_click(lambda _: self.run_explain())
+        # the code and the explanation folded under the figure until asked for
+        self.code_fold = w.Accordion(children=[self.code_box], selected_index=None)
+        self.code_fold.set_title(0, "as code (planner calls that reproduce this view)")
         self.widget = w.VBox([w.HBox(columns, layout=w.Layout(width="100%")), self.image, self.text,
-                              w.HBox([self.explain_button]), self.explain_out, self.code_box])
+                              w.HBox([self.explain_button]), self.explain_out, self.code_fold])
         for name, ctl in c.items():
             if not name.startswith("info_"):
                 ctl.observe(self._changed, names="value")

@@ -159,6 +159,15 @@ def test_layout_fits_three_columns_with_every_label(panel: planner.Explorer):
             assert ctl.style.description_width == LABEL_WIDTH, name
     longest = max(len(c.description) for n, c in panel.controls.items() if not n.startswith("info_"))
     assert longest <= 15  # "scale-out BW ×": 8.5em holds 15 characters of the label font
+    # choices in drop-downs, shown whole (toggle buttons a third of a page wide cut "realistic")
+    import ipywidgets
+
+    assert not any(isinstance(c, ipywidgets.ToggleButtons) for c in panel.controls.values())
+    # the figure is 480 px high at its 80 dpi, under controls of at most 12 rows: the view with its
+    # summary fits a 900 px screen; the code is folded until asked for
+    assert panel.figure.get_figheight() * panel.figure.dpi <= 480
+    assert max(len(col.children) for col in row.children) <= 12
+    assert panel.code_fold.selected_index is None
 
 
 def test_a_workload_of_sessions_draws_its_frontier_and_copies_as_code():
