@@ -104,7 +104,7 @@ def check_output_args(args: argparse.Namespace, files: Sequence[str] = (), plots
     # every other argument naming a file is an input: no output may replace it
     inputs: list[str] = []
     for name, value in vars(args).items():
-        if name in (*files, *plots) or name == "func":
+        if name in (*files, *plots) or name in ("func", "argv"):
             continue
         for v in value if isinstance(value, list | tuple) else [value]:
             if isinstance(v, str) and v:

@@ -490,13 +490,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return cmd_compare_workload(args)
     if len(args.hardware) != 2:
         raise SpecError("<input>", "--hardware", f"two systems to compare, got {len(args.hardware)}")
-    if args.at is not None and not args.explain:
-        raise SpecError("<input>", "--at", "--explain with it (--at is the rate --explain decomposes "
+    if args.at is not None and not (args.explain or args.html):
+        raise SpecError("<input>", "--at", "--explain or --html with it (--at is the rate they decompose "
                         "the ratio at; the table's rates are --levels)")
-    check_output_args(args, files=["csv"], plots=["plot"])
+    check_output_args(args, files=["csv", "html"], plots=["plot"])
     kw = frontier_kwargs(args)
     at = 50.0 if args.at is None else args.at
-    e = explain(args.model, args.hardware[0], args.hardware[1], at=at, **kw) if args.explain else None
+    # the page carries the decomposition: --html computes it as --explain does
+    e = (explain(args.model, args.hardware[0], args.hardware[1], at=at, **kw)
+         if args.explain or args.html else None)
     c = compare(args.model, args.hardware[0], args.hardware[1], levels=tuple(args.levels), **kw)
     grid = c.ratio.tps_per_user.to_numpy()[::5] if len(c.ratio) else None  # one grid: paired draws
     bands = [_band(args, args.model, h, f, grid) for h, f in zip(args.hardware, (c.a, c.b), strict=True)]
@@ -523,6 +525,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     outputs: list[tuple[str, str, Any]] = []
     if args.csv:
         outputs.append(("--csv", args.csv, lambda tmp: both.to_csv(tmp, index=False)))
+    answer = verdict(c, cross, moves)
+    if args.html:
+        from planner.cli.report import write_report
+        from planner.specs.registry import load_systems
+
+        write_report(args.html, c, answer, argv=list(getattr(args, "argv", None) or ["compare"]),
+                     hardware=load_systems(args.hardware), bands=bands, limits=limits,
+                     threshold=args.threshold, explain=e, moves=moves, ratio_band=ratio_band)
     if args.plot:
         from planner.plot import plot_frontiers  # matplotlib only when a figure is written
 
@@ -532,7 +542,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
             args.plot)))
     write_outputs(outputs)
     s = c.settings
-    answer = verdict(c, cross, moves)
     if args.json:
         print_json({"verdict": json_safe(answer), "settings": _settings(s),
                     "speculation": {s["hardware_a"]: c.a.attrs.get("speculation"),
@@ -551,7 +560,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                         "largest_ratio_band": json_safe(ratio_band)} if bands[0] is not None else {}),
                     **({"explain": {"settings": _settings(e.attrs), "steps": [
                         {k: json_safe(v) for k, v in r.items()} for r in e.to_dict("records")]}}
-                       if e is not None else {})})
+                       if e is not None and args.explain else {})})
         return 0
     A, B = s["hardware_a"], s["hardware_b"]
     print(f"# moe-planner compare: {s['model']} on {A} vs {B}")
@@ -599,11 +608,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for h, band in zip((A, B), bands, strict=True):
         if band is not None:
             _print_band(band, h)
-    if e is not None:
+    if e is not None and args.explain:
         _print_explain(e, args)
     if moves is not None:
         _print_assumptions(moves)
-    written = [p for p in (args.plot, args.csv) if p]
+    written = [p for p in (args.plot, args.csv, args.html) if p]
     if written:
         print(f"# wrote {', '.join(written)}")
     return 0
@@ -706,6 +715,10 @@ def register(sub: Any) -> None:
                         "table; in --json under \"explain\")")
     c.add_argument("--at", type=positive_float, default=None,
                    help="interactivity for --explain, tokens/s/user (default 50; only with --explain)")
+    c.add_argument("--html", metavar="FILE", default="",
+                   help="also write the comparison as one self-contained HTML page: the verdict, the "
+                        "figure, the table, the ratio decomposed at --at, the assumptions (with "
+                        "--assumptions), each side's calibration, every source and the command")
 
     w = add_command(
         sub, "sweep", cmd_sweep, parents=[workload_parent(("decode",), metrics=(), workload=False)],
