@@ -743,14 +743,16 @@ def _stacks(f: Fields, base: Efficiency, src: dict[str, str]) -> tuple[dict[str,
             if key.endswith("_overhead"):  # as the efficiency: block's
                 _check_span(v, "overhead", f.label, sub.path("value"))
             sub.number("se", required=False, lo=0.0)
-            sub.text("kind", choices=("fitted", "fixed", "bound"))
+            kind = sub.text("kind", choices=("fitted", "fixed", "bound"))
             note = sub.text("note", required=False)
             sub.done()
             changes.update({fld: v for fld in fields_})
             # the communication laws are fitted to measured kernels, not to the runs: their note
             # says which (moe-planner calibrate --kernels), and is their source
-            src[f"stacks.{name}.{key}"] = (note if key.startswith(KERNEL_FITTED_STACK_FIELDS) and note
-                                           else source)
+            # a value fitted apart from the runs (a note naming its own data: the CDNA 3 SGLang fit)
+            own = kind == "fitted" and note and "derive_" in note
+            kernel_fit = key.startswith(KERNEL_FITTED_STACK_FIELDS)
+            src[f"stacks.{name}.{key}"] = note if (kernel_fit or own) and note else source
         e.done()
         out[str(name)] = dataclasses.replace(base, **changes)
     if default not in out:
