@@ -1,4 +1,4 @@
-"""The README's 2026-27 hardware table: Kimi K2 Thinking (and Kimi K3) on GB200 NVL72 (the
+"""The 2026-27 hardware table (docs/systems-and-models.md): Kimi K2 Thinking (and Kimi K3) on GB200 NVL72 (the
 reference), GB300 NVL72, Vera Rubin NVL72, MI455X Helios and TPU7x slices of 64 and 256 chips, at
 20, 50 and 100 tokens/s per user: output tokens/s per GPU (per chip) with its 5-95% band, per IT MW,
 rental $/Mtok, what binds, and the largest cause of each ratio to GB200 (``planner.explain``).

@@ -59,7 +59,7 @@ from planner.specs.reading import Fields, as_number, read_yaml
 from planner.specs.regions import REGIONS
 from planner.specs.registry import load_systems
 
-#: where the bundled example plan lives (used by the README and the notebook)
+#: where the bundled example plan lives (used by docs/guide.md and the notebook)
 EXAMPLE_PLAN = Path(__file__).resolve().parent / "data" / "plan_example.yaml"
 
 
