@@ -8,6 +8,10 @@ per-MW ratios, the term that binds each side), where each ratio is 10x or more, 
     python scripts/readme_numbers.py                    # print the table
     python scripts/readme_numbers.py --check README.md  # exit 1 if the README's table differs
     python scripts/readme_numbers.py --write README.md  # replace the README's table with it
+
+With ``--frontiers FILE`` (the public measured-frontier points, InferenceX columns; never bundled),
+the README's accuracy table, between its ``readme-accuracy`` markers, is regenerated and checked
+as well, from ``validate --frontiers FILE`` at each point's own deployment.
 """
 
 from __future__ import annotations
@@ -101,12 +105,44 @@ def render(data: dict) -> str:
     return "\n".join(lines)
 
 
-def extract(text: str) -> str | None:
+ACC_BEGIN = "<!-- readme-accuracy: begin (scripts/readme_numbers.py --frontiers FILE writes this table) -->"
+ACC_END = "<!-- readme-accuracy: end -->"
+SYSTEMS = {"B200": "HGX B200", "B300": "HGX B300", "H100": "HGX H100", "H200": "HGX H200"}
+
+
+def accuracy_block(path: str) -> str:
+    """The README's accuracy table from the measured-frontier file at ``path``: each system's
+    points and median |error| of tokens/s per GPU, TPOT and TTFT at each point's own deployment."""
+    import numpy as np
+
+    from planner.truth.frontiers import score_frontiers
+
+    with np.errstate(all="ignore"):
+        score = score_frontiers(path, frontier=False, system=False)
+    s = score.summary()
+    rows = [f"| {SYSTEMS.get(r['hardware'], r['hardware'])} | {r['points']:,} | "
+            f"{r['tps_per_gpu_median_abs_err']:.0%} | {r['tpot_median_abs_err']:.0%} | "
+            f"{r['ttft_median_abs_err']:.0%} |" for r in score.by("hardware")]
+    p = s["point"]
+    dates = score.rows.date.astype(str)
+    return "\n".join([
+        ACC_BEGIN,
+        f"Each public InferenceX DeepSeek-R1 benchmark point ({s['points_scored']:,} of "
+        f"{s['points_total']:,} scored, {dates.min()[:7]} to {dates.max()[:7]})",
+        "predicted at its own deployment; median |error| (`moe-planner validate --frontiers FILE`):",
+        "", "| system | points | tok/s/GPU | TPOT | TTFT |", "|---|---:|---:|---:|---:|", *rows,
+        f"| **all** | {s['points_scored']:,} | **{p['tps_per_gpu_median_abs_err']:.0%}** | "
+        f"**{p['tpot_median_abs_err']:.0%}** | **{p['ttft_median_abs_err']:.0%}** |", "",
+        f"The bound lies above all of them ({s['bound_violations']} violations).",
+        ACC_END])
+
+
+def extract(text: str, begin: str = BEGIN, end: str = END) -> str | None:
     """The block between the markers (markers included), or None."""
-    i, j = text.find(BEGIN), text.find(END)
+    i, j = text.find(begin), text.find(end)
     if i < 0 or j < i:
         return None
-    return text[i:j + len(END)]
+    return text[i:j + len(end)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,30 +151,39 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--check", metavar="README", help="exit 1 if this file's table differs from the CLI's")
     g.add_argument("--write", metavar="README", help="replace this file's table with the CLI's")
     p.add_argument("--from-json", metavar="FILE", help="read a saved `compare --json` instead of running it")
+    p.add_argument("--frontiers", metavar="FILE",
+                   help="also the accuracy table, from this measured-frontier file (InferenceX columns)")
     args = p.parse_args(argv)
     data = json.loads(Path(args.from_json).read_text()) if args.from_json else compare_json()
-    block = render(data)
+    blocks = [(BEGIN, END, render(data), "the answer table", "moe-planner compare --json")]
+    if args.frontiers:
+        blocks.append((ACC_BEGIN, ACC_END, accuracy_block(args.frontiers), "the accuracy table",
+                       "moe-planner validate --frontiers"))
     path = args.check or args.write
     if path is None:
-        print(block)
+        print("\n\n".join(b[2] for b in blocks))
         return 0
     text = Path(path).read_text()
-    have = extract(text)
-    if have is None:
-        print(f"{path}: no table between the readme-numbers markers", file=sys.stderr)
-        return 1
-    if args.write:
+    rc = 0
+    for begin, end, block, what, source in blocks:
+        have = extract(text, begin, end)
+        if have is None:
+            print(f"{path}: no table between the markers of {what}", file=sys.stderr)
+            return 1
+        if args.write:
+            if have != block:
+                text = text.replace(have, block)
+                Path(path).write_text(text)
+                print(f"{path}: {what} rewritten")
+            continue
         if have != block:
-            Path(path).write_text(text.replace(have, block))
-            print(f"{path}: table rewritten")
-        return 0
-    if have != block:
-        sys.stdout.writelines(difflib.unified_diff(have.splitlines(True), block.splitlines(True),
-                                                   f"{path} (as written)", "moe-planner compare --json"))
-        print(f"\n{path}: the answer table differs from the CLI's", file=sys.stderr)
-        return 1
-    print(f"{path}: the answer table matches the CLI's")
-    return 0
+            sys.stdout.writelines(difflib.unified_diff(have.splitlines(True), block.splitlines(True),
+                                                       f"{path} (as written)", source))
+            print(f"\n{path}: {what} differs from the CLI's", file=sys.stderr)
+            rc = 1
+        else:
+            print(f"{path}: {what} matches the CLI's")
+    return rc
 
 
 if __name__ == "__main__":

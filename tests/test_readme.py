@@ -65,6 +65,19 @@ def test_answer_table_matches_the_cli(rn, compare):
             assert f"{r['tps_per_gpu_a']:,.0f}" in have and f"{r['ratio']:.1f}x" in have
 
 
+PUBLIC = ROOT.parent / "shared" / "validation" / "measured_frontiers.csv"
+
+
+@pytest.mark.skipif(not PUBLIC.exists(), reason="no public measured-frontier file beside the checkout")
+def test_accuracy_table_matches_validate_frontiers(rn):
+    # the README's accuracy table is what validate --frontiers gives on the public file (read from
+    # its path, never bundled)
+    have = rn.extract(README.read_text(), rn.ACC_BEGIN, rn.ACC_END)
+    assert have is not None, "README.md has no readme-accuracy block"
+    stale = "stale: python scripts/readme_numbers.py --write README.md --frontiers FILE"
+    assert have == rn.accuracy_block(str(PUBLIC)), stale
+
+
 def test_check_exits_1_when_the_table_differs(rn, compare, tmp_path, capsys):
     saved = tmp_path / "compare.json"
     saved.write_text(json.dumps(compare))
