@@ -123,10 +123,25 @@ def _spec_text(name: str) -> str:
     return bundled_hardware_text(name)
 
 
+def _without(text: str, key: str) -> str:
+    """``text`` without the fact ``key:`` of a top-level section (its line, and the lines its
+    source and note continue on)."""
+    out, skip = [], False
+    for ln in text.splitlines():
+        if ln.startswith(f"  {key}:"):
+            skip = True
+            continue
+        if skip and ln.startswith("    "):
+            continue
+        skip = False
+        out.append(ln)
+    return "\n".join(out)
+
+
 def test_regions_parse_and_old_specs_without_them_still_load():
     assert load_hardware("rtx-6000d-server").regions == ("china",)
     assert load_hardware("hgx-h20").sold_in("china") and not load_hardware("gb200-nvl72").sold_in("china")
-    text = "\n".join(ln for ln in _spec_text("hgx-h200").splitlines() if not ln.startswith("  regions:"))
+    text = _without(_spec_text("hgx-h200"), "regions")
     old = parse_hardware(parse_yaml(text, "old.yaml"), "old.yaml")
     assert old.regions == () and old.sold_in("china") and old.su_link == "nvlink"
     assert old.su_switch_gpus == old.domain_size and old.su_bridge_bandwidth == old.su_bandwidth
@@ -136,8 +151,7 @@ def test_regions_parse_and_old_specs_without_them_still_load():
 
 
 def test_a_pcie_link_needs_its_switch_and_bridge():
-    text = "\n".join(ln for ln in _spec_text("rtx-6000d-server").splitlines()
-                     if not ln.startswith("  bridge_bandwidth:"))
+    text = _without(_spec_text("rtx-6000d-server"), "bridge_bandwidth")
     with pytest.raises(SpecError, match="gpus_per_switch and bridge_bandwidth on a pcie scale-up link"):
         parse_hardware(parse_yaml(text, "x.yaml"), "x.yaml")
 
