@@ -193,7 +193,7 @@ def test_ratio_spans_print_whole_tokens_unless_two_would_touch():
     # the tokens/s per user where a ratio is above its threshold: whole numbers where they read
     # apart; where a dip under 1 token/s per user would print as "128-131, 131-160" (or a span as
     # "148-148"), tenths
-    from planner.cli.frontier import _spans
+    from planner.cli.common import spans_text as _spans
 
     assert _spans([(112.2, 167.4)]) == "112-167"
     assert _spans([(96.0, 120.0), (140.0, 160.0)]) == "96-120, 140-160"

@@ -181,3 +181,20 @@ def acceptance_arg(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected tokens per step (1 to 17) or a per-draft rate in (0, 1), "
                                          f"got {text!r}")
     return v
+
+
+def spans_text(v: Any) -> str:
+    """Intervals of tokens/s per user as text, to whole tokens/s unless that would make two of them
+    touch or one of them a point (a ratio that dips below the threshold for under 1 token/s per
+    user), then to a tenth."""
+    v = [(float(a), float(b)) for a, b in v]
+    whole = [(round(a), round(b)) for a, b in v]
+    point = any(a == b for a, b in whole)
+    touch = any(whole[i][1] >= whole[i + 1][0] for i in range(len(whole) - 1))
+    digits = 1 if point or touch else 0
+
+    def one(a: float, b: float) -> str:
+        lo, hi = f"{a:.{digits}f}", f"{b:.{digits}f}"
+        return lo if lo == hi else f"{lo}-{hi}"  # a stretch narrower than the last digit: one rate
+
+    return ", ".join(one(a, b) for a, b in v)

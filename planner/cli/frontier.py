@@ -17,6 +17,7 @@ from planner.cli.common import (
     positive_int,
     print_json,
     savefig_to,
+    spans_text,
 )
 from planner.errors import SpecError
 from planner.outputs import fmt, table, write_outputs
@@ -313,28 +314,11 @@ def speculation_line(sp: dict[str, Any]) -> str:
     return f"{how}, {nums} tokens per step at {counts} drafts ({src}{rng}); {searched}"
 
 
-def _spans(v: Any) -> str:
-    """Intervals of tokens/s per user as text, to whole tokens/s unless that would make two of them
-    touch or one of them a point (a ratio that dips below the threshold for under 1 token/s per
-    user), then to a tenth."""
-    v = [(float(a), float(b)) for a, b in v]
-    whole = [(round(a), round(b)) for a, b in v]
-    point = any(a == b for a, b in whole)
-    touch = any(whole[i][1] >= whole[i + 1][0] for i in range(len(whole) - 1))
-    digits = 1 if point or touch else 0
-
-    def one(a: float, b: float) -> str:
-        lo, hi = f"{a:.{digits}f}", f"{b:.{digits}f}"
-        return lo if lo == hi else f"{lo}-{hi}"  # a stretch narrower than the last digit: one rate
-
-    return ", ".join(one(a, b) for a, b in v)
-
-
 def _print_assumptions(df: Any) -> None:
     t = df.attrs["threshold"]
 
     def span(v: Any) -> str:  # every interval where the ratio dips below the threshold and back
-        return _spans(v) if v else "never"
+        return spans_text(v) if v else "never"
 
     print(f"\n# assumptions that move the answer (one changed at a time; largest per-GPU ratio and the "
           f"tokens/s/user where the ratio is >= {t:g}x)")
@@ -392,11 +376,11 @@ def _print_verdict(v: dict[str, Any], a: str, b: str) -> None:
 
     def where(key: str) -> str:
         e = v[key]
-        text = f"at {_spans(e['intervals'])} tokens/s per user" if e["intervals"] else "at no rate"
+        text = f"at {spans_text(e['intervals'])} tokens/s per user" if e["intervals"] else "at no rate"
         if "band_upper_edge" in e:
             up, lo = e["band_upper_edge"], e["band_lower_edge"]
-            text += (f" (band: upper edge {_spans([up]) if up else 'nowhere'}, "
-                     f"lower edge {_spans([lo]) if lo else 'nowhere'})")
+            text += (f" (band: upper edge {spans_text([up]) if up else 'nowhere'}, "
+                     f"lower edge {spans_text([lo]) if lo else 'nowhere'})")
         return text
 
     print(f"# answer: {a} gives >= {t:g}x the tokens/s per GPU of {b} {where('per_gpu')}; "
@@ -415,11 +399,11 @@ def _print_verdict(v: dict[str, Any], a: str, b: str) -> None:
 
 def _crossing_text(entry: dict[str, Any]) -> str:
     def span(v: Any) -> str:
-        return "never" if v is None else f"{_spans([v])} tokens/s/user"
+        return "never" if v is None else f"{spans_text([v])} tokens/s/user"
 
     spans = entry.get("intervals") or ([entry["nominal"]] if entry["nominal"] is not None else [])
     # every interval where the ratio dips below the threshold and comes back
-    out = (_spans(spans) + " tokens/s/user") if spans else "never"
+    out = (spans_text(spans) + " tokens/s/user") if spans else "never"
     if "earliest" in entry:
         out += f" (band: upper edge {span(entry['earliest'])}, lower edge {span(entry['surely'])})"
     return out

@@ -119,11 +119,11 @@ def render(c: Any, verdict: dict[str, Any], *, argv: list[str], figure: Any, exp
     a, b = s["hardware_a"], s["hardware_b"]
     t = verdict["threshold"]
 
-    from planner.cli.frontier import _spans  # the intervals as the command line writes them
+    from planner.cli.common import spans_text  # the intervals as the command line writes them
 
     def where(key: str) -> str:
         iv = verdict[key]["intervals"]
-        return f"{_spans(iv)} tokens/s per user" if iv else "no rate"
+        return f"{spans_text(iv)} tokens/s per user" if iv else "no rate"
 
     lg = verdict["largest"]
     rests = "; ".join(f"{r['assumption']} ({r['setting']})" + (
