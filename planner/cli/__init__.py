@@ -20,7 +20,7 @@ from typing import Any
 
 from planner.errors import SpecError
 
-SUBCOMMAND_MODULES = ("specs", "point", "frontier", "size", "plan", "validate")
+SUBCOMMAND_MODULES = ("specs", "point", "frontier", "size", "plan", "validate", "recipe")
 
 EPILOG = """\
 examples:

@@ -89,6 +89,8 @@ def _shape(r: Any) -> str:
 def cmd_validate(args: argparse.Namespace) -> int:
     if args.frontiers is not None:
         return _cmd_frontiers(args)
+    if args.recipe:
+        raise SpecError("<input>", "--recipe", "--frontiers with it (the result file it scores)")
     if args.kernels:
         return _cmd_kernels(args)
     if args.runs is not None:
@@ -114,12 +116,47 @@ def _pct(v: float) -> str:
 BELOW_TEXT = "0.85x a measured point"
 
 
+def _cmd_recipe(args: argparse.Namespace) -> int:
+    """``validate --frontiers FILE --recipe SIDECAR``: the file's results of the recipe's deployment
+    against the recipe's prediction."""
+    from planner.outputs import table, write_atomic
+    from planner.truth.frontiers import RECIPE_FIGURES, score_recipe
+
+    check_output_args(args, files=["out"])
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        sc = score_recipe(args.frontiers, args.recipe)
+    if args.out:
+        write_atomic(args.out, lambda tmp: sc.to_csv(tmp, index=False), "--out")
+    s = sc.attrs["sidecar"]
+    if args.json:
+        print_json(json_safe({"recipe": args.recipe, "predicted": s["predicted"],
+                              "rows": [{k: json_safe(v) for k, v in r.items()}
+                                       for r in sc.to_dict("records")]}))
+        return 0
+    print(f"# recipe {args.recipe}: {s.get('model', '')} on {s['hardware']}, {s['stack']} "
+          f"{s.get('stack_version', '')}, predicted by moe-planner {s.get('version', '')} on "
+          f"{s.get('date', '')} "
+          f"({s.get('calibration', '')}); {len(sc)} result row(s) of its deployment in {args.frontiers}")
+    rows = [[r.date, *[x for p, _ in RECIPE_FIGURES for x in (getattr(r, f"{p}_measured"),
+                                                              getattr(r, f"{p}_predicted"),
+                                                              getattr(r, f"{p}_ratio"))]]
+            for r in sc.itertuples()]
+    print(table(rows, ["date", *[h for p in ("tok/s/GPU", "tok/s/user", "TTFT s", "TPOT s")
+                                 for h in (f"{p} measured", "predicted", "ratio")]]))
+    print("# ratio = measured / predicted; tokens/s per GPU: output tokens over every GPU")
+    return 0
+
+
 def _cmd_frontiers(args: argparse.Namespace) -> int:
     from planner.outputs import table, write_atomic
     from planner.truth.frontiers import per_row, score_frontiers
 
     if args.runs is not None or args.kernels or args.points:
         raise SpecError("<input>", "--frontiers", "alone (not with --runs, --kernels or --points)")
+    if args.recipe:
+        return _cmd_recipe(args)
     check_output_args(args, files=["out"])
     import numpy as np
 
@@ -716,6 +753,9 @@ def register(sub: Any) -> None:
                         "and every constant fitted from them removed) or each model, and score it (minutes)")
     v.add_argument("--frontiers", metavar="FILE", default=None,
                    help="score measured frontier points (a CSV in InferenceX's columns) instead")
+    v.add_argument("--recipe", metavar="SIDECAR", default=None,
+                   help="with --frontiers: score the file's results of this recipe's deployment (the .json "
+                        "sidecar of moe-planner recipe) against its prediction")
     v.add_argument("--out", metavar="CSV", default=None,
                    help="with --runs or --frontiers: write one row per input row (predictions, ratios, "
                         "flags, status)")

@@ -714,3 +714,64 @@ def per_row(score: FrontierScore) -> pd.DataFrame:
         "flags",
     ]
     return score.rows[[c for c in cols if c in score.rows.columns]]
+
+
+#: the figures a recipe's sidecar predicts, and the measured-frontier column each is scored against
+RECIPE_FIGURES = (("output_tps_per_gpu", "tps_per_gpu_output"), ("tps_per_user", "tps_per_user"),
+                  ("ttft_median_s", "ttft_s"), ("tpot_median_s", "tpot_s"))
+
+
+def load_sidecar(path: str | Path) -> dict[str, Any]:
+    """A recipe's sidecar JSON (``moe-planner recipe``), checked for what scoring reads."""
+    import json
+
+    label = str(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            s = json.load(fh)
+    except OSError as exc:
+        raise SpecError(label, "--recipe", f"a readable sidecar JSON ({exc.strerror or exc})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SpecError(label, "--recipe", f"a sidecar JSON of moe-planner recipe ({exc})") from None
+    need = ("hardware", "stack", "isl", "osl", "deployment", "predicted")
+    if not isinstance(s, dict) or s.get("tool") != "moe-planner" or any(k not in s for k in need):
+        raise SpecError(label, "--recipe", f"a sidecar JSON of moe-planner recipe (keys {', '.join(need)})")
+    return s
+
+
+def score_recipe(path: str | Path, sidecar: str | Path) -> pd.DataFrame:
+    """The rows of the measured-frontier CSV at ``path`` that ran the recipe's deployment (system,
+    stack, serving mode, ISL/OSL, workers, layouts and concurrency of the sidecar), each figure
+    against the sidecar's prediction: ``<figure>_measured``, ``<figure>_predicted``, and the ratio
+    measured / predicted."""
+    from planner.serving.deployed import LAYOUT_COLUMNS
+
+    s = load_sidecar(sidecar)
+    df = load_frontiers(path)
+    dep = deployments(df)
+    d = s["deployment"]
+    runner = RUNNERS.get(s["hardware"], s["hardware"])
+    hw = df.hardware.astype(str).str.lower()
+    stack = df.framework.map(lambda f: FRAMEWORKS.get(FRAMEWORK_ALIASES.get(f, f), ("", False))[0])
+    ok = (hw.isin([runner, s["hardware"]]) & (stack == s["stack"]) & (dep.disagg == bool(d["disagg"]))
+          & (df.isl == float(s["isl"])) & (df.osl == float(s["osl"]))
+          & np.isclose(dep.concurrency, float(d["concurrency"])))
+    for c in LAYOUT_COLUMNS:
+        if c.startswith("prefill") and not d["disagg"]:
+            continue
+        ok &= np.isclose(dep[c].to_numpy(float), float(d[c]))
+    if not ok.any():
+        mode = "disaggregated" if d["disagg"] else "aggregated"
+        raise SpecError(str(path), "rows", f"a result of the recipe's deployment ({s['hardware']}, "
+                        f"{s['stack']}, {mode}, ISL/OSL {s['isl']:g}/{s['osl']:g}, "
+                        f"{d['concurrency']:g} users and its layout): none of {len(df)} rows")
+    rows = df[ok]
+    out = pd.DataFrame({"date": rows.date.astype(str), "hardware": rows.hardware, "framework": rows.framework,
+                        "concurrency": rows.concurrency})
+    for pred, meas in RECIPE_FIGURES:
+        out[f"{pred}_measured"] = rows[meas].to_numpy(float)
+        out[f"{pred}_predicted"] = float(s["predicted"][pred])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[f"{pred}_ratio"] = out[f"{pred}_measured"] / out[f"{pred}_predicted"]
+    out.attrs["sidecar"] = s
+    return out.reset_index(drop=True)

@@ -1,0 +1,100 @@
+"""``moe-planner recipe``: a frontier point's deployment as a launch recipe and its benchmark."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from planner.cli.common import STACKS, DefaultInt, add_command, positive_float, positive_int, print_json
+from planner.errors import SpecError
+
+
+def cmd_recipe(args: argparse.Namespace) -> int:
+    from planner.outputs import table, write_outputs
+    from planner.serving.launch import build
+
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise SpecError(args.out, "--out", "a directory (the recipes and their sidecars are written into it)")
+    stacks = list(dict.fromkeys(args.stack_names or STACKS))
+    recipes, refused = [], []
+    for stack in stacks:
+        for x in args.at:
+            try:
+                recipes.append(build(args.model, args.hardware, stack=stack, serving=args.serving, at=x,
+                                     isl=args.isl, osl=args.osl, weights=args.weights, mtp=args.mtp,
+                                     search=args.search, checkpoint=args.checkpoint))
+            except SpecError as exc:
+                if args.stack_names:  # a stack asked by name that cannot run the point: one line, exit 2
+                    raise
+                refused.append((stack, x, exc.expected if hasattr(exc, "expected") else str(exc)))
+    if not recipes:
+        raise SpecError("<input>", "--stack", "a stack that can run the point: "
+                        + "; ".join(f"{s} at {x:g}: {why}" for s, x, why in refused))
+    os.makedirs(args.out, exist_ok=True)
+    outputs: list[tuple[str, str, Any]] = []
+    for r in recipes:
+        base = os.path.join(args.out, r.name)
+        outputs.append(("--out", base + ".yaml", r.text))
+        outputs.append(("--out", base + ".json", json.dumps(r.sidecar, indent=2) + "\n"))
+    write_outputs(outputs)
+    if args.json:
+        print_json({"recipes": [{"path": os.path.join(args.out, r.name + ".yaml"), **r.sidecar}
+                                for r in recipes],
+                    "refused": [{"stack": s, "at": x, "why": w} for s, x, w in refused]})
+        return 0
+    rows = []
+    for r in recipes:
+        s, d, p = r.sidecar, r.sidecar["deployment"], r.sidecar["predicted"]
+        workers = f"{d['decode_workers']:g}x{d['decode_gpus']:g}"
+        if d["disagg"]:
+            workers = f"{d['prefill_workers']:g}x{d['prefill_gpus']:g} + {workers}"
+        rows.append([s["stack"], s["at_tps_per_user"], p["tps_per_user"], p["output_tps_per_gpu"], workers,
+                     f"{d['concurrency']:g}", d["drafts"], f"{p['ttft_median_s']:.3g}", r.name + ".yaml"])
+    print(f"# moe-planner recipe: {args.model} on {args.hardware}, {args.serving}, ISL {args.isl:g} / OSL "
+          f"{args.osl:g}; written to {args.out} (each with a .json sidecar of the prediction)")
+    print(table(rows, ["stack", "at", "tok/s/user", "tok/s/GPU", "workers (prefill + decode)", "users",
+                       "drafts", "TTFT s", "recipe"]))
+    for s, x, why in refused:
+        print(f"# {s} at {x:g}: not written: {why}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    from planner.cli.frontier import _mtp
+
+    p = add_command(
+        sub, "recipe", cmd_recipe,
+        help="launch recipes of frontier points: Dynamo graph deployments with the stack's flags, and "
+        "the benchmark that measures them",
+        description="For the frontier point at each --at tokens/s per user (the deployment searches: the "
+        "most tokens/s per GPU at least that fast per user), priced with each --stack's fit, write a "
+        "DynamoGraphDeployment YAML (frontend and the stack's workers with their server flags: parallel "
+        "sizes, attention DP, running requests, CUDA-graph batch, chunked prefill, speculation, KV dtype, "
+        "memory share) with the sglang.bench_serving command that measures it, and a .json sidecar of "
+        "the prediction (tokens/s per GPU and per user, TTFT and TPOT medians, version, calibration, "
+        "date).  Every flag comes from planner/serving/data/stack_flags.yaml.",
+        epilog="examples:\n  moe-planner recipe --out recipes --at 20 50 100\n"
+        "  moe-planner recipe --hardware hgx-h200 --stack sglang --at 50 --out recipes\n"
+        "  moe-planner validate --frontiers result.csv --recipe recipes/NAME.json")
+    p.add_argument("--model", default="kimi-k2-thinking", help="model (default kimi-k2-thinking)")
+    p.add_argument("--hardware", default="gb200-nvl72", help="system (default gb200-nvl72)")
+    p.add_argument("--stack", nargs="+", choices=STACKS, default=None, dest="stack_names", metavar="STACK",
+                   help=f"serving stacks ({', '.join(STACKS)}; default: each that can run the point, "
+                        "the others named with why not)")
+    p.add_argument("--serving", choices=("aggregated", "disaggregated"), default="disaggregated",
+                   help="aggregated: one worker; disaggregated (default): prefill and decode workers")
+    p.add_argument("--isl", type=positive_int, default=DefaultInt(1024), help="input tokens (default 1024)")
+    p.add_argument("--osl", type=positive_int, default=DefaultInt(1024), help="output tokens (default 1024)")
+    p.add_argument("--at", nargs="+", type=positive_float, required=True, metavar="X",
+                   help="tokens/s per user of each point")
+    p.add_argument("--search", choices=("rules", "recipes"), default=None,
+                   help="deployment search (default rules)")
+    p.add_argument("--weights", default=None, help="routed-expert storage (default: the frontier's best)")
+    p.add_argument("--mtp", type=_mtp, default="auto", help="speculation: off, auto (default) or drafts")
+    p.add_argument("--checkpoint", default=None,
+                   help="checkpoint id or path (default: the model's at its weights, stack_flags.yaml)")
+    p.add_argument("--out", required=True, metavar="DIR", help="directory the recipes are written into")
+    p.add_argument("--json", action="store_true", help="print the sidecars as JSON")
+    p.set_defaults(stack=None)
