@@ -36,10 +36,11 @@ class Demand:
     def output_tps(self, tps_per_user: float, osl: float) -> np.ndarray:
         """Hourly output tokens/s: users x tokens/s/user, requests/s x OSL."""
         v = np.asarray(self.hourly, dtype=float)
-        if self.kind == "users":
-            return v * tps_per_user
-        if self.kind == "requests_per_s":
-            return v * osl
+        with np.errstate(over="ignore"):  # an absurd rate becomes inf, refused by its caller in one line
+            if self.kind == "users":
+                return v * tps_per_user
+            if self.kind == "requests_per_s":
+                return v * osl
         return v
 
     def peak_mean(self, tps_per_user: float, osl: float) -> tuple[float, float]:

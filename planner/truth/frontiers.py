@@ -181,7 +181,7 @@ def _key(v: Any) -> str:
         x = float(s)
     except ValueError:
         return s
-    return str(int(x)) if x == int(x) else s
+    return str(int(x)) if math.isfinite(x) and x == int(x) else s
 
 
 def recipe_fields(df: pd.DataFrame) -> pd.DataFrame:

@@ -241,7 +241,9 @@ DISAGG = dict(serving="disagg", framework="dynamo-sglang", tp="", ep="", dp_atte
     ("agg", "ep", 0), ("agg", "tp", -1), ("agg", "tp", 2.5), ("agg", "total_gpus", 0),
     ("agg", "total_gpus", 1e308), ("disagg", "decode_ep", 0), ("disagg", "decode_ep", -8),
     ("disagg", "decode_tp", -1), ("disagg", "prefill_workers", 1e308), ("disagg", "decode_workers", 0.5),
-    ("disagg", "decode_gpus", "inf"), ("disagg", "total_gpus", fr.MAX_LAYOUT + 1)])
+    ("disagg", "decode_gpus", "inf"), ("disagg", "total_gpus", fr.MAX_LAYOUT + 1),
+    # an infinite count reaches the recipe matching too (found by fuzzing: a traceback there)
+    ("agg", "ep", "inf"), ("disagg", "prefill_workers", "inf"), ("disagg", "decode_ep", "inf")])
 def test_impossible_layouts_are_counted_not_scored(tmp_path, serving, column, bad):
     base = {} if serving == "agg" else DISAGG
     rows = [_row(**base), {**_row(**{**base, "concurrency": 32}), column: bad}]
