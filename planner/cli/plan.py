@@ -47,6 +47,7 @@ examples:
   moe-planner plan planner/fleet/data/plan_example.yaml
   moe-planner plan PLAN.yaml --sensitivity --draws 8 --xlsx plan.xlsx --csv pools.csv
   moe-planner plan PLAN.yaml --rental --years 3 --json
+  moe-planner plan PLAN.yaml --recipes recipes/
 """
 
 
@@ -70,6 +71,9 @@ def _int(v: Any) -> Any:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     check_output_args(args, files=["csv", "xlsx"])
+    from planner.cli.recipe import check_recipes_dir
+
+    check_recipes_dir(args.recipes)
     if args.xlsx:
         from planner.fleet.workbook import require_openpyxl
 
@@ -91,14 +95,25 @@ def cmd_plan(args: argparse.Namespace) -> int:
         from planner.fleet.workbook import write_workbook
 
         outputs.append(("--xlsx", args.xlsx, lambda tmp: write_workbook(result, tmp)))
+    summary = None
+    if args.recipes:
+        from planner.cli.recipe import pool_recipe_outputs
+
+        more, summary = pool_recipe_outputs(result.recipe_sources(), args.recipes, "the fleet plan's pool")
+        outputs += more
     if outputs:
         write_outputs(outputs)
     if args.json:
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), **({"recipes": summary} if summary is not None else {})})
         return 0
     report(result)
     for flag, path, _ in outputs:
-        print(f"# wrote {path} ({flag})")
+        if flag != "--recipes":
+            print(f"# wrote {path} ({flag})")
+    if summary is not None:
+        from planner.cli.recipe import print_pool_recipes
+
+        print_pool_recipes(summary)
     return 0
 
 
@@ -222,5 +237,9 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--csv", metavar="FILE", help="also write the pools (one row per workload and system) "
                    "to FILE")
+    p.add_argument("--recipes", metavar="DIR", help="also write each pool's launch recipe into DIR: its "
+                   "deployment as a Dynamo graph deployment with the flags of the stack it was priced on, "
+                   "the benchmark that measures it and a .json sidecar of the prediction (a pool the stack "
+                   "cannot run: one line saying why)")
     p.add_argument("--xlsx", metavar="FILE", help="also write the plan as a workbook whose totals are "
                    "formulas over its input cells (needs openpyxl)")

@@ -61,6 +61,47 @@ def cmd_recipe(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_recipes_dir(path: str | None) -> None:
+    """``--recipes DIR`` of ``size`` and ``plan``: a directory (or nothing yet)."""
+    if path is not None and os.path.exists(path) and not os.path.isdir(path):
+        raise SpecError(path, "--recipes", "a directory (the pools' recipes and their sidecars are "
+                        "written into it)")
+
+
+def pool_recipe_outputs(sources: list[Any], out: str, what: str
+                        ) -> tuple[list[tuple[str, str, Any]], dict[str, Any]]:
+    """The recipes of pools (:mod:`planner.economics.recipes`) as outputs for
+    :func:`planner.outputs.write_outputs` under ``out``, and their summary: ``recipes`` (path,
+    pool, stack, copies) and ``refused`` (pool, why)."""
+    from planner.economics.recipes import pool_recipes
+
+    recipes, refused = pool_recipes(sources, what=what)
+    outputs: list[tuple[str, str, Any]] = []
+    done = []
+    for r in recipes:
+        base = os.path.join(out, r.name)
+        outputs.append(("--recipes", base + ".yaml", r.text))
+        outputs.append(("--recipes", base + ".json", json.dumps(r.sidecar, indent=2) + "\n"))
+        pool = r.sidecar["pool"]
+        done.append({"path": base + ".yaml", "sidecar": base + ".json", "pool": pool["label"],
+                     "stack": r.sidecar["stack"], "copies": pool["copies"]})
+    if recipes:
+        os.makedirs(out, exist_ok=True)
+    return outputs, {"dir": out, "recipes": done, "refused": [{"pool": p, "why": w} for p, w in refused]}
+
+
+def print_pool_recipes(summary: dict[str, Any]) -> None:
+    """The recipes written, and the one-line reason of each pool without one."""
+    n = len(summary["recipes"])
+    print(f"# recipes: {n} written to {summary['dir']} (each with a .json sidecar of the prediction)"
+          + (":" if n else ""))
+    for r in summary["recipes"]:
+        print(f"#   {os.path.basename(r['path'])}: {r['pool']}, {r['stack']}, {r['copies']} "
+              f"cop{'y' if r['copies'] == 1 else 'ies'}")
+    for r in summary["refused"]:
+        print(f"# {r['pool']}: no recipe: {r['why']}")
+
+
 def register(sub: Any) -> None:
     from planner.cli.frontier import _mtp
 

@@ -183,7 +183,13 @@ def _option_json(r: dict[str, Any], figs: dict[str, Any], sds: dict[str, float] 
 
 
 def _settings(a: dict[str, Any]) -> dict[str, Any]:
-    return {k: json_safe(v) if not isinstance(v, list | dict) else v for k, v in a.items() if k != "figures"}
+    return {k: json_safe(v) if not isinstance(v, list | dict) else v for k, v in a.items()
+            if k not in ("figures", "recipes")}
+
+
+def _recipes_json(a: dict[str, Any]) -> dict[str, Any]:
+    """``--recipes``: what was written and why not, for the JSON output."""
+    return {"recipes": a["recipes"]} if a.get("recipes") is not None else {}
 
 
 # ---- the command ---------------------------------------------------------------------------------
@@ -210,6 +216,9 @@ def cmd_size(args: argparse.Namespace) -> int:
         raise SpecError("<input>", "--plot", "a demand to size for (--demand-tps, --users, "
                         "--requests-per-s or --profile)")
     check_output_args(args, plots=["plot"])
+    from planner.cli.recipe import check_recipes_dir
+
+    check_recipes_dir(args.recipes)
     from planner.cli.workload import session_keywords
 
     common = dict(serving=args.serving, isl=args.isl, osl=args.osl, max_ttft=args.max_ttft, pue=args.pue,
@@ -219,6 +228,9 @@ def cmd_size(args: argparse.Namespace) -> int:
                   watts_per_gpu=_override(args.watts_per_gpu, "--watts-per-gpu", names),
                   region=args.region, **{k: getattr(args, k) for k in SEARCH_KEYS if k not in WORKLOAD_KEYS},
                   **session_keywords(args))
+    options: list[Any] = []
+    if args.recipes:
+        common["options_out"] = options
     if args.power_budget_mw is not None:
         df = sizing.power_budget(args.model, hws, args.power_budget_mw, min_tps_user=args.min_tps_user,
                                  **common)
@@ -237,16 +249,33 @@ def cmd_size(args: argparse.Namespace) -> int:
     from planner.truth.uncertainty import unmeasured_log_sd
 
     df.attrs["datasheet_log_sd"] = {h.name: unmeasured_log_sd(h) for h in hws}
+    outputs: list[tuple[str, str, Any]] = []
     if args.plot:  # written before anything is printed
         from planner.plot import plot_sizing
 
         level = args.min_tps_user
+        common.pop("options_out", None)
         curve = sizing.sizing_curve(args.model, hws, **demand, **common, also_at=[level] if level else [])
-        write_outputs([("--plot", args.plot, savefig_to(lambda: plot_sizing(
-            curve, level=level, cost_target=args.cost_target, basis=args.basis), args.plot))])
+        outputs.append(("--plot", args.plot, savefig_to(lambda: plot_sizing(
+            curve, level=level, cost_target=args.cost_target, basis=args.basis), args.plot)))
+    summary = None
+    if args.recipes:
+        from planner.cli.recipe import pool_recipe_outputs
+        from planner.economics.recipes import sizing_sources
+
+        more, summary = pool_recipe_outputs(sizing_sources(df, options), args.recipes,
+                                            "the sizing's deployment")
+        outputs += more
+        df.attrs["recipes"] = summary
+    if outputs:
+        write_outputs(outputs)
     report(df, args)
     if args.plot and not args.json:
         print(f"# wrote {args.plot}")
+    if summary is not None and not args.json:
+        from planner.cli.recipe import print_pool_recipes
+
+        print_pool_recipes(summary)
     return 0
 
 
@@ -255,7 +284,7 @@ def _report_size(df: pd.DataFrame, args: argparse.Namespace) -> None:
     figs = a.get("figures", {})
     if args.json:
         ok = df[df.feasible]
-        print_json({"settings": _settings(a),
+        print_json({"settings": _settings(a), **_recipes_json(a),
                     "cheapest": str(df.loc[df.cheapest, "hardware"].iloc[0]) if df.cheapest.any() else None,
                     "options": {r["hardware"]: _option_json(r, figs, a.get("datasheet_log_sd", {}))
                                 for r in df.to_dict("records")},
@@ -309,7 +338,7 @@ def _report_size(df: pd.DataFrame, args: argparse.Namespace) -> None:
 def _report_budget(df: pd.DataFrame, args: argparse.Namespace) -> None:
     a = df.attrs
     if args.json:
-        print_json({"settings": _settings(a), "power_budget": {
+        print_json({"settings": _settings(a), **_recipes_json(a), "power_budget": {
             r["hardware"]: _option_json(r, a.get("figures", {})) for r in df.to_dict("records")}})
         return
     _header(a, f"# power budget {a['power_budget_mw']:g} MW of facility power (PUE {a['pue']:g}): "
@@ -328,7 +357,7 @@ def _report_budget(df: pd.DataFrame, args: argparse.Namespace) -> None:
 def _report_cost(df: pd.DataFrame, args: argparse.Namespace) -> None:
     a = df.attrs
     if args.json:
-        print_json({"settings": _settings(a), "cost_target": {
+        print_json({"settings": _settings(a), **_recipes_json(a), "cost_target": {
             r["hardware"]: _option_json(r, a.get("figures", {})) for r in df.to_dict("records")}})
         return
     basis = "owned: capex + energy" if a["basis"] == "own" else "rental"
@@ -352,7 +381,7 @@ def _report_fleet(df: pd.DataFrame, args: argparse.Namespace) -> None:
         out: dict[str, list[dict[str, Any]]] = {}
         for r in df.to_dict("records"):
             out.setdefault(r["hardware"], []).append(_option_json(r, figs))
-        print_json({"settings": _settings(a), "fleet": out})
+        print_json({"settings": _settings(a), **_recipes_json(a), "fleet": out})
         return
     _header(a, f"# fixed fleet: {a['fleet_units']} units of each option; load served at each service level")
     rows = []
@@ -432,6 +461,10 @@ def register(sub: Any) -> None:
     p.add_argument("--region", choices=REGIONS, metavar="R",
                    help="size only the systems that may be sold in region R (system.regions: "
                         f"{', '.join(REGIONS)}); the others are named and left out")
+    p.add_argument("--recipes", metavar="DIR", help="also write the launch recipe of each option's "
+                   "deployment into DIR: a Dynamo graph deployment with the flags of the stack it was priced "
+                   "on, the benchmark that measures it and a .json sidecar of the prediction (an option the "
+                   "stack cannot run: one line saying why)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--plot", metavar="FILE",
                    help="also draw $/Mtok and units against the service level, one curve per system "

@@ -115,6 +115,23 @@ class Option:
             c[k] = v.item() if isinstance(v, np.generic) else v
         return c
 
+    def point(self, c: dict[str, Any], level: float) -> pd.Series:
+        """The frontier row candidate ``c`` (at service level ``level``) was read from: a grid point
+        of :attr:`pts`, or the exact solve :func:`frontier_at` gave at ``level``."""
+        size = "gpus_total" if self.pts.attrs.get("search") in DEPLOYMENT_SEARCHES else "gpus"
+        pts = self.pts
+        if not pts.empty and {size, "tps_per_user", "output_tps_per_gpu"} <= set(pts.columns):
+            hit = pts[(pts[size] == c["instance_gpus"]) & (pts.tps_per_user == c["tps_per_user"])
+                      & (pts.output_tps_per_gpu == c["tps_per_gpu"])]
+            if len(hit):
+                return hit.iloc[0]
+        if c.get("solved_exactly") and pts.attrs.get("workload") is None:
+            ex = frontier_at(self.model, self.hw, [float(level)], points=pts).iloc[0]
+            if float(ex.get("tps_per_gpu", math.nan)) == c["tps_per_gpu"]:
+                return ex
+        raise SpecError("<input>", "pool", f"the frontier point of the {self.hw.name} pool at "
+                        f"{c['tps_per_user']:.4g} tokens/s per user (not found in its frontier)")
+
     def perf(self, c: dict[str, Any]) -> dict[str, Any]:
         return dict(decode_tps_per_gpu=c["decode_tps_per_gpu"], decode_instance_gpus=c["instance_gpus"],
                     prefill_tps_per_gpu=c["prefill_tps_per_gpu"],

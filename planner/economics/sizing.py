@@ -39,7 +39,7 @@ def size(model: Model | str, hardware: Any, *, min_tps_user: float, demand_tps: 
          osl: float = 1024, max_ttft: float | None = None, pue: float = DEFAULT_PUE,
          usd_per_kwh: float = DEFAULT_USD_PER_KWH, years: float = DEFAULT_YEARS,
          usd_per_unit: Any = None, usd_per_gpu_hour: Any = None, watts_per_gpu: Any = None,
-         basis: str = "own", **search: Any) -> pd.DataFrame:
+         basis: str = "own", options_out: list[Option] | None = None, **search: Any) -> pd.DataFrame:
     """Size a deployment on each hardware option for the demand at the service level.
 
     One row per option: the configuration (``tps_per_user``, ``tps_per_gpu`` = output tokens/s
@@ -51,7 +51,9 @@ def size(model: Model | str, hardware: Any, *, min_tps_user: float, demand_tps: 
     each price and power figure with its ``*_source``, and
     ``cheapest``.  Options that cannot meet the level have ``feasible`` False and a ``reason``;
     if none can, SpecError says the best each can do.  ``search``: frontier search options
-    (``gpus``, ``weights``, ``mode``, ...).
+    (``gpus``, ``weights``, ``mode``, ...).  ``options_out``: a list the options are appended to
+    (each row's frontier, for its launch recipe: :mod:`planner.economics.recipes`; also taken by
+    :func:`power_budget`, :func:`fleet_capacity` and :func:`cost_target`).
     """
     level = check_level(min_tps_user)
     dem = make_demand(demand_tps, users, requests_per_s, profile, profile_unit)
@@ -59,6 +61,8 @@ def size(model: Model | str, hardware: Any, *, min_tps_user: float, demand_tps: 
                             usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
                             usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
                             basis=basis, search=search)
+    if options_out is not None:  # (the options each row was priced on, for its launch recipe)
+        options_out.extend(opts)
     rows = []
     for o in opts:
         got = o.best(level, dem, basis)
@@ -79,7 +83,8 @@ def power_budget(model: Model | str, hardware: Any, budget_mw: float, *, min_tps
                  max_ttft: float | None = None, pue: float = DEFAULT_PUE,
                  usd_per_kwh: float = DEFAULT_USD_PER_KWH, years: float = DEFAULT_YEARS,
                  usd_per_unit: Any = None, usd_per_gpu_hour: Any = None, watts_per_gpu: Any = None,
-                 basis: str = "own", **search: Any) -> pd.DataFrame:
+                 basis: str = "own", options_out: list[Option] | None = None, **search: Any
+                 ) -> pd.DataFrame:
     """The largest load each option serves at the service level within ``budget_mw`` of facility
     power: the whole units the budget powers (units x GPUs x W/GPU x PUE <= budget), then the
     configuration serving the most on them.  Rows: ``units``, ``gpus``, ``power_mw``,
@@ -93,6 +98,8 @@ def power_budget(model: Model | str, hardware: Any, budget_mw: float, *, min_tps
                             usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
                             usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
                             basis=basis, search=search)
+    if options_out is not None:  # (the options each row was priced on, for its launch recipe)
+        options_out.extend(opts)
     rows = []
     for o in opts:
         mon = o.money()
@@ -117,7 +124,8 @@ def fleet_capacity(model: Model | str, hardware: Any, units: int, *,
                    isl: float = 1024, osl: float = 1024, max_ttft: float | None = None,
                    pue: float = DEFAULT_PUE, usd_per_kwh: float = DEFAULT_USD_PER_KWH,
                    years: float = DEFAULT_YEARS, usd_per_unit: Any = None, usd_per_gpu_hour: Any = None,
-                   watts_per_gpu: Any = None, basis: str = "own", **search: Any) -> pd.DataFrame:
+                   watts_per_gpu: Any = None, basis: str = "own", options_out: list[Option] | None = None,
+                   **search: Any) -> pd.DataFrame:
     """The load a fixed fleet of ``units`` units of each option serves at each service level in
     ``levels`` (tokens/s/user): one row per (hardware, level) with ``capacity_tps``, ``users``,
     ``requests_per_s``, power and costs at that full load; ``feasible`` False (capacity 0)
@@ -131,6 +139,8 @@ def fleet_capacity(model: Model | str, hardware: Any, units: int, *,
                             usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
                             usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
                             basis=basis, search=search)
+    if options_out is not None:  # (the options each row was priced on, for its launch recipe)
+        options_out.extend(opts)
     rows = []
     for o in opts:
         for x in lv:
@@ -175,7 +185,8 @@ def cost_target(model: Model | str, hardware: Any, usd_per_mtok: float, *, deman
                 osl: float = 1024, max_ttft: float | None = None, pue: float = DEFAULT_PUE,
                 usd_per_kwh: float = DEFAULT_USD_PER_KWH, years: float = DEFAULT_YEARS,
                 usd_per_unit: Any = None, usd_per_gpu_hour: Any = None, watts_per_gpu: Any = None,
-                basis: str = "own", refine: int = 6, **search: Any) -> pd.DataFrame:
+                basis: str = "own", refine: int = 6, options_out: list[Option] | None = None,
+                **search: Any) -> pd.DataFrame:
     """The highest interactivity (tokens/s/user) each option reaches at ``usd_per_mtok`` or less,
     serving the demand (``basis``: ``own``, capex over ``years`` + energy, or ``rental``).
 
@@ -193,6 +204,8 @@ def cost_target(model: Model | str, hardware: Any, usd_per_mtok: float, *, deman
                             usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
                             usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
                             basis=basis, search=search)
+    if options_out is not None:  # (the options each row was priced on, for its launch recipe)
+        options_out.extend(opts)
     key = "usd_per_mtok_owned" if basis == "own" else "usd_per_mtok_rental"
     rows = []
     for o in opts:

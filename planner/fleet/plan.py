@@ -733,6 +733,25 @@ class FleetPlan:
     problem: Problem = field(repr=False)
     mix: Mix = field(repr=False)
     sensitivity: pd.DataFrame | None = None
+    #: per row of ``pools``: (the option it was priced on, its configuration, the service level)
+    chosen: list[tuple[Option, dict[str, Any], float]] = field(default_factory=list, repr=False)
+
+    def recipe_sources(self) -> list[Any]:
+        """Each pool as :class:`planner.economics.recipes.PoolSource`, in the order of ``pools``
+        (for its launch recipe)."""
+        from planner.economics.recipes import PoolSource
+
+        out = []
+        for (o, c, level), p in zip(self.chosen, self.pools.to_dict("records"), strict=True):
+            extra = {k: _plain(p[k]) for k in ("workload", "system", "units", "unit", "gpus", "capacity_tps",
+                                               "peak_share_tps")}
+            label = f"{p['workload']} on {p['system']} ({int(p['instance_gpus'])} GPUs an instance)"
+            slug = f"{p['workload']}-{p['system']}"
+            out.append(PoolSource(option=o, c=c, level=level, label=label, slug=slug,
+                                  decode_instances=int(p["decode_instances"]),
+                                  prefill_instances=int(p["prefill_instances"]),
+                                  extra=dict(extra, plan=self.spec.name or self.spec.label)))
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """Everything as JSON-ready values (no NaN: missing values are None)."""
@@ -766,6 +785,7 @@ def _result(pr: Problem, mix: Mix) -> FleetPlan:
     spec = pr.spec
     co = pr.coefficients()
     pool_rows = []
+    chosen = []
     cap_w = [0.0] * len(spec.workloads)
     for (sh, _), cap in zip(pr.pools, mix.capacity, strict=True):
         cap_w[sh.workload] += cap
@@ -790,6 +810,7 @@ def _result(pr: Problem, mix: Mix) -> FleetPlan:
                           capacity_tps=cap, **pr.money(sh.system))
         per_w[sh.workload]["yearly_own"] += money["capex_usd"] / pr.years + money["opex_usd_per_year"]
         per_w[sh.workload]["yearly_rental"] += money["rental_usd_per_year"]
+        chosen.append((pr.options[sh.workload][sh.system], c, check_level(w.min_tps_user)))
         pool_rows.append(dict(
             workload=w.name, system=s.hw.name, model=w.model, serving=w.serving, min_tps_user=w.min_tps_user,
             units=u, unit=s.hw.unit, gpus=u * s.hw.gpus_per_unit, block_units=sh.block_units,
@@ -853,7 +874,7 @@ def _result(pr: Problem, mix: Mix) -> FleetPlan:
     lim_df, binding = _limits(pr, mix, units, totals)
     return FleetPlan(spec=spec, basis=pr.basis, years=pr.years, usd_per_kwh=pr.usd_per_kwh, systems=sys_df,
                      pools=pools_df, workloads=wl_df, totals=totals, limits=lim_df, binding=binding,
-                     figures=pr.figures, problem=pr, mix=mix)
+                     figures=pr.figures, problem=pr, mix=mix, chosen=chosen)
 
 
 def _limits(pr: Problem, mix: Mix, units: list[int], totals: dict[str, Any]

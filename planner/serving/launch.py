@@ -336,9 +336,13 @@ def _nodes(gpus: int, per_host: int) -> tuple[int, int]:
 
 
 def render(point: Any, *, model: Any, hw: Any, stack: str, isl: float, osl: float, kv: str, x: float,
-           calibration: str, checkpoint: str | None = None, date: str | None = None) -> Recipe:
+           calibration: str, checkpoint: str | None = None, date: str | None = None, name: str | None = None,
+           chosen: str | None = None, pool: dict[str, Any] | None = None) -> Recipe:
     """The recipe of one frontier row ``point`` (a :func:`planner.serving.deployed.predict` row of
-    the deployment searches)."""
+    the deployment searches).  ``name``: the recipe's (default: model, system, stack, serving and
+    ``x``); ``chosen``: how the point was chosen (default: the most tokens/s per GPU at >= ``x``
+    tokens/s per user); ``pool``: the sizing's or fleet plan's pool it launches (its ``note`` a
+    header line; the whole of it in the sidecar)."""
     from planner import __version__
     from planner.physics.step import resolve_speculation
     from planner.serving.deployed import LENGTH_RANGE_RATIO, OUTPUT_YIELD
@@ -362,7 +366,7 @@ def render(point: Any, *, model: Any, hw: Any, stack: str, isl: float, osl: floa
     conc = float(point["concurrency"])
     wd = float(point["decode_workers"])
     per_host = int(min(hw.gpus_per_host or hw.gpus_per_system, hw.domain_size))
-    name = _k8s_name(f"{model.name}-{hw.name}-{stack}-{'disagg' if disagg else 'agg'}-{x:g}tpsu")
+    name = name or _k8s_name(f"{model.name}-{hw.name}-{stack}-{'disagg' if disagg else 'agg'}-{x:g}tpsu")
     image = dyn["image"].format(stack=stack)
     services: dict[str, Any] = {"Frontend": {
         "componentType": "frontend", "replicas": 1,
@@ -415,6 +419,7 @@ def render(point: Any, *, model: Any, hw: Any, stack: str, isl: float, osl: floa
         "dynamo_version": dyn["version"], "serving": "disaggregated" if disagg else "aggregated",
         "isl": float(isl), "osl": float(osl), "at_tps_per_user": float(x), "weights": weights, "kv": kv,
         "checkpoint": ck, "deployment": deployment, "predicted": predicted,
+        **({"pool": pool} if pool is not None else {}),
         "benchmark": bench, "recipe": f"{name}.yaml",
         "result_row": result_row(sidecar_point(point), stack=stack, model=model.name, hardware=hw.name,
                                  weights=weights, isl=isl, osl=osl),
@@ -427,7 +432,8 @@ def render(point: Any, *, model: Any, hw: Any, stack: str, isl: float, osl: floa
         f"moe-planner {__version__} recipe, {date}: {model.name} on {hw.name}, {sidecar['serving']}, "
         f"{stack} {e['version']} under Dynamo {dyn['version']}",
         f"calibration: {calibration}",
-        f"point: the most tokens/s per GPU at >= {x:g} tokens/s per user; ISL {isl:g} / OSL {osl:g}; "
+        f"point: {chosen or f'the most tokens/s per GPU at >= {x:g} tokens/s per user'}; ISL {isl:g} / "
+        f"OSL {osl:g}; "
         f"weights {weights}, KV {kv}, {drafts} drafts",
         f"predicted: {predicted['output_tps_per_gpu']:.1f} output tokens/s per GPU over {gpus_total:g} GPUs, "
         f"{predicted['tps_per_user']:.1f} tokens/s per user, TTFT median {predicted['ttft_median_s']:.3g} s, "
@@ -437,6 +443,8 @@ def render(point: Any, *, model: Any, hw: Any, stack: str, isl: float, osl: floa
         f"{name}.json` scores a result)",
         "flags: planner/serving/data/stack_flags.yaml (each flag's meaning and source)",
     ]
+    if pool is not None and pool.get("note"):
+        head.insert(3, f"pool: {pool['note']}")
     if standalone:
         head.append(f"without Dynamo: {standalone}")
     text = "".join(f"# {h}\n" for h in head) + yaml.safe_dump(doc, sort_keys=False, width=10_000)
