@@ -363,7 +363,11 @@ def add_fact(text: str, after: Fact, key: str, token: str) -> str:
     """``text`` with a fact ``key`` added below ``after`` (same indentation)."""
     lines = text.splitlines()
     indent = re.match(r"^(\s*)", lines[after.line]).group(1)
-    lines.insert(after.line + 1, f'{indent}{key}: {{value: {token}, kind: assumed, source: "a test"}}')
+    # below the fact's last line: its source and note may continue on more-indented lines
+    end = after.line + 1
+    while end < len(lines) and lines[end].startswith(indent + " "):
+        end += 1
+    lines.insert(end, f'{indent}{key}: {{value: {token}, kind: assumed, source: "a test"}}')
     return "\n".join(lines) + "\n"
 
 
