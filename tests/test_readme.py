@@ -148,3 +148,18 @@ def test_every_doc_is_reachable_from_the_readme():
     linked = {(README.parent / t.partition("#")[0]).resolve() for t in _LINK.findall(_prose(README))}
     missing = [p.name for p in sorted((ROOT / "docs").glob("*.md")) if p.resolve() not in linked]
     assert not missing, f"docs not linked from README.md: {missing}"
+
+
+def test_the_readmes_recipe_is_the_one_the_tool_writes():
+    # the excerpt: GB200 NVL72's SGLang decode worker at 50 tokens/s per user, as `recipe --at 50
+    # --stack sglang` writes it (its list items joined on one line in the README)
+    from planner.serving.launch import build
+
+    r = build("kimi-k2-thinking", "gb200-nvl72", stack="sglang", serving="disaggregated", at=50.0)
+    text = README.read_text()
+    decode = r.text[r.text.index("    decode:"):]
+    args = decode[decode.index("args:"):].split("\n")
+    flags = " ".join(a.strip()[2:] for a in args[1:] if a.strip().startswith("- "))
+    readme = " ".join(text[text.index("    decode:"):].split("```")[0].split())
+    assert " ".join(flags.split()) in readme
+    assert "replicas: 8" in readme and "nodeCount: 16" in readme
