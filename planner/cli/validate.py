@@ -301,6 +301,11 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     rows.append(["all", s["rows_scored"], _pct(s["tpot_median_abs_err"]), _pct(s["tpot_p90_abs_err"]),
                  f"{s['tpot_bias']:.2f}", _pct(s["ttft_median_abs_err"])])
     print(table(rows, ["system", "n", "TPOT median", "p90", "bias", "TTFT median"]))
+    print("\n# software by build: each stack's builds the fit spans (bias above 1: the build ran faster "
+          "than the fit predicts)")
+    rows = [[r["stack"], r["build"], r["n"], _pct(r["tpot_median_abs_err"]), f"{r['tpot_bias']:.2f}"]
+            for r in s["by_build"]]
+    print(table(rows, ["stack", "build", "n", "TPOT median", "bias"]))
     print()
     print("# rows not scored, by reason")
     print(table([[k, v] for k, v in s["rows_unmapped_by_reason"].items()], ["reason", "rows"]))

@@ -908,10 +908,21 @@ class RunsScore:
                 (v.twin_faster | v.rule.isin(UNRECORDED_RULES)).sum()
             ),
             "groups": self.groups(),
+            "by_build": self.by_build(),
         }
 
     def by_system(self) -> list[dict[str, Any]]:
         return [{"system": hw, **_stats(d)} for hw, d in self.scored.groupby("hardware")]
+
+    def by_build(self) -> list[dict[str, Any]]:
+        """The scores of each serving stack's builds (``backend_version``; software moves: one fit
+        spans several builds), so a build the fit is slow or fast on shows.  ``tpot_bias`` above 1:
+        the build ran faster than the fit predicts."""
+        s = self.scored
+        if "backend_version" not in s:
+            return []
+        version = s["backend_version"].astype(str).replace({"nan": "(not stated)", "": "(not stated)"})
+        return [{"stack": b, "build": v, **_stats(d)} for (b, v), d in s.groupby([s["backend"], version])]
 
     def violations(self) -> pd.DataFrame:
         v = self.rows[self.rows.bound_violation]

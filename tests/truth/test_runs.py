@@ -15,7 +15,7 @@ from planner.truth.runs import REQUIRED, load_runs, running_fraction, score_runs
 
 SUMMARY_KEYS = {"rows_total", "rows_scored", "rows_unmapped_by_reason", "tpot_median_abs_err",
                 "tpot_p90_abs_err", "tpot_bias", "ttft_median_abs_err", "bound_violations",
-                "bound_violations_flagged", "groups"}
+                "bound_violations_flagged", "groups", "by_build"}
 
 #: an aggregated DeepSeek-R1 run on 8 x H200 (TRT-LLM, FP8, TP8 EP8, 16 sequences), numbers made up
 BASE = dict(
@@ -527,3 +527,18 @@ def test_a_file_whose_every_row_leaves_a_name_blank_scores_none(tmp_path, column
     path = _csv(tmp_path, [{column: None}, {"id": "b", column: None, "silicon_tpot_ms": 22.0}])
     s = score_runs(path).summary()
     assert s["rows_scored"] == 0 and s["rows_unmapped_by_reason"] == {why: 2}
+
+
+def test_the_scorecard_reads_each_build_apart(tmp_path):
+    # two configurations on two builds: each build's figures are its own runs' (bias: the median
+    # predicted / measured TPOT of its runs)
+    other = "dsr1_h200_trtllm_fp8_agg_1024x1024_c32_tp8_ep8_2"
+    path = _csv(tmp_path, [{}, {"id": other, "backend_version": "1.1", "batch_size": 32, "concurrency": 32,
+                                "silicon_tpot_ms": 25.0}])
+    s = score_runs(path)
+    rows = s.scored.set_index("id")
+    builds = {r["build"]: r for r in s.by_build()}
+    assert set(builds) == {"1.0", "1.1"} and all(r["n"] == 1 for r in builds.values())
+    assert builds["1.0"]["tpot_bias"] == pytest.approx(rows.loc[BASE["id"], "tpot_ratio"])
+    assert builds["1.1"]["tpot_bias"] == pytest.approx(rows.loc[other, "tpot_ratio"])
+    assert s.summary()["by_build"] == s.by_build()
