@@ -338,8 +338,13 @@ class Explorer:
         return "\n".join(lines)
 
     # ---- computing and drawing ------------------------------------------------------------
+    @staticmethod
+    def _key(hw: Hardware, kw: dict[str, Any]) -> tuple:
+        """A side's cache key: the system and the frontier's arguments."""
+        return repr(hw), tuple(sorted((k, repr(v)) for k, v in kw.items()))
+
     def _frontier(self, hw: Hardware, kw: dict[str, Any]) -> pd.DataFrame:
-        key = (repr(hw), tuple(sorted((k, repr(v)) for k, v in kw.items())))
+        key = self._key(hw, kw)
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key][0]
@@ -360,7 +365,7 @@ class Explorer:
 
     def _points(self, hw: Hardware, kw: dict[str, Any]) -> pd.DataFrame | None:
         """Every point of ``hw``'s last frontier with these arguments (None: a workload's)."""
-        key = (repr(hw), tuple(sorted((k, repr(v)) for k, v in kw.items())))
+        key = self._key(hw, kw)
         return self._cache[key][1] if key in self._cache else None
 
     def set(self, **values: Any) -> Explorer:

@@ -619,25 +619,22 @@ class Inputs:
         self.runs_rows: list[list[str]] = []  # scorable rows of the bundled runs
 
     # -- mutated files, hostile numbers, hostile output paths ------------------------------
-    def hardware(self, i: int) -> Case:
-        src = self.rng.choice(sorted(self.hw))
+    def _mutated_spec(self, i: int, texts: dict, what: str) -> Case:
+        """``specs show`` of one of ``texts`` (a bundled spec each) with one mutation."""
+        src = self.rng.choice(sorted(texts))
         p = self.work / f"spec{i % 7}.yaml"
-        p.write_text(mutate_yaml(self.hw[src], self.rng))
+        p.write_text(mutate_yaml(texts[src], self.rng))
         return Case(
             ["specs", "show", str(p)] + (["--json"] if self.rng.random() < 0.3 else []),
-            "mutated hardware spec",
+            f"mutated {what} spec",
             protect=[p],
         )
 
+    def hardware(self, i: int) -> Case:
+        return self._mutated_spec(i, self.hw, "hardware")
+
     def model(self, i: int) -> Case:
-        src = self.rng.choice(sorted(self.models))
-        p = self.work / f"spec{i % 7}.yaml"
-        p.write_text(mutate_yaml(self.models[src], self.rng))
-        return Case(
-            ["specs", "show", str(p)] + (["--json"] if self.rng.random() < 0.3 else []),
-            "mutated model spec",
-            protect=[p],
-        )
+        return self._mutated_spec(i, self.models, "model")
 
     def config(self, i: int) -> Case:
         d = self.work / f"cfg{i % 5}"

@@ -328,12 +328,10 @@ def _print_assumptions(df: Any) -> None:
                        f"per GPU >= {t:g}x", f"per MW >= {t:g}x"]))
 
 
-def _peak(c: Any) -> tuple[float, float] | None:
-    """The comparison's largest ratio (its table's row, at whole deployments), for the figure."""
-    if "largest" not in c.table or not c.table.largest.any():
-        return None
-    r = c.table[c.table.largest].iloc[0]
-    return float(r.tps_per_user), float(r.ratio)
+def peak_of(answer: dict[str, Any]) -> tuple[float, float] | None:
+    """The verdict's largest ratio as the figure annotates it: (tokens/s per user, ratio)."""
+    lg = answer["largest"]
+    return (lg["tps_per_user"], lg["ratio"]) if lg else None
 
 
 def verdict(c: Any, cross: dict[str, Any], moves: Any = None) -> dict[str, Any]:
@@ -511,18 +509,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
         outputs.append(("--csv", args.csv, lambda tmp: both.to_csv(tmp, index=False)))
     answer = verdict(c, cross, moves)
     if args.html:
-        from planner.cli.report import write_report
+        from planner.cli.report import report_page
         from planner.specs.registry import load_systems
 
-        write_report(args.html, c, answer, argv=list(getattr(args, "argv", None) or ["compare"]),
-                     hardware=load_systems(args.hardware), bands=bands, limits=limits,
-                     threshold=args.threshold, explain=e, moves=moves, ratio_band=ratio_band)
+        page = report_page(c, answer, argv=list(getattr(args, "argv", None) or ["compare"]),
+                           hardware=load_systems(args.hardware), bands=bands, limits=limits,
+                           threshold=args.threshold, peak=peak_of(answer), explain=e, moves=moves,
+                           ratio_band=ratio_band)
+        outputs.append(("--html", args.html, page))
     if args.plot:
         from planner.plot import plot_frontiers  # matplotlib only when a figure is written
 
         outputs.append(("--plot", args.plot, savefig_to(
             lambda: plot_frontiers([c.a, c.b], c.ratio, bands=bands, logy=args.logy, limits=limits,
-                                   threshold=args.threshold, peak=_peak(c)),
+                                   threshold=args.threshold, peak=peak_of(answer)),
             args.plot)))
     write_outputs(outputs)
     s = c.settings

@@ -181,21 +181,16 @@ per MW at {_e(where('per_mw'))}.</p>
 """
 
 
-def write_report(path: str, c: Any, verdict: dict[str, Any], *, argv: list[str], hardware: list[Hardware],
-                 bands: list[Any], limits: list[Any], threshold: float, explain: pd.DataFrame | None,
-                 moves: pd.DataFrame | None, ratio_band: dict[str, Any] | None) -> None:
-    """Draw the figure, render the page and write it to ``path`` at once."""
-    from planner.outputs import write_atomic
+def report_page(c: Any, verdict: dict[str, Any], *, argv: list[str], hardware: list[Hardware],
+                bands: list[Any], limits: list[Any], threshold: float, peak: tuple[float, float] | None,
+                explain: pd.DataFrame | None, moves: pd.DataFrame | None,
+                ratio_band: dict[str, Any] | None) -> str:
+    """Draw the figure and render the page (written with the command's other outputs)."""
     from planner.plot import plot_frontiers
     from planner.specs.registry import load_model
 
-    peak = None
-    if "largest" in c.table and c.table.largest.any():
-        r = c.table[c.table.largest].iloc[0]
-        peak = (float(r.tps_per_user), float(r.ratio))
     fig = plot_frontiers([c.a, c.b], c.ratio, bands=bands, limits=limits, threshold=threshold, peak=peak)
     model = load_model(c.settings["model"])
     facts = {"source": model.source, "mtp_source": model.mtp_source, "speculation source": model.spec_source}
-    page = render(c, verdict, argv=argv, figure=_svg(fig), explain=explain, moves=moves,
+    return render(c, verdict, argv=argv, figure=_svg(fig), explain=explain, moves=moves,
                   ratio_band=ratio_band, hardware=hardware, model_sources=facts)
-    write_atomic(path, page, "--html")

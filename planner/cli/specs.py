@@ -90,7 +90,7 @@ def _cmd_help(args: argparse.Namespace) -> int:
 
 def load_spec(name: str) -> Hardware | Model:
     """A bundled system or model by name, or a hardware / model YAML or config.json by path."""
-    from planner.specs.hardware import load_hardware_file
+    from planner.specs.hardware import hardware_from_doc
     from planner.specs.hfconfig import load_hf_config
     from planner.specs.model import parse_model
     from planner.specs.reading import path_kind, read_yaml, suggest
@@ -108,7 +108,7 @@ def load_spec(name: str) -> Hardware | Model:
     if kind is not None or name.endswith((".yaml", ".yml")) or "/" in name:
         doc = read_yaml(name)
         if _kind(doc, name) == "hardware":
-            return load_hardware_file(name)
+            return hardware_from_doc(doc, name, name)
         return parse_model(doc, name)
     known = hardware_names() + model_names()
     raise SpecError("<input>", "spec",

@@ -835,10 +835,12 @@ def calibration_file(path: Path | str) -> Path:
     return p.parent / "calibration" / p.name
 
 
-def _bundled_calibration(name: str) -> Path:
+def bundled_calibration_path(name: str) -> Path:
+    """The calibration file of bundled system ``name`` (its fits, machine-written: what
+    ``calibrate --write`` rewrites)."""
     from importlib import resources
 
-    return Path(str(resources.files("planner.hardware_specs").joinpath("calibration", f"{name}.yaml")))
+    return calibration_file(Path(str(resources.files("planner.hardware_specs").joinpath(f"{name}.yaml"))))
 
 
 def borrowed_calibration(doc: dict[str, Any]) -> dict[str, Any]:
@@ -900,10 +902,16 @@ def parse_with_calibration(doc: dict[str, Any], label: str, cal: dict[str, Any] 
 def load_hardware_file(path: Path | str, label: str | None = None) -> Hardware:
     """A system from its spec file: the datasheet, with its calibration (its own blocks, else
     ``calibration/<file>`` beside it, else its family reference's, borrowed and said so)."""
-    from planner.specs.reading import path_kind, read_yaml
+    from planner.specs.reading import read_yaml
 
     label = label or str(path)
-    doc = read_yaml(path, label)
+    return hardware_from_doc(read_yaml(path, label), path, label)
+
+
+def hardware_from_doc(doc: Any, path: Path | str, label: str) -> Hardware:
+    """:func:`load_hardware_file` of the document already read from ``path``."""
+    from planner.specs.reading import path_kind
+
     if not isinstance(doc, dict) or "efficiency" in doc:
         return parse_hardware(doc, label)
     own = calibration_file(path)
@@ -916,7 +924,7 @@ def load_hardware_file(path: Path | str, label: str | None = None) -> Hardware:
         raise SpecError(label, "efficiency", f"an efficiency: block, or a calibration file {own} (the "
                         f"family {family!r} has no reference system to borrow one from: "
                         f"{', '.join(FAMILY_REFERENCE)} do)")
-    ref_path = _bundled_calibration(ref)
+    ref_path = bundled_calibration_path(ref)
     cal = borrowed_calibration(read_calibration(ref_path, ref))
     return parse_with_calibration(doc, label, cal, f"hardware_specs/calibration/{ref}.yaml",
                                   borrowed_from=ref)

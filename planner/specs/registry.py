@@ -9,7 +9,12 @@ from importlib import resources
 from pathlib import Path
 
 from planner.errors import SpecError
-from planner.specs.hardware import Hardware, calibration_file, load_hardware_file, parse_with_calibration
+from planner.specs.hardware import (
+    Hardware,
+    bundled_calibration_path,
+    load_hardware_file,
+    parse_with_calibration,
+)
 from planner.specs.model import Model, parse_model
 from planner.specs.reading import parse_yaml, path_kind, suggest
 
@@ -60,12 +65,6 @@ def source_checkout() -> Path | None:
 def bundled_hardware_path(name: str) -> Path:
     """The file of bundled system ``name`` (what ``calibrate --write`` rewrites)."""
     return Path(str(resources.files("planner.hardware_specs").joinpath(f"{name}.yaml")))
-
-
-def bundled_calibration_path(name: str) -> Path:
-    """The calibration file of bundled system ``name`` (its fits, machine-written: what
-    ``calibrate --write`` rewrites)."""
-    return calibration_file(bundled_hardware_path(name))
 
 
 def bundled_hardware_text(name: str) -> str:
