@@ -115,6 +115,14 @@ def test_refusals(tmp_path, capsys) -> None:
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "trtllm" in err
     assert not (tmp_path / "r").exists()
+    # a blank checkpoint is no checkpoint (not the default taken silently)
+    for bad in ("", " ", "a\nb"):
+        with pytest.raises(SpecError, match="--checkpoint: a checkpoint id or path"):
+            launch.checkpoint_of("kimi-k2-thinking", "nvfp4", bad)
+    assert launch.checkpoint_of("kimi-k2-thinking", "nvfp4", "my/ckpt") == "my/ckpt"
+    assert main(["recipe", "--at", "50", "--checkpoint", "", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: <input>: --checkpoint: a checkpoint id or path, got ''"
 
 
 def test_cli_writes_recipes_and_validate_scores_a_result(tmp_path, capsys) -> None:

@@ -18,7 +18,7 @@ def cmd_recipe(args: argparse.Namespace) -> int:
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise SpecError(args.out, "--out", "a directory (the recipes and their sidecars are written into it)")
     stacks = list(dict.fromkeys(args.stack_names or STACKS))
-    recipes, refused = [], []
+    recipes, refused, errors = [], [], []
     for stack in stacks:
         for x in args.at:
             try:
@@ -29,6 +29,9 @@ def cmd_recipe(args: argparse.Namespace) -> int:
                 if args.stack_names:  # a stack asked by name that cannot run the point: one line, exit 2
                     raise
                 refused.append((stack, x, exc.expected if hasattr(exc, "expected") else str(exc)))
+                errors.append(exc)
+    if not recipes and len({(e.field, e.expected) for e in errors}) == 1:
+        raise errors[0]  # the same reason for every stack (a bad --checkpoint): said once, as itself
     if not recipes:
         raise SpecError("<input>", "--stack", "a stack that can run the point: "
                         + "; ".join(f"{s} at {x:g}: {why}" for s, x, why in refused))

@@ -252,7 +252,11 @@ def worker_fields(stack: str, *, role: str, gpus: float, tp_attn: float, ep: flo
 
 
 def checkpoint_of(model: str, weights: str, asked: str | None) -> str:
-    if asked:
+    """The checkpoint a recipe loads: the one asked (a Hugging Face id or a path), else the model's
+    at these weights in stack_flags.yaml."""
+    if asked is not None:
+        if not asked.strip() or not asked.isprintable() or asked != asked.strip():
+            raise SpecError("<input>", "--checkpoint", f"a checkpoint id or path, got {asked!r}")
         return asked
     ck = flags_table().get("checkpoints", {}).get(model, {})
     if weights in ck:
