@@ -2,6 +2,7 @@
 
 Public API (imported lazily, so ``import planner`` stays cheap)::
 
+    Scenario, Costs, Demand                                    # the question, its prices, its load
     load_hardware, load_model, hardware_names, model_names   # specs
     decode_step, prefill                                       # one configuration
     frontier, frontier_at, compare, explain, assumptions       # frontiers and comparisons
@@ -30,6 +31,8 @@ __version__ = "0.1.0"
 #: public name -> (module, attribute; None for the module itself)
 _LAZY: dict[str, tuple[str, str | None]] = {
     "Hardware": ("specs.hardware", "Hardware"), "Model": ("specs.model", "Model"),
+    "Scenario": ("specs.scenario", "Scenario"), "Costs": ("economics.cost", "Costs"),
+    "Demand": ("economics.demand", "Demand"),
     "load_hardware": ("specs.registry", "load_hardware"), "load_model": ("specs.registry", "load_model"),
     "hardware_names": ("specs.registry", "hardware_names"),
     "model_names": ("specs.registry", "model_names"),

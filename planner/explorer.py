@@ -24,13 +24,14 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import SpecError, shown
-from planner.plot import plot_frontiers
+from planner.plot import Marks, plot_frontiers
 from planner.serving.comparison import envelope, explain, ratio_curve
-from planner.serving.frontiers import SEARCH_ALIASES, frontier, frontier_at, limit_only
+from planner.serving.frontiers import frontier, frontier_at
 from planner.serving.search import pareto
 from planner.specs.hardware import Hardware
 from planner.specs.precision import PRECISIONS
-from planner.specs.registry import hardware_names, load_hardware, load_model, load_systems
+from planner.specs.registry import hardware_names, load_hardware, load_systems
+from planner.specs.scenario import BATCH_PER_OCTAVE, DEFAULTS, Scenario
 
 INSTALL_HINT = "planner.explore needs ipywidgets: pip install 'moe-planner[jupyter]'"
 #: the interactive search: instances of up to 72 GPUs (one NVL72 rack, nine 8-GPU nodes) and 2
@@ -151,45 +152,53 @@ class Explorer:
     In Jupyter it shows itself; where widgets cannot be shown (a static render of the notebook)
     its picture stands in."""
 
-    def __init__(self, model: Any, hardware_a: Hardware | str, hardware_b: Hardware | str | None = None,
-                 **defaults: Any) -> None:
+    def __init__(self, scenario: Scenario, at: float = 50.0, search: str | None = None) -> None:
         w = _ipywidgets()
         from matplotlib.figure import Figure
 
+        if not isinstance(scenario, Scenario):
+            raise SpecError("<input>", "scenario", f"a Scenario (planner.Scenario(model, (A, B), ...)), got "
+                            f"{type(scenario).__name__}")
+        sc = scenario
+        if len(sc.systems) > 2:
+            raise SpecError("<input>", "hardware", f"one or two systems, got {len(sc.systems)}")
         self._w = w
-        self.model = load_model(model)
-        self.bases = [load_hardware(h) for h in (hardware_a, hardware_b) if h is not None]
+        self.model = sc.load_model()
+        self.bases = [sc.on(h).load_system() for h in sc.systems]
         self.refs = [_spec_ref(b) for b in self.bases]
-        defaults = dict(defaults)
-        at = float(defaults.pop("at", 50.0))
-        self.fast = {k: defaults.pop(k, v) for k, v in FAST.items()}
-        search = defaults.pop("search", "rules")
-        search = SEARCH_ALIASES.get(search, search)
-        serving = defaults.pop("serving", "disaggregated")
-        isl, osl = int(defaults.pop("isl", 1024)), int(defaults.pop("osl", 1024))
+        at = float(at)
+        self.fast = {"max_gpus": sc.max_gpus if sc.max_gpus is not None else FAST["max_gpus"],
+                     "batch_per_octave": (sc.batch_per_octave if sc.batch_per_octave != BATCH_PER_OCTAVE
+                                          else FAST["batch_per_octave"])}
+        search = search or {"limit": "full", None: "rules"}.get(sc.search, sc.search)
+        serving, isl, osl = sc.serving, int(sc.isl), int(sc.osl)
         from planner.specs.workload import KV_TIERS, workload_names
 
-        workload = defaults.pop("workload", None) or PAIR
-        tiers = defaults.pop("tiers", KV_TIERS)
+        workload = sc.workload or PAIR
+        tiers = sc.kv_tiers if sc.kv_tiers is not None else KV_TIERS
         tiers = ",".join(tiers) if not isinstance(tiers, str) else tiers
         tiers = tiers or "none"
         if workload not in (PAIR, *workload_names()):
             raise SpecError("<input>", "workload", f"one of {', '.join(workload_names())}, got {workload!r}")
         if tiers not in TIER_CHOICES:
             raise SpecError("<input>", "tiers", f"one of {', '.join(TIER_CHOICES)}, got {tiers!r}")
-        mode = defaults.pop("mode", "realistic")
-        weights = defaults.pop("weights", None) or "auto"
-        acceptance = defaults.pop("acceptance", None)
+        mode = sc.mode
+        weights = sc.weights or "auto"
+        acceptance = sc.acceptance
         spec = "given" if acceptance is not None else "published"
-        if defaults.get("mtp") == 0:
-            defaults.pop("mtp")
-            spec = "off"
+        mtp = sc.mtp
+        if mtp in (0, None):
+            mtp, spec = "auto", "off"
         for field, value, allowed in (("serving", serving, SERVINGS), ("mode", mode, ("realistic", "bound")),
                                       ("weights", weights, ("auto", *PRECISIONS)),
                                       ("search", search, SEARCH_CHOICES)):
             if value not in allowed:
                 raise SpecError("<input>", field, f"one of {', '.join(allowed)}, got {value!r}")
-        self.fixed = defaults  #: frontier arguments without a control (max_ttft, kv_offload, ...)
+        #: the scenario's fields without a control (max_ttft, kv_offload, gpus, ...), held fixed
+        self.base = sc.replace(model=self.model, systems=tuple(self.bases), stack=None, search=None,
+                               acceptance=None, weights=None, mtp=mtp, max_gpus=None,
+                               batch_per_octave=BATCH_PER_OCTAVE, workload=None, slo=None, kv_tiers=None)
+        self.slo = sc.slo
         self.frontiers: list[pd.DataFrame] = []
         self.ratio: pd.DataFrame | None = None
         self.summary = ""
@@ -287,9 +296,9 @@ class Explorer:
                                int(c[f"domain_size_{tag}"].value)))
         return load_systems(out) if len(out) == 2 else out
 
-    def call(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`planner.frontier` (and :func:`planner.compare`) that
-        draw the current view."""
+    def call(self) -> Scenario:
+        """The scenario that draws the current view (:func:`planner.frontier` of each side,
+        :func:`planner.compare` of two)."""
         c = self.controls
         # "rules" or "recipes": whole deployments, where they apply (aggregated or disaggregated
         # serving, realistic mode, the published speculation); else, and with "fast" or "full", the
@@ -297,75 +306,78 @@ class Explorer:
         deployed = (c["search"].value in ("rules", "recipes")
                     and c["serving"].value in ("aggregated", "disaggregated")
                     and c["mode"].value == "realistic" and c["speculation"].value != "given"
-                    and not limit_only(**self.fixed))
-        kw: dict[str, Any] = {"serving": c["serving"].value, "isl": int(c["isl"].value),
-                              "osl": int(c["osl"].value), "mode": c["mode"].value,
-                              "search": c["search"].value if deployed else "limit"}
-        if c["weights"].value != "auto":
-            kw["weights"] = c["weights"].value
+                    and not self.base.limit_only())
+        view = self.base.replace(systems=tuple(self.systems()), serving=c["serving"].value,
+                                 isl=int(c["isl"].value), osl=int(c["osl"].value), mode=c["mode"].value,
+                                 search=c["search"].value if deployed else "limit",
+                                 weights=None if c["weights"].value == "auto" else c["weights"].value)
         if c["speculation"].value == "off":
-            kw["mtp"] = 0
+            view = view.replace(mtp=0)
         elif c["speculation"].value == "given":
-            kw["acceptance"] = float(c["acceptance"].value)
-        kw.update(self.fixed)
+            view = view.replace(acceptance=float(c["acceptance"].value))
         if c["search"].value == "fast":
-            kw.update(self.fast)
+            view = view.replace(**self.fast)
         if c["workload"].value != PAIR:  # a workload of sessions: its lengths, the limit search
             from planner.specs.workload import parse_tiers
 
-            keep = {k: v for k, v in kw.items() if k in ("serving", "mode", "weights", "mtp")}
-            return {"workload": c["workload"].value, "tiers": parse_tiers(c["kv_tiers"].value), **keep}
-        return kw
+            return Scenario(self.model, view.systems, serving=view.serving, mode=view.mode,
+                            weights=view.weights, mtp=view.mtp, workload=c["workload"].value,
+                            kv_tiers=parse_tiers(c["kv_tiers"].value), slo=self.slo)
+        return view
 
     def code(self) -> str:
-        """Python source of the plain call that reproduces the current view."""
-        hws, kw = self.systems(), self.call()
+        """Python source of the plain calls that reproduce the current view."""
+        view = self.call()
+        hws = list(view.systems)
         at = float(self.controls["at"].value)
-        args = ", ".join(f"{k}={_num(v)}" for k, v in kw.items())
+        fields = [f"{k}={_num(v)}" for k, v in view.to_dict().items()
+                  if k not in ("model", "systems") and v != DEFAULTS[k]]
         lines = ["import planner", ""]
         for var, hw, ref in zip("ab", hws, self.refs, strict=False):
             lines.append(f"{var} = {hardware_code(hw, ref)}")
-        if "workload" in kw:
-            fs = [f"planner.workload_frontier({self.model.name!r}, {var}, {args})" for var in "ab"[:len(hws)]]
-            lines += [f"{var}f = {f}" for var, f in zip("ab", fs, strict=False)]
+        systems = f"({', '.join('ab'[:len(hws)])}{',' if len(hws) == 1 else ''})"
+        lines.append(f"s = planner.Scenario({', '.join([repr(self.model.name), systems, *fields])})")
+        if view.workload is not None:
+            lines += [f"{var}f = planner.workload_frontier(s.on({var}))" for var in "ab"[:len(hws)]]
             lines.append(f"planner.plot_frontiers([{', '.join(f'{v}f' for v in 'ab'[:len(hws)])}])")
         elif len(hws) == 2:
             level = _num(round(at, 2))
-            lines += [f"c = planner.compare({self.model.name!r}, a, b, levels=({level},), {args})",
+            lines += [f"c = planner.compare(s, levels=({level},))",
                       "planner.plot_frontiers([c.a, c.b], c.ratio)"]
         else:
-            lines += [f"f = planner.frontier({self.model.name!r}, a, {args})", "planner.plot_frontiers([f])"]
+            lines += ["f = planner.frontier(s)", "planner.plot_frontiers([f])"]
         return "\n".join(lines)
 
     # ---- computing and drawing ------------------------------------------------------------
     @staticmethod
-    def _key(hw: Hardware, kw: dict[str, Any]) -> tuple:
-        """A side's cache key: the system and the frontier's arguments."""
-        return repr(hw), tuple(sorted((k, repr(v)) for k, v in kw.items()))
+    def _key(side: Scenario) -> tuple:
+        """A side's cache key: its system and the scenario's other fields."""
+        return repr(side.system), tuple(sorted((k, repr(v)) for k, v in side.to_dict().items()
+                                               if k != "systems"))
 
-    def _frontier(self, hw: Hardware, kw: dict[str, Any]) -> pd.DataFrame:
-        key = self._key(hw, kw)
+    def _frontier(self, side: Scenario) -> pd.DataFrame:
+        key = self._key(side)
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key][0]
-        if "workload" in kw:
+        if side.workload is not None:
             from planner.serving.workloads import workload_frontier
 
-            df = workload_frontier(self.model, hw, **kw)
+            df = workload_frontier(side)
         else:
             # every point kept beside the frontier drawn: the headline reads the rate off them as
             # compare's table does (frontier_at)
-            pts = frontier(self.model, hw, all_points=True, **kw)
+            pts = frontier(side, all_points=True)
             df = pareto(pts)
             df.attrs.update(pts.attrs)
-        self._cache[key] = (df, pts if "workload" not in kw else None)
+        self._cache[key] = (df, pts if side.workload is None else None)
         if len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)
         return df
 
-    def _points(self, hw: Hardware, kw: dict[str, Any]) -> pd.DataFrame | None:
-        """Every point of ``hw``'s last frontier with these arguments (None: a workload's)."""
-        key = self._key(hw, kw)
+    def _points(self, side: Scenario) -> pd.DataFrame | None:
+        """Every point of a side's last frontier (None: a workload's)."""
+        key = self._key(side)
         return self._cache[key][1] if key in self._cache else None
 
     def set(self, **values: Any) -> Explorer:
@@ -395,9 +407,9 @@ class Explorer:
         an instance the model does not fit, says so in one line and keeps the last picture)."""
         t0 = time.perf_counter()
         try:
-            hws = self.systems()
-            kw = self.call()
-            fronts = [self._frontier(hw, kw) for hw in hws]
+            view = self.call()
+            hws = list(view.systems)
+            fronts = [self._frontier(view.on(hw)) for hw in hws]
             t1 = time.perf_counter()
         except SpecError as e:
             self.text.value = f"<pre style='color:#b00'>{html.escape(str(e))}</pre>"
@@ -405,12 +417,12 @@ class Explorer:
         self.frontiers = fronts
         self.ratio = ratio_curve(fronts[0], fronts[1], hws[0], hws[1]) if len(fronts) == 2 else None
         at = float(self.controls["at"].value)
-        plot_frontiers(fronts, self.ratio, fig=self.figure, mark_x=at, minor_ticks=False)
+        plot_frontiers(fronts, self.ratio, marks=Marks(fig=self.figure, mark_x=at, minor_ticks=False))
         buf = io.BytesIO()
         with matplotlib.rc_context({"svg.fonttype": "none"}):  # text as text: the fastest to write
             self.figure.savefig(buf, format="svg")
         self.image.value = buf.getvalue()
-        self.summary = self._summary(hws, at)
+        self.summary = self._summary(view, at)
         self.text.value = f"<pre>{html.escape(self.summary)}</pre>"
         for tag, hw in zip("ab", hws, strict=False):
             self.controls[f"info_{tag}"].value = f"<small>{html.escape(_resources(hw))}</small>"
@@ -420,15 +432,15 @@ class Explorer:
         self.redraw_s = t2 - t0
         self.timings = {"search_s": t1 - t0, "draw_s": t2 - t1}
 
-    def _summary(self, hws: list[Hardware], at: float) -> str:
+    def _summary(self, view: Scenario, at: float) -> str:
         lines = []
         ys = []
-        kw = self.call()
+        hws = list(view.systems)
         for hw, f in zip(hws, self.frontiers, strict=True):
-            pts = self._points(hw, kw)
+            pts = self._points(view.on(hw))
             # compare's number: the best configuration at least that fast for each user, from the
             # same function compare's table uses; a workload's frontier as drawn
-            y = (float(frontier_at(self.model, hw, [at], points=pts, **kw).tps_per_gpu.iloc[0])
+            y = (float(frontier_at(view.on(hw), [at], points=pts).tps_per_gpu.iloc[0])
                  if pts is not None else value_at(f, at))
             ys.append(y)
             reach = f[f.tps_per_user >= at]
@@ -458,13 +470,13 @@ class Explorer:
         figure and returned (None where the rate is out of reach)."""
         if len(self.bases) < 2:
             return None
-        hws, kw = self.systems(), self.call()
+        view = self.call()
         at = float(self.controls["at"].value)
-        if "workload" in kw:
+        if view.workload is not None:
             self.explain_out.value = "<pre style='color:#b00'>explain: not for a workload of sessions</pre>"
             return None
         try:
-            table = explain(self.model, hws[0], hws[1], at=at, **kw)
+            table = explain(view, at=at)
         except SpecError as e:
             self.explain_out.value = f"<pre style='color:#b00'>{html.escape(str(e))}</pre>"
             return None
@@ -504,20 +516,17 @@ def _resources(hw: Hardware) -> str:
             f"{hw.domain_size} GPUs; scale-out {hw.so_bandwidth / 1e9:.3g} GB/s (per GPU, per direction)")
 
 
-def explore(model: Any, hardware_a: Hardware | str, hardware_b: Hardware | str | None = None,
-            **defaults: Any) -> Explorer:
-    """An ipywidgets panel over ``model`` on ``hardware_a`` (and ``hardware_b``): sliders for
-    each system's HBM bandwidth and capacity, FLOP/s, scale-up and scale-out bandwidth (factors
-    on the spec's values), its scale-up domain size and serving stack; ISL/OSL, expert-weight
-    precision, speculation (published, off, or a given number of tokens per step), serving
-    mode, bound/realistic, the search (``deployed``, the default: the stacks' launch recipes; ``fast``:
-    the limit search with :data:`FAST`; ``full``: the command line's limit search) and the
-    interactivity ``at`` which the text and the dotted line report.
+def explore(scenario: Scenario | None = None, at: float = 50.0, search: str | None = None) -> Explorer:
+    """An ipywidgets panel over the scenario (default: the main job's) on its one or two systems:
+    sliders for each system's HBM bandwidth and capacity, FLOP/s, scale-up and scale-out bandwidth
+    (factors on the spec's values), its scale-up domain size and serving stack; ISL/OSL,
+    expert-weight precision, speculation (published, off, or a given number of tokens per step),
+    serving mode, bound/realistic, the search (``rules``, the default, and ``recipes``: whole
+    deployments; ``fast``: the limit search with :data:`FAST`, or the scenario's ``max_gpus`` and
+    ``batch_per_octave``; ``full``: the command line's limit search) and the interactivity ``at``
+    which the text and the dotted line report.
 
-    ``defaults``: the controls' starting values (``isl=``, ``osl=``, ``serving=``, ``mode=``,
-    ``weights=``, ``acceptance=``, ``mtp=0``, ``at=``, ``search=``), ``max_gpus`` and
-    ``batch_per_octave`` for the fast search, and any other :func:`planner.frontier` argument
-    (``max_ttft=``, ``kv_offload=``, ...), held fixed.  Needs ipywidgets (ImportError naming the
-    extra otherwise)."""
+    The scenario's fields start the controls; those without one (``max_ttft``, ``kv_offload``,
+    ``gpus``, ...) are held fixed.  Needs ipywidgets (ImportError naming the extra otherwise)."""
     _ipywidgets()
-    return Explorer(model, hardware_a, hardware_b, **defaults)
+    return Explorer(Scenario() if scenario is None else scenario, at, search)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -106,33 +107,52 @@ def label(df: pd.DataFrame) -> str:
     return text(f"{a.get('model')} · {a.get('hardware')} · {prec} experts · {a.get('serving')} · {wl}")
 
 
+@dataclass(frozen=True)
+class Marks:
+    """What a frontier figure marks besides its curves.
+
+    ``y``: the column drawn against interactivity (``tps_per_gpu``, ``tps_per_mw``,
+    ``usd_per_mtok_rental``, ...); ``threshold``: on the ratio panel, a line at that ratio and the
+    rates where the per-GPU ratio reaches it shaded; ``peak``: the (tokens/s per user, ratio) to
+    annotate as the largest ratio (a comparison's own, solved at whole deployments; default: the
+    curve's highest point); ``mark_x``: a dotted vertical line at that interactivity on every
+    panel; ``annotate_bottleneck``: each point's binding term as its marker; ``minor_ticks=False``:
+    major ticks and grid lines only (a quicker redraw); ``footnote``: the search, calibration and
+    date under the figure (True: from the frontiers' attributes; a text: that); ``fig``: a Figure
+    to clear and draw into (fixed margins, no layout pass: redrawing one figure in an interactive
+    view) instead of a new one."""
+
+    y: str = "tps_per_gpu"
+    threshold: float | None = None
+    peak: tuple[float, float] | None = None
+    mark_x: float | None = None
+    annotate_bottleneck: bool = True
+    minor_ticks: bool = True
+    footnote: bool | str = True
+    fig: Any = None
+
+
 def plot_frontiers(frontiers: Sequence[pd.DataFrame], ratio: pd.DataFrame | None = None,
-                   path: str | Path | None = None, title: str | None = None,
+                   path: str | Path | None = None, *, title: str | None = None,
                    bands: Sequence[pd.DataFrame | None] | None = None,
-                   annotate_bottleneck: bool = True, y: str = "tps_per_gpu",
-                   logy: bool | None = None, fig: Any = None, mark_x: float | None = None,
-                   minor_ticks: bool = True, limits: Sequence[pd.DataFrame | None] | None = None,
-                   threshold: float | None = None, footnote: bool | str = True,
-                   peak: tuple[float, float] | None = None) -> Any:
+                   limits: Sequence[pd.DataFrame | None] | None = None, logy: bool | None = None,
+                   marks: Marks | None = None) -> Any:
     """Draw frontiers (and, if given, the ratio curve of the first two in a second panel).
 
-    ``y``: the column to draw against interactivity (``tps_per_gpu``, ``tps_per_mw``,
-    ``usd_per_mtok_rental``, ...); ``logy``: logarithmic y axis (a small system next to a large one);
-    None (default): logarithmic where the curves span more than :data:`LOGY_SPAN`, so that the
-    interactive tail is not flattened onto zero.  ``bands``: per frontier, a DataFrame with
-    ``tps_per_user``, ``lo``, ``hi`` to shade (per GPU), drawn where its lower edge is above zero.
-    ``fig``: a Figure to clear and draw into (fixed margins, no layout pass: redrawing one figure
-    in an interactive view) instead of a new one; ``mark_x``: a dotted vertical line at that
-    interactivity on every panel; ``minor_ticks=False``: major ticks and grid lines only (a
-    quicker redraw); ``limits``: per frontier, the limit search's frontier of the same system (what
-    the hardware could do with ideal software), drawn dashed beside an as-deployed one;
-    ``threshold``: on the ratio panel, a line at that ratio and the rates where the per-GPU ratio
-    reaches it shaded; ``peak``: the (tokens/s per user, ratio) to annotate as the largest ratio
-    (a comparison's own, solved at whole deployments; default: the curve's highest point);
-    ``footnote``: the search,
-    calibration and date under the figure (True: from the frontiers' attributes; a text: that).
+    ``logy``: logarithmic y axis (a small system next to a large one); None (default):
+    logarithmic where the curves span more than :data:`LOGY_SPAN`, so that the interactive tail
+    is not flattened onto zero.  ``bands``: per frontier, a DataFrame with ``tps_per_user``,
+    ``lo``, ``hi`` to shade (per GPU), drawn where its lower edge is above zero.  ``limits``: per
+    frontier, the limit search's frontier of the same system (what the hardware could do with
+    ideal software), drawn dashed beside an as-deployed one.  ``marks``: what else the figure
+    marks (:class:`Marks`: the column drawn, a threshold and the peak on the ratio panel, a rate,
+    the binding terms, the footnote, a figure to draw into).
     Returns the matplotlib Figure; saves it to ``path`` when given.
     """
+    mk = Marks() if marks is None else marks
+    y, threshold, peak, mark_x = mk.y, mk.threshold, mk.peak, mk.mark_x
+    annotate_bottleneck, minor_ticks, footnote, fig = (mk.annotate_bottleneck, mk.minor_ticks, mk.footnote,
+                                                       mk.fig)
     if not frontiers:
         raise ValueError("no frontier to plot")
     prefill = frontiers[0].attrs.get("serving") == "prefill"

@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 
+from planner import Scenario
 from planner.errors import SpecError
 from planner.serving.deployed import MODEL_PREFIX, RUNNERS, envelope_at, recipes
 from planner.serving.frontiers import frontier
@@ -38,8 +39,8 @@ def main(argv: list[str]) -> int:
                 if not (have.disagg == ("true" if disagg else "false")).any():
                     continue
                 try:
-                    a = frontier(model, hw, serving=serving)
-                    b = frontier(model.replace(name=f"{model_name}-unlisted"), hw, serving=serving)
+                    a = frontier(Scenario(model, hw, serving=serving))
+                    b = frontier(Scenario(model.replace(name=f"{model_name}-unlisted"), hw, serving=serving))
                 except SpecError as exc:
                     print(f"{hw_name:12s} {model_name:18s} {serving:13s} {exc}")
                     continue

@@ -11,6 +11,7 @@ measured TPOT follows by interpolation.  Prints eta_o and the three step times.
 
 from __future__ import annotations
 
+from planner import Scenario
 from planner.physics.step import decode_step
 from planner.specs.registry import load_hardware
 
@@ -20,8 +21,8 @@ TPOT_MEASURED = 8 * BATCH_PER_GPU / 22_282  # s: per-node output rate / sequence
 
 def step(eta_o: float, overlap: bool = True) -> float:
     hw = load_hardware("hgx-h100@sglang").replace(efficiency={"overlap": eta_o})
-    r = decode_step("deepseek-v3", hw, gpus=GPUS, batch=BATCH_PER_GPU * GPUS, context=CONTEXT,
-                    weights="fp8", kv="bf16", overlap=overlap)
+    r = decode_step(Scenario("deepseek-v3", hw, gpus=GPUS, weights="fp8", kv="bf16", overlap=overlap),
+                    batch=BATCH_PER_GPU * GPUS, context=CONTEXT)
     return r.step_time
 
 

@@ -77,9 +77,9 @@ def differences(old: object, new: object, where: str = "") -> list[str]:
     if isinstance(old, list) and isinstance(new, list):
         if len(old) != len(new):
             return [f"{where}: {len(old)} items, now {len(new)}"]
-        return [d for i, (a, b) in enumerate(zip(old, new)) for d in differences(a, b, f"{where}[{i}]")]
-    num = (int, float)
-    if isinstance(old, num) and isinstance(new, num) and not isinstance(old, bool) and not isinstance(new, bool):
+        pairs = enumerate(zip(old, new, strict=True))
+        return [d for i, (a, b) in pairs for d in differences(a, b, f"{where}[{i}]")]
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (old, new)):
         if math.isclose(old, new, rel_tol=1e-9, abs_tol=1e-12):
             return []
     elif old == new:

@@ -17,6 +17,7 @@ import dataclasses
 import numpy as np
 
 import planner
+from planner import Scenario
 from planner.truth.uncertainty import frontier_band
 
 LEVELS = (20.0, 50.0, 100.0)
@@ -45,8 +46,9 @@ def main() -> None:
                                         for x in LEVELS) + " | largest cause vs GB200 at 50 |")
         print("|---|" + "---|" * (len(LEVELS) + 1))
         for hw in systems():
-            f = planner.frontier(model, hw, **kw)
-            band = frontier_band(model, hw, samples=args.samples, grid=np.array(LEVELS), base=f, **kw)
+            f = planner.frontier(planner.Scenario(model, hw, **kw))
+            band = frontier_band(Scenario(model, hw, **kw), samples=args.samples, grid=np.array(LEVELS),
+                                 base=f)
             cells = []
             for i, x in enumerate(LEVELS):
                 fast = f[f.tps_per_user >= x]  # the best point at x tokens/s per user or faster
@@ -62,7 +64,7 @@ def main() -> None:
             cause = "-"
             if hw.name != "gb200-nvl72":
                 try:
-                    e = planner.explain(model, hw, "gb200-nvl72", at=50.0, **kw)
+                    e = planner.explain(planner.Scenario(model, (hw, "gb200-nvl72"), **kw), at=50.0)
                     ch = e[(e.kind == "chain")].iloc[1:]
                     top = ch.loc[(np.log(ch.factor.astype(float))).abs().idxmax()]
                     total = float(e[e.kind == "chain"].cumulative.iloc[-1])

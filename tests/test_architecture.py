@@ -145,7 +145,8 @@ def test_import_planner_is_light():
 
 def test_warm_cache_evaluates_without_sympy_or_pint(tmp_path):
     code = ("import planner\n"
-            "r = planner.decode_step('deepseek-v2-lite', 'hgx-h200', gpus=8, batch=64, context=2048)\n"
+            "s = planner.Scenario('deepseek-v2-lite', 'hgx-h200', gpus=8)\n"
+            "r = planner.decode_step(s, batch=64, context=2048)\n"
             "assert r.tps_per_gpu > 0\n")
     env = {"XDG_CACHE_HOME": str(tmp_path), "MOE_PLANNER_NO_CACHE": "", "MOE_PLANNER_NO_BUNDLE": "1"}
     cold = _loaded_after(code, env)
@@ -158,7 +159,8 @@ def test_a_fresh_install_runs_the_main_commands_without_sympy_or_pint(tmp_path):
     # the generated code of the main commands' call signatures and the bundled specs' quantities
     # ship with the package (planner/generated), so the first run with an empty cache loads them
     code = ("import planner\n"
-            "r = planner.decode_step('kimi-k2-thinking', 'hgx-h200', gpus=8, batch=64, context=2048)\n"
+            "s = planner.Scenario('kimi-k2-thinking', 'hgx-h200', gpus=8)\n"
+            "r = planner.decode_step(s, batch=64, context=2048)\n"
             "assert r.tps_per_gpu > 0\n")
     first = _loaded_after(code, {"XDG_CACHE_HOME": str(tmp_path), "MOE_PLANNER_NO_CACHE": "",
                                  "MOE_PLANNER_NO_BUNDLE": ""})

@@ -207,9 +207,11 @@ def test_the_python_api_refuses_what_the_command_line_refuses():
     from planner.errors import SpecError
 
     with pytest.raises(SpecError, match="context window"):
-        planner.decode_step("deepseek-v2-lite", "hgx-h200", gpus=8, batch=8, context=1_000_000)
+        planner.decode_step(planner.Scenario("deepseek-v2-lite", "hgx-h200", gpus=8), batch=8,
+                            context=1_000_000)
     # (a fractional batch is a mean over time, which the API takes and the command line does not)
-    assert planner.decode_step("deepseek-v2-lite", "hgx-h200", gpus=8, batch=1.5, context=1000).feasible
+    small = planner.Scenario("deepseek-v2-lite", "hgx-h200", gpus=8)
+    assert planner.decode_step(small, batch=1.5, context=1000).feasible
     with pytest.raises(SpecError, match="levels"):
         planner.compare(levels=(-5,))
     with pytest.raises(SpecError, match="at"):

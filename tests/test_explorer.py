@@ -22,18 +22,18 @@ NUMERIC = ["tps_per_user", "tps_per_gpu", "decode_tps_per_gpu", "batch", "gpus",
 
 @pytest.fixture(scope="module")
 def panel() -> planner.Explorer:
-    return planner.explore(MODEL, "hgx-h200", "hgx-b200", search="fast")
+    return planner.explore(planner.Scenario(MODEL, ("hgx-h200", "hgx-b200")), search="fast")
 
 
 def test_default_is_the_rules_search_as_on_the_command_line():
-    p = planner.explore(MODEL, "hgx-h200", "hgx-b200")
-    kw = p.call()
-    assert kw["search"] == "rules" and "batch_per_octave" not in kw
-    want = planner.frontier(MODEL, p.systems()[0], **kw)
+    p = planner.explore(planner.Scenario(MODEL, ("hgx-h200", "hgx-b200")))
+    view = p.call()
+    assert view.search == "rules" and view.batch_per_octave == planner.explorer.BATCH_PER_OCTAVE
+    want = planner.frontier(view.on(p.systems()[0]))
     np.testing.assert_array_equal(p.frontiers[0].tps_per_gpu.to_numpy(), want.tps_per_gpu.to_numpy())
     # where no recipe applies (bound mode) the panel says it takes the limit search
     p.set(mode="bound")
-    assert p.call()["search"] == "limit"
+    assert p.call().search == "limit"
 
 
 def test_drawn_frontier_is_planner_frontier(panel: planner.Explorer):
@@ -45,13 +45,13 @@ def test_drawn_frontier_is_planner_frontier(panel: planner.Explorer):
     c["speculation"].value = "given"
     c["acceptance"].value = 1.8
     c["stack_b"].value = "sglang"
-    kw = panel.call()
-    assert kw == {"serving": "disaggregated", "isl": 2048, "osl": 1024, "mode": "realistic",
-                  "search": "limit", "acceptance": 1.8, **planner.explorer.FAST}
+    view = panel.call()
+    changed = {k: v for k, v in view.to_dict().items() if k not in ("model", "systems")
+               and v != planner.Scenario().to_dict()[k]}
+    assert changed == {"isl": 2048, "search": "limit", "acceptance": 1.8, **planner.explorer.FAST}
     h200, b200 = planner.load_hardware("hgx-h200"), planner.load_hardware("hgx-b200@sglang")
-    expected = [planner.frontier(MODEL, h200.replace(hbm_bandwidth=1.3 * h200.hbm_bandwidth, domain_size=16,
-                                                     gpus_per_system=16), **kw),
-                planner.frontier(MODEL, b200, **kw)]
+    a = h200.replace(hbm_bandwidth=1.3 * h200.hbm_bandwidth, domain_size=16, gpus_per_system=16)
+    expected = [planner.frontier(view.on(a)), planner.frontier(view.on(b200))]
     curves = {ln.get_label(): ln for ln in panel.figure.axes[0].lines}
     for drawn, want in zip(panel.frontiers, expected, strict=True):
         pd.testing.assert_frame_equal(drawn[NUMERIC], want[NUMERIC])
@@ -65,15 +65,14 @@ def test_drawn_frontier_is_planner_frontier(panel: planner.Explorer):
     np.testing.assert_allclose(panel.figure.axes[1].lines[0].get_ydata(), ratio.ratio.to_numpy())
     # the headline: compare's number, from the function compare's table uses
     at = c["at"].value
-    ys = [float(planner.frontier_at(MODEL, hw, [at], **kw).tps_per_gpu.iloc[0])
-          for hw in panel.systems()]
+    ys = [float(planner.frontier_at(view.on(hw), [at]).tps_per_gpu.iloc[0]) for hw in panel.systems()]
     assert f"{ys[0] / ys[1]:.2f}x per GPU" in panel.summary
 
 
 def test_the_headline_is_compares_number_at_the_same_settings():
-    p = planner.explore(MODEL, "hgx-h200", "hgx-b200")
+    p = planner.explore(planner.Scenario(MODEL, ("hgx-h200", "hgx-b200")))
     at = float(p.controls["at"].value)
-    c = planner.compare(MODEL, "hgx-h200", "hgx-b200", levels=(at,), **p.call())
+    c = planner.compare(p.call(), levels=(at,))
     row = c.table[np.isclose(c.table.tps_per_user, at)].iloc[0]
     assert f"{row.ratio:.2f}x per GPU" in p.summary
     assert f"{row.tps_per_gpu_a:,.0f} output tokens/s per GPU" in p.summary
@@ -98,7 +97,7 @@ def test_changing_one_system_recomputes_only_that_side(panel: planner.Explorer, 
     calls = []
     real = planner.explorer.frontier
     monkeypatch.setattr(planner.explorer, "frontier",
-                        lambda m, hw, **kw: calls.append(hw.name) or real(m, hw, **kw))
+                        lambda side, **kw: calls.append(side.system.name) or real(side, **kw))
     panel.set(flops_a=2.0)
     assert calls == ["hgx-h200 what-if"]
     panel.set(flops_a=1.5, at=20.0)  # both seen before: nothing recomputed
@@ -113,14 +112,14 @@ def test_hardware_code_round_trips():
 
 
 def test_a_bad_combination_says_so_in_one_line():
-    p = planner.explore("kimi-k2-thinking", "hgx-h200", gpus=1)  # a 1T model on one GPU
+    p = planner.explore(planner.Scenario("kimi-k2-thinking", ("hgx-h200",), gpus=1))  # a 1T model on one GPU
     assert p.frontiers == []
     assert "\n" not in p.text.value and "fits on hgx-h200 with 1 GPUs" in p.text.value
 
 
 def test_a_default_without_a_control_value_is_refused_in_one_line():
     with pytest.raises(planner.SpecError, match="serving: one of disaggregated, aggregated, decode"):
-        planner.explore(MODEL, "hgx-h200", serving="prefill")
+        planner.explore(planner.Scenario(MODEL, ("hgx-h200",), serving="prefill"))
 
 
 def test_display_carries_a_static_picture(panel: planner.Explorer):
@@ -139,7 +138,7 @@ def test_without_ipywidgets_names_the_extra(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_widgets)
     with pytest.raises(ImportError) as e:
-        planner.explore(MODEL, "hgx-h200")
+        planner.explore(planner.Scenario(MODEL, ("hgx-h200",)))
     msg = str(e.value)
     assert "\n" not in msg and "pip install 'moe-planner[jupyter]'" in msg
 
@@ -171,14 +170,14 @@ def test_layout_fits_three_columns_with_every_label(panel: planner.Explorer):
 
 
 def test_a_workload_of_sessions_draws_its_frontier_and_copies_as_code():
-    p = planner.explore("deepseek-r1", "hgx-h200", workload="chat", tiers="hbm")
+    p = planner.explore(planner.Scenario("deepseek-r1", ("hgx-h200",), kv_tiers="hbm", workload="chat"))
     assert p.controls["isl"].disabled and not p.controls["kv_tiers"].disabled
-    kw = p.call()
-    assert kw["workload"] == "chat" and kw["tiers"] == ("hbm",)
-    want = planner.workload_frontier("deepseek-r1", p.systems()[0], **kw)
+    view = p.call()
+    assert view.workload == "chat" and view.kv_tiers == ("hbm",)
+    want = planner.workload_frontier(view.on(p.systems()[0]))
     np.testing.assert_array_equal(p.frontiers[0].tps_per_gpu.to_numpy(), want.tps_per_gpu.to_numpy())
     ns: dict = {}
     exec(p.code(), ns)
     np.testing.assert_array_equal(ns["af"].tps_per_gpu.to_numpy(), want.tps_per_gpu.to_numpy())
     p.set(workload="ISL/OSL")
-    assert not p.controls["isl"].disabled and p.controls["kv_tiers"].disabled and "workload" not in p.call()
+    assert not p.controls["isl"].disabled and p.controls["kv_tiers"].disabled and p.call().workload is None

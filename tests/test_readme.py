@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from planner import Scenario
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
@@ -155,7 +157,7 @@ def test_the_readmes_recipe_is_the_one_the_tool_writes():
     # --stack sglang` writes it (its list items joined on one line in the README)
     from planner.serving.launch import build
 
-    r = build("kimi-k2-thinking", "gb200-nvl72", stack="sglang", serving="disaggregated", at=50.0)
+    r = build(Scenario("kimi-k2-thinking", "gb200-nvl72", stack="sglang", serving="disaggregated"), at=50.0)
     text = README.read_text()
     decode = r.text[r.text.index("    decode:"):]
     args = decode[decode.index("args:"):].split("\n")

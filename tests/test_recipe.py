@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 
+from planner import Scenario
 from planner.cli import main
 from planner.errors import SpecError
 from planner.serving import launch
@@ -25,7 +26,7 @@ SYSTEMS = ("gb200-nvl72", "hgx-h200")
 @pytest.fixture(scope="module")
 def main_job() -> dict:
     """Kimi K2 Thinking, disaggregated, ISL/OSL 1024, on both systems, each stack, 20/50/100."""
-    return {(h, s, x): launch.build("kimi-k2-thinking", h, stack=s, serving="disaggregated", at=x,
+    return {(h, s, x): launch.build(Scenario("kimi-k2-thinking", h, stack=s, serving="disaggregated"), at=x,
                                     date="2026-12-07")
             for h in SYSTEMS for s in STACKS for x in RATES}
 
@@ -85,7 +86,8 @@ def test_main_job_recipes(main_job: dict) -> None:
 def test_speculation_and_aggregated_round_trip() -> None:
     """An aggregated recipe with the model's own MTP layers (DeepSeek-R1 on HGX B200)."""
     for stack in STACKS:
-        r = launch.build("deepseek-r1", "hgx-b200", stack=stack, serving="aggregated", at=50.0, mtp=1)
+        r = launch.build(Scenario("deepseek-r1", "hgx-b200", stack=stack, serving="aggregated", mtp=1),
+                         at=50.0)
         assert r.sidecar["deployment"]["drafts"] > 0
         assert "without Dynamo:" in r.text
         _check_flags(r)
@@ -107,7 +109,7 @@ def test_a_flag_outside_the_table_fails(main_job: dict) -> None:
 
 def test_refusals(tmp_path, capsys) -> None:
     with pytest.raises(SpecError, match="runs on NVIDIA GPUs"):
-        launch.build("kimi-k2-thinking", "mi355x", stack="trtllm", serving="disaggregated", at=50.0)
+        launch.build(Scenario("kimi-k2-thinking", "mi355x", stack="trtllm", serving="disaggregated"), at=50.0)
     with pytest.raises(SpecError, match="a worker layout"):
         launch.worker_layout("sglang", 8, 2, 8)
     assert main(["recipe", "--hardware", "mi355x", "--stack", "trtllm", "--at", "50",

@@ -185,10 +185,8 @@ def _main(argv: Sequence[str] | None) -> int:
             parser.print_help()
             return 0
         from planner import outputs
-        from planner.cli.common import apply_stack
 
         args.argv = list(sys.argv[1:] if argv is None else argv)  # the command, to print back
-        apply_stack(args)
         outputs.SHOW_PROGRESS = not getattr(args, "json", False)  # JSON alone on the terminal
         return int(args.func(args) or 0)
     except SpecError as exc:

@@ -20,32 +20,6 @@ def add_command(sub: Any, name: str, func: Callable[[argparse.Namespace], int], 
     return p
 
 
-#: the serving stacks whose fits to measured runs a system may carry (``NAME@STACK``, ``--stack``)
-STACKS = ("trtllm", "sglang", "vllm")
-
-
-def add_stack(p: Any) -> None:
-    """The ``--stack`` option of a subcommand that takes ``--hardware``."""
-    p.add_argument("--stack", choices=STACKS, default=None,
-                   help="serving stack whose fit to measured runs realistic mode uses, for every system "
-                        "named without its own @STACK (default: each system's best-measured stack, "
-                        "named in the output header; NAME@STACK picks one per system)")
-
-
-def apply_stack(args: argparse.Namespace) -> None:
-    """``--stack S``: each ``--hardware`` name that does not choose its own stack becomes ``NAME@S``
-    (a system without that stack's fit is then a one-line error naming it)."""
-    stack = getattr(args, "stack", None)
-    if not stack or not getattr(args, "hardware", None):
-        return
-
-    def tag(name: str) -> str:
-        return name if "@" in name else f"{name}@{stack}"
-
-    hw = args.hardware
-    args.hardware = [tag(n) for n in hw] if isinstance(hw, list) else tag(hw)
-
-
 def plain_number(text: str) -> str:
     """``text`` where it is a number as written by hand: ASCII digits without separators (Python's
     ``float`` and ``int`` read ``1_0`` as 10 and fullwidth or Arabic-Indic digits as ASCII ones);

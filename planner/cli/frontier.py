@@ -7,10 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from planner.cli.common import (
-    DefaultInt,
-    acceptance_arg,
     add_command,
-    add_stack,
     check_output_args,
     json_safe,
     positive_float,
@@ -19,6 +16,7 @@ from planner.cli.common import (
     savefig_to,
     spans_text,
 )
+from planner.cli.options import add_scenario_options, scenario_from_args
 from planner.errors import SpecError
 from planner.outputs import fmt, table, write_outputs
 
@@ -37,36 +35,17 @@ CONFIG_COLUMNS = (
 
 
 
-def _mtp(text: str) -> Any:
-    if text in ("off", "0"):
-        return None
-    if text == "auto":
-        return "auto"
-    if text.isascii() and text.isdigit() and 0 < int(text) <= 16:
-        return int(text)
-    raise argparse.ArgumentTypeError(f"expected off, auto or a number of draft tokens (1-16), got {text!r}")
-
-
-def _overlap(text: str) -> Any:
-    return {"auto": "auto", "on": True, "off": False}.get(text) if text in ("auto", "on", "off") else \
-        (_ for _ in ()).throw(argparse.ArgumentTypeError(f"expected auto, on or off, got {text!r}"))
-
-
-SERVING_HELP = {
-    "decode": "decode: decode pool only at --context",
-    "prefill": "prefill: prefill pool only (input tokens/s per GPU vs TTFT)",
-    "aggregated": "aggregated: prefill and decode share GPUs",
-    "disaggregated": "disaggregated: separate, rate-matched pools",
-}
-METRIC_HELP = {
-    "output": "output: output tokens/s per GPU counting every GPU",
-    "total": "total: input + output (InferenceMAX)",
-    "decode": "decode: output per decode GPU",
-}
-
-
 #: serving modes with a tokens/s per user to compare or size at (a prefill pool has none)
 RATE_SERVING = ("decode", "aggregated", "disaggregated")
+#: the scenario fields of one request's lengths and its TTFT; of a workload of sessions; of the search
+LENGTHS = ("serving", "isl", "osl", "context", "max_ttft")
+SESSIONS = ("workload", "slo", "kv_tiers")
+SEARCH = ("gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "weights", "kv", "mtp", "acceptance", "overlap",
+          "kv_offload", "mode")
+#: what frontier, compare and size take: the question, the lengths or a workload, the search
+FRONTIER_FIELDS = ("model", "systems", "stack", *LENGTHS, *SESSIONS, *SEARCH, "search", "metric")
+#: what sensitivity takes: one request's lengths, the limit search's options and the metric
+SENSITIVITY_FIELDS = ("model", "systems", "stack", *LENGTHS, *SEARCH, "metric")
 
 
 def _samples(text: str) -> int:
@@ -76,88 +55,11 @@ def _samples(text: str) -> int:
     return v
 
 
-def workload_parent(serving: tuple[str, ...] = ("decode", "prefill", "aggregated", "disaggregated"),
-                    metrics: tuple[str, ...] = ("output", "total", "decode"),
-                    workload: bool = True, search: bool = False,
-                    sessions: bool = False) -> argparse.ArgumentParser:
-    """Flags shared by frontier, compare, size and sweep.  Each command offers only the serving
-    modes and metrics it uses (``serving``, ``metrics``), and ``workload=False`` leaves out the
-    request lengths and TTFT a decode-only sweep does not use, so that no flag is accepted and
-    then ignored."""
+def scenario_parent(names: tuple[str, ...], **changes: dict[str, Any]) -> argparse.ArgumentParser:
+    """A parent parser holding the flags of scenario fields ``names`` (:mod:`planner.cli.options`)."""
     p = argparse.ArgumentParser(add_help=False)
-    g = p.add_argument_group("workload and serving")
-    default = "disaggregated" if "disaggregated" in serving else serving[0]
-    g.add_argument("--serving", choices=serving, default=default,
-                   help="; ".join(SERVING_HELP[s] + (" (default)" if s == default else "")
-                                  for s in serving))
-    if workload:
-        g.add_argument("--isl", type=positive_int, default=DefaultInt(1024),
-                       help="input (prompt) tokens per request (default 1024)")
-        g.add_argument("--osl", type=positive_int, default=DefaultInt(1024),
-                       help="output tokens per request (default 1024)")
-        g.add_argument("--context", type=positive_float, default=None,
-                       help="mean KV length in decode, tokens (default ISL + OSL/2)")
-        g.add_argument("--max-ttft", type=positive_float, default=None,
-                       help="time-to-first-token limit, seconds: with the limit search, for the "
-                       "prefill pool (default 2: the request's latency outside the passes, its "
-                       "prefill pass and the KV hand-off); with rules or recipes, the median TTFT of "
-                       "each deployment's closed loop, its queue included (default: none, as a "
-                       "benchmark runs them)")
-        if sessions:  # frontier and compare: --workload, --slo, --kv-tiers
-            from planner.cli.workload import add_workload_flags
-
-            add_workload_flags(g)
-    s = p.add_argument_group("search space (omit to let the search choose)")
-    s.add_argument("--gpus", type=positive_int, default=None,
-                   help="fix the instance size in GPUs (e.g. 8 for one HGX node)")
-    s.add_argument("--max-gpus", type=positive_int, default=None,
-                   help="largest instance the search tries (default: 4 scale-up domains, >= 128)")
-    s.add_argument("--tp-attn", type=positive_int, default=None, help="attention tensor parallel")
-    s.add_argument("--ep", type=positive_int, default=None, help="expert parallel")
-    s.add_argument("--tp-moe", type=positive_int, default=None, help="expert tensor parallel")
-    s.add_argument("--weights", default=None,
-                   help="routed-expert storage: bf16, fp8, nvfp4, mxfp4, int4_g32, int4_a8 (default: the "
-                        "model's own, and NVFP4 / FP8 where the hardware multiplies them)")
-    s.add_argument("--kv", default=None, help="KV-cache storage: bf16 or fp8 (default: the model's)")
-    s.add_argument("--mtp", type=_mtp, default="auto",
-                   help="speculative decoding / MTP: off, auto (default: tried where the model has "
-                        "MTP layers) or a number of draft tokens")
-    s.add_argument("--acceptance", type=acceptance_arg, default=None, metavar="A",
-                   help="speculative acceptance replacing the model's published figures: tokens per "
-                        "step (>= 1, e.g. 2.3) or a per-draft acceptance rate (< 1, e.g. 0.7); with "
-                        "--mtp auto, 1-3 drafts are tried (those that can emit A)")
-    s.add_argument("--overlap", type=_overlap, default="auto",
-                   help="two-micro-batch overlap: auto (default: both tried), on, off")
-    s.add_argument("--kv-offload", action="store_true",
-                   help="let the KV cache spill to CPU-attached memory (Grace LPDDR5X, host DDR)")
-    s.add_argument("--mode", choices=("bound", "realistic"), default="realistic",
-                   help="bound: datasheet peaks, no overheads (the speed of light); realistic: the "
-                        "spec's efficiencies and latencies (default)")
-    if search:
-        s.add_argument("--search", choices=("rules", "recipes", "deployed", "limit"), default=None,
-                       help="rules (default for aggregated and disaggregated serving in realistic mode): "
-                            "whole deployments of the layouts every stack runs on this hardware (attention "
-                            "TP over one or two nodes, attention DP with EP up to the scale-up domain, "
-                            "several nodes over the NIC), prefill pools rate-matched to their decode pools, "
-                            "the stack's MTP drafts as accepted under load, the model's own launch recipes "
-                            "as priors; recipes (earlier name: deployed): the InferenceX launch recipes "
-                            "alone, borrowed from another model or system where it has none; limit "
-                            "(default otherwise): every layout and batch the hardware could run with ideal "
-                            "software, drawn dashed beside the others")
-    if metrics:
-        s.add_argument("--metric", choices=metrics, default=metrics[0],
-                       help="; ".join(METRIC_HELP[m] + (" (default)" if m == metrics[0] else "")
-                                      for m in metrics))
+    add_scenario_options(p, names, changes=changes)
     return p
-
-
-def frontier_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    return dict(serving=args.serving, isl=args.isl, osl=args.osl, context=args.context,
-                gpus=args.gpus, max_gpus=args.max_gpus, tp_attn=args.tp_attn, ep=args.ep,
-                tp_moe=args.tp_moe, weights=args.weights, kv=args.kv, mtp=args.mtp,
-                overlap=args.overlap, kv_offload=args.kv_offload, mode=args.mode,
-                metric=args.metric, max_ttft=args.max_ttft, acceptance=args.acceptance,
-                **({"search": args.search} if getattr(args, "search", None) is not None else {}))
 
 
 def points_json(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -178,19 +80,22 @@ def points_json(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _settings(attrs: dict[str, Any]) -> dict[str, Any]:
-    return {k: json_safe(v) for k, v in attrs.items()}
+    """A table's attributes as JSON (its scenario apart: each output carries it at its top)."""
+    return {k: json_safe(v) for k, v in attrs.items() if k != "scenario"}
 
 
 def cmd_frontier(args: argparse.Namespace) -> int:
     from planner.cli.workload import cmd_frontier_workload, workload_asked
     from planner.serving.frontiers import frontier
 
-    if workload_asked(args):
-        return cmd_frontier_workload(args)
+    sessions = workload_asked(args)
+    sc = scenario_from_args(args)
+    if sessions:
+        return cmd_frontier_workload(args, sc)
     check_output_args(args, files=["csv"], plots=["plot"])
-    df = frontier(args.model, args.hardware, **frontier_kwargs(args))
-    band = _band(args, args.model, args.hardware, df)
-    limit = _limit(args, args.model, args.hardware) if args.plot or args.json else None
+    df = frontier(sc)
+    band = _band(args, sc, df)
+    limit = _limit(sc) if args.plot or args.json else None
     outputs: list[tuple[str, str, Any]] = []
     if args.csv:
         rows = df if band is None else _with_band(df, band)
@@ -202,7 +107,7 @@ def cmd_frontier(args: argparse.Namespace) -> int:
             lambda: plot_frontiers([df], bands=[band], logy=args.logy, limits=[limit]), args.plot)))
     write_outputs(outputs)
     if args.json:
-        print_json({"settings": _settings(df.attrs), "points": points_json(df),
+        print_json({"scenario": sc.to_dict(), "settings": _settings(df.attrs), "points": points_json(df),
                     **({"limit_points": points_json(limit)} if limit is not None else {}),
                     **({"band": _band_json(band)} if band is not None else {})})
         return 0
@@ -239,31 +144,25 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     return 0
 
 
-def _limit(args: argparse.Namespace, model: Any, hardware: Any) -> pd.DataFrame | None:
+def _limit(sc: Any) -> pd.DataFrame | None:
     """With the as-deployed search: the limit search's frontier of the same system and inputs (drawn
     dashed beside it, kept in JSON); else None."""
-    from planner.serving.frontiers import default_search, frontier
+    from planner.serving.frontiers import frontier
 
-    search = getattr(args, "search", None) or default_search(args.serving, args.mode)
-    if search == "limit":
+    if sc.resolved_search == "limit":
         return None
-
-    kw = {k: v for k, v in frontier_kwargs(args).items() if k != "search"}
-    return frontier(model, hardware, search="limit", **kw)
+    return frontier(sc.replace(search="limit"))
 
 
-def _band(args: argparse.Namespace, model: Any, hardware: Any, nominal: pd.DataFrame,
-          grid: Any = None) -> pd.DataFrame | None:
-    """The uncertainty band (``--band``), or None."""
+def _band(args: argparse.Namespace, sc: Any, nominal: pd.DataFrame, grid: Any = None) -> pd.DataFrame | None:
+    """The uncertainty band (``--band``) of scenario ``sc`` (one system), or None."""
     if not getattr(args, "band", False):
         if getattr(args, "band_samples", None) is not None:
             raise SpecError("<input>", "--band-samples", "--band with it (the draws of the band)")
         return None
     from planner.truth.uncertainty import DEFAULT_SAMPLES, frontier_band
 
-
-    return frontier_band(model, hardware, base=nominal, grid=grid,
-                         samples=args.band_samples or DEFAULT_SAMPLES, **frontier_kwargs(args))
+    return frontier_band(sc, base=nominal, grid=grid, samples=args.band_samples or DEFAULT_SAMPLES)
 
 
 def _with_band(front: pd.DataFrame, band: pd.DataFrame) -> pd.DataFrame:
@@ -468,25 +367,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from planner.cli.workload import cmd_compare_workload, workload_asked
     from planner.serving.comparison import compare, explain
 
-    if workload_asked(args):
-        return cmd_compare_workload(args)
+    sessions = workload_asked(args)
+    sc = scenario_from_args(args)
+    if sessions:
+        return cmd_compare_workload(args, sc)
     if len(args.hardware) != 2:
         raise SpecError("<input>", "--hardware", f"two systems to compare, got {len(args.hardware)}")
     if args.at is not None and not (args.explain or args.html):
         raise SpecError("<input>", "--at", "--explain or --html with it (--at is the rate they decompose "
                         "the ratio at; the table's rates are --levels)")
     check_output_args(args, files=["csv", "html"], plots=["plot"])
-    kw = frontier_kwargs(args)
     at = 50.0 if args.at is None else args.at
     # the page carries the decomposition: --html computes it as --explain does
-    e = (explain(args.model, args.hardware[0], args.hardware[1], at=at, **kw)
-         if args.explain or args.html else None)
-    c = compare(args.model, args.hardware[0], args.hardware[1], levels=tuple(args.levels), **kw)
+    e = explain(sc, at=at) if args.explain or args.html else None
+    c = compare(sc, levels=tuple(args.levels))
     grid = c.ratio.tps_per_user.to_numpy()[::5] if len(c.ratio) else None  # one grid: paired draws
-    bands = [_band(args, args.model, h, f, grid) for h, f in zip(args.hardware, (c.a, c.b), strict=True)]
+    sides = [sc.on(h) for h in sc.systems]
+    bands = [_band(args, side, f, grid) for side, f in zip(sides, (c.a, c.b), strict=True)]
     # the limit search beside the deployed one: drawn and kept in JSON, so only computed for those
-    limits = ([_limit(args, args.model, h) for h in args.hardware] if args.plot or args.json
-              else [None, None])
+    limits = [_limit(side) for side in sides] if args.plot or args.json else [None, None]
     both = pd.concat([f if b is None else _with_band(f, b)
                       for f, b in zip((c.a, c.b), bands, strict=True)], ignore_index=True)
     ratio_band = ratio_curve = None
@@ -502,32 +401,30 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.assumptions:
         from planner.serving.assumptions import assumptions
 
-        moves = assumptions(args.model, args.hardware[0], args.hardware[1], threshold=args.threshold,
-                            base=c, **kw)
+        moves = assumptions(sc, threshold=args.threshold, base=c)
     outputs: list[tuple[str, str, Any]] = []
     if args.csv:
         outputs.append(("--csv", args.csv, lambda tmp: both.to_csv(tmp, index=False)))
     answer = verdict(c, cross, moves)
     if args.html:
         from planner.cli.report import report_page
-        from planner.specs.registry import load_systems
 
         page = report_page(c, answer, argv=list(getattr(args, "argv", None) or ["compare"]),
-                           hardware=load_systems(args.hardware), bands=bands, limits=limits,
+                           hardware=sc.load_systems(), bands=bands, limits=limits,
                            threshold=args.threshold, peak=peak_of(answer), explain=e, moves=moves,
                            ratio_band=ratio_band)
         outputs.append(("--html", args.html, page))
     if args.plot:
-        from planner.plot import plot_frontiers  # matplotlib only when a figure is written
+        from planner.plot import Marks, plot_frontiers  # matplotlib only when a figure is written
 
         outputs.append(("--plot", args.plot, savefig_to(
             lambda: plot_frontiers([c.a, c.b], c.ratio, bands=bands, logy=args.logy, limits=limits,
-                                   threshold=args.threshold, peak=peak_of(answer)),
+                                   marks=Marks(threshold=args.threshold, peak=peak_of(answer))),
             args.plot)))
     write_outputs(outputs)
     s = c.settings
     if args.json:
-        print_json({"verdict": json_safe(answer), "settings": _settings(s),
+        print_json({"verdict": json_safe(answer), "scenario": sc.to_dict(), "settings": _settings(s),
                     "speculation": {s["hardware_a"]: c.a.attrs.get("speculation"),
                                     s["hardware_b"]: c.b.attrs.get("speculation")},
                     "power_basis": POWER_BASIS,
@@ -606,11 +503,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from planner.serving.search import SearchSpace
     from planner.serving.sweep import SweepInterrupted, sweep
 
+    sc = scenario_from_args(args)
     check_output_args(args, files=["csv"])
     space = SearchSpace(args.gpus, args.max_gpus, args.tp_attn, args.ep, args.tp_moe, args.weights,
                         args.kv, args.mtp, args.overlap, args.kv_offload, args.acceptance)
     try:
-        r = sweep(args.model, args.hardware, contexts=args.contexts, batch_points=args.batch_points,
+        r = sweep(sc.load_model(), sc.load_system(), contexts=args.contexts, batch_points=args.batch_points,
                   space=space, mode=args.mode, chunk=args.chunk,
                   progress=None if not args.no_progress else False)
     except SweepInterrupted as exc:
@@ -621,7 +519,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     summary = {"evaluated": r.evaluated, "feasible": r.feasible, "seconds": r.seconds,
                "configs_per_second": r.configs_per_second}
     if args.json:
-        print_json({"summary": summary, "points": points_json(r.frontier)})
+        print_json({"scenario": sc.to_dict(), "summary": summary, "points": points_json(r.frontier)})
         return 0
     print(f"# sweep: {r.evaluated:,} configurations ({r.feasible:,} feasible) in {r.seconds:.1f} s, "
           f"{r.configs_per_second:,.0f} configurations/s")
@@ -634,17 +532,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     p = add_command(
-        sub, "frontier", cmd_frontier, parents=[workload_parent(search=True, sessions=True)],
+        sub, "frontier", cmd_frontier, parents=[scenario_parent(FRONTIER_FIELDS, model={"required": True},
+                                                                systems={"required": True, "help": (
+                                                                    "bundled system name or path to a YAML "
+                                                                    "(NAME@STACK picks a stack's fit)")})],
         help="Pareto frontier of tokens/s per user vs tokens/s per GPU for one model and system",
         description="Search layouts (instance size, attention TP x DP, MoE EP x TP), batch, precision, "
         "MTP and overlap, and print the upper-right envelope of (tokens/s per user, tokens/s per GPU) "
         "with each point's configuration and binding term.",
         epilog="example:\n  moe-planner frontier --model deepseek-r1 --hardware hgx-b200 --gpus 8 "
         "--serving aggregated --json")
-    p.add_argument("--model", required=True, help="bundled model name or path (YAML or config.json)")
-    p.add_argument("--hardware", required=True, help="bundled system name or path to a YAML")
-    add_stack(p)
-    p.add_argument("--json", action="store_true", help='print {"settings": ..., "points": [...]}')
+    p.add_argument("--json", action="store_true",
+                   help='print {"scenario": ..., "settings": ..., "points": [...]}')
     p.add_argument("--csv", metavar="FILE", help="also write every frontier point to FILE")
     p.add_argument("--plot", metavar="FILE",
                    help="also draw the frontier to FILE (format from the extension: .png, .svg, .pdf, "
@@ -659,7 +558,10 @@ def register(sub: Any) -> None:
                    help="draws for --band (default 100; 2 to 1000)")
 
     c = add_command(
-        sub, "compare", cmd_compare, parents=[workload_parent(RATE_SERVING, search=True, sessions=True)],
+        sub, "compare", cmd_compare, parents=[scenario_parent(
+            FRONTIER_FIELDS, serving={"choices": RATE_SERVING},
+            systems={"nargs": "+", "help": "two systems, A then B; ratios are A/B (NAME@STACK picks a "
+                                           "stack's fit)"})],
         help="the main job: frontiers of one model on two systems, their ratio, and why",
         description="Compare two systems on one model: both Pareto frontiers, the ratio of tokens/s "
         "per GPU (and per MW) at chosen interactivity levels with the binding term on each side, a "
@@ -667,10 +569,6 @@ def register(sub: Any) -> None:
         "disaggregated, ISL 1024 / OSL 1024, realistic mode, each at its best precision.",
         epilog="examples:\n  moe-planner compare\n  moe-planner compare --explain --at 50\n"
         "  moe-planner compare --model deepseek-r1 --hardware gb200-nvl72 hgx-b200 --mode bound")
-    c.add_argument("--model", default="kimi-k2-thinking", help="model (default kimi-k2-thinking)")
-    c.add_argument("--hardware", nargs="+", default=["gb200-nvl72", "hgx-h200"], metavar="H",
-                   help="two systems, A then B; ratios are A/B (default gb200-nvl72 hgx-h200)")
-    add_stack(c)
     c.add_argument("--levels", nargs="+", type=positive_float, default=[10, 20, 50, 100, 200],
                    metavar="X", help="interactivity levels for the table, tokens/s/user "
                    "(default 10 20 50 100 200)")
@@ -705,7 +603,10 @@ def register(sub: Any) -> None:
                         "--assumptions), each side's calibration, every source and the command")
 
     w = add_command(
-        sub, "sweep", cmd_sweep, parents=[workload_parent(("decode",), metrics=(), workload=False)],
+        sub, "sweep", cmd_sweep, parents=[scenario_parent(
+            ("model", "systems", "stack", "serving", *SEARCH),
+            serving={"choices": ("decode",), "default": "decode"},
+            model={"required": True}, systems={"required": True})],
         help="evaluate a large grid of decode configurations in chunks (bounded memory)",
         description="Evaluate decode layouts x precision x MTP x overlap x contexts x batch (geometric "
         "from one sequence to the memory limit) in chunks, keeping only the Pareto envelope per context "
@@ -714,9 +615,6 @@ def register(sub: Any) -> None:
         epilog="example (about 50 million configurations):\n  moe-planner sweep --model kimi-k2-thinking "
         "--hardware gb200-nvl72 --contexts 1024 2048 4096 8192 16384 32768 65536 131072 "
         "--batch-points 4096")
-    w.add_argument("--model", required=True, help="bundled model name or path")
-    w.add_argument("--hardware", required=True, help="bundled system name or path")
-    add_stack(w)
     w.add_argument("--contexts", nargs="+", type=positive_float, default=[2048.0], metavar="S",
                    help="mean KV lengths to sweep, tokens (default 2048)")
     w.add_argument("--batch-points", type=positive_int, default=256,

@@ -8,14 +8,11 @@ import sys
 from typing import Any
 
 from planner.cli.common import (
-    acceptance_arg,
     add_command,
-    add_stack,
-    plain_number,
-    positive_float,
     positive_int,
     print_json,
 )
+from planner.cli.options import add_scenario_options, scenario_from_args
 from planner.errors import SpecError
 
 POINT_EPILOG = """\
@@ -68,17 +65,9 @@ _PARTS_OF = {"attn_indexer": "attn_core", "attn_linear": "attn_core"}
 
 
 
-def _mtp(text: str) -> int | None:
-    if text.lower() in ("off", "0", "none", "no"):
-        return None
-    plain_number(text)
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"off or a number of draft tokens, got {text!r}") from None
-    if not 0 <= v <= 16:
-        raise argparse.ArgumentTypeError(f"off or 1 to 16 draft tokens, got {text!r}")
-    return v
+#: the scenario fields of one configuration
+POINT_FIELDS = ("model", "systems", "stack", "gpus", "tp_attn", "ep", "tp_moe", "context", "weights", "kv",
+                "mtp", "acceptance", "overlap", "kv_offload", "mode")
 
 
 def register(sub: Any) -> None:
@@ -90,21 +79,32 @@ def register(sub: Any) -> None:
         "the binding term, memory per GPU, TPOT and throughput per user and per GPU.",
         epilog=POINT_EPILOG,
     )
-    w = p.add_argument_group("system and model")
-    w.add_argument("--model", required=True, help="bundled model name or path (YAML or config.json)")
-    w.add_argument("--hardware", required=True, help="bundled system name or path to a YAML")
-    add_stack(w)
-    w.add_argument("--gpus", type=positive_int, required=True,
-                   help="GPUs in the instance (count; required)")
+    add_scenario_options(p, POINT_FIELDS, scenario_file=False, changes={
+        "model": {"required": True},
+        "systems": {"required": True, "help": "bundled system name or path to a YAML (NAME@STACK picks a "
+                                              "stack's fit)"},
+        "gpus": {"required": True, "help": "GPUs in the instance (count)"},
+        "tp_attn": {"help": "attention tensor-parallel degree (GPUs; default 1, or gpus / --dp-attn)"},
+        "ep": {"help": "expert-parallel degree (GPUs; default gpus / --tp-moe)"},
+        "tp_moe": {"help": "expert tensor-parallel degree (GPUs; default 1, or gpus / --ep)"},
+        "context": {"help": "mean KV-cache length per sequence (tokens; required for decode)"},
+        "weights": {"help": "routed-expert storage format: bf16, fp8, nvfp4, mxfp4, int4_g32, int4_a8 "
+                            "(default: the model's)"},
+        "mtp": {"default": None, "metavar": "off|N",
+                "help": "speculative / MTP draft tokens per step (tokens; default off)"},
+        "acceptance": {"help": "speculative acceptance with --mtp N, as frontier and compare take it: tokens "
+                               "per step (>= 1, at most N + 1, e.g. 2.3) or a per-draft acceptance rate "
+                               "(< 1, e.g. 0.7); default: the model's published figures"},
+        "overlap": {"default": False, "action": "store_true",
+                    "help": "two-micro-batch overlap of communication with compute (default off)"},
+        "kv_offload": {"help": "let the KV cache spill to CPU-attached memory where the system has it "
+                               "(default off)"},
+        "mode": {"help": "bound: every efficiency 1 and every latency 0 (the speed of light); realistic: "
+                         "the system's measured efficiencies (default realistic)"},
+    })
     lay = p.add_argument_group("layout (products must equal --gpus)")
-    lay.add_argument("--tp-attn", type=positive_int, default=None,
-                     help="attention tensor-parallel degree (GPUs; default 1, or gpus / --dp-attn)")
     lay.add_argument("--dp-attn", type=positive_int, default=None,
                      help="attention data-parallel degree (ranks; default gpus / --tp-attn)")
-    lay.add_argument("--ep", type=positive_int, default=None,
-                     help="expert-parallel degree (GPUs; default gpus / --tp-moe)")
-    lay.add_argument("--tp-moe", type=positive_int, default=None,
-                     help="expert tensor-parallel degree (GPUs; default 1, or gpus / --ep)")
     lay.add_argument("--expert-slots", type=positive_int, default=None,
                      help="routed-expert slots incl. redundant replicas (count; default: the fewest "
                      ">= the routed experts that EP divides)")
@@ -112,31 +112,10 @@ def register(sub: Any) -> None:
     wl.add_argument("--batch", type=positive_int, default=None,
                     help="concurrent sequences in the instance (count; required for decode, default "
                     "1 prompt for --prefill)")
-    wl.add_argument("--context", type=positive_float, default=None,
-                    help="mean KV-cache length per sequence (tokens; required for decode)")
     wl.add_argument("--prefill", action="store_true",
                     help="evaluate one prefill pass of --batch prompts instead of a decode step")
     wl.add_argument("--prompt", type=positive_int, default=None,
                     help="prompt length for --prefill (tokens; required with --prefill)")
-    pr = p.add_argument_group("precision, speculation, execution")
-    pr.add_argument("--weights", default=None,
-                    help="routed-expert storage format: bf16, fp8, nvfp4, mxfp4, int4_g32, int4_a8 "
-                    "(default: the model's)")
-    pr.add_argument("--kv", default=None, help="KV-cache storage: bf16 or fp8 (default: the model's)")
-    pr.add_argument("--mtp", type=_mtp, default=None, metavar="off|N",
-                    help="speculative / MTP draft tokens per step (tokens; default off)")
-    pr.add_argument("--acceptance", type=acceptance_arg, default=None, metavar="A",
-                    help="speculative acceptance with --mtp N, as frontier and compare take it: tokens "
-                    "per step (>= 1, at most N + 1, e.g. 2.3) or a per-draft acceptance rate (< 1, "
-                    "e.g. 0.7); default: the model's published figures")
-    pr.add_argument("--overlap", action="store_true",
-                    help="two-micro-batch overlap of communication with compute (default off)")
-    pr.add_argument("--kv-offload", action="store_true",
-                    help="let the KV cache spill to CPU-attached memory where the system has it "
-                    "(default off)")
-    pr.add_argument("--mode", choices=("bound", "realistic"), default="realistic",
-                    help="bound: every efficiency 1 and every latency 0 (the speed of light); "
-                    "realistic: the system's measured efficiencies (default realistic)")
     p.add_argument("--json", action="store_true",
                    help="print the result as JSON (SI units: s, B, tokens/s) instead of the table")
 
@@ -172,9 +151,9 @@ def _layout_args(args: argparse.Namespace) -> int | None:
 
 def _cmd_point(args: argparse.Namespace) -> int:
     from planner.physics.step import decode_step, prefill
-    from planner.specs.registry import load_hardware, load_model
 
-    model, hw = load_model(args.model), load_hardware(args.hardware)
+    sc = scenario_from_args(args)
+    model = sc.load_model()
     tp_attn = _layout_args(args)
     if args.ep is not None and args.tp_moe is not None and args.ep * args.tp_moe != args.gpus:
         raise SpecError("<input>", "--ep", f"--ep x --tp-moe = --gpus ({args.gpus}), "
@@ -182,16 +161,14 @@ def _cmd_point(args: argparse.Namespace) -> int:
     for flag, val in (("--ep", args.ep), ("--tp-moe", args.tp_moe)):
         if val is not None and args.gpus % val:
             raise SpecError("<input>", flag, f"a divisor of --gpus ({args.gpus}), got {val}")
-    common = dict(gpus=args.gpus, tp_attn=tp_attn, ep=args.ep, tp_moe=args.tp_moe,
-                  expert_slots=args.expert_slots, weights=args.weights, kv=args.kv,
-                  overlap=args.overlap, mode=args.mode)
+    sc = sc.replace(model=model, tp_attn=tp_attn)
     if args.prefill:
         if args.prompt is None:
             raise SpecError("<input>", "--prompt", "a prompt length in tokens with --prefill")
         if args.mtp is not None:
             raise SpecError("<input>", "--mtp", "off with --prefill (drafts are a decode feature)")
-        res = prefill(model, hw, prompt=args.prompt,
-                      batch=args.batch if args.batch is not None else 1.0, **common)
+        res = prefill(sc, prompt=args.prompt, batch=args.batch if args.batch is not None else 1.0,
+                      expert_slots=args.expert_slots)
     else:
         if args.batch is None:
             raise SpecError("<input>", "--batch", "the number of concurrent sequences in the instance")
@@ -202,24 +179,18 @@ def _cmd_point(args: argparse.Namespace) -> int:
                             f"{args.context:g}")
         if args.prompt is not None:
             raise SpecError("<input>", "--prompt", "used only with --prefill (decode takes --context)")
-        mtp: Any = args.mtp
-        if args.acceptance is not None:
-            if mtp is None:
-                raise SpecError("<input>", "--acceptance", "used only with --mtp N")
-            a = float(args.acceptance)
-            if a >= 1.0:  # tokens per step: the per-draft rate that gives it with N drafts
-                if a > mtp + 1:
-                    raise SpecError("<input>", "--acceptance", f"at most {mtp + 1} tokens per step with "
-                                    f"--mtp {mtp} (or a per-draft rate below 1), got {a:g}")
-                from planner.serving.percentiles import acceptance_rate
-
-                a = float(acceptance_rate(a, mtp))
-            mtp = {"draft_tokens": mtp, "acceptance_rate": a}
-        elif mtp and model.mtp_acceptance <= 0:
+        if args.acceptance is not None and args.mtp is None:
+            raise SpecError("<input>", "--acceptance", "used only with --mtp N")
+        if args.mtp and args.acceptance is None and model.mtp_acceptance <= 0:
             raise SpecError("<input>", "--acceptance", f"a per-token acceptance rate with --mtp: "
                             f"{model.name} has no published default")
-        res = decode_step(model, hw, batch=args.batch, context=args.context, mtp=mtp,
-                          kv_offload=args.kv_offload, **common)
+        try:
+            res = decode_step(sc, batch=args.batch, context=args.context, expert_slots=args.expert_slots)
+        except SpecError as exc:  # the one configuration's speculation, named by its flag
+            if exc.where != "<input>" or exc.field not in ("acceptance", "mtp"):
+                raise
+            raise SpecError("<input>", f"--{exc.field}", exc.expected.replace("mtp N", "--mtp N")
+                            .replace("with mtp", "with --mtp")) from None
     if not res.feasible:  # one line on stderr, nothing on stdout (as for any bad input)
         length = args.prompt if args.prefill else args.context
         model.check_length(length, "prompt" if args.prefill else "context")  # says which window
@@ -228,7 +199,7 @@ def _cmd_point(args: argparse.Namespace) -> int:
     counts = _counts(model, res)
     binding = _binding_term(res, counts)
     if args.json:
-        d = res.to_dict()
+        d = {"scenario": sc.to_dict(), **res.to_dict()}
         d["binding_term"] = binding
         d["per_step_s"] = {t: res.terms[t] * counts[t] for t in res.terms}
         d["units"] = "SI: seconds, bytes per GPU, tokens/s; terms_s per layer (lm_head, draft, " \

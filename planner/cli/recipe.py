@@ -7,8 +7,10 @@ import json
 import os
 from typing import Any
 
-from planner.cli.common import STACKS, DefaultInt, add_command, positive_float, positive_int, print_json
+from planner.cli.common import add_command, positive_float, print_json
+from planner.cli.options import add_scenario_options, scenario_from_args
 from planner.errors import SpecError
+from planner.specs.scenario import STACKS
 
 
 def cmd_recipe(args: argparse.Namespace) -> int:
@@ -17,16 +19,18 @@ def cmd_recipe(args: argparse.Namespace) -> int:
 
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise SpecError(args.out, "--out", "a directory (the recipes and their sidecars are written into it)")
-    stacks = list(dict.fromkeys(args.stack_names or STACKS))
+    named = getattr(args, "stack", None)  # (several stacks: each point's scenario takes one)
+    if named is not None:
+        del args.stack
+    sc = scenario_from_args(args)
+    stacks = list(dict.fromkeys(named or STACKS))
     recipes, refused, errors = [], [], []
     for stack in stacks:
         for x in args.at:
             try:
-                recipes.append(build(args.model, args.hardware, stack=stack, serving=args.serving, at=x,
-                                     isl=args.isl, osl=args.osl, weights=args.weights, mtp=args.mtp,
-                                     search=args.search, checkpoint=args.checkpoint))
+                recipes.append(build(sc.replace(stack=stack), x, checkpoint=args.checkpoint))
             except SpecError as exc:
-                if args.stack_names:  # a stack asked by name that cannot run the point: one line, exit 2
+                if named:  # a stack asked by name that cannot run the point: one line, exit 2
                     raise
                 refused.append((stack, x, exc.expected if hasattr(exc, "expected") else str(exc)))
                 errors.append(exc)
@@ -43,7 +47,8 @@ def cmd_recipe(args: argparse.Namespace) -> int:
         outputs.append(("--out", base + ".json", json.dumps(r.sidecar, indent=2) + "\n"))
     write_outputs(outputs)
     if args.json:
-        print_json({"recipes": [{"path": os.path.join(args.out, r.name + ".yaml"), **r.sidecar}
+        print_json({"scenario": sc.to_dict(),
+                    "recipes": [{"path": os.path.join(args.out, r.name + ".yaml"), **r.sidecar}
                                 for r in recipes],
                     "refused": [{"stack": s, "at": x, "why": w} for s, x, w in refused]})
         return 0
@@ -106,8 +111,6 @@ def print_pool_recipes(summary: dict[str, Any]) -> None:
 
 
 def register(sub: Any) -> None:
-    from planner.cli.frontier import _mtp
-
     p = add_command(
         sub, "recipe", cmd_recipe,
         help="launch recipes of frontier points: Dynamo graph deployments with the stack's flags, and "
@@ -122,23 +125,20 @@ def register(sub: Any) -> None:
         epilog="examples:\n  moe-planner recipe --out recipes --at 20 50 100\n"
         "  moe-planner recipe --hardware hgx-h200 --stack sglang --at 50 --out recipes\n"
         "  moe-planner validate --frontiers result.csv --recipe recipes/NAME.json")
-    p.add_argument("--model", default="kimi-k2-thinking", help="model (default kimi-k2-thinking)")
-    p.add_argument("--hardware", default="gb200-nvl72", help="system (default gb200-nvl72)")
-    p.add_argument("--stack", nargs="+", choices=STACKS, default=None, dest="stack_names", metavar="STACK",
-                   help=f"serving stacks ({', '.join(STACKS)}; default: each that can run the point, "
-                        "the others named with why not)")
-    p.add_argument("--serving", choices=("aggregated", "disaggregated"), default="disaggregated",
-                   help="aggregated: one worker; disaggregated (default): prefill and decode workers")
-    p.add_argument("--isl", type=positive_int, default=DefaultInt(1024), help="input tokens (default 1024)")
-    p.add_argument("--osl", type=positive_int, default=DefaultInt(1024), help="output tokens (default 1024)")
+    add_scenario_options(p, ("model", "systems", "stack", "serving", "isl", "osl", "weights", "mtp",
+                             "search"), changes={
+        "systems": {"default": "gb200-nvl72", "help": "system"},
+        "stack": {"nargs": "+", "metavar": "STACK",
+                  "help": "serving stacks (trtllm, sglang, vllm; default: each that can run the point, the "
+                          "others named with why not)"},
+        "serving": {"choices": ("aggregated", "disaggregated"),
+                    "help": "aggregated: one worker; disaggregated: prefill and decode workers"},
+        "search": {"choices": ("rules", "recipes"),
+                   "help": "the deployment search the point is read from: rules (default) or recipes"},
+        "weights": {"help": "routed-expert storage (default: the frontier's best)"}})
     p.add_argument("--at", nargs="+", type=positive_float, required=True, metavar="X",
-                   help="tokens/s per user of each point")
-    p.add_argument("--search", choices=("rules", "recipes"), default=None,
-                   help="deployment search (default rules)")
-    p.add_argument("--weights", default=None, help="routed-expert storage (default: the frontier's best)")
-    p.add_argument("--mtp", type=_mtp, default="auto", help="speculation: off, auto (default) or drafts")
+                   help="tokens/s per user of each point (the most tokens/s per GPU at least that fast)")
     p.add_argument("--checkpoint", default=None,
                    help="checkpoint id or path (default: the model's at its weights, stack_flags.yaml)")
     p.add_argument("--out", required=True, metavar="DIR", help="directory the recipes are written into")
     p.add_argument("--json", action="store_true", help="print the sidecars as JSON")
-    p.set_defaults(stack=None)

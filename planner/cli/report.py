@@ -186,10 +186,11 @@ def report_page(c: Any, verdict: dict[str, Any], *, argv: list[str], hardware: l
                 explain: pd.DataFrame | None, moves: pd.DataFrame | None,
                 ratio_band: dict[str, Any] | None) -> str:
     """Draw the figure and render the page (written with the command's other outputs)."""
-    from planner.plot import plot_frontiers
+    from planner.plot import Marks, plot_frontiers
     from planner.specs.registry import load_model
 
-    fig = plot_frontiers([c.a, c.b], c.ratio, bands=bands, limits=limits, threshold=threshold, peak=peak)
+    fig = plot_frontiers([c.a, c.b], c.ratio, bands=bands, limits=limits,
+                         marks=Marks(threshold=threshold, peak=peak))
     model = load_model(c.settings["model"])
     facts = {"source": model.source, "mtp_source": model.mtp_source, "speculation source": model.spec_source}
     return render(c, verdict, argv=argv, figure=_svg(fig), explain=explain, moves=moves,

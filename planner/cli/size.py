@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from planner.cli.common import (
     add_command,
-    add_stack,
     check_output_args,
     json_safe,
     plain_number,
@@ -19,13 +18,18 @@ from planner.cli.common import (
     print_json,
     savefig_to,
 )
-from planner.cli.frontier import RATE_SERVING, workload_parent
+from planner.cli.frontier import LENGTHS, RATE_SERVING, SEARCH, SESSIONS, scenario_parent
+from planner.cli.options import scenario_from_args
 from planner.errors import SpecError
 from planner.outputs import table, write_outputs
 from planner.specs.regions import REGIONS
 
 if TYPE_CHECKING:
     import pandas as pd
+
+#: what size takes of the scenario: the question and the frontier's options but its metric (demand
+#: is output tokens/s), and the region the systems are bought in
+SIZE_FIELDS = ("model", "systems", "stack", *LENGTHS, *SESSIONS, *SEARCH, "search", "region")
 
 FIGURE_LABELS = {
     "price_per_unit": "price per {unit}",
@@ -184,7 +188,7 @@ def _option_json(r: dict[str, Any], figs: dict[str, Any], sds: dict[str, float] 
 
 def _settings(a: dict[str, Any]) -> dict[str, Any]:
     return {k: json_safe(v) if not isinstance(v, list | dict) else v for k, v in a.items()
-            if k not in ("figures", "recipes")}
+            if k not in ("figures", "recipes", "scenario")}
 
 
 def _recipes_json(a: dict[str, Any]) -> dict[str, Any]:
@@ -194,16 +198,19 @@ def _recipes_json(a: dict[str, Any]) -> dict[str, Any]:
 
 # ---- the command ---------------------------------------------------------------------------------
 def cmd_size(args: argparse.Namespace) -> int:
+    from planner.cli.workload import workload_asked
     from planner.economics import sizing
-    from planner.economics.options import SEARCH_KEYS, WORKLOAD_KEYS
-    from planner.specs.registry import load_systems
+    from planner.economics.cost import Costs
 
-    hws = load_systems(args.hardware, "--hardware")  # unknown hardware fails here, before any search
+    workload_asked(args)  # (a flag --workload replaces: refused before the scenario is built)
+    sc = scenario_from_args(args)
+    hws = sc.load_systems("--hardware")  # unknown hardware fails here, before any search
     names = [h.name for h in hws]
     inverse = args.power_budget_mw is not None or args.fleet_units is not None
-    demand = dict(demand_tps=args.demand_tps, users=args.users, requests_per_s=args.requests_per_s,
-                  profile=args.profile)
-    has_demand = any(v is not None for v in demand.values())
+    given = dict(demand_tps=args.demand_tps, users=args.users, requests_per_s=args.requests_per_s,
+                 profile=args.profile)
+    demand = {k: v for k, v in given.items() if v is not None}
+    has_demand = bool(demand)
     if not has_demand and not inverse:
         raise SpecError("<input>", "demand", "one of --demand-tps, --users, --requests-per-s or --profile "
                         "(or ask --power-budget-mw / --fleet-units)")
@@ -219,33 +226,29 @@ def cmd_size(args: argparse.Namespace) -> int:
     from planner.cli.recipe import check_recipes_dir
 
     check_recipes_dir(args.recipes)
-    from planner.cli.workload import session_keywords
-
-    common = dict(serving=args.serving, isl=args.isl, osl=args.osl, max_ttft=args.max_ttft, pue=args.pue,
-                  usd_per_kwh=args.usd_per_kwh, years=args.years, basis=args.basis,
+    costs = Costs(pue=args.pue, usd_per_kwh=args.usd_per_kwh, years=args.years, basis=args.basis,
                   usd_per_unit=_override(args.usd_per_unit, "--usd-per-unit", names),
                   usd_per_gpu_hour=_override(args.usd_per_gpu_hour, "--usd-per-gpu-hour", names),
-                  watts_per_gpu=_override(args.watts_per_gpu, "--watts-per-gpu", names),
-                  region=args.region, **{k: getattr(args, k) for k in SEARCH_KEYS if k not in WORKLOAD_KEYS},
-                  **session_keywords(args))
+                  watts_per_gpu=_override(args.watts_per_gpu, "--watts-per-gpu", names))
+    sized = sc.replace(systems=tuple(hws), stack=None)  # (loaded once, under their own names)
     options: list[Any] = []
-    if args.recipes:
-        common["options_out"] = options
+    out = options if args.recipes else None
     if args.power_budget_mw is not None:
-        df = sizing.power_budget(args.model, hws, args.power_budget_mw, min_tps_user=args.min_tps_user,
-                                 **common)
+        df = sizing.power_budget(sized, args.power_budget_mw, min_tps_user=args.min_tps_user, costs=costs,
+                                 options_out=out)
         report = _report_budget
     elif args.cost_target is not None:
-        df = sizing.cost_target(args.model, hws, args.cost_target, **demand, **common)
+        df = sizing.cost_target(sized, args.cost_target, demand, costs=costs, options_out=out)
         report = _report_cost
     elif args.fleet_units is not None:
         levels = args.levels or sorted(set(sizing.DEFAULT_LEVELS) | (
             {args.min_tps_user} if args.min_tps_user else set()))
-        df = sizing.fleet_capacity(args.model, hws, args.fleet_units, levels=levels, **common)
+        df = sizing.fleet_capacity(sized, args.fleet_units, levels=levels, costs=costs, options_out=out)
         report = _report_fleet
     else:
-        df = sizing.size(args.model, hws, min_tps_user=args.min_tps_user, **demand, **common)
+        df = sizing.size(sized, demand, min_tps_user=args.min_tps_user, costs=costs, options_out=out)
         report = _report_size
+    df.attrs["scenario"] = sc.to_dict()
     from planner.truth.uncertainty import unmeasured_log_sd
 
     df.attrs["datasheet_log_sd"] = {h.name: unmeasured_log_sd(h) for h in hws}
@@ -254,8 +257,7 @@ def cmd_size(args: argparse.Namespace) -> int:
         from planner.plot import plot_sizing
 
         level = args.min_tps_user
-        common.pop("options_out", None)
-        curve = sizing.sizing_curve(args.model, hws, **demand, **common, also_at=[level] if level else [])
+        curve = sizing.sizing_curve(sized, demand, costs=costs, also_at=[level] if level else [])
         outputs.append(("--plot", args.plot, savefig_to(lambda: plot_sizing(
             curve, level=level, cost_target=args.cost_target, basis=args.basis), args.plot)))
     summary = None
@@ -284,7 +286,7 @@ def _report_size(df: pd.DataFrame, args: argparse.Namespace) -> None:
     figs = a.get("figures", {})
     if args.json:
         ok = df[df.feasible]
-        print_json({"settings": _settings(a), **_recipes_json(a),
+        print_json({"scenario": a["scenario"], "settings": _settings(a), **_recipes_json(a),
                     "cheapest": str(df.loc[df.cheapest, "hardware"].iloc[0]) if df.cheapest.any() else None,
                     "options": {r["hardware"]: _option_json(r, figs, a.get("datasheet_log_sd", {}))
                                 for r in df.to_dict("records")},
@@ -338,7 +340,7 @@ def _report_size(df: pd.DataFrame, args: argparse.Namespace) -> None:
 def _report_budget(df: pd.DataFrame, args: argparse.Namespace) -> None:
     a = df.attrs
     if args.json:
-        print_json({"settings": _settings(a), **_recipes_json(a), "power_budget": {
+        print_json({"scenario": a["scenario"], "settings": _settings(a), **_recipes_json(a), "power_budget": {
             r["hardware"]: _option_json(r, a.get("figures", {})) for r in df.to_dict("records")}})
         return
     _header(a, f"# power budget {a['power_budget_mw']:g} MW of facility power (PUE {a['pue']:g}): "
@@ -357,7 +359,7 @@ def _report_budget(df: pd.DataFrame, args: argparse.Namespace) -> None:
 def _report_cost(df: pd.DataFrame, args: argparse.Namespace) -> None:
     a = df.attrs
     if args.json:
-        print_json({"settings": _settings(a), **_recipes_json(a), "cost_target": {
+        print_json({"scenario": a["scenario"], "settings": _settings(a), **_recipes_json(a), "cost_target": {
             r["hardware"]: _option_json(r, a.get("figures", {})) for r in df.to_dict("records")}})
         return
     basis = "owned: capex + energy" if a["basis"] == "own" else "rental"
@@ -381,7 +383,7 @@ def _report_fleet(df: pd.DataFrame, args: argparse.Namespace) -> None:
         out: dict[str, list[dict[str, Any]]] = {}
         for r in df.to_dict("records"):
             out.setdefault(r["hardware"], []).append(_option_json(r, figs))
-        print_json({"settings": _settings(a), **_recipes_json(a), "fleet": out})
+        print_json({"scenario": a["scenario"], "settings": _settings(a), **_recipes_json(a), "fleet": out})
         return
     _header(a, f"# fixed fleet: {a['fleet_units']} units of each option; load served at each service level")
     rows = []
@@ -402,7 +404,11 @@ def _report_fleet(df: pd.DataFrame, args: argparse.Namespace) -> None:
 def register(sub: Any) -> None:
     p = add_command(
         sub, "size", cmd_size,
-        parents=[workload_parent(RATE_SERVING, metrics=(), search=True, sessions=True)],
+        parents=[scenario_parent(SIZE_FIELDS, serving={"choices": RATE_SERVING}, model={"required": True},
+                                 systems={"required": True, "nargs": "+",
+                                          "help": "one or more systems to size (NAME@STACK picks a "
+                                                  "stack's fit)"},
+                                 region={"choices": REGIONS})],
         help="procurement sizing: from demand and a service level to GPUs, racks, MW and dollars",
         description="For each hardware option, the best frontier configuration meeting the service level "
         "(tokens/s per user; TTFT for the disaggregated prefill pool), then the deployment for the "
@@ -419,9 +425,6 @@ def register(sub: Any) -> None:
         "--min-tps-user 50 --plot sizing.png\n"
         "profile files: YAML (a list of 24 output tokens/s, or {unit: output_tps|users|requests_per_s, "
         "hourly: [...]}) or CSV (24 rows; optional header naming the unit, optional hour column)")
-    p.add_argument("--model", required=True, help="bundled model name or path (YAML or config.json)")
-    p.add_argument("--hardware", required=True, nargs="+", metavar="H", help="one or more systems to size")
-    add_stack(p)
     d = p.add_argument_group("demand (one of)").add_mutually_exclusive_group()
     d.add_argument("--demand-tps", type=positive_float, metavar="X", help="peak output tokens/s")
     d.add_argument("--users", type=positive_int, metavar="N",
@@ -458,9 +461,6 @@ def register(sub: Any) -> None:
     p.add_argument("--levels", nargs="+", type=positive_float, metavar="X",
                    help="service levels for --fleet-units, tokens/s/user (default 10 20 50 100 200 and "
                         "--min-tps-user)")
-    p.add_argument("--region", choices=REGIONS, metavar="R",
-                   help="size only the systems that may be sold in region R (system.regions: "
-                        f"{', '.join(REGIONS)}); the others are named and left out")
     p.add_argument("--recipes", metavar="DIR", help="also write the launch recipe of each option's "
                    "deployment into DIR: a Dynamo graph deployment with the flags of the stack it was priced "
                    "on, the benchmark that measures it and a .json sidecar of the prediction (an option the "

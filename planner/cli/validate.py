@@ -8,7 +8,6 @@ from typing import Any
 
 from planner.cli.common import (
     add_command,
-    add_stack,
     check_output_args,
     json_safe,
     plain_number,
@@ -670,17 +669,20 @@ def _what_if_arg(text: str) -> tuple[str, float]:
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
-    from planner.cli.frontier import frontier_kwargs
+    from planner.cli.frontier import SENSITIVITY_FIELDS
+    from planner.cli.options import scenario_from_args
     from planner.outputs import table
     from planner.truth.sensitivity import elasticities, what_if
 
-    kw = frontier_kwargs(args)
+    sc = scenario_from_args(args)
+    kw = {n: getattr(sc, n) for n in SENSITIVITY_FIELDS if n not in ("model", "systems", "stack")}
+    model, hw = sc.load_model(), sc.load_system()
     if kw["serving"] == "prefill":
         raise SpecError("<input>", "--serving", "decode, aggregated or disaggregated (sensitivities are "
                         "taken at a per-user rate)")
     if args.what_if:
         param, factor = args.what_if
-        w = what_if(args.model, args.hardware, factor=factor, param=param, at=args.at, **kw)
+        w = what_if(model, hw, factor=factor, param=param, at=args.at, **kw)
         if args.json:
             print_json(json_safe(w))
             return 0
@@ -691,9 +693,9 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
                  _cfg(w["config_new"])]]
         print(table(rows, ["system", "tok/s/GPU", "gain", "binds", "configuration"]))
         return 0
-    e = elasticities(args.model, args.hardware, at_tps_user=args.at, symbolic=not args.no_symbolic, **kw)
+    e = elasticities(model, hw, at_tps_user=args.at, symbolic=not args.no_symbolic, **kw)
     if args.json:
-        print_json(json_safe({"settings": {k: v for k, v in e.attrs.items()},
+        print_json(json_safe({"scenario": sc.to_dict(), "settings": {k: v for k, v in e.attrs.items()},
                            "elasticities": e.to_dict("records")}))
         return 0
     a = e.attrs
@@ -792,10 +794,13 @@ def register(sub: Any) -> None:
     c.add_argument("--no-loo", action="store_true", help="skip the leave-one-out refits")
 
     from planner.cli.common import positive_float
-    from planner.cli.frontier import RATE_SERVING, workload_parent
+    from planner.cli.frontier import RATE_SERVING, SENSITIVITY_FIELDS, scenario_parent
 
     s = add_command(
-        sub, "sensitivity", cmd_sensitivity, parents=[workload_parent(RATE_SERVING)],
+        sub, "sensitivity", cmd_sensitivity, parents=[scenario_parent(
+            SENSITIVITY_FIELDS, serving={"choices": RATE_SERVING}, model={"required": True},
+            systems={"required": True, "help": "bundled system name or path (NAME@STACK picks a stack's "
+                                               "fit)"})],
         help="elasticity of tokens/s per GPU to each hardware resource at a per-user rate; what-ifs",
         description="d ln(tokens/s per GPU) / d ln(resource) at a fixed tokens/s per user for HBM "
         "bandwidth, NVLink bandwidth, NIC bandwidth, FLOP/s and HBM capacity: by central differences "
@@ -804,9 +809,6 @@ def register(sub: Any) -> None:
         epilog="examples:\n  moe-planner sensitivity --model kimi-k2-thinking --hardware hgx-h200 --at 50\n"
         "  moe-planner sensitivity --model kimi-k2-thinking --hardware hgx-h200 --at 50 "
         "--what-if su_bandwidth=2")
-    s.add_argument("--model", required=True, help="bundled model name or path")
-    s.add_argument("--hardware", required=True, help="bundled system name or path")
-    add_stack(s)
     s.add_argument("--at", type=positive_float, default=50.0, help="tokens/s per user (default 50)")
     s.add_argument("--what-if", type=_what_if_arg, default=None, metavar="PARAM=FACTOR",
                    help="scale one resource (hbm_bandwidth, su_bandwidth, so_bandwidth, flops, "

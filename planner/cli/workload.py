@@ -56,39 +56,20 @@ def workload_asked(args: argparse.Namespace) -> bool:
     return True
 
 
-def session_keywords(args: argparse.Namespace) -> dict[str, Any]:
-    """``workload``, ``slo`` and ``kv_tiers`` for the sizing functions (after :func:`workload_asked`)."""
-    from planner.specs.workload import parse_slo
+def _tiers(sc: Any) -> tuple[str, ...]:
+    from planner.specs.workload import KV_TIERS
 
-    if not workload_asked(args):
-        return {"workload": None, "slo": None, "kv_tiers": None}
-    slo = parse_slo(args.slo, "<input>", "--slo") if args.slo is not None else None
-    return {"workload": args.workload, "slo": slo, "kv_tiers": _tiers(args)}
+    return KV_TIERS if sc.kv_tiers is None else tuple(sc.kv_tiers)
 
 
-def _tiers(args: argparse.Namespace) -> tuple[str, ...]:
-    from planner.specs.workload import KV_TIERS, parse_tiers
-
-    return KV_TIERS if args.kv_tiers is None else parse_tiers(args.kv_tiers, "<input>", "--kv-tiers")
-
-
-def _run(args: argparse.Namespace, hardware: str, tiers: tuple[str, ...]) -> Any:
+def _run(sc: Any, hardware: str, tiers: tuple[str, ...]) -> Any:
     from planner.serving.workloads import workload_frontier
-    from planner.specs.workload import parse_slo
 
-    slo = parse_slo(args.slo, "<input>", "--slo") if args.slo is not None else None
-    return workload_frontier(
-        args.model,
-        hardware,
-        args.workload,
-        tiers=tiers,
-        serving=args.serving,
-        mode=args.mode,
-        weights=args.weights,
-        kv=args.kv,
-        mtp=args.mtp,
-        slo=slo,
-    )
+    return workload_frontier(sc.on(hardware).replace(kv_tiers=tiers))
+
+
+def _settings(df: Any, *leave_out: str) -> dict[str, Any]:
+    return {k: json_safe(v) for k, v in df.attrs.items() if k not in ("scenario", *leave_out)}
 
 
 def _names(df: Any) -> tuple[str, str]:
@@ -136,9 +117,9 @@ def _header(df: Any) -> str:
     )
 
 
-def cmd_frontier_workload(args: argparse.Namespace) -> int:
+def cmd_frontier_workload(args: argparse.Namespace, sc: Any) -> int:
     check_output_args(args, files=["csv"], plots=["plot"])
-    df = _run(args, args.hardware, _tiers(args))
+    df = _run(sc, args.hardware, _tiers(sc))
     outputs: list[tuple[str, str, Any]] = []
     if args.csv:
         outputs.append(("--csv", args.csv, lambda tmp: df.to_csv(tmp, index=False)))
@@ -151,7 +132,7 @@ def cmd_frontier_workload(args: argparse.Namespace) -> int:
         )
     write_outputs(outputs)
     if args.json:
-        print_json({"settings": {k: json_safe(v) for k, v in df.attrs.items()}, "points": _points(df)})
+        print_json({"scenario": sc.to_dict(), "settings": _settings(df), "points": _points(df)})
         return 0
     a = df.attrs
     print(f"# frontier: {a['model']} on {a['hardware']}, {a['serving']}, {a['mode']} mode")
@@ -208,7 +189,7 @@ def _y(df: Any, x: float) -> float:
     return float("nan") if r is None else float(r.tps_per_gpu)
 
 
-def cmd_compare_workload(args: argparse.Namespace) -> int:
+def cmd_compare_workload(args: argparse.Namespace, sc: Any) -> int:
     import numpy as np
 
     from planner.serving.workloads import kv_tiers
@@ -219,9 +200,9 @@ def cmd_compare_workload(args: argparse.Namespace) -> int:
         if getattr(args, flag, False):
             raise SpecError("<input>", f"--{flag}", "no --workload with it (not yet modelled for workloads)")
     check_output_args(args, files=["csv"], plots=["plot"])
-    tiers = _tiers(args)
+    tiers = _tiers(sc)
     off = tuple(t for t in tiers if t == "hbm")
-    runs = {(h, k): _run(args, h, t) for h in args.hardware for k, t in (("on", tiers), ("off", off))}
+    runs = {(h, k): _run(sc, h, t) for h in args.hardware for k, t in (("on", tiers), ("off", off))}
     levels = np.asarray(args.levels, float)
     table_rows, out_rows = [], []
     for x in levels:
@@ -257,7 +238,7 @@ def cmd_compare_workload(args: argparse.Namespace) -> int:
     first = runs[(args.hardware[0], "on")]
     mid = float(levels[len(levels) // 2])
     if args.json:
-        print_json({"settings": {k: json_safe(v) for k, v in first.attrs.items() if k != "hardware"},
+        print_json({"scenario": sc.to_dict(), "settings": _settings(first, "hardware"),
                     "hardware": list(args.hardware), "table": json_safe(out_rows),
                     "kv_tiers": json_safe({"at_tps_per_user": mid,
                                            **{h: kv_tiers(runs[(h, "on")], mid) for h in args.hardware}}),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,38 @@ SECONDS_PER_YEAR = HOURS_PER_YEAR * 3600.0
 DEFAULT_PUE = 1.3
 DEFAULT_USD_PER_KWH = 0.08
 DEFAULT_YEARS = 4.0
+#: how a deployment is paid for: owned (capex over the years + energy) or rented (GPU-hours)
+BASES = ("own", "rental")
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What sizing prices a deployment with: the facility's PUE, the energy price (USD/kWh), the
+    years capex is spread over, overrides of the spec files' unit price (USD per rack or node),
+    rental price (USD per GPU-hour) and power (W per GPU), each a number for every system or
+    ``{system name: number}``, and the ``basis`` a cost per token is quoted on (``own`` or
+    ``rental``).  Unset overrides take each spec's figure, printed with its source."""
+
+    pue: float = DEFAULT_PUE
+    usd_per_kwh: float = DEFAULT_USD_PER_KWH
+    years: float = DEFAULT_YEARS
+    usd_per_unit: Any = None
+    usd_per_gpu_hour: Any = None
+    watts_per_gpu: Any = None
+    basis: str = "own"
+
+    def __post_init__(self) -> None:
+        if self.basis not in BASES:
+            raise SpecError("<input>", "basis", f"one of {', '.join(BASES)}, got {self.basis!r}")
+
+    def figures(self, hw: Hardware) -> dict[str, dict[str, Any]]:
+        """:func:`figures` of ``hw`` at these costs."""
+        return figures(hw, pue=self.pue, usd_per_kwh=self.usd_per_kwh, years=self.years,
+                       usd_per_unit=self.usd_per_unit, usd_per_gpu_hour=self.usd_per_gpu_hour,
+                       watts_per_gpu=self.watts_per_gpu)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in vars(self).items()}
 
 GLOBAL_SOURCES = {
     "pue": "default assumption (liquid-cooled AI data hall); override with --pue / pue=",

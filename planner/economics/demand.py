@@ -33,6 +33,14 @@ class Demand:
     hourly: tuple[float, ...]    #: one value (a peak held all day) or 24
     source: str = ""             #: where it came from (flag or file)
 
+    @classmethod
+    def of(cls, demand_tps: float | None = None, users: float | None = None,
+           requests_per_s: float | None = None, profile: Any = None,
+           profile_unit: str = "output_tps") -> Demand:
+        """Exactly one of a peak in output tokens/s, concurrent users, requests/s, or a daily
+        profile (24 hourly loads, or a CSV/YAML file), checked (:func:`make_demand`)."""
+        return make_demand(demand_tps, users, requests_per_s, profile, profile_unit)
+
     def output_tps(self, tps_per_user: float, osl: float) -> np.ndarray:
         """Hourly output tokens/s: users x tokens/s/user, requests/s x OSL."""
         v = np.asarray(self.hourly, dtype=float)
@@ -62,6 +70,20 @@ class Demand:
             return (f"daily profile of {words} (peak {num(v.max())}, mean {num(v.mean())}"
                     f"{', from ' + self.source if self.source else ''})")
         return f"{num(self.hourly[0])} {words}"
+
+
+def as_demand(demand: Any) -> Demand:
+    """A :class:`Demand` from one: itself; a number (peak output tokens/s); or a mapping of
+    :func:`make_demand`'s keywords (``{"users": 5000}``)."""
+    if isinstance(demand, Demand):
+        return demand
+    if isinstance(demand, Mapping):
+        bad = sorted(set(demand) - {"demand_tps", "users", "requests_per_s", "profile", "profile_unit"})
+        if bad:
+            raise SpecError("<input>", "demand", f"demand_tps, users, requests_per_s or profile (with "
+                            f"profile_unit), got {bad[0]!r}")
+        return make_demand(**demand)
+    return make_demand(demand_tps=demand)
 
 
 def _check_load(v: Any, field: str, allow_zero: bool = False, where: str = "<input>") -> float:

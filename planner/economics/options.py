@@ -11,16 +11,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.economics.cost import deployment, figures
+from planner.economics.cost import Costs, deployment
 from planner.economics.demand import Demand
 from planner.errors import SpecError, shown
 from planner.serving.frontiers import DEPLOYMENT_SEARCHES, frontier, frontier_at
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
-from planner.specs.registry import load_model, load_systems
+from planner.specs.scenario import Scenario
 
 SIZING_SERVING = ("disaggregated", "aggregated", "decode")
-BASES = ("own", "rental")
 
 
 # ---- one hardware option: its frontier and candidates ----------------------------------------------
@@ -33,16 +32,17 @@ class Option:
     """One hardware option: all frontier points, and the best configuration per instance size
     at any service level."""
 
-    def __init__(self, model: Model, hw: Hardware, figs: dict[str, dict[str, Any]],
-                 fkw: dict[str, Any]) -> None:
+    def __init__(self, model: Model, hw: Hardware, figs: dict[str, dict[str, Any]], sc: Scenario) -> None:
         self.model, self.hw, self.figs = model, hw, figs
-        self.serving = fkw["serving"]
-        self.isl, self.osl = float(fkw["isl"]), float(fkw["osl"])
+        #: the scenario on this system alone, output tokens per GPU (what demand is counted in)
+        self.sc = sc = sc.replace(model=model, systems=(hw,), stack=None, region=None)
+        self.serving = sc.serving
+        self.isl, self.osl = float(sc.isl), float(sc.osl)
         self.ttft_limit = None
         if self.serving == "disaggregated":
             from planner.serving.frontiers import DEFAULT_MAX_TTFT
 
-            self.ttft_limit = DEFAULT_MAX_TTFT if fkw.get("max_ttft") is None else float(fkw["max_ttft"])
+            self.ttft_limit = DEFAULT_MAX_TTFT if sc.max_ttft is None else float(sc.max_ttft)
         self.error: str | None = None
         self.too_large: str | None = None  #: why a demand was too large for any fleet, if it was
         self.pts = pd.DataFrame()
@@ -51,12 +51,11 @@ class Option:
             # mode, no layout asked for): each deployment, prefill workers and all, is the
             # instance a fleet replicates; the limit search's candidates pool rate-matched
             # prefill and decode instances
-            if fkw.get("workload") is not None:
-                self.pts = workload_points(model, hw, fkw)
+            if sc.workload is not None:
+                self.pts = workload_points(sc)
                 self.isl, self.osl = float(self.pts.attrs["isl"]), float(self.pts.attrs["osl"])
             else:
-                self.pts = frontier(model, hw, all_points=True, metric="output",
-                                    **{k: v for k, v in fkw.items() if k not in WORKLOAD_KEYS})
+                self.pts = frontier(sc, all_points=True)
         except SpecError as exc:
             if exc.field not in OPTION_LIMITS:  # bad input, not this option's limit: say so
                 raise
@@ -86,7 +85,7 @@ class Option:
             if i < len(xs):
                 out.append(self._cand(self.pts.loc[arg[i]], exact=False))
         if exact and self.pts.attrs.get("workload") is None:  # (a workload's points are its frontier's)
-            ex = frontier_at(self.model, self.hw, [x], points=self.pts).iloc[0]
+            ex = frontier_at(self.sc, [x], points=self.pts).iloc[0]
             if np.isfinite(ex.get("tps_per_gpu", np.nan)):
                 out.append(self._cand(ex, exact=True))
         return out
@@ -126,7 +125,7 @@ class Option:
             if len(hit):
                 return hit.iloc[0]
         if c.get("solved_exactly") and pts.attrs.get("workload") is None:
-            ex = frontier_at(self.model, self.hw, [float(level)], points=pts).iloc[0]
+            ex = frontier_at(self.sc, [float(level)], points=pts).iloc[0]
             if float(ex.get("tps_per_gpu", math.nan)) == c["tps_per_gpu"]:
                 return ex
         raise SpecError("<input>", "pool", f"the frontier point of the {self.hw.name} pool at "
@@ -192,30 +191,15 @@ class Option:
         return r
 
 
-#: the sizing keywords that describe a workload (:func:`workload_points`)
-WORKLOAD_KEYS = ("workload", "slo", "kv_tiers")
-
-
-def workload_points(model: Model, hw: Hardware, fkw: dict[str, Any]) -> pd.DataFrame:
+def workload_points(sc: Scenario) -> pd.DataFrame:
     """A workload's frontier (:func:`planner.serving.workloads.workload_frontier`) as sizing's points:
     the prefill rate per GPU counts a prompt's reused tokens as done and the prefill pool's idle
     share as spent, ``X_p rho I / I_computed``, so that pools rate-matched at that rate hold the
     prefill GPUs the workload's frontier prices; TTFT is the service level's percentile."""
-    from planner.serving.workloads import (
-        NOT_WITH_WORKLOAD,
-        TIERS,
-        percentile_columns,
-        refuse_with_workload,
-        workload_frontier,
-    )
+    from planner.serving.workloads import percentile_columns, workload_frontier
 
-    refuse_with_workload({k: fkw.get(k) for k in NOT_WITH_WORKLOAD}, fkw.get("search"))
-    tiers = fkw.get("kv_tiers")
-    df = workload_frontier(model, hw, fkw["workload"], tiers=TIERS if tiers is None else tuple(tiers),
-                           serving=fkw["serving"], mode=fkw.get("mode") or "realistic",
-                           weights=fkw.get("weights"), kv=fkw.get("kv"), mtp=fkw.get("mtp") or "auto",
-                           slo=dict(fkw["slo"]) if fkw.get("slo") else None)
-    if fkw["serving"] == "disaggregated" and not df.empty:
+    df = workload_frontier(sc)
+    if sc.serving == "disaggregated" and not df.empty:
         I = float(df.attrs["isl"])
         df = df.assign(prefill_tps_per_gpu=df.prefill_tps_per_gpu * df.prefill_utilisation * I
                        / df.prompt_tokens_computed)
@@ -234,58 +218,45 @@ def _running_argmax(y: np.ndarray) -> np.ndarray:
 
 
 # ---- shared set-up ----------------------------------------------------------------------------------
-SEARCH_KEYS = ("context", "gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "weights", "kv", "mtp",
-                "overlap", "kv_offload", "mode", "acceptance", "search", "workload", "slo", "kv_tiers")
-
-
-def setup(model: Any, hardware: Any, *, serving: str, isl: float, osl: float,
-           max_ttft: float | None, pue: float, usd_per_kwh: float, years: float,
-           usd_per_unit: Any, usd_per_gpu_hour: Any, watts_per_gpu: Any, basis: str,
-           search: dict[str, Any]) -> tuple[Model, list[Option], dict[str, Any]]:
-    search = dict(search)
-    region = search.pop("region", None)
-    unknown = set(search) - set(SEARCH_KEYS)
-    if "metric" in unknown:
+def setup(scenario: Scenario, costs: Costs | None) -> tuple[Model, list[Option], dict[str, Any]]:
+    """The sizing options of ``scenario`` (each of its systems sold in its region) priced at
+    ``costs`` (default :class:`Costs`), and the attributes every sizing table carries."""
+    sc, costs = scenario, Costs() if costs is None else costs
+    if not isinstance(sc, Scenario):
+        raise SpecError("<input>", "scenario", f"a Scenario (planner.Scenario(model, systems, ...)), got "
+                        f"{type(sc).__name__}")
+    if not isinstance(costs, Costs):
+        raise SpecError("<input>", "costs", f"a Costs (planner.Costs(pue=..., years=...)), got "
+                        f"{type(costs).__name__}")
+    if sc.metric != "output":
         raise SpecError("<input>", "metric", "not settable for sizing: demand is output tokens/s, so "
                         "throughput is always output tokens/s per GPU counting every GPU")
-    if unknown:
-        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
-    if serving not in SIZING_SERVING:
+    if sc.serving not in SIZING_SERVING:
         raise SpecError("<input>", "serving", f"one of {', '.join(SIZING_SERVING)} for sizing (demand "
-                        f"is in output tokens), got {serving!r}")
-    if max_ttft is not None and serving != "disaggregated":
+                        f"is in output tokens), got {sc.serving!r}")
+    if sc.max_ttft is not None and sc.serving != "disaggregated":
         raise SpecError("<input>", "max_ttft", "only with disaggregated serving (it is the prefill "
                         "pool's limit); TTFT is not modelled for aggregated or decode-only serving")
-    if basis not in BASES:
-        raise SpecError("<input>", "basis", f"one of {', '.join(BASES)}, got {basis!r}")
-    m = load_model(model)
-    hws = load_systems([hardware] if isinstance(hardware, str | Hardware) else hardware)
-    if not hws:
-        raise SpecError("<input>", "hardware", "at least one system")
-    hws, left_out = by_region(hws, region)
+    m = sc.load_model()
+    hws, left_out = by_region(sc.load_systems(), sc.region)
     names = [h.name for h in hws]
-    for ov, field in ((usd_per_unit, "usd_per_unit"), (usd_per_gpu_hour, "usd_per_gpu_hour"),
-                      (watts_per_gpu, "watts_per_gpu")):
+    for field in ("usd_per_unit", "usd_per_gpu_hour", "watts_per_gpu"):
+        ov = getattr(costs, field)
         if isinstance(ov, Mapping):
             bad = sorted(set(ov) - set(names))
             if bad:
                 raise SpecError("<input>", field, f"overrides for the systems sized ({', '.join(names)}), "
                                 f"got {', '.join(map(str, bad))}")
-    figs = {h.name: figures(h, pue=pue, usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
-                            usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu) for h in hws}
-    fkw = dict(serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, **search)
-    if fkw.get("workload") is None:
-        for k in ("slo", "kv_tiers"):
-            if fkw.get(k) is not None:
-                raise SpecError("<input>", k, "a workload with it")
-    opts = [Option(m, h, figs[h.name], fkw) for h in hws]
+    figs = {h.name: costs.figures(h) for h in hws}
+    opts = [Option(m, h, figs[h.name], sc) for h in hws]
     first = next((o for o in opts if o.feasible_at_all), None)
-    attrs = dict(model=m.name, serving=serving, isl=float(isl), osl=float(osl),
+    attrs = dict(model=m.name, serving=sc.serving, isl=float(sc.isl), osl=float(sc.osl),
                  max_ttft=(first.pts.attrs.get("max_ttft") if first is not None and
-                           serving == "disaggregated" else None),
-                 mode=search.get("mode", "realistic"), basis=basis, pue=pue, usd_per_kwh=usd_per_kwh,
-                 years=years, figures=figs, region=region, not_sold_in_region=left_out,
-                 search=first.pts.attrs.get("search", "limit") if first is not None else None)
+                           sc.serving == "disaggregated" else None),
+                 mode=sc.mode, basis=costs.basis, pue=costs.pue, usd_per_kwh=costs.usd_per_kwh,
+                 years=costs.years, figures=figs, region=sc.region, not_sold_in_region=left_out,
+                 search=first.pts.attrs.get("search", "limit") if first is not None else None,
+                 scenario=sc.to_dict())
     if first is not None and first.pts.attrs.get("workload") is not None:
         attrs.update(isl=first.isl, osl=first.osl, workload=first.pts.attrs["workload"],
                      tiers=first.pts.attrs["tiers"], max_ttft=None)

@@ -65,8 +65,8 @@ def _limit_point(o: Option, r: pd.Series, decode: int, prefill: int) -> tuple[pd
                 isl=o.isl, osl=o.osl)
     if int(p.reason.iloc[0]) != 0:
         raise SpecError("<input>", "pool", f"a deployment {stack} runs as deployed: {wd} decode worker(s) "
-                        f"of {g:g} GPUs at {dep.concurrency.iloc[0]:g} users does not (reason "
-                        f"{int(p.reason.iloc[0])})")
+                        f"of {g:g} GPUs at {dep.concurrency.iloc[0]:g} users does not "
+                        f"({p.why_infeasible.iloc[0]})")
     row = pd.concat([dep.iloc[0], p.iloc[0].drop(labels=[c for c in p.columns if c in dep.columns])])
     row["weights"] = str(r.weights)
     return row, copies

@@ -16,31 +16,28 @@ for :func:`planner.plot.plot_sizing`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from planner.economics.cost import DEFAULT_PUE, DEFAULT_USD_PER_KWH, DEFAULT_YEARS, economics
-from planner.economics.demand import make_demand
+from planner.economics.cost import Costs, economics
+from planner.economics.demand import Demand, as_demand
 from planner.economics.options import Option, check_level, mark_cheapest, no_option, setup
 from planner.economics.pools import max_load, plan_pools
 from planner.errors import SpecError, shown
-from planner.specs.model import Model
+from planner.specs.scenario import Scenario
 
 DEFAULT_LEVELS = (10.0, 20.0, 50.0, 100.0, 200.0)
 
 
 # ---- API -------------------------------------------------------------------------------------------
-def size(model: Model | str, hardware: Any, *, min_tps_user: float, demand_tps: float | None = None,
-         users: float | None = None, requests_per_s: float | None = None, profile: Any = None,
-         profile_unit: str = "output_tps", serving: str = "disaggregated", isl: float = 1024,
-         osl: float = 1024, max_ttft: float | None = None, pue: float = DEFAULT_PUE,
-         usd_per_kwh: float = DEFAULT_USD_PER_KWH, years: float = DEFAULT_YEARS,
-         usd_per_unit: Any = None, usd_per_gpu_hour: Any = None, watts_per_gpu: Any = None,
-         basis: str = "own", options_out: list[Option] | None = None, **search: Any) -> pd.DataFrame:
-    """Size a deployment on each hardware option for the demand at the service level.
+def size(scenario: Scenario, demand: Demand | float | Mapping[str, Any], *, min_tps_user: float,
+         costs: Costs | None = None, options_out: list[Option] | None = None) -> pd.DataFrame:
+    """Size a deployment on each of the scenario's systems for ``demand`` (a :class:`Demand`, a
+    peak in output tokens/s, or ``{"users": N}`` and the like) at the service level
+    ``min_tps_user`` (tokens/s per user), priced at ``costs`` (default :class:`Costs`).
 
     One row per option: the configuration (``tps_per_user``, ``tps_per_gpu`` = output tokens/s
     per GPU counting every GPU, instance sizes, binding term), the deployment (``gpus`` bought,
@@ -50,17 +47,14 @@ def size(model: Model | str, hardware: Any, *, min_tps_user: float, demand_tps: 
     power: IT x PUE), ``capacity_tps``, ``headroom``, ``utilisation``, ``idle_usd_per_year``),
     each price and power figure with its ``*_source``, and
     ``cheapest``.  Options that cannot meet the level have ``feasible`` False and a ``reason``;
-    if none can, SpecError says the best each can do.  ``search``: frontier search options
-    (``gpus``, ``weights``, ``mode``, ...).  ``options_out``: a list the options are appended to
-    (each row's frontier, for its launch recipe: :mod:`planner.economics.recipes`; also taken by
-    :func:`power_budget`, :func:`fleet_capacity` and :func:`cost_target`).
+    if none can, SpecError says the best each can do.  ``options_out``: a list the options are
+    appended to (each row's frontier, for its launch recipe: :mod:`planner.economics.recipes`;
+    also taken by :func:`power_budget`, :func:`fleet_capacity` and :func:`cost_target`).
     """
     level = check_level(min_tps_user)
-    dem = make_demand(demand_tps, users, requests_per_s, profile, profile_unit)
-    m, opts, attrs = setup(model, hardware, serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, pue=pue,
-                            usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
-                            usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
-                            basis=basis, search=search)
+    dem = as_demand(demand)
+    m, opts, attrs = setup(scenario, costs)
+    basis = attrs["basis"]
     if options_out is not None:  # (the options each row was priced on, for its launch recipe)
         options_out.extend(opts)
     rows = []
@@ -78,13 +72,8 @@ def size(model: Model | str, hardware: Any, *, min_tps_user: float, demand_tps: 
     return df
 
 
-def power_budget(model: Model | str, hardware: Any, budget_mw: float, *, min_tps_user: float,
-                 serving: str = "disaggregated", isl: float = 1024, osl: float = 1024,
-                 max_ttft: float | None = None, pue: float = DEFAULT_PUE,
-                 usd_per_kwh: float = DEFAULT_USD_PER_KWH, years: float = DEFAULT_YEARS,
-                 usd_per_unit: Any = None, usd_per_gpu_hour: Any = None, watts_per_gpu: Any = None,
-                 basis: str = "own", options_out: list[Option] | None = None, **search: Any
-                 ) -> pd.DataFrame:
+def power_budget(scenario: Scenario, budget_mw: float, *, min_tps_user: float, costs: Costs | None = None,
+                 options_out: list[Option] | None = None) -> pd.DataFrame:
     """The largest load each option serves at the service level within ``budget_mw`` of facility
     power: the whole units the budget powers (units x GPUs x W/GPU x PUE <= budget), then the
     configuration serving the most on them.  Rows: ``units``, ``gpus``, ``power_mw``,
@@ -94,10 +83,7 @@ def power_budget(model: Model | str, hardware: Any, budget_mw: float, *, min_tps
     if isinstance(budget_mw, bool) or not isinstance(budget_mw, int | float) or not (
             math.isfinite(budget_mw) and budget_mw > 0):
         raise SpecError("<input>", "power_budget_mw", f"a positive power in MW, got {shown(budget_mw)}")
-    m, opts, attrs = setup(model, hardware, serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, pue=pue,
-                            usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
-                            usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
-                            basis=basis, search=search)
+    m, opts, attrs = setup(scenario, costs)
     if options_out is not None:  # (the options each row was priced on, for its launch recipe)
         options_out.extend(opts)
     rows = []
@@ -119,13 +105,8 @@ def power_budget(model: Model | str, hardware: Any, budget_mw: float, *, min_tps
     return df
 
 
-def fleet_capacity(model: Model | str, hardware: Any, units: int, *,
-                   levels: Sequence[float] = DEFAULT_LEVELS, serving: str = "disaggregated",
-                   isl: float = 1024, osl: float = 1024, max_ttft: float | None = None,
-                   pue: float = DEFAULT_PUE, usd_per_kwh: float = DEFAULT_USD_PER_KWH,
-                   years: float = DEFAULT_YEARS, usd_per_unit: Any = None, usd_per_gpu_hour: Any = None,
-                   watts_per_gpu: Any = None, basis: str = "own", options_out: list[Option] | None = None,
-                   **search: Any) -> pd.DataFrame:
+def fleet_capacity(scenario: Scenario, units: int, *, levels: Sequence[float] = DEFAULT_LEVELS,
+                   costs: Costs | None = None, options_out: list[Option] | None = None) -> pd.DataFrame:
     """The load a fixed fleet of ``units`` units of each option serves at each service level in
     ``levels`` (tokens/s/user): one row per (hardware, level) with ``capacity_tps``, ``users``,
     ``requests_per_s``, power and costs at that full load; ``feasible`` False (capacity 0)
@@ -135,10 +116,7 @@ def fleet_capacity(model: Model | str, hardware: Any, units: int, *,
     lv = sorted({check_level(x, "levels") for x in levels})
     if not lv:
         raise SpecError("<input>", "levels", "at least one service level")
-    m, opts, attrs = setup(model, hardware, serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, pue=pue,
-                            usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
-                            usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
-                            basis=basis, search=search)
+    m, opts, attrs = setup(scenario, costs)
     if options_out is not None:  # (the options each row was priced on, for its launch recipe)
         options_out.extend(opts)
     rows = []
@@ -179,14 +157,9 @@ def _fleet_row(o: Option, n: int, level: float, no_unit_reason: str) -> dict[str
     return r
 
 
-def cost_target(model: Model | str, hardware: Any, usd_per_mtok: float, *, demand_tps: float | None = None,
-                users: float | None = None, requests_per_s: float | None = None, profile: Any = None,
-                profile_unit: str = "output_tps", serving: str = "disaggregated", isl: float = 1024,
-                osl: float = 1024, max_ttft: float | None = None, pue: float = DEFAULT_PUE,
-                usd_per_kwh: float = DEFAULT_USD_PER_KWH, years: float = DEFAULT_YEARS,
-                usd_per_unit: Any = None, usd_per_gpu_hour: Any = None, watts_per_gpu: Any = None,
-                basis: str = "own", refine: int = 6, options_out: list[Option] | None = None,
-                **search: Any) -> pd.DataFrame:
+def cost_target(scenario: Scenario, usd_per_mtok: float, demand: Demand | float | Mapping[str, Any], *,
+                costs: Costs | None = None, refine: int = 6, options_out: list[Option] | None = None
+                ) -> pd.DataFrame:
     """The highest interactivity (tokens/s/user) each option reaches at ``usd_per_mtok`` or less,
     serving the demand (``basis``: ``own``, capex over ``years`` + energy, or ``rental``).
 
@@ -199,11 +172,9 @@ def cost_target(model: Model | str, hardware: Any, usd_per_mtok: float, *, deman
             math.isfinite(usd_per_mtok) and usd_per_mtok > 0):
         raise SpecError("<input>", "cost_target", f"a positive price in USD per million tokens, got "
                         f"{shown(usd_per_mtok)}")
-    dem = make_demand(demand_tps, users, requests_per_s, profile, profile_unit)
-    m, opts, attrs = setup(model, hardware, serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, pue=pue,
-                            usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
-                            usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
-                            basis=basis, search=search)
+    dem = as_demand(demand)
+    m, opts, attrs = setup(scenario, costs)
+    basis = attrs["basis"]
     if options_out is not None:  # (the options each row was priced on, for its launch recipe)
         options_out.extend(opts)
     key = "usd_per_mtok_owned" if basis == "own" else "usd_per_mtok_rental"
@@ -300,25 +271,18 @@ class _Reach:
         return lo, got
 
 
-def sizing_curve(model: Model | str, hardware: Any, *, demand_tps: float | None = None,
-                 users: float | None = None, requests_per_s: float | None = None, profile: Any = None,
-                 profile_unit: str = "output_tps", levels: Sequence[float] | None = None,
-                 points: int = 40, serving: str = "disaggregated", isl: float = 1024, osl: float = 1024,
-                 max_ttft: float | None = None, pue: float = DEFAULT_PUE,
-                 usd_per_kwh: float = DEFAULT_USD_PER_KWH, years: float = DEFAULT_YEARS,
-                 usd_per_unit: Any = None, usd_per_gpu_hour: Any = None, watts_per_gpu: Any = None,
-                 basis: str = "own", also_at: Sequence[float] = (), **search: Any) -> pd.DataFrame:
+def sizing_curve(scenario: Scenario, demand: Demand | float | Mapping[str, Any], *,
+                 costs: Costs | None = None, levels: Sequence[float] | None = None, points: int = 40,
+                 also_at: Sequence[float] = ()) -> pd.DataFrame:
     """$/M tokens and units needed against the per-user service level, per option: at each
     level the deployment :func:`size` gives there (the same :meth:`Option.best`, batch solved
     exactly), so a plot of the curve agrees with the sizing table.  ``levels``: the levels
     (default ``points`` log-spaced over each frontier's range); ``also_at``: levels added to
     them (the one asked, say).  Rows: ``hardware``, ``tps_per_user`` (the level),
     ``usd_per_mtok_owned``, ``usd_per_mtok_rental``, ``units``, ``unit``, ``gpus``, ``power_mw``."""
-    dem = make_demand(demand_tps, users, requests_per_s, profile, profile_unit)
-    m, opts, attrs = setup(model, hardware, serving=serving, isl=isl, osl=osl, max_ttft=max_ttft, pue=pue,
-                            usd_per_kwh=usd_per_kwh, years=years, usd_per_unit=usd_per_unit,
-                            usd_per_gpu_hour=usd_per_gpu_hour, watts_per_gpu=watts_per_gpu,
-                            basis=basis, search=search)
+    dem = as_demand(demand)
+    m, opts, attrs = setup(scenario, costs)
+    basis = attrs["basis"]
     rows = []
     for o in opts:
         if not o.feasible_at_all:

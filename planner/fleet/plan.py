@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from planner.economics.cost import (
+    BASES,
     DEFAULT_PUE,
     DEFAULT_USD_PER_KWH,
     DEFAULT_YEARS,
@@ -38,16 +39,14 @@ from planner.economics.cost import (
     MAX_USD_PER_KWH,
     MAX_YEARS,
     SECONDS_PER_YEAR,
+    Costs,
     check_override,
     check_years,
     economics,
 )
 from planner.economics.demand import Demand, make_demand, read_profile
 from planner.economics.options import (
-    BASES,
-    SEARCH_KEYS,
     SIZING_SERVING,
-    WORKLOAD_KEYS,
     Option,
     check_level,
     setup,
@@ -58,6 +57,11 @@ from planner.specs.hardware import Hardware
 from planner.specs.reading import Fields, as_number, read_yaml
 from planner.specs.regions import REGIONS
 from planner.specs.registry import load_systems
+from planner.specs.scenario import Scenario
+
+#: the frontier options a workload's ``search:`` block may set (the scenario's fields)
+SEARCH_KEYS = ("context", "gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "weights", "kv", "mtp",
+               "overlap", "kv_offload", "mode", "acceptance", "search")
 
 #: where the bundled example plan lives (used by docs/guide.md and the notebook)
 EXAMPLE_PLAN = Path(__file__).resolve().parent / "data" / "plan_example.yaml"
@@ -78,6 +82,14 @@ class WorkloadSpec:
     max_ttft: float | None = None           #: s, the prefill pool's limit (disaggregated)
     systems: tuple[str, ...] | None = None  #: the candidate systems it may run on (None: all)
     search: tuple[tuple[str, Any], ...] = ()  #: frontier search options (max_gpus, weights, ...)
+
+    def scenario(self, systems: Sequence[Any] = ()) -> Scenario:
+        """The question this workload asks of ``systems`` (default: the scenario's own default)."""
+        kw = dict(self.search)
+        if kw.get("slo") is not None:
+            kw["slo"] = dict(kw["slo"])
+        return Scenario(self.model, tuple(systems) or Scenario().systems, serving=self.serving,
+                        isl=self.isl, osl=self.osl, max_ttft=self.max_ttft, **kw)
 
 
 #: Site regions the specs' ``china`` covers (the US export rules name China, Hong Kong and Macau);
@@ -198,7 +210,7 @@ def _workload(f: Fields, base: Path | None) -> WorkloadSpec:
     s = f.sub("search", required=False)
     if s is not None:
         for k in SEARCH_KEYS:
-            if s.has(k) and k not in WORKLOAD_KEYS:
+            if s.has(k):
                 if k in ("gpus", "max_gpus", "tp_attn", "ep", "tp_moe"):
                     search[k] = s.integer(k)
                 elif k in ("context", "acceptance"):
@@ -235,9 +247,15 @@ def _workload(f: Fields, base: Path | None) -> WorkloadSpec:
         for k in ("slo", "kv_tiers"):
             if f.has(k):
                 raise SpecError(f.label, f.path(k), "sessions with it (a workload of sessions)")
-    return WorkloadSpec(name=name, model=model, min_tps_user=level, demand=demand, isl=isl, osl=osl,
-                        serving=serving, max_ttft=max_ttft, systems=_names(f, "systems"),
-                        search=tuple(sorted(search.items())))
+    w = WorkloadSpec(name=name, model=model, min_tps_user=level, demand=demand, isl=isl, osl=osl,
+                     serving=serving, max_ttft=max_ttft, systems=_names(f, "systems"),
+                     search=tuple(sorted(search.items())))
+    try:  # the question is checked once, here, as any scenario is where it is built
+        w.scenario()
+    except SpecError as exc:
+        inner = f"search.{exc.field}" if exc.field in SEARCH_KEYS else exc.field
+        raise SpecError(f.label, f.path(inner), exc.expected) from None
+    return w
 
 
 def _system(f: Fields) -> SystemSpec:
@@ -513,16 +531,12 @@ class Problem:
             if key not in cache and allowed:
                 over = {f: {s.hw.name: getattr(s.spec, f) for s in allowed if getattr(s.spec, f) is not None}
                         for f in ("usd_per_unit", "usd_per_gpu_hour", "watts_per_gpu")}
+                costs = Costs(pue=spec.pue, usd_per_kwh=self.usd_per_kwh, years=self.years,
+                              usd_per_unit=over["usd_per_unit"] or None,
+                              usd_per_gpu_hour=over["usd_per_gpu_hour"] or None,
+                              watts_per_gpu=over["watts_per_gpu"] or None, basis=self.basis)
                 try:
-                    _, opts, attrs = setup(w.model, [s.hw for s in allowed], serving=w.serving, isl=w.isl,
-                                           osl=w.osl, max_ttft=w.max_ttft, pue=spec.pue,
-                                           usd_per_kwh=self.usd_per_kwh, years=self.years,
-                                           usd_per_unit=over["usd_per_unit"] or None,
-                                           usd_per_gpu_hour=over["usd_per_gpu_hour"] or None,
-                                           watts_per_gpu=over["watts_per_gpu"] or None, basis=self.basis,
-                                           search=dict(w.search))
-                except TypeError as exc:
-                    raise SpecError(label, f"workloads[{i}].search", str(exc)) from None
+                    _, opts, attrs = setup(w.scenario([s.hw for s in allowed]), costs)
                 except SpecError as exc:
                     field = f"workloads[{i}].{exc.field}" if exc.where == "<input>" else exc.field
                     raise SpecError(label if exc.where == "<input>" else exc.where, field,

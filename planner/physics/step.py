@@ -19,6 +19,7 @@ from planner.specs.hardware import FAMILY_REFERENCE, Hardware
 from planner.specs.model import Model
 from planner.specs.precision import compute_dtype, get_precision, kv_bytes
 from planner.specs.registry import load_hardware, load_model
+from planner.specs.scenario import Scenario
 
 Mode = Literal["bound", "realistic"]
 MODES = ("bound", "realistic")
@@ -781,6 +782,7 @@ def layout_problems(model: Model, hw: Hardware, G: Any, TP_a: Any, EP: Any, TP_e
     return _first_code(_layout_checks(model, hw, G, TP_a, EP, TP_e, E_slots))
 
 
+#: why a configuration is infeasible, by its code (``StepResult.reason``, the ``reason`` column)
 REASONS = {
     1: "attention TP must divide the GPU count",
     2: "attention TP must divide the attention heads",
@@ -793,6 +795,8 @@ REASONS = {
     10: "context exceeds the model's maximum",
     11: "a dense model has no experts: EP must be 1 and MoE TP equal to attention TP",
 }
+#: the codes of :data:`REASONS` a caller names
+WEIGHTS_DO_NOT_FIT, KV_DOES_NOT_FIT = 8, 9
 
 
 def evaluate_configs(model: Model, hw: Hardware, prec: Precisions, mode: str, *,
@@ -1024,41 +1028,91 @@ _MOE_ONLY_TERMS = ("experts", "shared_experts", "experts_together", "dispatch", 
                    "layer_moe")
 
 
-def decode_step(model: Model | str, hardware: Hardware | str, *, gpus: int, batch: float,
-                context: float, tp_attn: int | None = None, ep: int | None = None,
-                tp_moe: int | None = None, expert_slots: int | None = None,
-                weights: str | None = None, kv: str | None = None,
-                precision: dict[str, str] | None = None, mtp: Any = None, overlap: bool = False,
-                kv_offload: bool = False, mode: Mode = "realistic") -> StepResult:
-    """One decode step of ``batch`` concurrent sequences on a ``gpus``-GPU instance.
+def decode_step(scenario: Scenario, *, batch: float, context: float, expert_slots: int | None = None,
+                precision: dict[str, str] | None = None) -> StepResult:
+    """One decode step of ``batch`` concurrent sequences on the scenario's system, an instance of
+    ``scenario.gpus`` GPUs in its layout (``tp_attn``, ``ep``, ``tp_moe``)::
+
+        decode_step(Scenario("kimi-k2-thinking", "hgx-h200", gpus=8), batch=64, context=2048)
 
     ``batch`` is the mean number of running sequences (a fraction is a time average, as the
     measured-run scorecards use it; the command line takes whole sequences); ``context`` is the
     mean KV length, at most the model's context window.  Layout defaults: attention TP 1 (DP
-    attention on every GPU), EP over all GPUs, the fewest redundant expert slots that EP divides;
-    for a dense model (no experts) attention TP over all GPUs and EP 1.  ``weights`` replaces the
-    routed-expert storage format (e.g. ``"nvfp4"``; a dense model's FFN format), ``kv`` the KV-cache
-    format.
-    ``mtp``: draft tokens (int) or ``{"draft_tokens": n, "acceptance_rate": a}``.
+    attention on every GPU), EP over all GPUs, the fewest redundant expert slots that EP divides
+    (``expert_slots`` sets them); for a dense model (no experts) attention TP over all GPUs and EP
+    1.  ``scenario.weights`` replaces the routed-expert storage format (e.g. ``"nvfp4"``; a dense
+    model's FFN format), ``kv`` the KV-cache format, ``precision`` any tensor's.  One step is one
+    configuration: the scenario's ``mtp`` is a draft count (with ``acceptance``: tokens per step
+    >= 1 or a per-draft rate < 1; else the model's published rate) or
+    ``{"draft_tokens": n, "acceptance_rate": a}``; a search's ``"auto"`` counts as no
+    speculation, as ``overlap="auto"`` counts as off.
     """
-    return _single(model, hardware, "decode", gpus=gpus, batch=batch, length=context,
-                   tp_attn=tp_attn, ep=ep, tp_moe=tp_moe, expert_slots=expert_slots,
-                   weights=weights, kv=kv, precision=precision, mtp=mtp, overlap=overlap,
-                   kv_offload=kv_offload, mode=mode)
+    sc = _one_configuration(scenario)
+    model = sc.load_model()
+    return _single(model, sc.load_system(), "decode", gpus=sc.gpus, batch=batch, length=context,
+                   tp_attn=sc.tp_attn, ep=sc.ep, tp_moe=sc.tp_moe, expert_slots=expert_slots,
+                   weights=sc.weights, kv=sc.kv, precision=precision,
+                   mtp=speculation_of(model, sc.mtp, sc.acceptance), overlap=sc.overlap is True,
+                   kv_offload=sc.kv_offload, mode=sc.mode)
 
 
-def prefill(model: Model | str, hardware: Hardware | str, *, gpus: int, prompt: float,
-            batch: float = 1.0, tp_attn: int | None = None, ep: int | None = None,
-            tp_moe: int | None = None, expert_slots: int | None = None,
-            weights: str | None = None, kv: str | None = None,
-            precision: dict[str, str] | None = None, overlap: bool = False,
-            mode: Mode = "realistic") -> StepResult:
-    """One prefill pass of ``batch`` prompts of ``prompt`` tokens on a ``gpus``-GPU instance.
+def prefill(scenario: Scenario, *, prompt: float, batch: float = 1.0, expert_slots: int | None = None,
+            precision: dict[str, str] | None = None) -> StepResult:
+    """One prefill pass of ``batch`` prompts of ``prompt`` tokens on the scenario's system, an
+    instance of ``scenario.gpus`` GPUs in its layout (as :func:`decode_step`; speculation does
+    not apply).
 
     ``step_time`` is the pass time (the compute part of TTFT); ``tps_per_gpu`` is prompt tokens
     per second per GPU.
     """
-    return _single(model, hardware, "prefill", gpus=gpus, batch=batch, length=prompt,
-                   tp_attn=tp_attn, ep=ep, tp_moe=tp_moe, expert_slots=expert_slots,
-                   weights=weights, kv=kv, precision=precision, mtp=None, overlap=overlap,
-                   kv_offload=False, mode=mode)
+    sc = _one_configuration(scenario)
+    if sc.mtp not in (None, "auto", 0):
+        raise SpecError("<input>", "mtp", "off for a prefill pass (drafts are a decode feature)")
+    return _single(sc.load_model(), sc.load_system(), "prefill", gpus=sc.gpus, batch=batch,
+                   length=prompt, tp_attn=sc.tp_attn, ep=sc.ep, tp_moe=sc.tp_moe,
+                   expert_slots=expert_slots, weights=sc.weights, kv=sc.kv, precision=precision, mtp=None,
+                   overlap=sc.overlap is True, kv_offload=False, mode=sc.mode)
+
+
+def _one_configuration(scenario: Any) -> Scenario:
+    """``scenario`` checked for one step: a Scenario with an instance size."""
+    if not isinstance(scenario, Scenario):
+        raise SpecError("<input>", "scenario", "a Scenario (planner.Scenario(model, system, gpus=N, ...)), "
+                        f"got {type(scenario).__name__}")
+    if scenario.gpus is None:
+        raise SpecError("<input>", "gpus", "the instance size in GPUs (Scenario(..., gpus=N))")
+    return scenario
+
+
+def speculation_of(model: Model, mtp: Any, acceptance: float | None) -> Any:
+    """One step's speculation from a scenario's ``mtp`` and ``acceptance``: None (``"auto"``, off,
+    0), a draft count at the model's published rate, or ``{"draft_tokens", "acceptance_rate"}``
+    where ``acceptance`` is given (tokens per step >= 1, turned into the per-draft rate that emits
+    them, or a per-draft rate < 1)."""
+    if mtp in ("auto", "off", 0, False):
+        mtp = None
+    if acceptance is None:
+        return mtp
+    if not (isinstance(mtp, int) and not isinstance(mtp, bool) and mtp > 0):
+        raise SpecError("<input>", "acceptance", "used only with a number of drafts (mtp N)")
+    a = float(acceptance)
+    if a >= 1.0:  # tokens per step: the per-draft rate that gives it with N drafts
+        if a > mtp + 1:
+            raise SpecError("<input>", "acceptance", f"at most {mtp + 1} tokens per step with mtp {mtp} (or "
+                            f"a per-draft rate below 1), got {a:g}")
+        a = float(acceptance_rate(a, mtp))
+    return {"draft_tokens": mtp, "acceptance_rate": a}
+
+
+def acceptance_rate(A: Any, drafts: Any) -> np.ndarray:
+    """The per-draft acceptance ``alpha`` whose ``tokens_per_step`` with ``drafts`` drafts is ``A``
+    (bisection: the mean is increasing in ``alpha``); 0 where there are no drafts."""
+    A = np.asarray(A, float)
+    n = np.asarray(drafts, float) * np.ones_like(A)
+    lo, hi = np.zeros_like(A), np.ones_like(A)
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        mean = np.asarray(compiled.evaluate_named("tokens_per_step", alpha=np.maximum(mid, 1e-300),
+                                                  n_draft=np.maximum(n, 1.0)), float)
+        lo, hi = np.where(mean < A, mid, lo), np.where(mean < A, hi, mid)
+    return np.where(n > 0, (lo + hi) / 2, 0.0)

@@ -20,7 +20,7 @@ from planner.errors import SpecError, shown
 from planner.outputs import progress
 from planner.serving.comparison import Comparison, compare, confirmed
 from planner.specs.hardware import Hardware
-from planner.specs.registry import load_hardware, load_model
+from planner.specs.scenario import Scenario
 
 
 def _summary(c: Comparison, threshold: float) -> dict[str, Any]:
@@ -40,67 +40,67 @@ def _summary(c: Comparison, threshold: float) -> dict[str, Any]:
             "intervals_per_gpu": gpu, "intervals_per_mw": mw}
 
 
-def _variants(model: Any, ha: Hardware, hb: Hardware, kw: dict[str, Any]
-              ) -> list[tuple[str, str, Hardware, Hardware, dict[str, Any]]]:
-    """(assumption, setting, system A, system B, compare keywords) for each single change."""
+def _variants(model: Any, ha: Hardware, hb: Hardware, sc: Scenario
+              ) -> list[tuple[str, str, Scenario]]:
+    """(assumption, setting, the comparison's scenario) for each single change."""
     out = []
-    if kw.get("mtp", "auto") not in (None, False, 0, "off"):
-        out.append(("speculation", "off", ha, hb, {**kw, "mtp": None}))
+    both = sc.replace(systems=(ha, hb))
+    typical = ha.replace(power_per_gpu=ha.power_per_gpu_typical)
+    if sc.mtp not in (None, False, 0, "off"):
+        out.append(("speculation", "off", both.replace(mtp=None)))
     # (the as-deployed search takes speculation as accepted under the benchmark's load, per stack:
     # the published range's edges are the limit search's question)
-    whole = kw.get("search") in ("rules", "recipes", "deployed")
-    if model.spec_range and kw.get("acceptance") is None and not whole:
+    whole = sc.search in ("rules", "recipes")
+    if model.spec_range and sc.acceptance is None and not whole:
         n, (lo, hi) = next(iter(model.spec_range.items()))
         for edge, a in (("low", lo), ("high", hi)):
-            out.append(("speculative acceptance", f"{a:g} tokens/step at {n} drafts ({edge} edge)", ha, hb,
-                        {**kw, "mtp": n, "acceptance": a}))
-    if kw.get("weights") is None:
-        out.append(("precision", "FP8 weights on both sides (no NVFP4)", ha, hb, {**kw, "weights": "fp8"}))
+            out.append(("speculative acceptance", f"{a:g} tokens/step at {n} drafts ({edge} edge)",
+                        both.replace(mtp=n, acceptance=a)))
+    if sc.weights is None:
+        out.append(("precision", "FP8 weights on both sides (no NVFP4)", both.replace(weights="fp8")))
     # every stack both systems have a fit for, unless both already use it (the systems' defaults
     # may differ: each takes its family's best-measured stack)
     for st in sorted(st for st in set(ha.stacks) & set(hb.stacks) if not ha.stack == hb.stack == st):
-        out.append(("serving stack", f"{st} fit on both sides", ha.with_stack(st), hb.with_stack(st), kw))
+        out.append(("serving stack", f"{st} fit on both sides",
+                    sc.replace(systems=(ha.with_stack(st), hb.with_stack(st)))))
     if ha.power_per_gpu_typical and ha.power_per_gpu_typical != ha.power_per_gpu:
         out.append(("power basis", f"{ha.name} typical draw ({ha.power_per_gpu_typical:.0f} W/GPU), "
-                    f"{hb.name} maximum", ha.replace(power_per_gpu=ha.power_per_gpu_typical), hb, kw))
-    isl, osl = kw.get("isl", 1024), kw.get("osl", 1024)
-    out.append(("ISL / OSL", f"{8 * isl:g} / {osl:g} (8x the prompt)", ha, hb,
-                {**kw, "isl": 8 * isl, "context": None}))
+                    f"{hb.name} maximum", sc.replace(systems=(typical, hb))))
+    out.append(("ISL / OSL", f"{8 * sc.isl:g} / {sc.osl:g} (8x the prompt)", both.replace(isl=8 * sc.isl,
+                                                                                           context=None)))
     return out
 
 
-def assumptions(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200-nvl72",
-                hardware_b: str | Hardware = "hgx-h200", threshold: float = 10.0,
-                base: Comparison | None = None, **kw: Any) -> pd.DataFrame:
-    """The comparison's answer under each single changed assumption (see the module docstring).
+def assumptions(scenario: Scenario | None = None, threshold: float = 10.0,
+                base: Comparison | None = None) -> pd.DataFrame:
+    """The comparison of ``scenario`` (default: the main job's) under each single changed
+    assumption (see the module docstring).
 
     Returns one row per variant (the first is the comparison as given): ``assumption``,
     ``setting``, ``largest_ratio``, ``at_tps_per_user``, ``crossing_per_gpu`` and
     ``crossing_per_mw`` ([from, to] tokens/s per user where the ratio first reaches
     ``threshold``, or None), ``intervals_per_gpu`` and ``intervals_per_mw`` (every such interval,
     where the ratio dips below the threshold and back) and ``change`` (largest ratio over the
-    base's).  ``base``: the comparison as given, if already computed with the same arguments.
+    base's).  ``base``: the comparison as given, if already computed with the same scenario.
     """
     if not (isinstance(threshold, int | float) and math.isfinite(threshold) and threshold > 0):
         raise SpecError("<input>", "threshold", f"a positive ratio, got {shown(threshold)}")
-    m = load_model(model)
-    ha, hb = load_hardware(hardware_a), load_hardware(hardware_b)
-    kw = {k: v for k, v in kw.items() if k != "levels"}
-    from planner.serving.frontiers import default_search
-
+    sc = Scenario() if scenario is None else scenario
+    m = sc.load_model()
+    ha, hb = sc.load_systems()
     # one search for every row (a variant that asks for an acceptance would otherwise take the
     # limit search while the base takes the as-deployed one)
-    kw["search"] = kw.get("search") or default_search(kw.get("serving", "disaggregated"),
-                                                      kw.get("mode", "realistic"))
-    base = base if base is not None else compare(m, ha, hb, **kw)
+    sc = sc.replace(model=m, systems=(ha, hb), stack=None, search=sc.resolved_search)
+    base = base if base is not None else compare(sc)
     rows = [{"assumption": "as given", "setting": "", **_summary(base, threshold)}]
-    for what, setting, a, b, k in progress(_variants(m, ha, hb, kw), "assumptions"):
+    for what, setting, k in progress(_variants(m, ha, hb, sc), "assumptions"):
         try:
             if what == "power basis":  # power moves the per-MW ratio only: no new search
+                a = k.systems[0]
                 c = dataclasses.replace(base, ratio=base.ratio.assign(
                     ratio_per_mw=base.ratio.ratio * hb.power_per_gpu / a.power_per_gpu))
             else:
-                c = compare(m, a, b, **k)
+                c = compare(k)
             s = _summary(c, threshold)
         except SpecError as exc:
             s = {"largest_ratio": math.nan, "at_tps_per_user": math.nan, "crossing_per_gpu": None,

@@ -13,7 +13,7 @@ from planner.errors import SpecError, shown
 from planner.serving.frontiers import frontier, frontier_at
 from planner.serving.search import pareto
 from planner.specs.hardware import Hardware
-from planner.specs.registry import load_model, load_systems
+from planner.specs.scenario import Scenario
 
 DEFAULT_LEVELS = (10.0, 20.0, 50.0, 100.0, 200.0)
 #: A frontier below this fraction of its own peak is in its tail (see Comparison.ratio).
@@ -29,11 +29,20 @@ def envelope(front: pd.DataFrame, x: np.ndarray, y: str = "tps_per_gpu") -> np.n
     return np.asarray(out)
 
 
-def _check_serving(kw: dict[str, Any]) -> None:
-    if kw.get("serving") == "prefill":
+def _two(scenario: Scenario | None) -> Scenario:
+    """``scenario`` (default: the main job's) checked for a comparison: two systems, a serving mode
+    with tokens/s per user."""
+    sc = Scenario() if scenario is None else scenario
+    if not isinstance(sc, Scenario):
+        raise SpecError("<input>", "scenario", f"a Scenario (planner.Scenario(model, (A, B), ...)), got "
+                        f"{type(sc).__name__}")
+    if len(sc.systems) != 2:
+        raise SpecError("<input>", "hardware", f"two systems, A then B, got {len(sc.systems)}")
+    if sc.serving == "prefill":
         raise SpecError("<input>", "serving", "decode, aggregated or disaggregated: a comparison is "
                         "made at tokens/s per user, which a prefill pool does not have (use "
                         "frontier --serving prefill for each system)")
+    return sc
 
 
 @dataclass
@@ -114,29 +123,29 @@ def _largest_useful_rate(ratio: pd.DataFrame, solve: Any) -> float | None:
     return cands[1 + int(np.argmax(ok))] if ok.any() else None
 
 
-def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200-nvl72",
-            hardware_b: str | Hardware = "hgx-h200", levels: tuple[float, ...] = DEFAULT_LEVELS,
-            **kw: Any) -> Comparison:
-    """Frontiers of ``model`` on two systems (each at its best precision unless ``weights`` is
-    given), their ratio over the common interactivity range, and at ``levels`` (tokens/s/user):
-    tokens/s per GPU and per MW on each side, the ratios, and the binding term of each.
+def compare(scenario: Scenario | None = None, levels: tuple[float, ...] = DEFAULT_LEVELS) -> Comparison:
+    """Frontiers of the scenario's model on its two systems (default: the main job, Kimi K2
+    Thinking on GB200 NVL72 and HGX H200; each at its best precision unless ``weights`` is given),
+    their ratio over the common interactivity range, and at ``levels`` (tokens/s/user): tokens/s
+    per GPU and per MW on each side, the ratios, and the binding term of each.
 
     The table also holds the rate of the ratio curve's largest useful value (``asked`` False);
     ``both_useful`` flags rows where both sides give at least ``USEFUL`` of their peak, and
     ``largest`` the useful row with the largest per-GPU ratio (the one a summary quotes)."""
-    _check_serving(kw)
+    sc = _two(scenario)
     _check_rates("levels", levels)
-    m = load_model(model)
-    ha, hb = load_systems([hardware_a, hardware_b])
-    pts_a = frontier(m, ha, all_points=True, **kw)
-    pts_b = frontier(m, hb, all_points=True, **kw)
+    m = sc.load_model()
+    ha, hb = sc.load_systems()
+    sa_, sb_ = sc.replace(model=m, stack=None).on(ha), sc.replace(model=m, stack=None).on(hb)
+    pts_a = frontier(sa_, all_points=True)
+    pts_b = frontier(sb_, all_points=True)
     fa, fb = pareto(pts_a), pareto(pts_b)
     fa.attrs.update(pts_a.attrs)
     fb.attrs.update(pts_b.attrs)
     ratio = ratio_curve(fa, fb, ha, hb)
 
     def solve(xs: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        sa, sb = frontier_at(m, ha, xs, points=pts_a, **kw), frontier_at(m, hb, xs, points=pts_b, **kw)
+        sa, sb = frontier_at(sa_, xs, points=pts_a), frontier_at(sb_, xs, points=pts_b)
         ya, yb = sa.tps_per_gpu.to_numpy(float), sb.tps_per_gpu.to_numpy(float)
         return ya / yb, (ya / ha.power_per_gpu) / (yb / hb.power_per_gpu), _both_useful(ya, yb, fa, fb)
 
@@ -147,8 +156,8 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     if x_max is not None and all(not np.isclose(x_max, v, rtol=1e-3) for v in rows_at):
         rows_at.append(x_max)
     rows_at = sorted(set(rows_at))
-    ta = frontier_at(m, ha, rows_at, points=pts_a, **kw)
-    tb = frontier_at(m, hb, rows_at, points=pts_b, **kw)
+    ta = frontier_at(sa_, rows_at, points=pts_a)
+    tb = frontier_at(sb_, rows_at, points=pts_b)
     table = pd.DataFrame({"tps_per_user": rows_at,
                           "asked": [any(np.isclose(x, float(v)) for v in levels) for x in rows_at]})
     for tag, t in (("a", ta), ("b", tb)):
@@ -171,7 +180,7 @@ def compare(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
     ok = table[table.both_useful & np.isfinite(table.ratio)]
     if not ok.empty:
         table.loc[ok.ratio.idxmax(), "largest"] = True
-    settings = {**pts_a.attrs, "hardware_a": ha.name, "hardware_b": hb.name,
+    settings = {**pts_a.attrs, "scenario": sc.to_dict(), "hardware_a": ha.name, "hardware_b": hb.name,
                 "power_factor": hb.power_per_gpu / ha.power_per_gpu,
                 "calibration": f"{pts_a.attrs['calibration']}; {pts_b.attrs['calibration']}"}
     settings.pop("hardware", None)
@@ -282,10 +291,9 @@ CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def _y_at(model: Any, hw: Hardware, x: float, points: pd.DataFrame | None = None, **kw: Any
-          ) -> tuple[float, str]:
+def _y_at(sc: Scenario, x: float, points: pd.DataFrame | None = None) -> tuple[float, str]:
     try:
-        t = frontier_at(model, hw, [x], points=points, **kw)
+        t = frontier_at(sc, [x], points=points)
     except SpecError as exc:
         if exc.field != "search":
             raise
@@ -309,20 +317,21 @@ def _check_rates(name: str, values: Any) -> None:
             raise SpecError("<input>", name, f"positive finite rates in tokens/s per user, got {shown(v)}")
 
 
-def explain(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200-nvl72",
-            hardware_b: str | Hardware = "hgx-h200", at: float = 50.0, **kw: Any) -> pd.DataFrame:
-    """Decompose the per-GPU throughput ratio A/B at ``at`` tokens/s/user into causes.
+def explain(scenario: Scenario | None = None, at: float = 50.0) -> pd.DataFrame:
+    """Decompose the per-GPU throughput ratio A/B of the scenario's two systems (default: the
+    main job's) at ``at`` tokens/s/user into causes.
 
     Chain: start from B and swap in A's resources one group at a time (:data:`CHAIN`); each
     row's ``factor`` is the throughput after the swap over before, so the factors multiply to
     the whole ratio.  Then single counterfactuals: B with A's scale-up domain, B with FP4 tensor
     cores (2x its FP8 rate), A cut to 8-GPU domains with B's NIC between them, A with B's HBM.
     """
-    _check_serving(kw)
+    sc = _two(scenario)
     _check_rates("at", [at])
-    m = load_model(model)
-    ha, hb = load_systems([hardware_a, hardware_b])
-    pts_a, pts_b = (frontier(m, h, all_points=True, **kw) for h in (ha, hb))
+    m = sc.load_model()
+    ha, hb = sc.load_systems()
+    sc = sc.replace(model=m, stack=None)
+    pts_a, pts_b = (frontier(sc.on(h), all_points=True) for h in (ha, hb))
     tops = [(h.name, float(p.tps_per_user.max())) for h, p in ((ha, pts_a), (hb, pts_b))]
     short = [f"{name} tops out at {top:.4g}" for name, top in tops if not at <= top]
     if short:
@@ -331,17 +340,17 @@ def explain(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
                         "tokens/s/user")
     rows = []
     cur = hb
-    y_cur, bn = _y_at(m, cur, at, points=pts_b, **kw)
+    y_cur, bn = _y_at(sc.on(cur), at, points=pts_b)
     rows.append(dict(kind="chain", step=f"{hb.name} as is", tps_per_gpu=y_cur, factor=1.0,
                      cumulative=1.0, bottleneck=bn))
     y0 = y_cur
     for label, fields in CHAIN:
         cur = cur.replace(**{f: getattr(ha, f) for f in fields})
-        y_new, bn = _y_at(m, cur, at, **kw)
+        y_new, bn = _y_at(sc.on(cur), at)
         rows.append(dict(kind="chain", step=f"+ {ha.name} {label}", tps_per_gpu=y_new,
                          factor=y_new / y_cur, cumulative=y_new / y0, bottleneck=bn))
         y_cur = y_new
-    ya, bna = _y_at(m, ha, at, points=pts_a, **kw)
+    ya, bna = _y_at(sc.on(ha), at, points=pts_a)
     if pts_a.attrs.get("search") in ("rules", "recipes"):
         # the as-deployed search offers each system its own stacks' launch recipes (by name): the
         # last step of the chain is A's recipes in place of B's on A's resources
@@ -360,7 +369,7 @@ def explain(model: str = "kimi-k2-thinking", hardware_a: str | Hardware = "gb200
                                                       hbm_capacity=hb.hbm_capacity), ya),
     ]
     for label, hw, base in singles:
-        y, bn = _y_at(m, hw, at, **kw)
+        y, bn = _y_at(sc.on(hw), at)
         rows.append(dict(kind="counterfactual", step=label, tps_per_gpu=y, factor=y / base,
                          cumulative=np.nan, bottleneck=bn))
     out = pd.DataFrame(rows)

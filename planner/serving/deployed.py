@@ -62,6 +62,7 @@ from planner.physics import compiled
 from planner.physics.step import (
     CATEGORIES,
     REASONS,
+    WEIGHTS_DO_NOT_FIT,
     default_slots,
     evaluate_configs,
     pass_kernels,
@@ -671,137 +672,145 @@ def predict(
     A ``decode_max_batch`` column in ``dep`` (optional; NaN: none) caps the requests one decode
     rank runs at once below what its memory holds (the recipe's ``max_batch_size``); the
     concurrency beyond the ranks' caps waits for its first token (``ttft_bounded``).
-    ``reason`` (0: feasible) beside the deployment's own.  Speculation: :func:`bench_speculation`
+    ``reason`` (0: feasible) and ``why_infeasible`` (its text, :data:`REASONS`; empty where
+    feasible) beside the deployment's own.  Speculation: :func:`bench_speculation`
     (``acceptance_scale`` 1: the published acceptance)."""
     from planner.serving.percentiles import burst
     from planner.serving.prefill import aggregated_prefill_terms, chunked_prefill_rate, served_ttft
 
     prec = resolve_precisions(model, hw, weights, kv)
-    n = len(dep)
-    I, O = LENGTH_MEAN * isl, LENGTH_MEAN * osl
-    ctx = I + O / 2.0
+    count = len(dep)
+    isl_mean, osl_mean = LENGTH_MEAN * isl, LENGTH_MEAN * osl
+    ctx = isl_mean + osl_mean / 2.0
     conc = dep.concurrency.to_numpy(float)
     disagg = dep.disagg.to_numpy(bool)
     max_batch = (pd.to_numeric(dep["decode_max_batch"], errors="coerce").to_numpy(float)
-                 if "decode_max_batch" in dep.columns else np.full(n, np.nan))
+                 if "decode_max_batch" in dep.columns else np.full(count, np.nan))
     max_batch = np.where(max_batch >= 1, max_batch, np.nan)
-    dl, pl = _layout(model, dep, "decode"), _layout(model, dep, "prefill")
-    wd, wp = dep.decode_workers.to_numpy(float), dep.prefill_workers.to_numpy(float)
-    ranks = wd * dl["G"] / dl["TP_a"]
-    gpus = np.where(disagg, wd * dl["G"] + wp * pl["G"], dl["G"])
-    e = hw.efficiency
+    decode_layout, prefill_layout = _layout(model, dep, "decode"), _layout(model, dep, "prefill")
+    decode_workers, prefill_workers = dep.decode_workers.to_numpy(float), dep.prefill_workers.to_numpy(float)
+    ranks = decode_workers * decode_layout["G"] / decode_layout["TP_a"]
+    gpus = np.where(disagg, decode_workers * decode_layout["G"] + prefill_workers * prefill_layout["G"],
+                    decode_layout["G"])
+    eff = hw.efficiency
     real = mode != "bound"
     # TTFT: one prompt's pass at the prefill layout and the queued share of the prompts that arrive
     # with it (aggregated: the instance's concurrency; disaggregated: over the prefill workers)
-    p = evaluate_configs(model, hw, prec, mode, **pl, b=np.ones(n), S=I, phase="prefill", categories=False)
-    t_pass = np.where(np.asarray(p["feasible"], bool), np.asarray(p["step"], float), np.nan)
-    x_p, phi = chunked_prefill_rate(model, hw, prec, mode, **pl, isl=I, local_share=True)
-    prompts = conc / np.where(disagg, wp, 1.0)
-    wave = prompts * I / (x_p * pl["G"])
+    prefill_probe = evaluate_configs(model, hw, prec, mode, **prefill_layout, b=np.ones(count), S=isl_mean,
+                                     phase="prefill", categories=False)
+    t_pass = np.where(np.asarray(prefill_probe["feasible"], bool), np.asarray(prefill_probe["step"], float),
+                      np.nan)
+    x_p, phi = chunked_prefill_rate(model, hw, prec, mode, **prefill_layout, isl=isl_mean, local_share=True)
+    prompts = conc / np.where(disagg, prefill_workers, 1.0)
+    wave = prompts * isl_mean / (x_p * prefill_layout["G"])
     ttft = served_ttft(
-        e.ttft_request if real else 0.0,
-        e.ttft_wave if real else 0.0,
+        eff.ttft_request if real else 0.0,
+        eff.ttft_wave if real else 0.0,
         t_pass,
         wave if real else 0.0,
-        e.ttft_host if real else 0.0,
+        eff.ttft_host if real else 0.0,
         pass_kernels(model),
     )
     # (the first wave queued as above is the burst's p99 below; the median request of a steady
     # closed loop meets the prefill queue at its utilisation instead: ttft_queue in the loop)
-    ttft = np.array(ttft, float) * np.ones(n)
+    ttft = np.array(ttft, float) * np.ones(count)
     # the prefill pool's prompt tokens a second (aggregated: prefill rides in the decode steps)
     pool_x = np.where(disagg, x_p, np.inf)
     eta_pool = (PREFILL_POOL_SHARE.get(hw.stack or "", PREFILL_POOL_SHARE_OTHER) if pool_share is None
                 else pool_share) if real else 1.0
     # requests a second the prompts' prefill serves (a disaggregated pool at the share eta_P of its
     # pass rate; an aggregated instance at its own prefill rate), and the median wait in its queue
-    served_rps = np.where(disagg, eta_pool * wp, 1.0) * pl["G"] * x_p / I
+    served_rps = np.where(disagg, eta_pool * prefill_workers, 1.0) * prefill_layout["G"] * x_p / isl_mean
     ttft0 = np.array(ttft, float)
-    tpot = np.full(n, np.nan)
-    A_all = np.ones(n)
-    reason = np.zeros(n, dtype=int)
-    bott = np.full(n, "", dtype=object)
-    cats = {c: np.full(n, np.nan) for c in CATEGORIES}  # seconds each resource is busy per decode step
-    b_out = np.full(n, np.nan)
+    tpot = np.full(count, np.nan)
+    tokens_step_all = np.ones(count)
+    reason = np.zeros(count, dtype=int)
+    binding = np.full(count, "", dtype=object)
+    busy = {c: np.full(count, np.nan) for c in CATEGORIES}  # seconds each resource is busy per decode step
+    batch_out = np.full(count, np.nan)
     # the chunked prefill an aggregated step carries, on the decode layout (none to price where
     # every deployment is disaggregated)
-    x_agg, phi_agg = (chunked_prefill_rate(model, hw, prec, mode, **dl, isl=I, local_share=True)
-                      if not disagg.all() else (np.full(n, np.nan), np.ones(n)))
+    x_agg, phi_agg = (chunked_prefill_rate(model, hw, prec, mode, **decode_layout, isl=isl_mean,
+                                           local_share=True)
+                      if not disagg.all() else (np.full(count, np.nan), np.ones(count)))
     for drafts in sorted(set(dep.drafts.astype(int))):
-        m = dep.drafts.to_numpy(int) == drafts
+        group = dep.drafts.to_numpy(int) == drafts
         spec = bench_speculation(model, drafts, hw.stack, acceptance_scale)
-        lay = {k: v[m] for k, v in dl.items()}
+        lay = {k: v[group] for k, v in decode_layout.items()}
         probe = evaluate_configs(
-            model, hw, prec, mode, **lay, b=np.ones(m.sum()), S=ctx, spec=spec, categories=False
+            model, hw, prec, mode, **lay, b=np.ones(group.sum()), S=ctx, spec=spec, categories=False
         )
-        cap = np.floor(np.broadcast_to(np.asarray(probe["memory.b_max"], float), (m.sum(),)) * (1 + 1e-9))
+        cap = np.floor(np.broadcast_to(np.asarray(probe["memory.b_max"], float), (group.sum(),)) * (1 + 1e-9))
         # the recipe's own cap on the requests a rank runs at once (TensorRT-LLM's decode
         # ``max_batch_size``: per attention-DP rank, or per worker under attention TP), where stated
-        cap = np.fmin(cap, max_batch[m])
-        f = np.ones(m.sum())
-        for it in range(ITERATIONS):
+        cap = np.fmin(cap, max_batch[group])
+        decoding = np.ones(group.sum())
+        for iteration in range(ITERATIONS):
             # a request's rank holds at least its own sequence, however many ranks share the users
-            b = np.minimum(np.maximum(conc[m] * f / ranks[m], 1.0), np.maximum(cap, 1.0))
+            batch = np.minimum(np.maximum(conc[group] * decoding / ranks[group], 1.0), np.maximum(cap, 1.0))
             # (the per-resource seconds of the last iteration's step alone are reported)
-            r = evaluate_configs(model, hw, prec, mode, **lay, b=b, S=ctx, spec=spec,
-                                 categories=it == ITERATIONS - 1)
-            A = float(np.asarray(r["A"]))
-            step = np.asarray(r["step"], float)
+            step_terms = evaluate_configs(model, hw, prec, mode, **lay, b=batch, S=ctx, spec=spec,
+                                          categories=iteration == ITERATIONS - 1)
+            tokens_step = float(np.asarray(step_terms["A"]))
+            step = np.asarray(step_terms["step"], float)
             if mode != "bound":
-                ag = ~disagg[m]
-                if ag.any():
+                aggregated = ~disagg[group]
+                if aggregated.any():
                     t_agg = compiled.evaluate_named(
                         "t_step_aggregated",
                         t_step=step,
-                        I=I,
-                        O=O,
-                        b=b,
-                        A=A,
+                        I=isl_mean,
+                        O=osl_mean,
+                        b=batch,
+                        A=tokens_step,
                         TP_a=lay["TP_a"],
-                        X_p=x_agg[m],
-                        **aggregated_prefill_terms(model, mode, lay["G"], lay["TP_a"], I, phi_agg[m],
-                                                   stack=hw.stack),
+                        X_p=x_agg[group],
+                        **aggregated_prefill_terms(model, mode, lay["G"], lay["TP_a"], isl_mean,
+                                                   phi_agg[group], stack=hw.stack),
                     )
-                    step = np.where(ag, np.asarray(t_agg, float), step)
-            t = step / A
-            dec = (O - 1.0) * t
+                    step = np.where(aggregated, np.asarray(t_agg, float), step)
+            tpot_now = step / tokens_step
+            decode_time = (osl_mean - 1.0) * tpot_now
             if real:
                 # the median request's TTFT in a steady closed loop: its pass, latencies and the
                 # prefill queue's median wait at the utilisation the loop's rate gives it
-                rho = conc[m] / (ttft[m] + dec) / served_rps[m]
-                ttft0[m] = np.asarray(compiled.evaluate_named(
-                    "ttft_queue", t_req=e.ttft_request, tau_h=e.ttft_host, n_kp=pass_kernels(model),
-                    t_pass=t_pass[m], rho_p=np.clip(rho, 1e-12, RHO_STEADY), S_p=1.0 / served_rps[m],
+                rho = conc[group] / (ttft[group] + decode_time) / served_rps[group]
+                ttft0[group] = np.asarray(compiled.evaluate_named(
+                    "ttft_queue", t_req=eff.ttft_request, tau_h=eff.ttft_host, n_kp=pass_kernels(model),
+                    t_pass=t_pass[group], rho_p=np.clip(rho, 1e-12, RHO_STEADY), S_p=1.0 / served_rps[group],
                     c_a2=ARRIVAL_CV2, c_s2=LENGTH_CV2, p_s=0.5), float)
             # the closed loop at the least of what it asks, the prefill pool serves and the decode
             # pool admits: what it asks beyond that waits for its first token
-            tt = np.asarray(compiled.evaluate_named(
-                "ttft_bounded", T_0=ttft0[m], N_c=conc[m], O=O, TPOT=t,
-                G_P=(wp * pl["G"])[m], X_p=pool_x[m], I=I, R_d=ranks[m], b_cap=np.maximum(cap, 1.0),
+            ttft_loop = np.asarray(compiled.evaluate_named(
+                "ttft_bounded", T_0=ttft0[group], N_c=conc[group], O=osl_mean, TPOT=tpot_now,
+                G_P=(prefill_workers * prefill_layout["G"])[group], X_p=pool_x[group], I=isl_mean,
+                R_d=ranks[group], b_cap=np.maximum(cap, 1.0),
                 eta_P=eta_pool), float)
-            ttft[m] = np.where(np.isfinite(tt), tt, ttft0[m])
-            f_new = dec / (ttft[m] + dec)
-            f = np.where(np.isfinite(f_new), f_new, 1.0)
-        tpot[m], A_all[m], b_out[m] = t, A, b
+            ttft[group] = np.where(np.isfinite(ttft_loop), ttft_loop, ttft0[group])
+            decoding_next = decode_time / (ttft[group] + decode_time)
+            decoding = np.where(np.isfinite(decoding_next), decoding_next, 1.0)
+        tpot[group], tokens_step_all[group], batch_out[group] = tpot_now, tokens_step, batch
         for c in CATEGORIES:
-            cats[c][m] = np.asarray(r[f"cat.{c}"], float) * np.ones(m.sum())
-        code = np.asarray(r["reason"], int) * np.ones(m.sum(), dtype=int)
-        code = np.where(cap < 1, 8, code)
-        reason[m] = code
-        bott[m] = np.array(CATEGORIES, dtype=object)[
-            np.asarray(r["bottleneck"], int) * np.ones(m.sum(), dtype=int)
+            busy[c][group] = np.asarray(step_terms[f"cat.{c}"], float) * np.ones(group.sum())
+        codes = np.asarray(step_terms["reason"], int) * np.ones(group.sum(), dtype=int)
+        codes = np.where(cap < 1, WEIGHTS_DO_NOT_FIT, codes)  # no sequence fits beside the weights
+        reason[group] = codes
+        binding[group] = np.array(CATEGORIES, dtype=object)[
+            np.asarray(step_terms["bottleneck"], int) * np.ones(group.sum(), dtype=int)
         ]
-    e2e = ttft + (O - 1.0) * tpot
+    e2e = ttft + (osl_mean - 1.0) * tpot
     out_tps = conc * OUTPUT_YIELD * osl / (e2e * gpus)
     # p99 of the benchmark's burst: its first wave queued, aggregated decode stalled by it
-    tt99, tp99 = burst(0.99, t_req=e.ttft_request if real else 0.0, tau_h=e.ttft_host if real else 0.0,
-                       n_kp=pass_kernels(model), t_pass=t_pass, t_wave=wave, tpot=tpot, osl=O, A=A_all,
+    tt99, tp99 = burst(0.99, t_req=eff.ttft_request if real else 0.0, tau_h=eff.ttft_host if real else 0.0,
+                       n_kp=pass_kernels(model), t_pass=t_pass, t_wave=wave, tpot=tpot, osl=osl_mean,
+                       A=tokens_step_all,
                        drafts=dep.drafts.to_numpy(float), stall=(~disagg).astype(float))
     ok = (reason == 0) & np.isfinite(out_tps) & np.isfinite(ttft)
+    reason = np.where(ok, 0, np.where(reason == 0, WEIGHTS_DO_NOT_FIT, reason))
     return dep.assign(
         gpus_total=gpus,
-        batch_per_rank=b_out,
-        tokens_per_step=A_all,
+        batch_per_rank=batch_out,
+        tokens_per_step=tokens_step_all,
         tpot_s=tpot,
         ttft_s=ttft,
         e2e_s=e2e,
@@ -809,14 +818,16 @@ def predict(
         tpot_p99_s=tp99,
         tps_per_user=1.0 / tpot,
         output_tps_per_gpu=out_tps,
-        total_tps_per_gpu=out_tps + conc * I / (e2e * gpus),
+        total_tps_per_gpu=out_tps + conc * isl_mean / (e2e * gpus),
         ttft_unqueued_s=ttft0,
         request_rate=conc / e2e,
-        prefill_capacity=np.where(disagg, eta_pool * wp * pl["G"] * x_p / I, np.inf),
-        prefill_tps_per_prefill_gpu=x_p * np.ones(n),
-        bottleneck=bott,
-        reason=np.where(ok, 0, np.where(reason == 0, 8, reason)),
-        **{f"t_{c}_s": v for c, v in cats.items()},
+        prefill_capacity=np.where(disagg, eta_pool * prefill_workers * prefill_layout["G"] * x_p / isl_mean,
+                                  np.inf),
+        prefill_tps_per_prefill_gpu=x_p * np.ones(count),
+        bottleneck=binding,
+        reason=reason,
+        why_infeasible=[REASONS.get(int(c), "") for c in reason],
+        **{f"t_{c}_s": v for c, v in busy.items()},
     )
 
 

@@ -22,7 +22,6 @@ from planner.serving.prefill import (
     served_ttft,
 )
 from planner.serving.search import (
-    BATCH_PER_OCTAVE,
     SearchSpace,
     decode_candidates,
     layouts,
@@ -36,15 +35,17 @@ from planner.serving.search import (
 )
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
-from planner.specs.registry import load_hardware, load_model
+from planner.specs.scenario import (  # noqa: F401  (re-exported: the frontier's vocabulary)
+    BATCH_PER_OCTAVE,
+    DEPLOYMENT_SEARCHES,
+    METRICS,
+    SEARCH_ALIASES,
+    SEARCHES,
+    SERVING_MODES,
+    Scenario,
+    default_search,
+)
 
-SERVING_MODES = ("decode", "prefill", "aggregated", "disaggregated")
-SEARCHES = ("rules", "recipes", "limit")
-#: the searches whose points are whole deployments (prefill workers, users, TTFT of the loop)
-DEPLOYMENT_SEARCHES = ("rules", "recipes")
-#: earlier names of a search, still taken
-SEARCH_ALIASES = {"deployed": "recipes"}
-METRICS = ("output", "total", "decode")
 DEFAULT_MAX_TTFT = 2.0  # s
 
 
@@ -276,23 +277,16 @@ def speculation_summary(model: Model, mtp: Any = "auto", acceptance: float | Non
     return out
 
 
-def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "disaggregated",
-             isl: float = 1024, osl: float = 1024, context: float | None = None,
-             gpus: int | None = None, max_gpus: int | None = None, tp_attn: int | None = None,
-             ep: int | None = None, tp_moe: int | None = None, weights: str | None = None,
-             kv: str | None = None, mtp: Any = "auto", overlap: Any = "auto",
-             kv_offload: bool = False, mode: str = "realistic", metric: str = "output",
-             max_ttft: float | None = None, all_points: bool = False,
-             acceptance: float | None = None, batch_per_octave: int = BATCH_PER_OCTAVE,
-             search: str | None = None, _sorted: bool = True) -> pd.DataFrame:
+def frontier(scenario: Scenario, *, all_points: bool = False, _sorted: bool = True) -> pd.DataFrame:
     """The Pareto frontier of tokens/s per user vs tokens/s per GPU (``prefill``: prompt tokens/s
-    per GPU vs time to first token).
+    per GPU vs time to first token) of ``scenario`` (one system: :meth:`Scenario.on`).
 
-    ``metric``: ``output`` (output tokens/s per GPU counting every GPU of the deployment, the
-    default), ``total`` (input + output, the InferenceMAX convention) or ``decode`` (output per
+    ``scenario.metric``: ``output`` (output tokens/s per GPU counting every GPU of the deployment,
+    the default), ``total`` (input + output, the InferenceMAX convention) or ``decode`` (output per
     decode GPU).  ``gpus`` fixes the instance size (else the search chooses up to ``max_gpus``).
     Returns one row per frontier point, sorted by ``tps_per_user``; ``df.attrs`` holds the
-    inputs.  ``all_points=True`` returns every feasible point instead of the envelope.
+    inputs and ``df.attrs["scenario"]`` the scenario (:meth:`Scenario.to_dict`).
+    ``all_points=True`` returns every feasible point instead of the envelope.
     ``acceptance``: tokens per step (>= 1) or per-draft acceptance rate (< 1) for speculative
     decoding, replacing the model's published figures (``mtp="auto"`` then tries 1-3 drafts).
     ``batch_per_octave``: decode batches tried per doubling of the batch (besides each layout's
@@ -304,50 +298,37 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     recipes, borrowed from another model or system where it has none; ``deployed`` is its earlier
     name), both in :mod:`planner.serving.deployed`, or ``limit`` (every layout and batch the
     hardware could run with ideal software); None: :func:`default_search` (rules for aggregated
-    and disaggregated serving in realistic mode, else limit).
+    and disaggregated serving in realistic mode, else limit).  A scenario with a ``workload`` is
+    :func:`planner.serving.workloads.workload_frontier`'s.
     """
-    model, hw = load_model(model), load_hardware(hardware)
-    if serving not in SERVING_MODES:
-        raise SpecError("<input>", "serving", f"one of {', '.join(SERVING_MODES)}, got {serving!r}")
-    if metric not in METRICS:
-        raise SpecError("<input>", "metric", f"one of {', '.join(METRICS)}, got {metric!r}")
-    if mode not in ("bound", "realistic"):
-        raise SpecError("<input>", "mode", f"bound or realistic, got {mode!r}")
-    wl = Workload(isl, osl, context)
+    if not isinstance(scenario, Scenario):
+        raise SpecError("<input>", "scenario", f"a Scenario (planner.Scenario(model, system, ...)), got "
+                        f"{type(scenario).__name__}")
+    sc = scenario
+    if sc.workload is not None:
+        raise SpecError("<input>", "workload", "no workload in a frontier of one ISL/OSL pair: "
+                        "planner.workload_frontier(scenario) draws a workload's")
+    model, hw = sc.load_model(), sc.load_system()
+    serving, mode, metric = sc.serving, sc.mode, sc.metric
+    wl = Workload(sc.isl, sc.osl, sc.context)
     wl.check(model)
-    if isinstance(batch_per_octave, bool) or not isinstance(batch_per_octave, int | np.integer) \
-            or batch_per_octave < 1:
-        raise SpecError("<input>", "batch_per_octave", f"a whole number >= 1, got {shown(batch_per_octave)}")
-    # a layout, batch grid, speculation rate, overlap or offload asked for is the limit search's
-    # question (the recipes fix them): the default follows it; asked of the as-deployed one, refused
-    asked = limit_only(gpus=gpus, max_gpus=max_gpus, tp_attn=tp_attn, ep=ep, tp_moe=tp_moe,
-                       acceptance=acceptance, overlap=overlap, kv_offload=kv_offload,
-                       batch_per_octave=batch_per_octave)
-    if max_ttft is not None and not (isinstance(max_ttft, int | float) and not isinstance(max_ttft, bool)
-                                     and math.isfinite(max_ttft) and max_ttft > 0):
-        raise SpecError("<input>", "max_ttft", f"a positive time in seconds, got {shown(max_ttft)}")
-    if search is None:
-        search = "limit" if asked else default_search(serving, mode)
-    search = SEARCH_ALIASES.get(search, search) if isinstance(search, str) else search
-    if search not in SEARCHES:
-        raise SpecError("<input>", "search", f"one of {', '.join(SEARCHES)}, got {search!r}")
-    if search in DEPLOYMENT_SEARCHES and asked:
-        raise SpecError("<input>", asked[0], "the limit search with it (search='limit', --search limit): the "
-                        f"{search} search takes layouts, batches and speculation from the stacks' rules "
-                        "and recipes")
+    search = sc.resolved_search
     if search in DEPLOYMENT_SEARCHES:
-        return _deployed(model, hw, wl, serving=serving, weights=weights, kv=kv, mtp=mtp, mode=mode,
-                         metric=metric, all_points=all_points, search=search, max_ttft=max_ttft)
-    max_ttft = DEFAULT_MAX_TTFT if max_ttft is None else max_ttft  # (checked above)
-    space = SearchSpace(gpus, max_gpus, tp_attn, ep, tp_moe, weights, kv, mtp, overlap, kv_offload,
-                        acceptance)
+        df = _deployed(model, hw, wl, sc.replace(search=search), all_points)
+        df.attrs["scenario"] = sc.to_dict()
+        return df
+    max_ttft = DEFAULT_MAX_TTFT if sc.max_ttft is None else sc.max_ttft
+    gpus, weights, kv, mtp, acceptance = sc.gpus, sc.weights, sc.kv, sc.mtp, sc.acceptance
+    space = SearchSpace(gpus, sc.max_gpus, sc.tp_attn, sc.ep, sc.tp_moe, weights, kv, mtp, sc.overlap,
+                        sc.kv_offload, acceptance)
     attrs = dict(model=model.name, hardware=hw.name, stack=hw.stack, calibration=calibration_label(hw),
                  search="limit", serving=serving, isl=wl.isl, osl=wl.osl,
                  context=wl.decode_context, mode=mode, metric=metric, max_ttft=max_ttft,
                  gpus=gpus, weights=weights, kv=kv or model.kv_precision, mtp=str(mtp),
                  speculation=speculation_summary(model, mtp, acceptance))
-    if batch_per_octave != BATCH_PER_OCTAVE:
-        attrs["batch_per_octave"] = batch_per_octave
+    if sc.batch_per_octave != BATCH_PER_OCTAVE:
+        attrs["batch_per_octave"] = sc.batch_per_octave
+    attrs["scenario"] = sc.to_dict()
 
     if serving == "prefill":
         cand = prefill_candidates(model, hw, space, wl.isl, mode)
@@ -363,7 +344,7 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
 
     # the envelope of decode or disaggregated serving is made of each grid's own envelope points
     # (the rate per GPU rises with the decode rate; aggregated serving reorders the points)
-    dec = decode_candidates(model, hw, space, wl.decode_context, mode, per_octave=batch_per_octave,
+    dec = decode_candidates(model, hw, space, wl.decode_context, mode, per_octave=sc.batch_per_octave,
                             envelope_only=not all_points and serving != "aggregated")
     if dec.empty:
         raise SpecError("<input>", "model", f"a configuration of {model.name} that fits on "
@@ -394,31 +375,12 @@ def frontier(model: Model | str, hardware: Hardware | str, *, serving: str = "di
     return df
 
 
-def limit_only(**kw: Any) -> list[str]:
-    """Which of ``kw`` (frontier arguments) only the limit search answers: a layout, a batch grid,
-    a speculation rate, an overlap or offload choice (the rules and recipes fix them; a TTFT limit
-    every search takes)."""
-    unset = {"overlap": (None, "auto"), "kv_offload": (None, False),
-             "batch_per_octave": (None, BATCH_PER_OCTAVE)}
-    keys = ("gpus", "max_gpus", "tp_attn", "ep", "tp_moe", "acceptance", "overlap", "kv_offload",
-            "batch_per_octave")
-    return [k for k in keys if k in kw and kw[k] not in unset.get(k, (None,))]
-
-
-def default_search(serving: str, mode: str) -> str:
-    """The search a frontier takes unless told: ``rules`` for aggregated and disaggregated
-    serving in realistic mode (what deployments reach); ``limit`` in bound mode (the speed of
-    light is a statement about the hardware, not about a stack) and for a decode or prefill pool
-    alone (no recipe runs one)."""
-    return "rules" if mode == "realistic" and serving in ("aggregated", "disaggregated") else "limit"
-
-
-def _deployed(model: Model, hw: Hardware, wl: Workload, *, serving: str, weights: str | None,
-              kv: str | None, mtp: Any, mode: str, metric: str, all_points: bool,
-              search: str, max_ttft: float | None = None) -> pd.DataFrame:
-    """``frontier(search="rules" | "recipes")``: the as-deployed frontier as a frontier table."""
+def _deployed(model: Model, hw: Hardware, wl: Workload, sc: Scenario, all_points: bool) -> pd.DataFrame:
+    """``frontier`` with the rules or recipes search: the as-deployed frontier as a frontier table."""
     from planner.serving.deployed import deployed_frontier
 
+    serving, weights, kv, mtp, mode, metric, search, max_ttft = (
+        sc.serving, sc.weights, sc.kv, sc.mtp, sc.mode, sc.metric, sc.search, sc.max_ttft)
     df = deployed_frontier(model, hw, serving=serving, isl=wl.isl, osl=wl.osl, weights=weights, mtp=mtp,
                            mode=mode, metric=metric, kv=kv, all_points=all_points, search=search,
                            max_ttft=max_ttft)
@@ -449,19 +411,19 @@ def _deployed(model: Model, hw: Hardware, wl: Workload, *, serving: str, weights
     return df
 
 
-def frontier_at(model: Model | str, hardware: Hardware | str, targets: list[float],
-                points: pd.DataFrame | None = None, whole: bool = True, **kw: Any) -> pd.DataFrame:
+def frontier_at(scenario: Scenario, targets: list[float], *, points: pd.DataFrame | None = None,
+                whole: bool = True) -> pd.DataFrame:
     """The best configuration at each per-user rate in ``targets``: the most tokens/s per GPU
     among configurations at least that fast for each user.  The batch of each promising
     candidate is solved exactly (:func:`~planner.serving.search.solve_batch`) rather than read
     off the grid.  The result is the upper envelope at every rate: never below a frontier point
     at least as fast for each user, and never rising with the rate (what serves users faster
     serves them at ``x`` too; such a row keeps its own, higher ``tps_per_user``).  ``points``:
-    the ``frontier(..., all_points=True)`` table, if already computed with the same ``kw``.
+    the ``frontier(scenario, all_points=True)`` table, if already computed.
     ``whole=False`` solves the batch as a continuous quantity (for derivatives).
     A row with NaN throughput means the target is out of reach."""
-    model, hw = load_model(model), load_hardware(hardware)
-    allp = points if points is not None else frontier(model, hw, all_points=True, _sorted=False, **kw)
+    model, hw = scenario.load_model(), scenario.load_system()
+    allp = points if points is not None else frontier(scenario, all_points=True, _sorted=False)
     if allp.attrs.get("search") in DEPLOYMENT_SEARCHES:
         # the deployments are whole recipes at whole concurrencies: read the envelope off them
         xs, ys = allp.tps_per_user.to_numpy(float), allp.tps_per_gpu.to_numpy(float)

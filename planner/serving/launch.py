@@ -455,19 +455,21 @@ def render(point: Any, *, model: Any, hw: Any, stack: str, isl: float, osl: floa
     return Recipe(name=name, text=text, sidecar=sidecar)
 
 
-def build(model: Any, hardware: Any, *, stack: str, serving: str, at: float, isl: float = 1024,
-          osl: float = 1024, weights: str | None = None, mtp: Any = "auto", search: str | None = None,
-          checkpoint: str | None = None, date: str | None = None) -> Recipe:
-    """The recipe of the frontier point of ``model`` on ``hardware`` priced with ``stack``'s fit, at
-    ``at`` tokens/s per user (see the module docstring)."""
+def build(scenario: Any, at: float, *, checkpoint: str | None = None, date: str | None = None) -> Recipe:
+    """The recipe of the frontier point of the scenario's model on its system, priced with
+    ``scenario.stack``'s fit, at ``at`` tokens/s per user (see the module docstring)."""
     from planner.serving.frontiers import frontier
-    from planner.specs.registry import load_hardware, load_model
+
+    sc = scenario
+    stack, serving, isl, osl, weights, search = sc.stack, sc.serving, sc.isl, sc.osl, sc.weights, sc.search
+    if stack is None:
+        raise SpecError("<input>", "--stack", "a serving stack to launch (trtllm, sglang or vllm)")
 
     if serving not in ("aggregated", "disaggregated"):
         raise SpecError("<input>", "--serving", f"aggregated or disaggregated, got {serving!r}")
     if search not in (None, "rules", "recipes"):
         raise SpecError("<input>", "--search", f"rules or recipes (a deployment to launch), got {search!r}")
-    m, hw = load_model(model), load_hardware(hardware)
+    m, hw = sc.load_model(), sc.replace(stack=None).load_system()
     check_runs(stack, hw)
     hw = hw.with_stack(stack)
     # the weights a checkpoint is listed for (without --weights or --checkpoint: a point at weights
@@ -482,7 +484,7 @@ def build(model: Any, hardware: Any, *, stack: str, serving: str, at: float, isl
     best, why = None, None
     for w in options:
         try:
-            front = frontier(m, hw, serving=serving, isl=isl, osl=osl, weights=w, mtp=mtp, search=search)
+            front = frontier(sc.replace(model=m, systems=(hw,), stack=None, weights=w))
             p = point_at(front, at)
         except SpecError as exc:
             why = why or exc

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from planner.physics import compiled
+from planner.physics.step import acceptance_rate
 
 #: Requests a benchmark sends per user: InferenceX runs ``--num-prompts $(( $CONC * 10 ))
 #: --max-concurrency $CONC --request-rate inf`` (SemiAnalysisAI/InferenceX benchmark scripts).
@@ -21,20 +22,6 @@ BENCH_PROMPTS_PER_USER = 10.0
 def z_of(p: float) -> float:
     """The standard normal quantile of ``p`` (0 < p < 1)."""
     return NormalDist().inv_cdf(p)
-
-
-def acceptance_rate(A: Any, drafts: Any) -> np.ndarray:
-    """The per-draft acceptance ``alpha`` whose ``tokens_per_step`` with ``drafts`` drafts is ``A``
-    (bisection: the mean is increasing in ``alpha``); 0 where there are no drafts."""
-    A = np.asarray(A, float)
-    n = np.asarray(drafts, float) * np.ones_like(A)
-    lo, hi = np.zeros_like(A), np.ones_like(A)
-    for _ in range(50):
-        mid = (lo + hi) / 2
-        mean = np.asarray(compiled.evaluate_named("tokens_per_step", alpha=np.maximum(mid, 1e-300),
-                                                  n_draft=np.maximum(n, 1.0)), float)
-        lo, hi = np.where(mean < A, mid, lo), np.where(mean < A, hi, mid)
-    return np.where(n > 0, (lo + hi) / 2, 0.0)
 
 
 def step_variance(A: Any, drafts: Any) -> np.ndarray:

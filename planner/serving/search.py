@@ -31,11 +31,8 @@ from planner.physics.step import (
 )
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
+from planner.specs.scenario import BATCH_PER_OCTAVE
 
-#: Batch grid: sequences per instance on a fixed geometric ladder, BATCH_PER_OCTAVE points per
-#: doubling from 1, plus each layout's memory limit.  The ladder does not depend on the hardware,
-#: so a system with more of any resource is evaluated on a superset of the same points.
-BATCH_PER_OCTAVE = 4
 BOTTLENECKS = (*CATEGORIES, "memory_capacity")
 #: Batches scanned (geometric, 1 to the largest meeting the rate) for the best one (solve_batch)
 SOLVE_SCAN = 48

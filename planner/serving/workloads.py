@@ -35,7 +35,7 @@ from planner.serving.percentiles import batch_at, queue_wait
 from planner.serving.search import pareto, row_inputs
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
-from planner.specs.registry import load_hardware, load_model
+from planner.specs.scenario import Scenario
 from planner.specs.workload import KV_TIERS, Workload, load_workload, slo_key
 
 TIERS = KV_TIERS
@@ -98,27 +98,22 @@ def percentile_columns(attrs: dict[str, Any]) -> tuple[str, str]:
     return f"{t}_s", f"{p}_s"
 
 
-def workload_frontier(
-    model: Model | str,
-    hardware: Hardware | str,
-    workload: Workload | str,
-    *,
-    tiers: tuple[str, ...] | None = TIERS,
-    serving: str = "disaggregated",
-    mode: str = "realistic",
-    weights: str | None = None,
-    kv: str | None = None,
-    mtp: Any = "auto",
-    slo: dict[str, float] | None = None,
-) -> pd.DataFrame:
-    """The frontier of ``workload`` on ``hardware`` (see the module docstring).  ``tiers``: the KV
-    tiers sessions may wait in between turns (``("hbm", "host", "nvme")``, any subset, or None or
-    ``()`` for none: every later turn recomputes its prefix).  Columns beside the frontier's:
-    ``kv_hit_share``, ``kv_need_gb_per_gpu``, ``kv_<tier>_gb_per_gpu`` and ``kv_<tier>_use`` (share of
-    its capacity), ``kv_binding_tier``, ``restore_s``, ``prefill_utilisation``, ``ttft_pNN_s``,
-    ``tpot_pNN_s``; ``tps_per_gpu`` is output tokens/s per GPU with reuse and the prefill pool
-    sized for the TTFT service level."""
-    model, hw, wl = load_model(model), load_hardware(hardware), load_workload(workload)
+def workload_frontier(scenario: Scenario) -> pd.DataFrame:
+    """The frontier of ``scenario.workload`` on the scenario's system (see the module docstring).
+    ``scenario.kv_tiers``: the KV tiers sessions may wait in between turns (default
+    ``("hbm", "host", "nvme")``; any subset, or ``()`` for none: every later turn recomputes its
+    prefix); ``scenario.slo``: service levels replacing the workload's.  Columns beside the
+    frontier's: ``kv_hit_share``, ``kv_need_gb_per_gpu``, ``kv_<tier>_gb_per_gpu`` and
+    ``kv_<tier>_use`` (share of its capacity), ``kv_binding_tier``, ``restore_s``,
+    ``prefill_utilisation``, ``ttft_pNN_s``, ``tpot_pNN_s``; ``tps_per_gpu`` is output tokens/s per
+    GPU with reuse and the prefill pool sized for the TTFT service level."""
+    sc = scenario
+    if sc.workload is None:
+        raise SpecError("<input>", "workload", "a workload (a bundled name, a workload YAML or a trace CSV)")
+    refuse_with_workload({k: getattr(sc, k) for k in NOT_WITH_WORKLOAD}, sc.search)
+    model, hw, wl = sc.load_model(), sc.load_system(), load_workload(sc.workload)
+    serving, mode, weights, kv, mtp, slo = sc.serving, sc.mode, sc.weights, sc.kv, sc.mtp, sc.slo
+    tiers = TIERS if sc.kv_tiers is None else sc.kv_tiers
     if slo:
         wl = wl.with_slo(slo)
     tiers = tuple(tiers or ())
@@ -140,13 +135,12 @@ def workload_frontier(
     tkey, pkey = _slo_keys(pct)
     tname, pname = f"{tkey}_s", f"{pkey}_s"
     limit = wl.slo.get(tkey)
-    kw = dict(serving=serving, mode=mode, weights=weights, kv=kv, mtp=mtp, search="limit",
-              context=wl.decode_context)
-    if limit and serving == "disaggregated":
-        kw["max_ttft"] = limit
-    hit = frontier(model, hw, isl=new, osl=osl, **kw)
+    base = Scenario(model, (hw,), serving=serving, mode=mode, weights=weights, kv=kv, mtp=mtp,
+                    search="limit", context=wl.decode_context, osl=osl,
+                    max_ttft=limit if limit and serving == "disaggregated" else None)
+    hit = frontier(base.replace(isl=new))
     try:
-        miss = frontier(model, hw, isl=isl, osl=osl, **kw) if new < isl else hit
+        miss = frontier(base.replace(isl=isl)) if new < isl else hit
     except SpecError:  # the whole prompt cannot be prefilled within the service level: no miss is served
         miss = hit.iloc[:0]
     x = hit.tps_per_user.to_numpy(float)
@@ -264,6 +258,7 @@ def workload_frontier(
         isl=wl.isl,
         osl=wl.osl,
         search="limit",
+        scenario=sc.to_dict(),
     )
     return out
 

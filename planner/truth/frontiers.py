@@ -516,6 +516,7 @@ def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = Tr
     aggregated serving, against everything measured on it)."""
     from planner.serving.frontiers import frontier as limit_frontier
     from planner.specs.registry import load_hardware, load_model, model_names
+    from planner.specs.scenario import Scenario
 
     raw = load_frontiers(path)
     if "flags" in raw.columns:
@@ -593,14 +594,16 @@ def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = Tr
             .groups.items()
         ):
             f = limit_frontier(
-                models[m],
-                hws[h],
-                serving="decode",
-                isl=isl,
-                osl=osl,
-                mode="bound",
-                weights=WEIGHTS.get(prec, prec),
-                mtp="auto" if spec == "mtp" else 0,
+                Scenario(
+                    models[m],
+                    (hws[h],),
+                    serving="decode",
+                    isl=isl,
+                    osl=osl,
+                    mode="bound",
+                    weights=WEIGHTS.get(prec, prec),
+                    mtp="auto" if spec == "mtp" else 0,
+                )
             )
             b = envelope_at(f, df.loc[idx, "tps_per_user"].to_numpy(float))
             df.loc[idx, "bound_tps_per_gpu"] = b
@@ -670,7 +673,7 @@ def score_frontiers(path: str | Path, *, frontier: bool = True, bound: bool = Tr
             xs, ys = [], []
             for serving in ("disaggregated", "aggregated"):
                 try:
-                    f = limit_frontier(models[m], hws[h], serving=serving, isl=isl, osl=osl)
+                    f = limit_frontier(Scenario(models[m], (hws[h],), serving=serving, isl=isl, osl=osl))
                 except SpecError:
                     continue
                 xs.append(f.tps_per_user.to_numpy(float))

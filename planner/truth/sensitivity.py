@@ -34,6 +34,7 @@ from planner.serving.frontiers import frontier_at
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
 from planner.specs.registry import load_hardware, load_model
+from planner.specs.scenario import Scenario
 
 #: Resource name -> (label, how to scale it, symbols of the step model it is).
 RESOURCES: dict[str, tuple[str, Callable[[Hardware, float], Hardware], tuple[str, ...]]] = {
@@ -70,7 +71,7 @@ def _resource(name: str) -> tuple[str, Callable[[Hardware, float], Hardware], tu
 
 def _at(model: Model, hw: Hardware, x: float, kw: dict[str, Any]) -> pd.Series:
     # the batch as a continuous quantity: a derivative of whole sequences would be a step
-    return frontier_at(model, hw, [x], whole=False, **{"search": "limit", **kw}).iloc[0]
+    return frontier_at(Scenario(model, (hw,), **{"search": "limit", **kw}), [x], whole=False).iloc[0]
 
 
 def _y(row: pd.Series) -> float:

@@ -12,7 +12,6 @@ reach a rate at all counts as zero throughput there.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,7 +22,7 @@ from planner.serving.comparison import envelope
 from planner.serving.frontiers import frontier
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
-from planner.specs.registry import load_hardware, load_model
+from planner.specs.scenario import Scenario
 from planner.truth.calibrate import sampled_efficiencies
 
 #: Systems with measurements of their own (serving runs or kernel tables in planner/truth/data):
@@ -47,42 +46,42 @@ GRID_POINTS = 40
 QUANTILES = (5.0, 95.0)
 
 
-def frontier_band(model: Model | str, hw: Hardware | str, *, samples: int = DEFAULT_SAMPLES,
-                  seed: int = DEFAULT_SEED, method: str = "auto", rel: float = 0.15,
-                  grid: np.ndarray | None = None, base: pd.DataFrame | None = None,
-                  **frontier_kw: Any) -> pd.DataFrame:
-    """Band around the realistic frontier of ``model`` on ``hw``.
+def frontier_band(scenario: Scenario, *, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED,
+                  method: str = "auto", rel: float = 0.15, grid: np.ndarray | None = None,
+                  base: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Band around the realistic frontier of ``scenario`` (one system).
 
     ``method``: ``auto`` (the fit covariance where the spec records a calibration, declared
     +-``rel`` ranges for the rest), ``fit`` (require a recorded fit) or ``ranges`` (+-``rel`` on
-    every efficiency).  ``frontier_kw`` go to :func:`planner.serving.frontiers.frontier` (``mode`` must be
-    realistic: bound mode has no efficiencies to vary).  ``grid``: tokens/s per user to read the
+    every efficiency).  The scenario's ``mode`` must be realistic: bound mode has no efficiencies to
+    vary.  ``grid``: tokens/s per user to read the
     band at (default: ``GRID_POINTS`` log-spaced over the nominal frontier).  ``base``: the
-    nominal frontier, if already computed with the same arguments.
+    nominal frontier, if already computed with the same scenario.
 
     Returns a DataFrame with ``tps_per_user``, ``lo``, ``mid``, ``hi`` (tokens/s per GPU in the
     frontier's metric), ``nominal`` and ``reach`` (fraction of draws that reach the rate).
     """
-    model, hw = load_model(model), load_hardware(hw)
-    if frontier_kw.get("mode", "realistic") != "realistic":
+    sc = scenario
+    model, hw = sc.load_model(), sc.load_system()
+    sc = sc.replace(model=model, systems=(hw,), stack=None)
+    if sc.mode != "realistic":
         raise SpecError("<input>", "mode", "realistic for an uncertainty band (bound mode has no "
                         "efficiencies to vary)")
-    if frontier_kw.get("serving") == "prefill":
+    if sc.serving == "prefill":
         raise SpecError("<input>", "serving", "decode, aggregated or disaggregated for a band on "
                         "tokens/s per user")
     if method not in ("auto", "fit", "ranges"):
         raise SpecError("<input>", "method", f"auto, fit or ranges, got {method!r}")
     if not (isinstance(samples, int) and 2 <= samples <= 1000):
         raise SpecError("<input>", "samples", f"an integer from 2 to 1000, got {shown(samples)}")
-    frontier_kw = {k: v for k, v in frontier_kw.items() if k != "all_points"}
-    nominal = base if base is not None else frontier(model, hw, **frontier_kw)
+    nominal = base if base is not None else frontier(sc)
     if grid is None:
         x = nominal.tps_per_user.to_numpy(float)
         grid = np.geomspace(x.min(), x.max(), GRID_POINTS) if x.max() > x.min() else x[:1]
     grid = np.asarray(grid, dtype=float)
     rng = np.random.default_rng(seed)
     ys = np.zeros((samples, grid.size))
-    models = acceptance_draws(model, samples, seed, given=frontier_kw.get("acceptance") is not None)
+    models = acceptance_draws(model, samples, seed, given=sc.acceptance is not None)
     sd = unmeasured_log_sd(hw)
     # a system without measurements of its own: each draw also carries the datasheet-only error,
     # one log-normal factor on its throughput (its own seed: a measured system's draws are unchanged)
@@ -90,7 +89,7 @@ def frontier_band(model: Model | str, hw: Hardware | str, *, samples: int = DEFA
     draws = sampled_efficiencies(hw, rng, samples, rel=rel, method=method)
     for i, eff in enumerate(progress(draws, f"band of {hw.name}")):
         try:
-            f = frontier(models[i], hw.replace(efficiency=eff), **frontier_kw)
+            f = frontier(sc.replace(model=models[i], systems=(hw.replace(efficiency=eff),)))
         except SpecError:
             continue  # nothing fits with these efficiencies: zero everywhere
         y = envelope(f, grid) if len(f) > 1 else np.where(np.isclose(grid, f.tps_per_user.iloc[0]),

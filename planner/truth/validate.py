@@ -49,6 +49,7 @@ from planner.errors import SpecError
 from planner.physics import compiled
 from planner.physics.step import (
     CATEGORIES,
+    KV_DOES_NOT_FIT,
     Precisions,
     Speculation,
     default_slots,
@@ -365,7 +366,7 @@ def _at_batch(s: _Setup, point: Point, mode: str, batch: float, basis: str,
 
     return Prediction(mode, basis, quantity, r[quantity.replace("_per_", "_")], r["tps_user"], r["tps_gpu"],
                       batch / point.gpus, spec.drafts,
-                      r["bottleneck"] if r["reason"] != 9 else "memory_capacity",
+                      r["bottleneck"] if r["reason"] != KV_DOES_NOT_FIT else "memory_capacity",
                       r["feasible"], REASONS.get(r["reason"], ""))
 
 

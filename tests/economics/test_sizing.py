@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from planner import Costs, Scenario
 from planner.economics import sizing
 from planner.economics.cost import deployment, economics
 from planner.economics.demand import make_demand, read_profile
@@ -215,7 +216,7 @@ def test_an_hour_column_orders_the_loads(tmp_path):
 # ---- on the frontier engine --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def sized():
-    return sizing.size(MODEL, ["hgx-h200", "gb200-nvl72"], min_tps_user=50, demand_tps=2e6, **FAST)
+    return sizing.size(Scenario(MODEL, ["hgx-h200", "gb200-nvl72"], **FAST), 2e6, min_tps_user=50)
 
 
 def test_size_covers_demand(sized):
@@ -247,7 +248,7 @@ def _top(hw: str) -> float:
     """The fastest per-user rate the frontier reaches on ``hw`` (same search as the sizing)."""
     from planner.serving.frontiers import frontier
 
-    return float(frontier(MODEL, hw, **FAST).tps_per_user.max())
+    return float(frontier(Scenario(MODEL, hw, **FAST)).tps_per_user.max())
 
 
 def test_higher_service_level_never_costs_less():
@@ -255,7 +256,7 @@ def test_higher_service_level_never_costs_less():
     levels = [x for x in (10.0, 40.0, 100.0, 200.0) if x < top] + [top]
     costs, units = [], []
     for x in levels:
-        df = sizing.size(MODEL, "hgx-h200", min_tps_user=x, demand_tps=5e5, **FAST)
+        df = sizing.size(Scenario(MODEL, "hgx-h200", **FAST), 5e5, min_tps_user=x)
         costs.append(float(df.usd_per_mtok_owned.iloc[0]))
         units.append(int(df.units.iloc[0]))
     assert all(b >= a * (1 - 1e-12) for a, b in zip(costs, costs[1:], strict=False)), costs
@@ -264,7 +265,7 @@ def test_higher_service_level_never_costs_less():
 
 
 def test_instance_search_and_curve_monotone():
-    curve = sizing.sizing_curve(MODEL, "hgx-h200", demand_tps=3e5, points=12)
+    curve = sizing.sizing_curve(Scenario(MODEL, "hgx-h200"), 3e5, points=12)
     c = curve.usd_per_mtok_owned.to_numpy()
     assert len(c) >= 10 and np.all(np.diff(c) >= -1e-12 * c[:-1])
 
@@ -273,7 +274,7 @@ def test_larger_power_budget_never_serves_less():
     df = None
     caps = []
     for mw in (0.03, 0.06, 0.1, 0.5):
-        df = sizing.power_budget(MODEL, "hgx-h200", mw, min_tps_user=50, **FAST)
+        df = sizing.power_budget(Scenario(MODEL, "hgx-h200", **FAST), mw, min_tps_user=50)
         r = df.iloc[0]
         assert r.power_mw <= mw * (1 + 1e-9)
         caps.append(float(r.capacity_tps))
@@ -282,14 +283,15 @@ def test_larger_power_budget_never_serves_less():
     assert int(df.units.iloc[0]) == 37
     assert df.users.iloc[0] == int(caps[-1] // 50)  # whole users the capacity holds at 50 tok/s each
     with pytest.raises(SpecError, match="power_budget_mw"):
-        sizing.power_budget(MODEL, "hgx-h200", 0.01, min_tps_user=50, **FAST)  # < one node (13.26 kW)
+        sizing.power_budget(Scenario(MODEL, "hgx-h200", **FAST), 0.01,
+                            min_tps_user=50)  # < one node (13.26 kW)
     # one node holds no 8-GPU decode instance and 8-GPU prefill instance together
     with pytest.raises(SpecError, match="no whole set of instances"):
-        sizing.power_budget(MODEL, "hgx-h200", 0.014, min_tps_user=50, **FAST)
+        sizing.power_budget(Scenario(MODEL, "hgx-h200", **FAST), 0.014, min_tps_user=50)
 
 
 def test_fleet_capacity_table():
-    df = sizing.fleet_capacity(MODEL, "hgx-h200", 4, levels=[20, 100, 300, 5000], **FAST)
+    df = sizing.fleet_capacity(Scenario(MODEL, "hgx-h200", **FAST), 4, levels=[20, 100, 300, 5000])
     assert list(df.min_tps_user) == [20, 100, 300, 5000]
     caps = df.capacity_tps.to_numpy()
     # non-increasing; equal on the host-bound plateau (tokens/s per GPU 1 / (tau_q TP_a) whatever
@@ -298,24 +300,24 @@ def test_fleet_capacity_table():
     assert not df.feasible.iloc[-1] and "at most" in df.reason.iloc[-1]
     # the fleet sized for its own capacity needs no more units than it has
     x, cap = 100.0, float(caps[1])
-    back = sizing.size(MODEL, "hgx-h200", min_tps_user=x, demand_tps=cap, **FAST)
+    back = sizing.size(Scenario(MODEL, "hgx-h200", **FAST), cap, min_tps_user=x)
     assert int(back.units.iloc[0]) <= 4
 
 
 def test_cost_target():
-    loose = sizing.cost_target(MODEL, "hgx-h200", 0.2, demand_tps=5e5, refine=3, **FAST).iloc[0]
-    tight = sizing.cost_target(MODEL, "hgx-h200", 0.05, demand_tps=5e5, refine=3, **FAST).iloc[0]
+    loose = sizing.cost_target(Scenario(MODEL, "hgx-h200", **FAST), 0.2, 5e5, refine=3).iloc[0]
+    tight = sizing.cost_target(Scenario(MODEL, "hgx-h200", **FAST), 0.05, 5e5, refine=3).iloc[0]
     assert loose.feasible and tight.feasible
     assert loose.usd_per_mtok_owned <= 0.2 and tight.usd_per_mtok_owned <= 0.05
     assert loose.tps_per_user >= tight.tps_per_user  # a higher price buys more interactivity
     with pytest.raises(SpecError, match="cost_target"):
-        sizing.cost_target(MODEL, "hgx-h200", 1e-6, demand_tps=5e5, refine=0, **FAST)
+        sizing.cost_target(Scenario(MODEL, "hgx-h200", **FAST), 1e-6, 5e5, refine=0)
 
 
 def test_overrides_and_sources():
-    df = sizing.size(MODEL, ["hgx-h200", "gb200-nvl72"], min_tps_user=50, demand_tps=2e6,
-                     usd_per_unit={"hgx-h200": 250_000.0}, watts_per_gpu=1000.0, pue=1.1,
-                     usd_per_kwh=0.1, years=5, **FAST)
+    df = sizing.size(Scenario(MODEL, ["hgx-h200", "gb200-nvl72"], **FAST), 2e6, min_tps_user=50,
+                     costs=Costs(usd_per_unit={"hgx-h200": 250_000.0}, watts_per_gpu=1000.0, pue=1.1,
+                                 usd_per_kwh=0.1, years=5))
     h, g = df.iloc[0], df.iloc[1]
     assert h.price_per_unit == 250_000 and "user override" in h.price_per_unit_source
     assert g.price_per_unit == 3e6 and "about US$3 million" in g.price_per_unit_source
@@ -328,16 +330,17 @@ def test_overrides_and_sources():
 
 
 def test_users_and_requests_demand():
-    a = sizing.size(MODEL, "hgx-h200", min_tps_user=40, users=10_000, **FAST).iloc[0]
+    a = sizing.size(Scenario(MODEL, "hgx-h200", **FAST), {"users": 10_000}, min_tps_user=40).iloc[0]
     # 10,000 users x the tokens/s each gets (at least 40; the whole batch may give a little more)
     assert a.tps_per_user >= 40 and a.demand_tps == pytest.approx(10_000 * a.tps_per_user)
-    b = sizing.size(MODEL, "hgx-h200", min_tps_user=40, requests_per_s=100, osl=2000, **FAST).iloc[0]
+    b = sizing.size(Scenario(MODEL, "hgx-h200", osl=2000, **FAST), {"requests_per_s": 100},
+                    min_tps_user=40).iloc[0]
     assert b.demand_tps == pytest.approx(200_000)  # 100 requests/s x 2000 output tokens
 
 
 def test_unreachable_sla_names_best_of_each():
     with pytest.raises(SpecError) as e:
-        sizing.size(MODEL, ["hgx-h200", "hgx-h100"], min_tps_user=1e5, demand_tps=1e5, **FAST)
+        sizing.size(Scenario(MODEL, ["hgx-h200", "hgx-h100"], **FAST), 1e5, min_tps_user=1e5)
     msg = str(e.value)
     assert "service_level" in msg and ">= 100000 tokens/s/user" in msg
     assert "hgx-h200: at most" in msg and "hgx-h100: at most" in msg
@@ -346,7 +349,7 @@ def test_unreachable_sla_names_best_of_each():
     top_h200, top_h100 = _top("hgx-h200"), _top("hgx-h100")
     assert top_h100 < top_h200
     level = (top_h100 + top_h200) / 2
-    df = sizing.size(MODEL, ["hgx-h200", "hgx-h100"], min_tps_user=level, demand_tps=1e4, **FAST)
+    df = sizing.size(Scenario(MODEL, ["hgx-h200", "hgx-h100"], **FAST), 1e4, min_tps_user=level)
     ok, no = df.iloc[0], df.iloc[1]
     assert ok.feasible and ok.cheapest and ok.tps_per_user >= level * (1 - 1e-6)
     assert not no.feasible and not no.cheapest and no.max_tps_per_user < level
@@ -358,14 +361,17 @@ def test_unreachable_sla_names_best_of_each():
                                 dict(usd_per_unit={"hgx-b300": 1.0}), dict(years=0)])
 def test_bad_options(kw):
     with pytest.raises(SpecError):
-        sizing.size(MODEL, "hgx-h200", min_tps_user=50, demand_tps=1e5, **FAST | kw)
+        costs = {k: kw[k] for k in kw if k in ("basis", "pue", "usd_per_unit", "years")}
+        question = {k: v for k, v in kw.items() if k not in costs}
+        sizing.size(Scenario(MODEL, "hgx-h200", **FAST | question), 1e5, min_tps_user=50,
+                    costs=Costs(**costs))
 
 
 # ---- one computation behind the table, the plot and the inverse questions ------------------------
 def test_curve_at_the_level_is_the_table():
     # the plot's curve (sizing_curve) is read through the same deployment as the table (size)
-    t = sizing.size(MODEL, "hgx-h200", demand_tps=2e5, min_tps_user=30.0, **FAST).iloc[0]
-    c = sizing.sizing_curve(MODEL, "hgx-h200", demand_tps=2e5, points=6, also_at=[30.0], **FAST)
+    t = sizing.size(Scenario(MODEL, "hgx-h200", **FAST), 2e5, min_tps_user=30.0).iloc[0]
+    c = sizing.sizing_curve(Scenario(MODEL, "hgx-h200", **FAST), 2e5, points=6, also_at=[30.0])
     at = c[c.tps_per_user == 30.0].iloc[0]
     assert at.units == t.units and at.gpus == t.gpus
     assert at.usd_per_mtok_owned == pytest.approx(t.usd_per_mtok_owned, rel=1e-12)
@@ -377,14 +383,14 @@ def test_cheapest_reported_is_what_the_target_reaches():
     import re
 
     with pytest.raises(SpecError) as e:
-        sizing.cost_target(MODEL, "hgx-h200", 1e-6, demand_tps=2e5, **FAST)
+        sizing.cost_target(Scenario(MODEL, "hgx-h200", **FAST), 1e-6, 2e5)
     m = re.search(r"cheapest \$([0-9.e-]+)/Mtok \(up to ([0-9.e+-]+) tokens/s/user\)", str(e.value))
     cheapest, x = float(m.group(1)), float(m.group(2))
-    r = sizing.cost_target(MODEL, "hgx-h200", cheapest, demand_tps=2e5, **FAST).iloc[0]
+    r = sizing.cost_target(Scenario(MODEL, "hgx-h200", **FAST), cheapest, 2e5).iloc[0]
     # the level is found by bisection (6 halvings of one step of the 64-level grid: about 0.1%), and
     # two searches at one price may stop at neighbouring levels of it
     assert r.usd_per_mtok_owned <= cheapest and r.tps_per_user == pytest.approx(x, rel=2e-3)
-    above = sizing.size(MODEL, "hgx-h200", demand_tps=2e5, min_tps_user=x * 1.05, **FAST).iloc[0]
+    above = sizing.size(Scenario(MODEL, "hgx-h200", **FAST), 2e5, min_tps_user=x * 1.05).iloc[0]
     assert above.usd_per_mtok_owned > cheapest
 
 
@@ -394,8 +400,8 @@ def test_users_demand_holds_every_user(serving):
     # the level or faster (a grid point faster than the level serves the same tokens with fewer
     # sequences, so tokens alone do not say it)
     for level in (20.0, 55.0, 90.0):
-        r = sizing.size(MODEL, "hgx-h200", users=20_000, min_tps_user=level, serving=serving,
-                        **FAST).iloc[0]
+        r = sizing.size(Scenario(MODEL, "hgx-h200", serving=serving, **FAST), {"users": 20_000},
+                        min_tps_user=level).iloc[0]
         assert float(r.batch).is_integer()
         assert r.decode_instances * r.batch >= 20_000, (level, r.decode_instances, r.batch)
         assert r.tps_per_user >= level
@@ -410,4 +416,4 @@ def test_demand_no_fleet_serves_is_refused_and_costs_never_negative():
     with pytest.raises(SpecError, match="demand"):
         deployment(1e20, **PERF, **RACK, **MONEY)
     with pytest.raises(SpecError, match="demand: .*GPUs"):
-        sizing.size(MODEL, "hgx-h200", demand_tps=1e20, min_tps_user=20.0, **FAST)
+        sizing.size(Scenario(MODEL, "hgx-h200", **FAST), 1e20, min_tps_user=20.0)

@@ -76,8 +76,8 @@ def test_one_system_plan_equals_sizing():
     # one workload on one system: the plan's units are the sizing's, and by hand
     one = dict(CHAT, demand_tps=1.0e6)
     r = plan(workloads=[one], systems=[dict(hardware="hgx-h200")])
-    df = planner.size("llama-3.1-8b", "hgx-h200", min_tps_user=50, demand_tps=1.0e6, isl=1024, osl=512,
-                      serving="aggregated", max_gpus=8)
+    df = planner.size(planner.Scenario("llama-3.1-8b", "hgx-h200", isl=1024, osl=512, serving="aggregated",
+                                       max_gpus=8), 1.0e6, min_tps_user=50)
     assert int(r.systems.units.iloc[0]) == int(df.units.iloc[0])
     p = r.pools.iloc[0]
     # aggregated, instances inside one 8-GPU node: a node serves 8 x tok/s per GPU
@@ -127,8 +127,9 @@ def test_infeasible_names_the_limit_and_by_how_much(small):
     assert "site.facility_mw" in msg and f"needs at least {need_mw:.4g} MW" in msg
     assert f"short by {need_mw - 0.3:.4g} MW" in msg
     # only the rack: supply of GB200 would lift it, by the racks sizing GB200 alone asks for
-    racks = int(planner.size("llama-3.1-8b", "gb200-nvl72", min_tps_user=50, demand_tps=DEMAND, isl=1024,
-                             osl=512, serving="aggregated", max_gpus=8).units.iloc[0])
+    alone = planner.Scenario("llama-3.1-8b", "gb200-nvl72", isl=1024, osl=512, serving="aggregated",
+                             max_gpus=8)
+    racks = int(planner.size(alone, DEMAND, min_tps_user=50).units.iloc[0])
     assert racks >= 2
     with pytest.raises(SpecError) as e:
         plan(workloads=[CHAT], systems=[dict(hardware="gb200-nvl72", max_units=1)],

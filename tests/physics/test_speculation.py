@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import planner
+from planner import Scenario
 from planner.errors import SpecError
 from planner.physics.step import decode_step, resolve_speculation
 from planner.serving.search import mtp_options
@@ -24,15 +25,15 @@ def test_draft_head_pass_costs_its_weights_by_hand():
     attn = d * (32 * 128) + 2 * d * (8 * 128) + (32 * 128) * d          # q, k, v, o projections
     weights = 2 * (attn + 3 * d * 14336 + 3 * d * d + 32000 * d)         # BF16 bytes
     kv = 2 * 8 * 128 * S * 2                                              # one layer's K and V, BF16
-    r = decode_step(m, hw, gpus=1, batch=1, context=S, mtp=3, mode="bound")
+    r = decode_step(Scenario(m, hw, gpus=1, mtp=3, mode="bound"), batch=1, context=S)
     assert r.terms["draft"] == pytest.approx(3 * (weights + kv) / hw.hbm_bandwidth, rel=0.01)
     # a pass reads about 0.8 GB against the verifier's 16 GB: three cost under a fifth of the step
     assert r.terms["draft"] < 0.2 * r.step_time
 
 
 def test_mtp_draft_is_one_moe_layer_and_the_head():
-    r = decode_step("deepseek-r1", "hgx-b200", gpus=8, batch=8, context=2000, mtp=1, mode="bound")
-    one = decode_step("deepseek-r1", "hgx-b200", gpus=8, batch=8, context=2000, mode="bound")
+    r = decode_step(Scenario("deepseek-r1", "hgx-b200", gpus=8, mtp=1, mode="bound"), batch=8, context=2000)
+    one = decode_step(Scenario("deepseek-r1", "hgx-b200", gpus=8, mode="bound"), batch=8, context=2000)
     # one draft pass at one token per sequence: about one MoE layer plus the LM head
     per_layer = one.terms["layer_moe"] + one.terms["lm_head"]
     assert 0.5 * per_layer < r.terms["draft"] < 1.5 * per_layer
@@ -78,8 +79,8 @@ def test_a_model_without_published_speculation_needs_an_acceptance():
     with pytest.raises(SpecError, match="acceptance"):
         resolve_speculation(m, 2)
     s = resolve_speculation(m, 2, 1.8)   # the default EAGLE-3 style head drafts
-    r = decode_step(m, "hgx-h100", gpus=1, batch=4, context=2000, mtp={"draft_tokens": 2,
-                    "mean_acceptance_length": 1.8})
+    r = decode_step(Scenario(m, "hgx-h100", gpus=1, mtp={"draft_tokens": 2,
+                    "mean_acceptance_length": 1.8}), batch=4, context=2000)
     assert s.kind == "draft" and r.terms["draft"] > 0 and r.tokens_per_step == 1.8
 
 

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from planner import Scenario
 from planner.errors import SpecError
 from planner.physics.step import (
     CATEGORIES,
@@ -91,8 +92,8 @@ HAND["step"] = HAND["layer_dense"] + 60 * HAND["layer_moe"] + HAND["lm_head"]   
 
 @pytest.fixture(scope="module")
 def kimi_h200() -> StepResult:
-    return decode_step("kimi-k2-thinking", "hgx-h200", gpus=8, tp_attn=8, ep=8, batch=8, context=4096,
-                       mode="bound")
+    return decode_step(Scenario("kimi-k2-thinking", "hgx-h200", gpus=8, tp_attn=8, ep=8, mode="bound"),
+                       batch=8, context=4096)
 
 
 def test_kimi_h200_decode_by_hand(kimi_h200):
@@ -138,9 +139,9 @@ def test_categories_and_bottleneck(kimi_h200):
 
 
 def test_realistic_is_slower_and_counts_latency():
-    kw = dict(gpus=8, tp_attn=8, ep=8, batch=8, context=4096)
-    b = decode_step("kimi-k2-thinking", "hgx-h200", mode="bound", **kw)
-    r = decode_step("kimi-k2-thinking", "hgx-h200", mode="realistic", **kw)
+    kw, at = dict(gpus=8, tp_attn=8, ep=8), dict(batch=8, context=4096)
+    b = decode_step(Scenario("kimi-k2-thinking", "hgx-h200", mode="bound", **kw), **at)
+    r = decode_step(Scenario("kimi-k2-thinking", "hgx-h200", mode="realistic", **kw), **at)
     assert r.step_time > b.step_time
     # kernels (MLA): 60 MoE layers x (10 projections + 2 core + 8 routed + 3 shared) + 1 dense layer
     # x (10 + 2 + 4) + head 4 = 1400 launches of tau_k, plus t_fixed
@@ -157,18 +158,18 @@ def test_host_time_per_sequence_binds_only_where_it_exceeds_the_gpus_step():
     hw0 = load_hardware("hgx-h200@sglang")
     hw0 = dataclasses.replace(hw0, efficiency=dataclasses.replace(hw0.efficiency, host_per_sequence=0.0))
     hw = dataclasses.replace(hw0, efficiency=dataclasses.replace(hw0.efficiency, host_per_sequence=60e-6))
-    kw = dict(gpus=8, tp_attn=8, context=1500)
-    gpu = decode_step("llama-3.1-8b", hw0, batch=450, mode="realistic", **kw)
+    kw = dict(gpus=8, tp_attn=8)
+    gpu = decode_step(Scenario("llama-3.1-8b", hw0, mode="realistic", **kw), batch=450, context=1500)
     assert gpu.step_time < 0.027
-    host = decode_step("llama-3.1-8b", hw, batch=450, mode="realistic", **kw)
+    host = decode_step(Scenario("llama-3.1-8b", hw, mode="realistic", **kw), batch=450, context=1500)
     assert host.step_time == pytest.approx(450 * 60e-6, rel=1e-9)
     assert host.bottleneck == "latency" and host.categories["latency"] == pytest.approx(0.027, rel=1e-9)
     assert host.terms["host"] == pytest.approx(0.027, rel=1e-9) and gpu.terms["host"] == 0.0
-    small0 = decode_step("llama-3.1-8b", hw0, batch=50, mode="realistic", **kw)
-    small = decode_step("llama-3.1-8b", hw, batch=50, mode="realistic", **kw)
+    small0 = decode_step(Scenario("llama-3.1-8b", hw0, mode="realistic", **kw), batch=50, context=1500)
+    small = decode_step(Scenario("llama-3.1-8b", hw, mode="realistic", **kw), batch=50, context=1500)
     assert small0.step_time > 50 * 60e-6 and small.step_time == pytest.approx(small0.step_time, rel=1e-12)
-    bound0 = decode_step("llama-3.1-8b", hw0, batch=450, mode="bound", **kw)
-    bound = decode_step("llama-3.1-8b", hw, batch=450, mode="bound", **kw)
+    bound0 = decode_step(Scenario("llama-3.1-8b", hw0, mode="bound", **kw), batch=450, context=1500)
+    bound = decode_step(Scenario("llama-3.1-8b", hw, mode="bound", **kw), batch=450, context=1500)
     assert bound.step_time == bound0.step_time
 
 
@@ -181,15 +182,15 @@ def test_one_expert_top1_equals_dense(mode, layout):
     prec = dict(base.precision, routed_experts="bf16")
     moe = base.replace(name="moe-1", E=1, k=1, E_s=0, f_e=f, n_Ld=0, precision=prec)
     dense = base.replace(name="dense", E=1, k=1, E_s=0, f_e=f, n_Ld=base.n_L, f_d=f, precision=prec)
-    kw = dict(batch=layout["gpus"] * 4.0, context=2048, mode=mode, **layout)
+    kw, at = dict(mode=mode, **layout), dict(batch=layout["gpus"] * 4.0, context=2048)
     # realistic mode with the roofline for every GEMM: the dense FFN's GEMMs follow the GEMM law
     # fitted to measured dense GEMMs where the stack has one, the routed experts' the grouped-MoE
     # law's fraction and activation pass (the other stacks' laws, which stand in for a stack's
     # missing one, left out too)
     hw = load_hardware("hgx-h200")
     hw = hw.replace(efficiency={"gemm": (), "moe": ()}, stacks={})
-    a = decode_step(moe, hw, **kw)
-    d = decode_step(dense, hw, **kw)
+    a = decode_step(Scenario(moe, hw, **kw), **at)
+    d = decode_step(Scenario(dense, hw, **kw), **at)
     # the same work, except that the MoE block launches its router, top-k, permute and unpermute
     # kernels (8) where the dense FFN has 4: 4 tau_k per layer in realistic mode, 0 in bound mode
     tau = hw.efficiency.kernel_overhead if mode == "realistic" else 0.0
@@ -207,43 +208,45 @@ def test_one_expert_top1_equals_dense(mode, layout):
     (dict(gpus=8, ep=8, expert_slots=800), 5),       # more than 2E slots
 ])
 def test_infeasible_layouts(kw, code):
-    r = decode_step("kimi-k2-thinking", "hgx-h200", batch=8, context=1024, **kw)
+    kw = dict(kw)
+    slots = kw.pop("expert_slots", None)
+    r = decode_step(Scenario("kimi-k2-thinking", "hgx-h200", **kw), batch=8, context=1024, expert_slots=slots)
     assert not r.feasible
     assert r.reason == REASONS[code]
 
 
 def test_batch_that_does_not_fit():
-    r = decode_step("kimi-k2-thinking", "hgx-h200", gpus=8, batch=4000, context=100_000)
+    r = decode_step(Scenario("kimi-k2-thinking", "hgx-h200", gpus=8), batch=4000, context=100_000)
     assert not r.feasible and r.reason == REASONS[9]
     assert r.bottleneck == "memory_capacity"
     assert r.memory["max_batch"] < 4000
     # the largest batch that fits does fit
-    ok = decode_step("kimi-k2-thinking", "hgx-h200", gpus=8, batch=math.floor(r.memory["max_batch"]),
-                     context=100_000)
+    ok = decode_step(Scenario("kimi-k2-thinking", "hgx-h200", gpus=8),
+                     batch=math.floor(r.memory["max_batch"]), context=100_000)
     assert ok.feasible
 
 
 def test_weights_that_do_not_fit():
-    r = decode_step("kimi-k2-thinking", "hgx-h200", gpus=1, batch=1, context=1024)
+    r = decode_step(Scenario("kimi-k2-thinking", "hgx-h200", gpus=1), batch=1, context=1024)
     assert not r.feasible and r.reason == REASONS[8]
 
 
 def test_context_beyond_the_model():
     # refused as the command line refuses it; the grid still marks such a configuration (reason 10)
     with pytest.raises(SpecError, match="context window of kimi-k2-thinking"):
-        decode_step("kimi-k2-thinking", "gb200-nvl72", gpus=72, batch=72, context=300_000)
+        decode_step(Scenario("kimi-k2-thinking", "gb200-nvl72", gpus=72), batch=72, context=300_000)
     assert REASONS[10] == "context exceeds the model's maximum"
 
 
 def test_bad_arguments_raise_spec_error():
     with pytest.raises(SpecError):
-        decode_step("kimi-k2-thinking", "hgx-h200", gpus=0, batch=1, context=1)
+        decode_step(Scenario("kimi-k2-thinking", "hgx-h200", gpus=0), batch=1, context=1)
     with pytest.raises(SpecError):
-        decode_step("kimi-k2-thinking", "hgx-h200", gpus=8, batch=-1, context=1)
+        decode_step(Scenario("kimi-k2-thinking", "hgx-h200", gpus=8), batch=-1, context=1)
     with pytest.raises(SpecError):
-        decode_step("kimi-k2-thinking", "hgx-h200", gpus=8, batch=1, context=float("nan"))
+        decode_step(Scenario("kimi-k2-thinking", "hgx-h200", gpus=8), batch=1, context=float("nan"))
     with pytest.raises(SpecError):
-        decode_step("kimi-k2-thinking", "hgx-h200", gpus=8, batch=1, context=1, mode="fast")
+        decode_step(Scenario("kimi-k2-thinking", "hgx-h200", gpus=8, mode="fast"), batch=1, context=1)
 
 
 def test_layout_problems_vectorised():
@@ -264,7 +267,7 @@ def test_default_slots():
 
 # ---- prefill and MTP -----------------------------------------------------------------------------
 def test_prefill_is_compute_bound_for_long_prompts():
-    r = prefill("kimi-k2-thinking", "gb200-nvl72", gpus=8, prompt=16384, batch=4, mode="bound")
+    r = prefill(Scenario("kimi-k2-thinking", "gb200-nvl72", gpus=8, mode="bound"), prompt=16384, batch=4)
     assert r.feasible and r.phase == "prefill"
     assert r.bottleneck == "compute"
     # 4 x 16384 prompt tokens per pass over 8 GPUs
@@ -272,9 +275,9 @@ def test_prefill_is_compute_bound_for_long_prompts():
 
 
 def test_mtp_bound_mode_emits_drafts_plus_one():
-    kw = dict(gpus=72, batch=72 * 16, context=4096, mode="bound")
-    plain = decode_step("deepseek-v3", "gb200-nvl72", **kw)
-    spec = decode_step("deepseek-v3", "gb200-nvl72", mtp=2, **kw)
+    kw, at = dict(gpus=72, mode="bound"), dict(batch=72 * 16, context=4096)
+    plain = decode_step(Scenario("deepseek-v3", "gb200-nvl72", **kw), **at)
+    spec = decode_step(Scenario("deepseek-v3", "gb200-nvl72", mtp=2, **kw), **at)
     assert spec.tokens_per_step == 3.0
     assert spec.terms["draft"] > 0 and plain.terms["draft"] == 0
     assert close(spec.tps_per_user, 3 / spec.step_time)
@@ -297,8 +300,8 @@ def test_evaluate_configs_grid_matches_single_points():
                             S=S, overlap=1, categories=False)
     assert "bottleneck" not in fast and np.array_equal(fast["step"], out["step"])
     for j in range(len(G)):
-        r = decode_step(m, h, gpus=int(G[j]), tp_attn=int(TPa[j]), batch=b[j] * G[j] / TPa[j], context=S[j],
-                        overlap=True)
+        r = decode_step(Scenario(m, h, gpus=int(G[j]), tp_attn=int(TPa[j]), overlap=True),
+                        batch=b[j] * G[j] / TPa[j], context=S[j])
         assert close(r.step_time, float(out["step"][j]), rel=1e-12)
         assert close(r.tps_per_gpu, float(out["tps_gpu"][j]), rel=1e-12)
         assert r.feasible == bool(out["feasible"][j])
@@ -317,11 +320,11 @@ def test_to_dict_has_the_json_fields(kimi_h200):
 def test_tp_across_two_hgx_nodes_is_priced_over_the_nic():
     # TP16 over two 8-GPU HGX nodes (a layout SGLang runs for DeepSeek-R1 on B200) evaluates,
     # and its attention all-reduce pays the scale-out hop that TP8 inside one node does not
-    kw = dict(batch=8, context=1024, mode="bound")
-    tp16 = decode_step("deepseek-r1", "hgx-b200", gpus=16, tp_attn=16, ep=4, tp_moe=4, **kw)
+    kw, at = dict(mode="bound"), dict(batch=8, context=1024)
+    tp16 = decode_step(Scenario("deepseek-r1", "hgx-b200", gpus=16, tp_attn=16, ep=4, tp_moe=4, **kw), **at)
     assert tp16.feasible
     # the same tokens per GPU inside one node: the all-reduce differs by the scale-out part
-    tp8 = decode_step("deepseek-r1", "hgx-b200", gpus=8, tp_attn=8, ep=8, **kw)
+    tp8 = decode_step(Scenario("deepseek-r1", "hgx-b200", gpus=8, tp_attn=8, ep=8, **kw), **at)
     assert tp16.terms["allreduce_attn"] > tp8.terms["allreduce_attn"]
     assert tp16.categories["scale_out"] > 0
 
@@ -333,12 +336,12 @@ def test_overlap_hides_only_its_share_of_the_shorter_side():
     from planner.specs.registry import load_hardware
 
     hw = load_hardware("hgx-h100")
-    kw = dict(gpus=16, batch=16 * 64, context=2000, overlap=True)
-    half = decode_step("deepseek-v3", hw, gpus=16, batch=16 * 32, context=2000)
+    kw, at = dict(gpus=16, overlap=True), dict(batch=16 * 64, context=2000)
+    half = decode_step(Scenario("deepseek-v3", hw, gpus=16), batch=16 * 32, context=2000)
     c = sum(half.terms[t] for t in ("attn_proj", "attn_core", "experts_together"))
     m = sum(half.terms[t] for t in ("dispatch", "combine", "allreduce_attn", "allreduce_moe"))
     for eta in (0.0, 0.4, 1.0):
-        r = decode_step("deepseek-v3", hw.replace(efficiency={"overlap": eta}), **kw)
+        r = decode_step(Scenario("deepseek-v3", hw.replace(efficiency={"overlap": eta}), **kw), **at)
         assert r.terms["layer_moe"] == pytest.approx(2 * (max(c, m) + (1 - eta) * min(c, m)), rel=1e-9)
     assert 0.0 < hw.efficiency.overlap <= 1.0
 
@@ -373,7 +376,7 @@ def test_lm_head_at_the_gemm_law_by_hand():
     hw = load_hardware("hgx-h200@trtllm")
     law = hw.efficiency.gemm_law("bf16")
     m = load_model("llama-3.1-8b")
-    r = decode_step(m, hw, gpus=1, batch=100, context=1024, mode="realistic")
+    r = decode_step(Scenario(m, hw, gpus=1, mode="realistic"), batch=100, context=1024)
     F = 2 * 100 * m.V * m.d
     M = m.V * m.d * 2.0
     P, B = hw.flops["bf16"], hw.hbm_bandwidth
@@ -382,7 +385,7 @@ def test_lm_head_at_the_gemm_law_by_hand():
     want = max(compute, M / (law.hbm * B)) + 4 * hw.efficiency.kernel_overhead
     assert close(r.terms["lm_head"], want, rel=1e-9)
     # 1000 sequences: compute binds; 16 x 1002 = 16032 tiles take 122 waves of 132 SMs
-    r = decode_step(m, hw, gpus=1, batch=1000, context=1024, mode="realistic")
+    r = decode_step(Scenario(m, hw, gpus=1, mode="realistic"), batch=1000, context=1024)
     F_1000 = 2 * 1000 * m.V * m.d
     q = 122 * 132 / 16032
     want = (F_1000 * 1024 / 1000 * (1 + law.wave * (q - 1)) / (law.compute * P)
@@ -391,7 +394,7 @@ def test_lm_head_at_the_gemm_law_by_hand():
     prec = resolve_precisions(m, hw)
     assert gemm_law_values(hw, prec, "realistic")["x_g"] == 1.0
     assert gemm_law_values(hw, prec, "bound")["x_g"] == 0.0
-    b = decode_step(m, hw, gpus=1, batch=100, context=1024, mode="bound")
+    b = decode_step(Scenario(m, hw, gpus=1, mode="bound"), batch=100, context=1024)
     assert close(b.terms["lm_head"], max(F / P, M / B), rel=1e-9)
 
 
@@ -690,7 +693,7 @@ def test_a_spec_without_an_sm_count_takes_its_law_donors():
     blank = dataclasses.replace(gb200, sm_count=0)
     assert sm_count(blank) == 148.0 == sm_count(load_hardware("vr200-nvl72"))
     m = load_model("kimi-k2-thinking")
-    kw = dict(gpus=72, tp_attn=1, ep=72, batch=72 * 64, context=1536.0, weights="nvfp4")
-    a, b = decode_step(m, gb200, **kw), decode_step(m, blank, **kw)
+    kw, at = dict(gpus=72, tp_attn=1, ep=72, weights="nvfp4"), dict(batch=72 * 64, context=1536.0)
+    a, b = decode_step(Scenario(m, gb200, **kw), **at), decode_step(Scenario(m, blank, **kw), **at)
     assert a.terms["attn_core"] == pytest.approx(b.terms["attn_core"], rel=1e-12)
     assert a.step_time == pytest.approx(b.step_time, rel=1e-12)

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from planner import Scenario
 from planner.errors import SpecError
 from planner.serving.deployed import (
     LENGTH_MEAN,
@@ -170,16 +171,17 @@ def test_envelope_reads_the_best_point_at_least_as_fast():
 
 def test_frontier_search_deployed_and_limit():
     m, hw = "deepseek-r1", "hgx-b200"
-    dep = frontier(m, hw, serving="disaggregated", search="deployed", weights="nvfp4", mtp=0)
+    dep = frontier(Scenario(m, hw, serving="disaggregated", search="deployed", weights="nvfp4", mtp=0))
     assert dep.attrs["search"] == "recipes" and len(dep)   # "deployed": the recipes search's earlier name
     assert (np.diff(dep.tps_per_user) >= 0).all() and (np.diff(dep.tps_per_gpu) <= 1e-9).all()
-    at = frontier_at(m, hw, [30.0], search="deployed", serving="disaggregated", weights="nvfp4", mtp=0)
+    at = frontier_at(Scenario(m, hw, search="deployed", serving="disaggregated", weights="nvfp4", mtp=0),
+                     [30.0])
     assert at.tps_per_gpu.iloc[0] == pytest.approx(envelope_at(dep, [30.0])[0])
     # no stack ships what ideal software could: the limit search's envelope is at least as high
-    lim = frontier_at(m, hw, [30.0], serving="disaggregated", weights="nvfp4", mtp=0)
+    lim = frontier_at(Scenario(m, hw, serving="disaggregated", weights="nvfp4", mtp=0), [30.0])
     assert lim.tps_per_gpu.iloc[0] >= at.tps_per_gpu.iloc[0]
     with pytest.raises(SpecError, match="search"):
-        frontier(m, hw, search="ideal")
+        frontier(Scenario(m, hw, search="ideal"))
     with pytest.raises(SpecError, match="aggregated or disaggregated"):
         deployed_frontier(
             load_model(m), load_hardware(hw), serving="decode", isl=1024, osl=1024, weights=None
@@ -217,20 +219,21 @@ def test_cli_deployed_keeps_the_limit_frontier_beside_it(tmp_path, capsys):
     assert "the limit search with it" in capsys.readouterr().err
     # and without --search it is the limit search's question: the default follows
     assert (
-        frontier("deepseek-r1", "hgx-b200", gpus=8, weights="nvfp4", mtp=0).attrs.get("search") == "limit"
+        frontier(Scenario("deepseek-r1", "hgx-b200", gpus=8, weights="nvfp4",
+                          mtp=0)).attrs.get("search") == "limit"
     )
-    assert frontier("deepseek-r1", "hgx-b200", weights="nvfp4", mtp=0).attrs["search"] == "rules"
+    assert frontier(Scenario("deepseek-r1", "hgx-b200", weights="nvfp4", mtp=0)).attrs["search"] == "rules"
 
 
 def test_where_no_recipe_fits_the_layouts_every_stack_runs_take_over():
     # Kimi K2 in BF16 (2.1 TB) fits no H100 recipe (8 and 16 GPUs: 1.28 TB): 32 GPUs and more do
-    f = frontier("kimi-k2", "hgx-h100", serving="disaggregated", search="recipes", weights="bf16")
+    f = frontier(Scenario("kimi-k2", "hgx-h100", serving="disaggregated", search="recipes", weights="bf16"))
     assert len(f) and "no recipe deployment" in f.attrs["deployments"]
     assert (f.gpus_total >= 32).all()
     # a GB200 NVL72 "node" for these layouts is one tray's 4 GPUs, not the 72-GPU domain
     dep = generic_deployments(load_hardware("gb200-nvl72"), False, False, "vllm")
     assert set(dep.decode_gpus) == {4.0, 8.0, 16.0, 32.0, 64.0}   # wide EP inside the 72-GPU domain
-    g = frontier("mixtral-8x7b", "gb200-nvl72", serving="aggregated", search="recipes")
+    g = frontier(Scenario("mixtral-8x7b", "gb200-nvl72", serving="aggregated", search="recipes"))
     assert len(g) and g.attrs["search"] == "recipes"
 
 
@@ -243,10 +246,11 @@ def test_a_system_the_matrices_do_not_cover_takes_its_class_recipes():
     assert recipe_runner(rack) == ("gb300", True)
     assert recipe_runner(load_hardware("hgx-h20")) == ("h200", True)
     assert recipe_runner(load_hardware("rtx-6000d-server"))[1] is False   # PCIe: none
-    f = frontier("deepseek-r1", rack, serving="disaggregated", weights="nvfp4", mtp=0, search="recipes")
+    f = frontier(Scenario("deepseek-r1", rack, serving="disaggregated", weights="nvfp4", mtp=0,
+                          search="recipes"))
     assert "as run on gb300" in f.attrs["deployments"]
     # the rules search borrows no other system's recipes: a renamed rack is the same hardware
-    r = frontier("deepseek-r1", rack, serving="disaggregated", weights="nvfp4", mtp=0)
+    r = frontier(Scenario("deepseek-r1", rack, serving="disaggregated", weights="nvfp4", mtp=0))
     assert r.attrs["search"] == "rules" and "gb300" not in r.attrs["deployments"]
 
 
@@ -377,9 +381,9 @@ def test_the_rules_search_rate_matches_its_prefill_pools():
 def test_the_rules_frontier_does_not_depend_on_a_systems_name_or_its_recipes():
     m = load_model("deepseek-r1")
     b200 = load_hardware("hgx-b200")
-    a = frontier(m, b200, serving="disaggregated", weights="nvfp4", mtp=0)
+    a = frontier(Scenario(m, b200, serving="disaggregated", weights="nvfp4", mtp=0))
     # renamed, it loses its recipes (the priors) but not the rules: within 15% at every level
-    b = frontier(m, b200.replace(name="what-if"), serving="disaggregated", weights="nvfp4", mtp=0)
+    b = frontier(Scenario(m, b200.replace(name="what-if"), serving="disaggregated", weights="nvfp4", mtp=0))
     levels = [10.0, 20.0, 50.0, 100.0]
     ya, yb = envelope_at(a, levels), envelope_at(b, levels)
     ok = np.isfinite(ya)
@@ -389,14 +393,15 @@ def test_the_rules_frontier_does_not_depend_on_a_systems_name_or_its_recipes():
 
 def test_a_ttft_limit_keeps_the_rules_search_and_drops_the_slower_deployments():
     m, hw = load_model("deepseek-r1"), load_hardware("hgx-b200")
-    free = frontier(m, hw, serving="disaggregated", weights="nvfp4", mtp=0, all_points=True)
-    capped = frontier(m, hw, serving="disaggregated", weights="nvfp4", mtp=0, all_points=True, max_ttft=2.0)
+    free = frontier(Scenario(m, hw, serving="disaggregated", weights="nvfp4", mtp=0), all_points=True)
+    capped = frontier(Scenario(m, hw, serving="disaggregated", weights="nvfp4", mtp=0, max_ttft=2.0),
+                      all_points=True)
     assert capped.attrs["search"] == "rules" and capped.attrs["max_ttft"] == 2.0
     assert len(capped) and (capped.ttft_s <= 2.0).all() and (free.ttft_s > 2.0).any()
     assert len(capped) == int((free.ttft_s <= 2.0).sum())
     assert any("TTFT above 2 s" in k for k in capped.attrs["dropped"]["deployments_not_fitting"])
     with pytest.raises(SpecError, match="max_ttft"):
-        frontier(m, hw, serving="disaggregated", max_ttft=-1.0)
+        frontier(Scenario(m, hw, serving="disaggregated", max_ttft=-1.0))
 
 
 @pytest.mark.parametrize("field", ["flops", "hbm_bandwidth"])
@@ -407,8 +412,8 @@ def test_a_resource_five_percent_larger_moves_the_rules_frontier_by_at_most_five
     hw = what_if(base, None, {field: 1.05})
     assert hw.name != base.name            # renamed, so it loses the recipes' priors: the rules stay
     levels = [10.0, 20.0, 50.0, 100.0]
-    a = envelope_at(frontier(m, base, serving="disaggregated", mtp=0), levels)
-    b = envelope_at(frontier(m, hw, serving="disaggregated", mtp=0), levels)
+    a = envelope_at(frontier(Scenario(m, base, serving="disaggregated", mtp=0)), levels)
+    b = envelope_at(frontier(Scenario(m, hw, serving="disaggregated", mtp=0)), levels)
     ok = np.isfinite(a)
     assert ok.any() and np.isfinite(b[ok]).all()
     # more of one resource never lowers the frontier by more than the priors it lost, nor raises it
@@ -426,7 +431,7 @@ def test_a_spec_renamed_after_a_bundled_system_takes_none_of_its_recipes():
     assert recipe_runner(load_hardware("gb200-nvl72").with_stack("sglang")) == ("gb200", False)
     assert recipe_runner(impostor)[0] != "gb200"
     m = load_model("deepseek-v2-lite")
-    a = frontier(m, rtx, serving="disaggregated", mtp=0)
-    b = frontier(m, impostor, serving="disaggregated", mtp=0)
+    a = frontier(Scenario(m, rtx, serving="disaggregated", mtp=0))
+    b = frontier(Scenario(m, impostor, serving="disaggregated", mtp=0))
     levels = [10.0, 20.0, 50.0, 100.0]
     np.testing.assert_allclose(envelope_at(b, levels), envelope_at(a, levels), rtol=1e-9)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner import decode_step
+from planner import Scenario, decode_step
 from planner.serving.comparison import compare, envelope, explain
 from planner.serving.frontiers import frontier, frontier_at
 from planner.serving.search import pareto
@@ -16,7 +16,7 @@ MODEL, HW = "deepseek-v2-lite", "hgx-h200"  # small model: fast frontiers
 
 @pytest.fixture(scope="module")
 def dec():
-    return frontier(MODEL, HW, serving="decode", context=2048, gpus=8, mode="realistic")
+    return frontier(Scenario(MODEL, HW, serving="decode", context=2048, gpus=8, mode="realistic"))
 
 
 def test_pareto_hand_example():
@@ -36,10 +36,9 @@ def test_frontier_monotone(dec):
 
 def test_frontier_point_reproduces_through_decode_step(dec):
     for _, r in dec.iloc[:: max(len(dec) // 5, 1)].iterrows():
-        res = decode_step(MODEL, HW, gpus=int(r.gpus), tp_attn=int(r.tp_attn), ep=int(r.ep),
-                          tp_moe=int(r.tp_moe), expert_slots=int(r.expert_slots), batch=float(r.batch),
-                          context=2048, weights=r.weights, kv=r.kv, mtp=int(r.mtp),
-                          overlap=bool(r.overlap), mode="realistic")
+        at = Scenario(MODEL, HW, gpus=int(r.gpus), tp_attn=int(r.tp_attn), ep=int(r.ep), tp_moe=int(r.tp_moe),
+                      weights=r.weights, kv=r.kv, mtp=int(r.mtp), overlap=bool(r.overlap), mode="realistic")
+        res = decode_step(at, expert_slots=int(r.expert_slots), batch=float(r.batch), context=2048)
         assert res.feasible
         assert math.isclose(res.tps_per_user, r.tps_per_user, rel_tol=1e-9)
         assert math.isclose(res.tps_per_gpu, r.tps_per_gpu, rel_tol=1e-9)
@@ -58,8 +57,8 @@ def test_cost_columns_follow_spec(dec):
 
 def test_bound_frontier_above_realistic():
     kw = dict(serving="decode", context=2048, gpus=8)
-    fb = frontier(MODEL, HW, mode="bound", **kw)
-    fr = frontier(MODEL, HW, mode="realistic", **kw)
+    fb = frontier(Scenario(MODEL, HW, mode="bound", **kw))
+    fr = frontier(Scenario(MODEL, HW, mode="realistic", **kw))
     x = fr.tps_per_user.to_numpy()
     yb = envelope(fb, x)
     ok = np.isfinite(yb)
@@ -69,7 +68,7 @@ def test_bound_frontier_above_realistic():
 
 
 def test_disaggregated_rate_matching():
-    f = frontier(MODEL, HW, serving="disaggregated", isl=2048, osl=512, gpus=8)
+    f = frontier(Scenario(MODEL, HW, serving="disaggregated", isl=2048, osl=512, gpus=8))
     r = f.iloc[len(f) // 2]
     # G_p X_p = (I/O) G_d X_d  =>  output per GPU = X_d G_d / (G_d + G_p)
     g_d = r.decode_gpu_fraction
@@ -88,15 +87,16 @@ def test_disaggregated_rate_matching():
     assert e.ttft_host > 0 and r.ttft_host_s == pytest.approx(e.ttft_host * pass_kernels(load_model(MODEL)))
     assert math.isclose(r.ttft_s, e.ttft_request + r.ttft_host_s + r.prefill_pass_s + r.kv_transfer_s,
                         rel_tol=1e-12)
-    b = frontier(MODEL, HW, serving="disaggregated", isl=2048, osl=512, gpus=8, mode="bound").iloc[0]
+    b = frontier(Scenario(MODEL, HW, serving="disaggregated", isl=2048, osl=512, gpus=8,
+                          mode="bound")).iloc[0]
     assert b.ttft_request_s == 0 and b.ttft_host_s == 0
     assert math.isclose(b.ttft_s, b.prefill_pass_s + b.kv_transfer_s)
 
 
 def test_aggregated_below_decode_only():
     kw = dict(context=None, isl=1024, osl=1024, gpus=8, mtp=None, overlap=False)
-    fa = frontier(MODEL, HW, serving="aggregated", **kw)
-    fd = frontier(MODEL, HW, serving="decode", **kw)
+    fa = frontier(Scenario(MODEL, HW, serving="aggregated", **kw))
+    fd = frontier(Scenario(MODEL, HW, serving="decode", **kw))
     x = fa.tps_per_user.to_numpy()
     yd = envelope(fd, x)
     ok = np.isfinite(yd)
@@ -104,14 +104,14 @@ def test_aggregated_below_decode_only():
 
 
 def test_prefill_frontier_trades_ttft():
-    f = frontier(MODEL, HW, serving="prefill", isl=2048, gpus=8)
+    f = frontier(Scenario(MODEL, HW, serving="prefill", isl=2048, gpus=8))
     assert (np.diff(f.ttft_s) > 0).all() and (np.diff(f.tps_per_gpu) > 0).all()
 
 
 def test_prefill_does_not_split_a_prompt_over_data_parallel_ranks():
     # a prompt's attention runs on one attention rank: every prefill point gives each of an
     # instance's G / TP_a attention ranks a whole number of prompts, at least one
-    pts = frontier("llama-3.1-8b", "hgx-h200", serving="prefill", isl=2048, all_points=True)
+    pts = frontier(Scenario("llama-3.1-8b", "hgx-h200", serving="prefill", isl=2048), all_points=True)
     ranks = pts.prefill_gpus / pts.prefill_tp_attn
     per_rank = pts.prefill_batch / ranks
     assert (ranks > 1).any() and (per_rank >= 1).all() and np.allclose(per_rank, np.round(per_rank))
@@ -123,7 +123,7 @@ def test_prefill_does_not_split_a_prompt_over_data_parallel_ranks():
 
 
 def test_frontier_at_solves_exact_rate(dec):
-    t = frontier_at(MODEL, HW, [20.0, 60.0], serving="decode", context=2048, gpus=8)
+    t = frontier_at(Scenario(MODEL, HW, serving="decode", context=2048, gpus=8), [20.0, 60.0])
     for x, r in zip([20.0, 60.0], t.itertuples(), strict=True):
         assert r.tps_per_user >= x * (1 - 1e-6)
         # never worse than the sampled frontier at that rate
@@ -135,13 +135,13 @@ def test_frontier_at_does_not_depend_on_the_points_tables_order():
     """frontier_at reads the all-points table by position: the same table with its rows shuffled
     (and a fresh index) gives the same answer, and the unsorted table it builds for itself too."""
     kw = dict(serving="decode", context=2048, gpus=8)
-    pts = frontier(MODEL, HW, all_points=True, **kw)
+    pts = frontier(Scenario(MODEL, HW, **kw), all_points=True)
     levels = [15.0, 40.0, 90.0]
-    t = frontier_at(MODEL, HW, levels, points=pts, **kw)
+    t = frontier_at(Scenario(MODEL, HW, **kw), levels, points=pts)
     shuffled = pts.sample(frac=1.0, random_state=5).reset_index(drop=True)
     shuffled.attrs.update(pts.attrs)
-    for other in (frontier_at(MODEL, HW, levels, points=shuffled, **kw),
-                  frontier_at(MODEL, HW, levels, **kw)):
+    for other in (frontier_at(Scenario(MODEL, HW, **kw), levels, points=shuffled),
+                  frontier_at(Scenario(MODEL, HW, **kw), levels)):
         for col in ("tps_per_gpu", "tps_per_user", "batch"):
             assert np.allclose(other[col].to_numpy(float), t[col].to_numpy(float), rtol=1e-12), col
 
@@ -161,21 +161,21 @@ def _check_envelope(front: pd.DataFrame, levels: list[float], got: np.ndarray, r
 
 
 def test_frontier_at_is_the_upper_envelope_with_kv_offload():
-    pts = frontier(MODEL, HW, all_points=True, **OFFLOAD)
-    front = frontier(MODEL, HW, **OFFLOAD)
-    t = frontier_at(MODEL, HW, LEVELS, points=pts, **OFFLOAD)
+    pts = frontier(Scenario(MODEL, HW, **OFFLOAD), all_points=True)
+    front = frontier(Scenario(MODEL, HW, **OFFLOAD))
+    t = frontier_at(Scenario(MODEL, HW, **OFFLOAD), LEVELS, points=pts)
     _check_envelope(front, LEVELS, t.tps_per_gpu.to_numpy(), t.tps_per_user.to_numpy())
     # the same in any order, and every consumer sees it: the comparison table and the sizing
-    t2 = frontier_at(MODEL, HW, LEVELS[::-1], points=pts, **OFFLOAD)
+    t2 = frontier_at(Scenario(MODEL, HW, **OFFLOAD), LEVELS[::-1], points=pts)
     assert np.allclose(t2.tps_per_gpu.to_numpy()[::-1], t.tps_per_gpu.to_numpy(), rtol=1e-12)
-    c = compare(MODEL, "hgx-b200", HW, levels=tuple(LEVELS), **OFFLOAD)
+    c = compare(Scenario(MODEL, ("hgx-b200", HW), **OFFLOAD), levels=tuple(LEVELS))
     asked = c.table[c.table.asked]  # the levels asked (the table also carries the largest ratio's rate)
     _check_envelope(c.b, LEVELS, asked.tps_per_gpu_b.to_numpy(), np.array(LEVELS))
     _check_envelope(c.a, LEVELS, asked.tps_per_gpu_a.to_numpy(), np.array(LEVELS))
     from planner.economics.sizing import size
 
-    sz = size(MODEL, HW, min_tps_user=5.0, demand_tps=1e6, **{k: v for k, v in OFFLOAD.items()
-                                                               if k != "serving"}, serving="decode")
+    sz = size(Scenario(MODEL, HW, serving="decode", **{k: v for k, v in OFFLOAD.items()
+                                                               if k != "serving"}), 1e6, min_tps_user=5.0)
     assert sz.tps_per_gpu.iloc[0] >= front[front.tps_per_user >= 5.0].tps_per_gpu.max() * (1 - 1e-9)
 
 
@@ -184,9 +184,9 @@ def test_more_bandwidth_never_lowers_frontier():
 
     hw = load_hardware(HW)
     kw = dict(serving="decode", context=2048, gpus=16)
-    f0 = frontier(MODEL, hw, **kw)
-    f1 = frontier(MODEL, hw.replace(hbm_bandwidth=hw.hbm_bandwidth * 1.5,
-                                    so_bandwidth=hw.so_bandwidth * 2), **kw)
+    f0 = frontier(Scenario(MODEL, hw, **kw))
+    f1 = frontier(Scenario(MODEL, hw.replace(hbm_bandwidth=hw.hbm_bandwidth * 1.5,
+                                    so_bandwidth=hw.so_bandwidth * 2), **kw))
     x = f0.tps_per_user.to_numpy()
     y1 = envelope(f1, x)
     ok = np.isfinite(y1)
@@ -196,11 +196,11 @@ def test_more_bandwidth_never_lowers_frontier():
 
 
 def test_compare_and_explain_small():
-    c = compare(MODEL, "hgx-b200", "hgx-h200", levels=(20.0, 50.0), serving="decode", context=2048,
-                gpus=8)
+    c = compare(Scenario(MODEL, ("hgx-b200", "hgx-h200"), serving="decode", context=2048, gpus=8),
+                levels=(20.0, 50.0))
     # the two levels asked, and the rate of the largest ratio (unless one of them)
     assert c.table.asked.sum() == 2 and len(c.table) <= 3 and (c.table.ratio > 1).all()  # B200 beats H200
-    e = explain(MODEL, "hgx-b200", "hgx-h200", at=50.0, serving="decode", context=2048, gpus=8)
+    e = explain(Scenario(MODEL, ("hgx-b200", "hgx-h200"), serving="decode", context=2048, gpus=8), at=50.0)
     chain = e[e.kind == "chain"]
     assert math.isclose(chain.factor.prod(), e.attrs["ratio"], rel_tol=1e-6)
 
@@ -210,13 +210,13 @@ def test_explain_out_of_reach_names_the_side_and_the_range(capsys):
     from planner.cli import main
 
     kw = dict(serving="decode", context=2048, gpus=8)
-    top_a = frontier(MODEL, "hgx-b200", **kw).tps_per_user.max()
-    top_b = frontier(MODEL, HW, **kw).tps_per_user.max()
+    top_a = frontier(Scenario(MODEL, "hgx-b200", **kw)).tps_per_user.max()
+    top_b = frontier(Scenario(MODEL, HW, **kw)).tps_per_user.max()
     assert top_b < top_a
     at = (top_a + top_b) / 2  # B200 reaches it, H200 does not
     with pytest.raises(SpecError, match=rf"at: a rate both systems reach.*: {HW} tops out at "
                                         rf"{top_b:.4g}; both reach up to {top_b:.4g} tokens/s/user$"):
-        explain(MODEL, "hgx-b200", HW, at=at, **kw)
+        explain(Scenario(MODEL, ("hgx-b200", HW), **kw), at=at)
     argv = ["compare", "--model", MODEL, "--hardware", "hgx-b200", HW, "--serving", "decode", "--context",
             "2048", "--gpus", "8", "--explain", "--at", f"{at:g}"]
     assert main(argv) == 2
@@ -238,7 +238,7 @@ def test_systems_sharing_a_name_are_kept_apart(tmp_path, capsys):
     kw = dict(serving="decode", context=2048, gpus=8)
     # at 100 tokens/s per user, where the step is the GPU's (at 20 both run at the host's pace: the
     # TensorRT-LLM fit's time per sequence caps tokens/s per GPU whatever the HBM)
-    c = compare(MODEL, str(a), str(b), levels=(100.0,), **kw)
+    c = compare(Scenario(MODEL, (str(a), str(b)), **kw), levels=(100.0,))
     assert (c.settings["hardware_a"], c.settings["hardware_b"]) == ("h200-a", "h200-b")
     assert set(c.a.hardware) == {"h200-a"} and set(c.b.hardware) == {"h200-b"}
     assert c.table.ratio.iloc[0] > 1  # twice the HBM bandwidth: the two are not one system
@@ -247,10 +247,10 @@ def test_systems_sharing_a_name_are_kept_apart(tmp_path, capsys):
     assert main(argv) == 0
     assert set(json.loads(capsys.readouterr().out)["frontiers"]) == {"h200-a", "h200-b"}
     # one bundled system under two stacks: the stacks tell them apart; the same one twice: refused
-    c = compare(MODEL, HW + "@trtllm", HW + "@sglang", levels=(20.0,), **kw)
+    c = compare(Scenario(MODEL, (HW + "@trtllm", HW + "@sglang"), **kw), levels=(20.0,))
     assert (c.settings["hardware_a"], c.settings["hardware_b"]) == (HW + "@trtllm", HW + "@sglang")
     with pytest.raises(SpecError, match=f"hardware: different systems, got '{HW}' more than once"):
-        compare(MODEL, HW, HW, levels=(20.0,), **kw)
+        compare(Scenario(MODEL, (HW, HW), **kw), levels=(20.0,))
 
 
 @pytest.mark.parametrize("bad", [dict(serving="sideways"), dict(metric="joules"), dict(isl=0),
@@ -260,7 +260,7 @@ def test_bad_frontier_input(bad):
 
     kw = dict(serving="decode", gpus=8) | bad
     with pytest.raises(SpecError):
-        frontier(MODEL, HW, **kw)
+        frontier(Scenario(MODEL, HW, **kw))
 
 
 def test_aggregated_is_harmonic_mean_of_same_layout_rates():
@@ -268,14 +268,14 @@ def test_aggregated_is_harmonic_mean_of_same_layout_rates():
     # decode-only rate of the same configuration and X_p its chunked-prefill rate, where one
     # attention rank spans the instance; with attention DP the ranks step together and a step
     # waits for any rank's prefill chunk, so the output is below that harmonic mean
-    f = frontier(MODEL, HW, serving="aggregated", isl=2048, osl=512, gpus=8, mtp=None)
+    f = frontier(Scenario(MODEL, HW, serving="aggregated", isl=2048, osl=512, gpus=8, mtp=None))
     ranks = f.gpus / f.tp_attn
     for rows, equal in ((f[ranks == 1], True), (f[ranks > 1], False)):
         assert len(rows)
         r = rows.iloc[len(rows) // 2]
-        d = decode_step(MODEL, HW, gpus=int(r.gpus), tp_attn=int(r.tp_attn), ep=int(r.ep),
-                        tp_moe=int(r.tp_moe), expert_slots=int(r.expert_slots), batch=float(r.batch),
-                        context=2048 + 512 / 2, weights=r.weights, kv=r.kv, overlap=bool(r.overlap))
+        at = Scenario(MODEL, HW, gpus=int(r.gpus), tp_attn=int(r.tp_attn), ep=int(r.ep), tp_moe=int(r.tp_moe),
+                      weights=r.weights, kv=r.kv, overlap=bool(r.overlap))
+        d = decode_step(at, expert_slots=int(r.expert_slots), batch=float(r.batch), context=2048 + 512 / 2)
         expected = 1 / (1 / d.tps_per_gpu + (2048 / 512) / r.prefill_tps_per_gpu)
         if equal:
             assert math.isclose(r.output_tps_per_gpu, expected, rel_tol=1e-9)
@@ -307,8 +307,8 @@ def test_compare_summary_is_a_row_of_its_table(capsys):
     from planner.cli import main
     from planner.serving.comparison import USEFUL
 
-    c = compare(MODEL, "gb200-nvl72", "hgx-h200", levels=(10.0, 50.0, 100.0, 150.0), serving="decode",
-                context=2048, gpus=8)
+    c = compare(Scenario(MODEL, ("gb200-nvl72", "hgx-h200"), serving="decode", context=2048, gpus=8),
+                levels=(10.0, 50.0, 100.0, 150.0))
     t = c.table
     assert t.largest.sum() == 1 and t.asked.sum() == 4
     top = t[t.largest].iloc[0]
@@ -376,6 +376,7 @@ def test_frontier_at_never_falls_when_a_resource_improves():
     from planner.specs.registry import load_hardware
 
     hw = load_hardware("hgx-h200@trtllm")
-    got = [float(frontier_at("kimi-k2-thinking", hw.replace(efficiency={"scale_out": f, "scale_up": f}),
-                             [50.0], serving="disaggregated").tps_per_gpu.iloc[0]) for f in (0.3, 0.4)]
+    sides = [Scenario("kimi-k2-thinking", hw.replace(efficiency={"scale_out": f, "scale_up": f}),
+                      serving="disaggregated") for f in (0.3, 0.4)]
+    got = [float(frontier_at(s, [50.0]).tps_per_gpu.iloc[0]) for s in sides]
     assert got[1] >= got[0] * (1 - 1e-9), got

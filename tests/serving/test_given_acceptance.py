@@ -9,8 +9,8 @@ import planner
 
 def test_solved_points_keep_the_given_tokens_per_step():
     spec = {"drafts": 3, "mean_acceptance_length": 2.0}
-    pts = planner.frontier_at("deepseek-r1", "hgx-h200", [20.0, 40.0], mtp=spec, overlap=0,
-                              gpus=8)
+    pts = planner.frontier_at(planner.Scenario("deepseek-r1", "hgx-h200", mtp=spec, overlap=0, gpus=8),
+                              [20.0, 40.0])
     pts = pts[np.isfinite(pts.tps_per_gpu)]
     assert len(pts) == 2
     assert (pts.tokens_per_step == 2.0).all()
@@ -21,9 +21,8 @@ def test_solved_points_keep_the_given_tokens_per_step():
     # can exceed 1 / batch where one more sequence crosses a GEMM tile)
     assert (pts.tps_per_user >= pts.target_tps_per_user * (1 - 1e-9)).all()
     for p in pts.itertuples():
-        more = planner.decode_step("deepseek-r1", "hgx-h200", gpus=8, batch=p.batch + p.dp_attn,
-                                   context=1024 + 1024 / 2, tp_attn=p.tp_attn, ep=p.ep, mtp=spec)
-        same = planner.decode_step("deepseek-r1", "hgx-h200", gpus=8, batch=p.batch, context=1536,
-                                   tp_attn=p.tp_attn, ep=p.ep, mtp=spec)
+        at = planner.Scenario("deepseek-r1", "hgx-h200", gpus=8, tp_attn=p.tp_attn, ep=p.ep, mtp=spec)
+        more = planner.decode_step(at, batch=p.batch + p.dp_attn, context=1024 + 1024 / 2)
+        same = planner.decode_step(at, batch=p.batch, context=1536)
         assert p.step_s == pytest.approx(same.step_time, rel=1e-9)
         assert 2.0 / more.step_time < p.target_tps_per_user

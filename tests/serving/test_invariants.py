@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from planner import load_hardware
+from planner import Scenario, load_hardware
 from planner.serving.frontiers import frontier
 from planner.specs.hardware import parse_hardware
 from planner.specs.reading import parse_yaml
@@ -37,7 +37,7 @@ READ_COLUMNS = ["tps_per_user", "tps_per_gpu", "tps_per_mw", "usd_per_mtok_renta
 
 
 def _front(model, hw, gpus, serving, mode="realistic"):
-    return frontier(model, hw, serving=serving, gpus=gpus, isl=1024, osl=512, mode=mode)
+    return frontier(Scenario(model, hw, serving=serving, gpus=gpus, isl=1024, osl=512, mode=mode))
 
 
 def _not_below(better, worse, tol=0.02):
@@ -104,6 +104,6 @@ def test_unit_spelling_does_not_matter(old, new):
     for field in ("hbm_bandwidth", "hbm_capacity", "su_bandwidth"):
         assert math.isclose(getattr(respelled, field), getattr(original, field), rel_tol=1e-12)
     assert respelled.flops == pytest.approx(original.flops, rel=1e-12)
-    f0 = frontier("deepseek-v2-lite", original, serving="decode", gpus=8)
-    f1 = frontier("deepseek-v2-lite", respelled, serving="decode", gpus=8)
+    f0 = frontier(Scenario("deepseek-v2-lite", original, serving="decode", gpus=8))
+    f1 = frontier(Scenario("deepseek-v2-lite", respelled, serving="decode", gpus=8))
     assert np.allclose(f0.tps_per_gpu, f1.tps_per_gpu, rtol=1e-12)

@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 
+from planner import Scenario
 from planner.cli import main
 from planner.errors import SpecError
 from planner.serving.workloads import workload_frontier
@@ -79,8 +80,8 @@ def _y(df, x):
 
 def test_a_tier_of_zero_capacity_is_no_tier(h200):
     empty = dataclasses.replace(h200, host_capacity=0.0)
-    a = workload_frontier("deepseek-r1", empty, "agentic", tiers=("hbm", "host"))
-    b = workload_frontier("deepseek-r1", h200, "agentic", tiers=("hbm",))
+    a = workload_frontier(Scenario("deepseek-r1", empty, workload="agentic", kv_tiers=("hbm", "host")))
+    b = workload_frontier(Scenario("deepseek-r1", h200, workload="agentic", kv_tiers=("hbm",)))
     assert np.allclose(a.tps_per_gpu, b.tps_per_gpu) and (a.kv_hit_share.to_numpy() == b.kv_hit_share).all()
 
 
@@ -89,13 +90,13 @@ def test_more_reuse_never_lowers_throughput_at_a_fixed_ttft_percentile(h200):
     prev = None
     for cap in (0.0, 20e9, 100e9, 1e12):
         hw = dataclasses.replace(h200, host_capacity=cap)
-        f = workload_frontier("deepseek-r1", hw, "agentic", tiers=("host",))
+        f = workload_frontier(Scenario("deepseek-r1", hw, workload="agentic", kv_tiers=("host",)))
         assert (f.ttft_p99_s <= 3.0 + 1e-9).all()   # every point keeps the service level
         y = [_y(f, x) for x in xs]
         if prev is not None:
             assert all(b >= a * (1 - 1e-9) for a, b in zip(prev, y, strict=True)), (cap, prev, y)
         prev = y
-    none = workload_frontier("deepseek-r1", h200, "agentic", tiers=())
+    none = workload_frontier(Scenario("deepseek-r1", h200, workload="agentic", kv_tiers=()))
     assert (none.kv_hit_share == 0).all()
     # no tier asked: none is reported as binding, nor as held
     assert (none.kv_binding_tier == "no tier").all() and "kv_hbm_use" not in none.columns
@@ -150,7 +151,7 @@ def test_size_with_a_workload_prices_the_workload_frontier(capsys):
                                 "chat", "--min-tps-user", "30", "--demand-tps", "1e5", "--json"])
     assert rc == 0, err
     row = json.loads(out)["options"]["hgx-h200"]
-    f = workload_frontier("deepseek-r1", "hgx-h200", "chat")
+    f = workload_frontier(Scenario("deepseek-r1", "hgx-h200", workload="chat"))
     # the chosen point is one of the workload frontier's, at its tokens/s per GPU
     assert any(abs(row["tps_per_gpu"] / y - 1) < 1e-9 for y in f.tps_per_gpu)
     # its pools rate-matched at the prefill rate that counts reused tokens as done: the decode and

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from planner import Scenario
 from planner.economics.options import by_region
 from planner.errors import SpecError
 from planner.physics.step import decode_step
@@ -63,8 +64,8 @@ def test_ep8_pcie_all_to_all_of_one_decode_step_by_hand():
     # slower than the GPU's own 63 GB/s link: max(1 / 63e9, (6/7) / (0.6809 x 31.5e9)) = 1 / 25.02e9
     # s per byte.  At the measured alltoall's 0.7353 of that (18.4 GB/s) and 9.5 us per phase:
     # 526,961 / (0.7353 x 25.02e9) + 9.5e-6 = 38.14 us.
-    r = decode_step("kimi-k2-thinking", "rtx-pro-6000-server", gpus=8, batch=64, context=2048,
-                    tp_attn=8, ep=8, mtp=None)
+    r = decode_step(Scenario("kimi-k2-thinking", "rtx-pro-6000-server", gpus=8, tp_attn=8, ep=8, mtp=None),
+                    batch=64, context=2048)
     volume = 8 * 7 * (1 - (7 / 8) ** 8) * 7168 * 2
     assert volume == pytest.approx(526_961, abs=1)
     per_byte = max(1 / 63e9, (6 / 7) / (0.6809 * 31.5e9))
@@ -75,7 +76,8 @@ def test_ep8_pcie_all_to_all_of_one_decode_step_by_hand():
     # the same node over NVSwitch would have no bridge: the GPU's own link alone
     nv = load_hardware("rtx-pro-6000-server").replace(su_link="nvlink", su_switch_gpus=8,
                                                        su_bridge_bandwidth=63e9)
-    r_nv = decode_step("kimi-k2-thinking", nv, gpus=8, batch=64, context=2048, tp_attn=8, ep=8, mtp=None)
+    r_nv = decode_step(Scenario("kimi-k2-thinking", nv, gpus=8, tp_attn=8, ep=8, mtp=None), batch=64,
+                       context=2048)
     assert r_nv.terms["dispatch"] == pytest.approx(volume / (0.7353 * 63e9) + 9.5e-6, rel=1e-9)
 
 
@@ -87,8 +89,8 @@ def test_pcie_all_reduce_is_nccls_ring_without_in_switch_reduction():
     # (0.6809 x 31.5 GB/s): 1 / 42.90 GB/s, 63.87 us; on the fastest protocol: LL 14 x 1.567 us +
     # twice that = 149.7 us, LL128 14 x 4.784 + 16/15 of it = 135.1 us, Simple 14 x 5.133 + 63.87
     # = 135.7 us: LL128, plus t_n0 3.196 us = 138.3 us (measured at 1 MiB over 8: 166.6 us)
-    r = decode_step("kimi-k2-thinking", "rtx-pro-6000-server", gpus=8, batch=64, context=2048,
-                    tp_attn=8, ep=8, mtp=None)
+    r = decode_step(Scenario("kimi-k2-thinking", "rtx-pro-6000-server", gpus=8, tp_attn=8, ep=8, mtp=None),
+                    batch=64, context=2048)
     m = 64 * 7168 * 2
     per_byte = max(1 / 63e9, 0.5 / (0.6809 * 31.5e9))
     assert 1 / per_byte == pytest.approx(42.90e9, rel=1e-3)
@@ -97,14 +99,15 @@ def test_pcie_all_reduce_is_nccls_ring_without_in_switch_reduction():
     assert r.terms["allreduce_attn"] == pytest.approx(138.3e-6, rel=1e-3)
     # over TP 2 the two GPUs share a switch and vLLM's own kernel runs, priced over PCIe as a ring
     # of 2 at its fitted constants: 2 x 2.153 us + m at 0.6011 x 63 GB/s (2 x (2 - 1)/2 m = m)
-    r2 = decode_step("kimi-k2-thinking", "rtx-pro-6000-server", gpus=8, batch=64, context=2048,
-                     tp_attn=2, ep=8, mtp=None)
+    r2 = decode_step(Scenario("kimi-k2-thinking", "rtx-pro-6000-server", gpus=8, tp_attn=2, ep=8, mtp=None),
+                     batch=64, context=2048)
     m2 = 64 / 4 * 7168 * 2  # attention DP 4: 16 sequences per rank
     assert r2.terms["allreduce_attn"] == pytest.approx(2 * 2.153e-6 + m2 / (0.6011 * 63e9), rel=1e-9)
     # the same server on NVLink (no stack fitted: vLLM's kernel rule, spanning the domain): 917,504 B
     # over 8 is at least 256 KiB, so two-shot: the same 2 x 7/8 volume in two passes of its own kernel
     nv = load_hardware("rtx-pro-6000-server").replace(su_link="nvlink", su_switch_gpus=8)
-    r_nv = decode_step("kimi-k2-thinking", nv, gpus=8, batch=64, context=2048, tp_attn=8, ep=8, mtp=None)
+    r_nv = decode_step(Scenario("kimi-k2-thinking", nv, gpus=8, tp_attn=8, ep=8, mtp=None), batch=64,
+                       context=2048)
     assert r_nv.terms["allreduce_attn"] == pytest.approx(1.75 * m / (0.6011 * 63e9) + 2 * 2.153e-6, rel=1e-9)
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from planner import Scenario
 from planner.cli import main
 from planner.errors import SpecError
 from planner.specs.precision import PRECISIONS
@@ -173,7 +174,7 @@ def test_dense_decode_step_has_no_expert_or_all_to_all_time(name):
     from planner.physics.step import decode_step
 
     m, hw = load_model(name), load_hardware("hgx-h200")
-    r = decode_step(m, hw, gpus=8, batch=64, context=2048)
+    r = decode_step(Scenario(m, hw, gpus=8), batch=64, context=2048)
     assert r.feasible, r.reason
     # no experts: EP 1, one expert slot, the "MoE TP" is the attention TP (all 8 GPUs by default)
     assert (r.config["ep"], r.config["tp_attn"], r.config["tp_moe"], r.config["expert_slots"]) == (1, 8, 8, 1)
@@ -186,7 +187,7 @@ def test_dense_decode_step_has_no_expert_or_all_to_all_time(name):
     expected = max(expected, 64 * hw.efficiency.host_per_sequence)
     assert math.isclose(r.step_time, expected, rel_tol=1e-12)
     # the same in bound mode, where every dispatch and combine is computed (and is 0 with EP = 1)
-    b = decode_step(m, hw, gpus=8, batch=64, context=2048, mode="bound")
+    b = decode_step(Scenario(m, hw, gpus=8, mode="bound"), batch=64, context=2048)
     assert b.terms["dispatch"] == b.terms["combine"] == 0.0
     assert math.isclose(b.step_time, m.n_L * b.terms["layer_dense"] + b.terms["lm_head"], rel_tol=1e-12)
 
@@ -197,7 +198,7 @@ def test_dense_weight_bytes_hand_check():
     m, hw = load_model("llama-3.1-8b"), load_hardware("hgx-h200")
     total = 2 * m.total_params  # BF16: 2 B per parameter
     assert sum(m.weight_bytes().values()) == total == 16_060_522_496
-    r = decode_step(m, hw, gpus=8, batch=1, context=2048, mode="bound")
+    r = decode_step(Scenario(m, hw, gpus=8, mode="bound"), batch=1, context=2048)
     norms = 2 * (2 * 4096 * 32 + 4096)  # RMSNorm vectors, 532,480 B: not in the step model's weight terms
     # held: every weight tensor split over the 8 TP ranks
     assert math.isclose(8 * r.memory["weights"], total - norms, rel_tol=1e-12)
@@ -211,7 +212,7 @@ def test_dense_weight_bytes_hand_check():
 def test_dense_frontier_uses_no_expert_parallelism():
     from planner.serving.frontiers import frontier
 
-    df = frontier("qwen3-32b", "hgx-h200", gpus=8, serving="aggregated")
+    df = frontier(Scenario("qwen3-32b", "hgx-h200", gpus=8, serving="aggregated"))
     assert len(df) and set(df.ep) == {1} and set(df.expert_slots) == {1}
     assert (df.tp_moe == df.tp_attn).all() and not df.overlap.any()
 

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from planner import Scenario
 from planner.cli import main
 from planner.errors import SpecError
 from planner.specs.registry import hardware_names, load_hardware
@@ -104,14 +105,14 @@ BAND_KW = dict(serving="decode", context=2048, gpus=8, weights="fp8", mtp=None, 
 
 
 def test_band_is_ordered_and_brackets_the_nominal_frontier():
-    b = frontier_band("deepseek-r1", "hgx-h200", samples=8, **BAND_KW)
+    b = frontier_band(Scenario("deepseek-r1", "hgx-h200", **BAND_KW), samples=8)
     assert {"tps_per_user", "lo", "mid", "hi", "nominal", "reach"} <= set(b.columns)
     assert (b.lo <= b.mid + 1e-9).all() and (b.mid <= b.hi + 1e-9).all()
     assert (b.hi > b.lo).any()
     inner = b.iloc[1:-1]
     assert ((inner.nominal >= inner.lo * 0.9) & (inner.nominal <= inner.hi * 1.1)).mean() > 0.8
     # same seed, same band
-    b2 = frontier_band("deepseek-r1", "hgx-h200", samples=8, **BAND_KW)
+    b2 = frontier_band(Scenario("deepseek-r1", "hgx-h200", **BAND_KW), samples=8)
     assert np.allclose(b.hi, b2.hi)
 
 
@@ -121,7 +122,7 @@ def test_band_methods_and_errors():
     for d in sampled_efficiencies(h, rng, 16, method="ranges"):
         assert 0 < d["compute"] <= 1 and 0 < d["hbm"] <= 1 and d["load_imbalance"] >= 1
     with pytest.raises(SpecError):
-        frontier_band("deepseek-r1", "hgx-h200", samples=4, mode="bound", **BAND_KW)
+        frontier_band(Scenario("deepseek-r1", "hgx-h200", mode="bound", **BAND_KW), samples=4)
 
 
 def test_cli_frontier_band_plot(tmp_path, capsys):

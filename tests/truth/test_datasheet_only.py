@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from planner import Scenario
 from planner.physics.step import resolve_precisions
 from planner.specs.hardware import COMM_LAW_FIELDS
 from planner.specs.registry import load_hardware, load_model
@@ -103,10 +104,10 @@ def test_unmeasured_system_carries_a_wider_band():
     assert unmeasured_log_sd(load_hardware("hgx-h20")) == DATASHEET_ONLY_LOG_SD
     assert unmeasured_log_sd(load_hardware("mi355x")) == UNMEASURED_FAMILY_LOG_SD > DATASHEET_ONLY_LOG_SD
     # the same system, once as measured and once as not: the band widens, its median stays near
-    kw = dict(serving="decode", gpus=8, isl=1024, osl=1024, mtp=0, weights="fp8", samples=24)
-    measured = frontier_band("deepseek-r1", "hgx-h200", **kw)
+    kw = dict(serving="decode", gpus=8, isl=1024, osl=1024, mtp=0, weights="fp8")
+    measured = frontier_band(Scenario("deepseek-r1", "hgx-h200", **kw), samples=24)
     h200 = load_hardware("hgx-h200")
-    unmeasured = frontier_band("deepseek-r1", h200.replace(name="my-h200"), **kw)
+    unmeasured = frontier_band(Scenario("deepseek-r1", h200.replace(name="my-h200"), **kw), samples=24)
     w0 = (measured.hi / measured.lo).median()
     w1 = (unmeasured.hi / unmeasured.lo).median()
     assert w1 > w0 * 1.3

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from planner import Scenario
 from planner.cli import main
 from planner.errors import SpecError
 from planner.truth.runs import REQUIRED, load_runs, running_fraction, score_runs
@@ -200,8 +201,8 @@ def _kv_capacity(isl: int, osl: int) -> float:
     """Sequences one TP8 EP8 decode worker on 8 x H200 holds at context ISL + OSL/2 (realistic)."""
     from planner import decode_step
 
-    r = decode_step("deepseek-r1", "hgx-h200", gpus=8, tp_attn=8, ep=8, batch=1,
-                    context=isl + osl / 2, weights="fp8", kv="fp8", mode="realistic")
+    r = decode_step(Scenario("deepseek-r1", "hgx-h200", gpus=8, tp_attn=8, ep=8, weights="fp8", kv="fp8",
+                             mode="realistic"), batch=1, context=isl + osl / 2)
     return r.memory["max_batch"]
 
 

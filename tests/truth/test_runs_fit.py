@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 
+from planner import Scenario
 from planner.cli import main
 from planner.errors import SpecError
 from planner.specs.hardware import parse_hardware
@@ -187,11 +188,12 @@ def test_runs_are_scored_with_their_own_stacks_fit():
     g = next(g for g in s.inputs if r.name in g.index)
     i = list(g.index).index(r.name)
     G, tp, ep, tpe = g.dec[i]
-    kw = dict(gpus=int(G), tp_attn=int(tp), ep=int(ep), tp_moe=int(tpe), batch=g.b[i] * G / tp,
-              context=g.isl[i] + g.osl[i] / 2, weights=g.prec.weights["routed_experts"], kv=g.prec.kv,
-              overlap=False, mode="realistic")
-    own = decode_step(r.model, "hgx-h200@sglang", **kw).step_time
-    other = decode_step(r.model, "hgx-h200@trtllm", **kw).step_time
+    kw = dict(gpus=int(G), tp_attn=int(tp), ep=int(ep), tp_moe=int(tpe),
+              weights=g.prec.weights["routed_experts"],
+              kv=g.prec.kv, overlap=False, mode="realistic")
+    at = dict(batch=g.b[i] * G / tp, context=g.isl[i] + g.osl[i] / 2)
+    own = decode_step(Scenario(r.model, "hgx-h200@sglang", **kw), **at).step_time
+    other = decode_step(Scenario(r.model, "hgx-h200@trtllm", **kw), **at).step_time
     assert r.tpot_realistic_ms == pytest.approx(own * 1e3, rel=1e-9)
     assert own != pytest.approx(other, rel=1e-3)
 

@@ -11,6 +11,7 @@ import math
 
 import pytest
 
+from planner import Scenario
 from planner.cli import main
 from planner.errors import SpecError
 from planner.serving.frontiers import frontier, frontier_at
@@ -111,9 +112,10 @@ def test_rate_basis_agrees_with_frontier_at():
     p = next(p for p in load_points() if p.id == "deepseek-production-decode-h800")
     for mode in ("bound", "realistic"):
         ours = predict(p, mode)
-        ref = frontier_at(p.model, p.hardware, [p.measured_tps_per_user], serving="decode",
-                          context=p.context, gpus=p.gpus, tp_attn=p.tp_attn, ep=p.ep, tp_moe=p.tp_moe,
-                          weights=p.weights, kv=p.kv, overlap=p.overlap, mtp="auto", mode=mode).iloc[0]
+        at = Scenario(p.model, p.hardware, serving="decode", context=p.context, gpus=p.gpus,
+                      tp_attn=p.tp_attn, ep=p.ep, tp_moe=p.tp_moe, weights=p.weights, kv=p.kv,
+                      overlap=p.overlap, mtp="auto", mode=mode)
+        ref = frontier_at(at, [p.measured_tps_per_user]).iloc[0]
         assert ours.value == pytest.approx(float(ref.tps_per_gpu), rel=2e-3), mode
 
 
@@ -126,9 +128,10 @@ def test_aggregated_rate_basis_is_exact_and_above_the_grid():
     q = dataclasses.replace(p, measured_tps_per_user=40.0, measured_tps_per_gpu=2000.0)
     ours = predict(q, "bound")
     assert ours.basis == "rate" and ours.tps_per_user == pytest.approx(40.0, rel=1e-6)
-    grid = frontier_at(p.model, p.hardware, [40.0], serving="aggregated", isl=p.isl, osl=p.osl, gpus=p.gpus,
-                       tp_attn=p.tp_attn, ep=p.ep, tp_moe=p.tp_moe, weights=p.weights, kv=p.kv,
-                       overlap=p.overlap, mtp=None, mode="bound").iloc[0]
+    at = Scenario(p.model, p.hardware, serving="aggregated", isl=p.isl, osl=p.osl, gpus=p.gpus,
+                  tp_attn=p.tp_attn, ep=p.ep, tp_moe=p.tp_moe, weights=p.weights, kv=p.kv, overlap=p.overlap,
+                  mtp=None, mode="bound")
+    grid = frontier_at(at, [40.0]).iloc[0]
     assert float(grid.tps_per_user) >= 40.0
     assert float(grid.tps_per_gpu) <= ours.value * (1 + 1e-6) <= float(grid.tps_per_gpu) * 1.2
 
@@ -136,8 +139,9 @@ def test_aggregated_rate_basis_is_exact_and_above_the_grid():
 def test_prefill_basis_agrees_with_the_prefill_frontier():
     p = next(p for p in load_points() if p.serving == "prefill")
     ours = predict(p, "bound")
-    f = frontier(p.model, p.hardware, serving="prefill", isl=p.isl, gpus=p.gpus, tp_attn=p.tp_attn,
-                 ep=p.ep, tp_moe=p.tp_moe, weights=p.weights, kv=p.kv, overlap=p.overlap, mode="bound")
+    f = frontier(Scenario(p.model, p.hardware, serving="prefill", isl=p.isl, gpus=p.gpus, tp_attn=p.tp_attn,
+                          ep=p.ep, tp_moe=p.tp_moe, weights=p.weights, kv=p.kv, overlap=p.overlap,
+                          mode="bound"))
     assert ours.value == pytest.approx(float(f.tps_per_gpu.max()), rel=0.02)
 
 
