@@ -83,7 +83,8 @@ def test_every_scenario_option_is_declared_once_from_its_field():
 def test_each_flag_says_its_fields_meaning_unit_and_default():
     p = _subparsers()["frontier"]
     by = {a.dest: a for a in p._actions}
-    assert "input (prompt) tokens per request (default 1024, tokens)" == by["isl"].help
+    assert "input (prompt) tokens per request (tokens; default 1024)" == by["isl"].help
+    assert by["context"].help.endswith("(tokens; default: ISL + OSL/2)")
     assert by["max_gpus"].help.startswith(FIELDS["max_gpus"].metadata["doc"])
     # a subcommand takes only the serving modes it can answer, and says only those
     size = {a.dest: a for a in _subparsers()["size"]._actions}

@@ -68,20 +68,22 @@ def _default_text(name: str, default: Any) -> str:
 
 def add_scenario_options(p: argparse.ArgumentParser, names: Sequence[str], *,
                          changes: Mapping[str, Mapping[str, Any]] | None = None,
-                         scenario_file: bool = True) -> None:
+                         scenario_file: bool = True, titles: Mapping[str, str] | None = None) -> None:
     """Add the flags of scenario fields ``names`` to ``p``, grouped as :data:`GROUPS` says.
 
     ``changes``: per field, what this subcommand takes differently (``choices``: a subset of the
-    field's; ``default``; ``required``; ``nargs`` and ``help`` for ``systems``, whose number of
-    systems depends on the subcommand).  No flag has an argparse default: a flag not given takes
+    field's; ``default``; ``required``; ``nargs``; ``help`` where the command's words are closer,
+    such as the number of systems it takes).  ``titles``: the groups' headings where the command's
+    differ from :data:`GROUPS`.  No flag has an argparse default: a flag not given takes
     the scenario's (or the ``--scenario`` file's) value, so that a flag given is known as given."""
     from planner.specs.scenario import FIELDS
 
     changes = changes or {}
+    heading = {**GROUPS, **(titles or {})}
     required: list[str] = []
     groups: dict[str, Any] = {}
     if scenario_file:
-        groups["question"] = p.add_argument_group(GROUPS["question"])
+        groups["question"] = p.add_argument_group(heading["question"])
         groups["question"].add_argument(
             "--scenario", metavar="FILE", default=None,
             help="start from the scenario in FILE (JSON or YAML: the 'scenario' of a command's --json "
@@ -91,7 +93,7 @@ def add_scenario_options(p: argparse.ArgumentParser, names: Sequence[str], *,
         meta, ch = f.metadata, dict(changes.get(name, {}))
         g = groups.get(meta["group"])
         if g is None:
-            g = groups[meta["group"]] = p.add_argument_group(GROUPS[meta["group"]])
+            g = groups[meta["group"]] = p.add_argument_group(heading[meta["group"]])
         default = ch.pop("default", f.default)
         kind = meta["kind"]
         kw: dict[str, Any] = {"dest": dest_of(name), "default": argparse.SUPPRESS}
@@ -104,19 +106,22 @@ def add_scenario_options(p: argparse.ArgumentParser, names: Sequence[str], *,
                 kw["choices"] = ch.pop("choices", meta["choices"])
             if meta["metavar"]:
                 kw["metavar"] = meta["metavar"]
-        unit = f", {meta['unit']}" if meta["unit"] else ""
         text = ch.pop("help", None)
+        custom = text is not None  # (a command's own words say their default)
         if text is None and meta["choice_docs"] and "choices" in kw:  # the choices this command takes
             text = "; ".join(meta["choice_docs"][c] for c in kw["choices"])
         text = meta["doc"] if text is None else text
         shown = _default_text(name, default)
-        if ch.pop("required", False):  # (checked once the --scenario file is read: it may hold it)
+        if not shown and default is None and meta["none_means"]:
+            shown = f": {meta['none_means']}"  # a phrase, not a value
+        said = ["required"] if ch.pop("required", False) else (
+            [f"default{'' if shown.startswith(':') else ' '}{shown}"] if shown and kind != "flag"
+            and not custom else [])
+        if said == ["required"]:  # (checked once the --scenario file is read: it may hold it)
             required.append(name)
-            text += f" ({meta['unit']}; required)" if meta["unit"] else " (required)"
-        elif shown and kind != "flag":
-            text += f" (default {shown}{unit})" if unit else f" (default {shown})"
-        elif unit:
-            text += f" ({meta['unit']})"
+        said = ([meta["unit"]] if meta["unit"] and not custom else []) + said
+        if said:
+            text += f" ({'; '.join(said)})"
         if ch.get("action"):  # (a flag alone: ``--overlap`` for on)
             for k in ("type", "metavar", "choices"):
                 kw.pop(k, None)

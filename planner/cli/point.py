@@ -79,7 +79,9 @@ def register(sub: Any) -> None:
         "the binding term, memory per GPU, TPOT and throughput per user and per GPU.",
         epilog=POINT_EPILOG,
     )
-    add_scenario_options(p, POINT_FIELDS, scenario_file=False, changes={
+    add_scenario_options(p, POINT_FIELDS, scenario_file=False, titles={
+        "search": "the configuration", "workload": "workload",
+        "answer": "mode"}, changes={
         "model": {"required": True},
         "systems": {"required": True, "help": "bundled system name or path to a YAML (NAME@STACK picks a "
                                               "stack's fit)"},

@@ -52,13 +52,14 @@ LIMIT_ONLY = {"gpus": (None,), "max_gpus": (None,), "tp_attn": (None,), "ep": (N
 
 def _opt(default: Any, doc: str, *, unit: str = "", kind: str = "text", group: str = "search",
          choices: tuple[str, ...] = (), metavar: str | None = None,
-         choice_docs: dict[str, str] | None = None) -> Any:
-    """A scenario field: its default, unit and meaning (``doc``; ``choice_docs``: each choice's,
-    where the help lists only those a command takes), and how the CLI reads it (``kind``: text,
-    count, positive, mtp, overlap, acceptance, flag, systems, choice, slo, tiers)."""
+         choice_docs: dict[str, str] | None = None, none_means: str = "") -> Any:
+    """A scenario field: its default (``none_means``: what a default of None stands for), unit and
+    meaning (``doc``; ``choice_docs``: each choice's, where the help lists only those a command
+    takes), and how the CLI reads it (``kind``: text, count, positive, mtp, overlap, acceptance,
+    flag, systems, choice, slo, tiers)."""
     return field(default=default, metadata=dict(doc=doc, unit=unit, kind=kind, group=group,
                                                 choices=choices, metavar=metavar,
-                                                choice_docs=choice_docs or {}))
+                                                choice_docs=choice_docs or {}, none_means=none_means))
 
 
 @dataclass(frozen=True)
@@ -75,9 +76,9 @@ class Scenario:
                         "NAME@STACK picks a serving stack's fit", kind="systems", group="question",
                         metavar="H")
     stack: str | None = _opt(None, "serving stack whose fit to measured runs realistic mode uses, for "
-                             "every system named without its own @STACK (default: each system's "
-                             "best-measured stack, named in the output header; NAME@STACK picks one "
-                             "per system)", kind="choice", choices=STACKS, group="question")
+                             "every system named without its own @STACK (NAME@STACK picks one per "
+                             "system)", kind="choice", choices=STACKS, group="question",
+                             none_means="each system's best-measured stack, named in the output header")
     serving: str = _opt("disaggregated", "serving mode: decode (decode pool only at the context), "
                         "prefill (prefill pool only: input tokens/s per GPU vs TTFT), aggregated "
                         "(prefill and decode share GPUs), disaggregated (separate, rate-matched pools)",
@@ -89,14 +90,15 @@ class Scenario:
     isl: float = _opt(1024, "input (prompt) tokens per request", unit="tokens", kind="count",
                       group="workload")
     osl: float = _opt(1024, "output tokens per request", unit="tokens", kind="count", group="workload")
-    context: float | None = _opt(None, "mean KV length in decode (default ISL + OSL/2)", unit="tokens",
-                                 kind="positive", group="workload")
+    context: float | None = _opt(None, "mean KV length in decode", unit="tokens", kind="positive",
+                                 group="workload", none_means="ISL + OSL/2")
     max_ttft: float | None = _opt(None, "time-to-first-token limit: with the limit search, for the "
-                                  "prefill pool (default 2 s: the request's latency outside the passes, "
-                                  "its prefill pass and the KV hand-off); with rules or recipes, the "
-                                  "median TTFT of each deployment's closed loop, its queue included "
-                                  "(default: none, as a benchmark runs them)", unit="s", kind="positive",
-                                  group="workload")
+                                  "prefill pool (its latency outside the passes, its prefill pass and the "
+                                  "KV hand-off); with rules or recipes, the median TTFT of each "
+                                  "deployment's closed loop, its queue included", unit="s",
+                                  kind="positive", group="workload",
+                                  none_means="2 s with the limit search; none with rules or recipes, as a "
+                                             "benchmark runs them")
     workload: str | None = _opt(None, "a workload instead of one ISL/OSL pair: agentic, reasoning, chat "
                                 "(bundled), a workload YAML or a trace CSV (arrival_s, input_tokens, "
                                 "output_tokens, cached_tokens[, session]); its sessions reuse earlier "
@@ -107,35 +109,39 @@ class Scenario:
                     "ttft_p99=2,tpot_p90=0.05 (only with a workload)", kind="slo", group="workload",
                     metavar="LEVELS")
     kv_tiers: Any = _opt(None, "where sessions' KV may wait between turns: a comma list of hbm, host, "
-                         "nvme, or none (default hbm,host,nvme; only with a workload)", kind="tiers",
-                         group="workload", metavar="TIERS")
-    weights: str | None = _opt(None, "routed-expert storage: bf16, fp8, nvfp4, mxfp4, int4_g32, int4_a8 "
-                               "(default: the model's own, and NVFP4 / FP8 where the hardware multiplies "
-                               "them)")
-    kv: str | None = _opt(None, "KV-cache storage: bf16 or fp8 (default: the model's)")
+                         "nvme, or none (only with a workload)", kind="tiers", group="workload",
+                         metavar="TIERS", none_means="hbm,host,nvme")
+    weights: str | None = _opt(None, "routed-expert storage: bf16, fp8, nvfp4, mxfp4, int4_g32, int4_a8",
+                               none_means="the model's own, and NVFP4 / FP8 where the hardware "
+                                          "multiplies them")
+    kv: str | None = _opt(None, "KV-cache storage: bf16 or fp8", none_means="the model's")
     mtp: Any = _opt("auto", "speculative decoding / MTP: off, auto (tried where the model has MTP "
                     "layers) or a number of draft tokens", unit="draft tokens", kind="mtp")
     acceptance: float | None = _opt(None, "speculative acceptance replacing the model's published "
                                     "figures: tokens per step (>= 1, e.g. 2.3) or a per-draft acceptance "
                                     "rate (< 1, e.g. 0.7); with mtp auto, 1-3 drafts are tried (those "
-                                    "that can emit it)", kind="acceptance", metavar="A")
-    search: str | None = _opt(None, "rules (default for aggregated and disaggregated serving in "
-                              "realistic mode): whole deployments of the layouts every stack runs on "
+                                    "that can emit it)", kind="acceptance", metavar="A",
+                                    none_means="the model's published figures")
+    search: str | None = _opt(None, "rules: whole deployments of the layouts every stack runs on "
                               "this hardware (attention TP over one or two nodes, attention DP with EP "
                               "up to the scale-up domain, several nodes over the NIC), prefill pools "
                               "rate-matched to their decode pools, the stack's MTP drafts as accepted "
                               "under load, the model's own launch recipes as priors; recipes (earlier "
                               "name: deployed): the InferenceX launch recipes alone, borrowed from "
-                              "another model or system where it has none; limit (default otherwise): "
+                              "another model or system where it has none; limit: "
                               "every layout and batch the hardware could run with ideal software",
-                              kind="choice", choices=(*SEARCHES, *SEARCH_ALIASES))
+                              kind="choice", choices=(*SEARCHES, *SEARCH_ALIASES),
+                              none_means="rules for aggregated and disaggregated serving in realistic "
+                                         "mode, else limit")
     gpus: int | None = _opt(None, "fix the instance size in GPUs (e.g. 8 for one HGX node)",
-                            unit="GPUs", kind="count")
-    max_gpus: int | None = _opt(None, "largest instance the search tries (default: 4 scale-up domains, "
-                                ">= 128)", unit="GPUs", kind="count")
-    tp_attn: int | None = _opt(None, "attention tensor parallel", unit="GPUs", kind="count")
-    ep: int | None = _opt(None, "expert parallel", unit="GPUs", kind="count")
-    tp_moe: int | None = _opt(None, "expert tensor parallel", unit="GPUs", kind="count")
+                            unit="GPUs", kind="count", none_means="searched")
+    max_gpus: int | None = _opt(None, "largest instance the search tries", unit="GPUs", kind="count",
+                                none_means="4 scale-up domains, >= 128")
+    tp_attn: int | None = _opt(None, "attention tensor parallel", unit="GPUs", kind="count",
+                               none_means="searched")
+    ep: int | None = _opt(None, "expert parallel", unit="GPUs", kind="count", none_means="searched")
+    tp_moe: int | None = _opt(None, "expert tensor parallel", unit="GPUs", kind="count",
+                              none_means="searched")
     overlap: Any = _opt("auto", "two-micro-batch overlap: auto (both tried), on, off", kind="overlap")
     kv_offload: bool = _opt(False, "let the KV cache spill to CPU-attached memory (Grace LPDDR5X, host "
                             "DDR)", kind="flag")
@@ -152,7 +158,7 @@ class Scenario:
                            "decode": "decode: output per decode GPU"})
     region: str | None = _opt(None, "size only the systems that may be sold in this region "
                               "(system.regions: global, china); the others are named and left out",
-                              group="question", metavar="R")
+                              group="question", metavar="R", none_means="every region")
 
     # ---- checks, once, where it is built ---------------------------------------------------------
     def __post_init__(self) -> None:
