@@ -202,3 +202,16 @@ def test_the_main_commands_print_the_kept_figures(name):
     kept = json.loads((GOLDEN.GOLDEN / f"{name}.json").read_text())
     got = GOLDEN.strip(GOLDEN.run(GOLDEN.COMMANDS[name]))
     assert GOLDEN.differences(kept, got) == []
+
+
+def test_a_plans_workloads_carry_their_scenarios_checked_when_the_plan_is_read(tmp_path):
+    out = _run(["plan", "planner/fleet/data/plan_example.yaml", "--json"])
+    for w in out["workloads"]:
+        sc = Scenario.from_dict(w["scenario"])
+        assert sc.model == w["model"] and sc.isl == w["isl"] and sc.osl == w["osl"]
+    # a search block the scenario refuses is refused when the plan is read, naming its place
+    plan = {"workloads": [{"name": "chat", "model": "deepseek-v2-lite", "min_tps_user": 30,
+                           "demand_tps": 1e5, "search": {"search": "rules", "gpus": 8}}],
+            "systems": [{"hardware": "hgx-h200"}]}
+    with pytest.raises(SpecError, match=r"workloads\[0\]\.search\.gpus: the limit search with it"):
+        planner.plan(plan)

@@ -106,10 +106,12 @@ def pool_recipe(src: PoolSource, *, name: str, what: str, date: str | None = Non
     pool["note"] = (f"{src.label}: {copies} cop{'y' if copies == 1 else 'ies'} of this deployment "
                     f"({what}; {how}); the pool prices {c['tps_per_gpu']:.1f} output tokens/s per GPU at "
                     f"{c['tps_per_user']:.1f} tokens/s per user")
-    return render(point, model=o.model, hw=hw, stack=hw.stack, isl=o.isl, osl=o.osl,
-                  kv=str(o.pts.attrs.get("kv")), x=float(src.level),
-                  calibration=str(o.pts.attrs.get("calibration", "")), date=date, name=name,
-                  chosen=f"{what} at >= {src.level:g} tokens/s per user", pool=pool)
+    rec = render(point, model=o.model, hw=hw, stack=hw.stack, isl=o.isl, osl=o.osl,
+                 kv=str(o.pts.attrs.get("kv")), x=float(src.level),
+                 calibration=str(o.pts.attrs.get("calibration", "")), date=date, name=name,
+                 chosen=f"{what} at >= {src.level:g} tokens/s per user", pool=pool)
+    rec.sidecar["scenario"] = o.sc.to_dict()  # the question the pool was priced on
+    return rec
 
 
 def pool_recipes(sources: list[PoolSource], *, what: str, date: str | None = None

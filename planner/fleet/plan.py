@@ -772,11 +772,15 @@ class FleetPlan:
         def rec(df: pd.DataFrame) -> list[dict[str, Any]]:
             return [{k: _plain(v) for k, v in r.items()} for r in df.to_dict("records")]
 
+        # each workload with the question it asks of the plan's systems (its scenario)
+        asked = {w.name: w.scenario(w.systems or [s.hardware for s in self.spec.systems]).to_dict()
+                 for w in self.spec.workloads}
+        workloads = [{**r, "scenario": asked.get(r.get("workload"))} for r in rec(self.workloads)]
         out = dict(settings=dict(plan=self.spec.label, name=self.spec.name, basis=self.basis,
                                  years=self.years, pue=self.spec.pue, usd_per_kwh=self.usd_per_kwh,
                                  site={k: _plain(v) for k, v in vars(self.spec.site).items()}),
                    totals={k: _plain(v) for k, v in self.totals.items()}, binding=self.binding,
-                   systems=rec(self.systems), pools=rec(self.pools), workloads=rec(self.workloads),
+                   systems=rec(self.systems), pools=rec(self.pools), workloads=workloads,
                    limits=rec(self.limits), figures=self.figures)
         if self.sensitivity is not None:
             out["sensitivity"] = rec(self.sensitivity)

@@ -494,8 +494,10 @@ def build(scenario: Any, at: float, *, checkpoint: str | None = None, date: str 
     if best is None:
         raise why if why is not None else SpecError("<input>", "--weights", "weights the system runs")
     p, front = best
-    return render(p, model=m, hw=hw, stack=stack, isl=isl, osl=osl, kv=str(front.attrs["kv"]), x=at,
-                  calibration=str(front.attrs["calibration"]), checkpoint=checkpoint, date=date)
+    rec = render(p, model=m, hw=hw, stack=stack, isl=isl, osl=osl, kv=str(front.attrs["kv"]), x=at,
+                 calibration=str(front.attrs["calibration"]), checkpoint=checkpoint, date=date)
+    rec.sidecar["scenario"] = sc.to_dict()  # the question the recipe answers
+    return rec
 
 
 def recipe_doc(text: str, where: str = "recipe") -> dict[str, Any]:
