@@ -162,3 +162,30 @@ def test_cli_writes_recipes_and_validate_scores_a_result(tmp_path, capsys) -> No
     assert main(["validate", "--frontiers", str(res), "--recipe", str(yml.with_suffix(".json"))]) == 2
     assert "a result of the recipe's deployment" in capsys.readouterr().err
     assert np.isfinite(side["predicted"]["ttft_median_s"])
+
+
+def test_frontier_writes_the_recipe_of_its_point_with_the_band_and_its_scenario(tmp_path, capsys) -> None:
+    out = tmp_path / "r"
+    assert main(["frontier", "--model", "kimi-k2-thinking", "--hardware", "hgx-h200", "--recipe-at", "50",
+                 "--recipes", str(out), "--band", "--band-samples", "4", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    [written] = got["recipes"]["recipes"]
+    side = json.loads(open(written["sidecar"]).read())
+    # the recipe's point is the one `recipe` writes for the same question, with its scenario
+    same = launch.build(Scenario("kimi-k2-thinking", "hgx-h200", stack=side["stack"]), 50.0)
+    assert side["deployment"] == same.sidecar["deployment"]
+    y = side["predicted"]["output_tps_per_gpu"]
+    assert y == pytest.approx(same.sidecar["predicted"]["output_tps_per_gpu"])
+    assert side["scenario"]["systems"] == ["hgx-h200"] and side["scenario"]["stack"] == side["stack"]
+    band = side["predicted"]["band_output_tps_per_gpu"]
+    assert band["lo"] <= band["mid"] <= band["hi"] and band["samples"] == 4
+    # the burst's percentiles beside the closed loop's medians
+    assert side["predicted"]["ttft_p99_s"] >= side["predicted"]["ttft_median_s"]
+    # the limit search's points are not deployments; a rate without a directory is refused
+    for argv, needle in ((["--search", "limit", "--recipe-at", "50", "--recipes", str(tmp_path / "x")],
+                          "--recipe-at: the rules or recipes search"),
+                         (["--recipe-at", "50"], "--recipe-at X and --recipes DIR together")):
+        assert main(["frontier", "--model", "kimi-k2-thinking", "--hardware", "hgx-h200", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and needle in err
+    assert not (tmp_path / "x").exists()

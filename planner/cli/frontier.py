@@ -93,10 +93,21 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     if sessions:
         return cmd_frontier_workload(args, sc)
     check_output_args(args, files=["csv"], plots=["plot"])
+    if (args.recipe_at is None) != (args.recipes is None):
+        raise SpecError("<input>", "--recipe-at" if args.recipes else "--recipes",
+                        "--recipe-at X and --recipes DIR together (the rates whose points are written, and "
+                        "where)")
+    if args.recipes:
+        from planner.cli.recipe import check_recipes_dir
+
+        check_recipes_dir(args.recipes)
     df = frontier(sc)
     band = _band(args, sc, df)
     limit = _limit(sc) if args.plot or args.json else None
     outputs: list[tuple[str, str, Any]] = []
+    recipes = _recipes_at(args, sc, df, band) if args.recipe_at else None
+    if recipes is not None:
+        outputs += recipes[0]
     if args.csv:
         rows = df if band is None else _with_band(df, band)
         outputs.append(("--csv", args.csv, lambda tmp: rows.to_csv(tmp, index=False)))
@@ -109,7 +120,8 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"scenario": sc.to_dict(), "settings": _settings(df.attrs), "points": points_json(df),
                     **({"limit_points": points_json(limit)} if limit is not None else {}),
-                    **({"band": _band_json(band)} if band is not None else {})})
+                    **({"band": _band_json(band)} if band is not None else {}),
+                    **({"recipes": recipes[1]} if recipes is not None else {})})
         return 0
     a = df.attrs
     print(f"# frontier: {a['model']} on {a['hardware']}, {a['serving']}, ISL {a['isl']:g} / OSL "
@@ -141,7 +153,58 @@ def cmd_frontier(args: argparse.Namespace) -> int:
                            "TPe", "batch/GPU", "weights", "MTP", "TBO", "binds"]))
     if band is not None:
         _print_band(band)
+    if recipes is not None:
+        from planner.cli.recipe import print_pool_recipes
+
+        print_pool_recipes(recipes[1])
     return 0
+
+
+def _recipes_at(args: argparse.Namespace, sc: Any, df: pd.DataFrame, band: pd.DataFrame | None
+                ) -> tuple[list[tuple[str, str, Any]], dict[str, Any]]:
+    """``--recipe-at X --recipes DIR``: the launch recipe of the frontier's point at each X, for the
+    stack it was priced on, with the band at X where --band drew one (outputs, summary)."""
+    import json
+    import os
+
+    import numpy as np
+
+    from planner.serving.launch import build
+
+    stack = df.attrs.get("stack")
+    if df.attrs.get("search") not in ("rules", "recipes"):
+        raise SpecError("<input>", "--recipe-at", "the rules or recipes search (a recipe launches a whole "
+                        "deployment; the limit search's points are not ones)")
+    if not stack:
+        raise SpecError("<input>", "--recipe-at", f"a system priced with a serving stack's fit "
+                        f"({df.attrs['hardware']} has none: --stack or NAME@STACK)")
+    outputs: list[tuple[str, str, Any]] = []
+    done, refused = [], []
+    for x in args.recipe_at:
+        try:
+            r = build(sc.replace(stack=stack), x)
+        except SpecError as exc:
+            refused.append({"pool": f"{x:g} tokens/s per user", "why": exc.expected})
+            continue
+        if band is not None and len(band):
+            # the band's spread about its nominal frontier at the point's own rate, carried to the
+            # point (its weights may be a published checkpoint's rather than the frontier's best)
+            pred = r.sidecar["predicted"]
+            lo, mid, hi, nom = (float(np.interp(np.log(pred["tps_per_user"]), np.log(band.tps_per_user),
+                                                band[c])) for c in ("lo", "mid", "hi", "nominal"))
+            y = pred["output_tps_per_gpu"]
+            pred["band_output_tps_per_gpu"] = {
+                "lo": y * lo / nom, "mid": y * mid / nom, "hi": y * hi / nom,
+                "quantiles": list(band.attrs.get("band_quantiles", ())),
+                "samples": band.attrs.get("band_samples")}
+        base = os.path.join(args.recipes, r.name)
+        outputs += [("--recipes", base + ".yaml", r.text),
+                    ("--recipes", base + ".json", json.dumps(r.sidecar, indent=2) + "\n")]
+        done.append({"path": base + ".yaml", "sidecar": base + ".json", "pool": f"{x:g} tokens/s per user",
+                     "stack": stack, "copies": 1})
+    if done:
+        os.makedirs(args.recipes, exist_ok=True)
+    return outputs, {"dir": args.recipes, "recipes": done, "refused": refused}
 
 
 def _limit(sc: Any) -> pd.DataFrame | None:
@@ -556,6 +619,13 @@ def register(sub: Any) -> None:
                         "(fit covariance where calibrated, +-15%% otherwise); in the plot and output")
     p.add_argument("--band-samples", type=_samples, default=None, metavar="N",
                    help="draws for --band (default 100; 2 to 1000)")
+    p.add_argument("--recipe-at", nargs="+", type=positive_float, default=None, metavar="X",
+                   help="also write the launch recipe of the frontier's point at each X tokens/s per user "
+                        "(the most tokens/s per GPU at least that fast) into --recipes DIR, for the stack "
+                        "it was priced on (with --band: the band's spread at the point in its sidecar)")
+    p.add_argument("--recipes", metavar="DIR", default=None,
+                   help="the directory --recipe-at writes into (a Dynamo graph deployment and a .json "
+                        "sidecar of the prediction per point)")
 
     c = add_command(
         sub, "compare", cmd_compare, parents=[scenario_parent(
