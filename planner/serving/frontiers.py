@@ -425,16 +425,7 @@ def frontier_at(scenario: Scenario, targets: list[float], *, points: pd.DataFram
     model, hw = scenario.load_model(), scenario.load_system()
     allp = points if points is not None else frontier(scenario, all_points=True, _sorted=False)
     if allp.attrs.get("search") in DEPLOYMENT_SEARCHES:
-        # the deployments are whole recipes at whole concurrencies: read the envelope off them
-        xs, ys = allp.tps_per_user.to_numpy(float), allp.tps_per_gpu.to_numpy(float)
-        rows = []
-        for x in targets:
-            ok = np.flatnonzero(xs >= float(x))
-            best = {} if not len(ok) else dict(allp.iloc[ok[np.argmax(ys[ok])]])
-            rows.append({"target_tps_per_user": x, **(best or {"tps_per_gpu": np.nan})})
-        out = pd.DataFrame(rows)
-        out.attrs.update(allp.attrs)
-        return out
+        return deployments_at(allp, targets)
     wl = Workload(allp.attrs["isl"], allp.attrs["osl"], allp.attrs["context"])
     serving, mode = allp.attrs["serving"], allp.attrs["mode"]
     keycols = ["gpus", "tp_attn", "ep", "tp_moe", "expert_slots", "weights", "kv", "mtp", "overlap",
@@ -495,6 +486,21 @@ def frontier_at(scenario: Scenario, targets: list[float], *, points: pd.DataFram
     rows = [{"target_tps_per_user": x, **tops.get(float(x), {"tps_per_gpu": np.nan})} for x in targets]
     out = pd.DataFrame(rows)
     out.attrs.update(allp.attrs)
+    return out
+
+
+def deployments_at(points: pd.DataFrame, targets: list[float]) -> pd.DataFrame:
+    """The best deployment at each per-user rate in ``targets`` among ``points`` (a rules or
+    recipes frontier: whole deployments at whole concurrencies, read as they are): the most
+    tokens/s per GPU among those at least that fast for each user; NaN where none is."""
+    xs, ys = points.tps_per_user.to_numpy(float), points.tps_per_gpu.to_numpy(float)
+    rows = []
+    for x in targets:
+        ok = np.flatnonzero(xs >= float(x) * (1 - 1e-12))
+        best = {} if not len(ok) else dict(points.iloc[ok[np.argmax(ys[ok])]])
+        rows.append({"target_tps_per_user": x, **(best or {"tps_per_gpu": np.nan})})
+    out = pd.DataFrame(rows)
+    out.attrs.update(points.attrs)
     return out
 
 

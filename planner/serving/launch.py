@@ -271,13 +271,16 @@ def _k8s_name(text: str) -> str:
 
 
 def point_at(front: Any, x: float) -> Any:
-    """The frontier row of the most tokens/s per GPU among those at least ``x`` tokens/s per user."""
-    ok = front[front.tps_per_user >= x * (1 - 1e-12)]
-    if ok.empty:
+    """The frontier row of the most tokens/s per GPU among those at least ``x`` tokens/s per user
+    (:func:`planner.serving.frontiers.deployments_at`); a rate beyond the frontier is refused."""
+    from planner.serving.frontiers import deployments_at
+
+    row = deployments_at(front, [x]).iloc[0]
+    if not row.tps_per_gpu == row.tps_per_gpu:  # NaN: no deployment is that fast
         top = float(front.tps_per_user.max()) if len(front) else math.nan
         raise SpecError("<input>", "--at", f"a rate the frontier reaches (at most {top:.3g} tokens/s per "
                         f"user), got {x:g}")
-    return ok.loc[ok.tps_per_gpu.idxmax()]
+    return row.drop(labels="target_tps_per_user")
 
 
 #: the benchmark framework names of InferenceX's result files, per stack (aggregated; under Dynamo)
