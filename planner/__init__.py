@@ -9,6 +9,7 @@ Public API (imported lazily, so ``import planner`` stays cheap)::
     workload_frontier, load_workload, workload_names           # sessions, KV tiers, percentiles
     size, power_budget, cost_target, fleet_capacity           # procurement sizing
     plan, plan_sensitivity                                     # fleet plans (several workloads)
+    landscape, Executor                                        # every system x model x workload (Dask)
     plot_frontiers, plot_sizing                                # plots
     explore                                                    # Jupyter what-if panel (ipywidgets)
     validate, calibrate, sensitivity, uncertainty              # modules: scorecards, fits, bands
@@ -49,6 +50,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "cost_target": ("economics.sizing", "cost_target"),
     "fleet_capacity": ("economics.sizing", "fleet_capacity"),
     "plan": ("fleet.plan", "plan"), "plan_sensitivity": ("fleet.sensitivity", "sensitivity"),
+    "landscape": ("fleet.landscape", "landscape"), "Executor": ("cells", "Executor"),
     "plot_frontiers": ("plot", "plot_frontiers"), "plot_sizing": ("plot", "plot_sizing"),
     "explore": ("explorer", "explore"), "Explorer": ("explorer", "Explorer"),
     # modules of the truth layer, by their short names (``planner.validate.scorecard()``)

@@ -356,3 +356,61 @@ def plot_sizing(curves: pd.DataFrame, path: str | Path | None = None, title: str
     if path is not None:
         fig.savefig(path, dpi=130)
     return fig
+
+
+# ---- a landscape (planner.fleet.landscape) -------------------------------------------------------
+def plot_landscape(ls: Any, level: float) -> Any:
+    """Tokens/s per GPU at ``level``: one row per system, one column per model x workload, each
+    cell annotated with its figure and binding term (grey: out of reach or failed)."""
+    t = ls.table[ls.table.tps_per_user == level]
+    systems = list(dict.fromkeys(t.hardware))
+    cols = list(dict.fromkeys(zip(t.model, t.workload, strict=True)))
+    z = np.full((len(systems), len(cols)), np.nan)
+    notes = [["" for _ in cols] for _ in systems]
+    for r in t.itertuples():
+        i, j = systems.index(r.hardware), cols.index((r.model, r.workload))
+        z[i, j] = r.tps_per_gpu
+        notes[i][j] = (f"{r.tps_per_gpu:,.0f}\n{str(r.bottleneck).replace('_', ' ')}"
+                       if np.isfinite(r.tps_per_gpu) else str(r.bottleneck))
+    fig = new_figure(figsize=(2.0 + 1.7 * len(cols), 1.2 + 0.6 * len(systems)))
+    ax = fig.subplots()
+    masked = np.ma.masked_invalid(np.log10(np.where(z > 0, z, np.nan)))
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#dddddd")
+    im = ax.imshow(masked, aspect="auto", cmap=cmap)
+    lo, hi = (float(masked.min()), float(masked.max())) if masked.count() else (0.0, 1.0)
+    for i in range(len(systems)):
+        for j in range(len(cols)):
+            # dark text on the light (high) end of the scale, white on the dark end
+            light = np.isfinite(z[i, j]) and (np.log10(z[i, j]) - lo) > 0.6 * (hi - lo)
+            ax.text(j, i, notes[i][j], ha="center", va="center", fontsize=7,
+                    color="black" if light or not np.isfinite(z[i, j]) else "white")
+    ax.set_xticks(range(len(cols)), [f"{m}\n{w}" for m, w in cols], fontsize=7)
+    ax.set_yticks(range(len(systems)), systems, fontsize=8)
+    ax.set_title(f"output tokens/s per GPU at {level:g} tokens/s per user (log colour scale)", fontsize=10)
+    bar = fig.colorbar(im, ax=ax, fraction=0.03)
+    bar.set_label("log10 tokens/s per GPU", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_landscape_best(ls: Any) -> Any:
+    """Per model x workload (rows) and level (columns): the system with the most tokens/s per GPU,
+    named in the cell, coloured by system, with its lead over the runner-up."""
+    b = ls.best()
+    rows = list(dict.fromkeys(zip(b.model, b.workload, strict=True)))
+    systems = sorted(set(b.best))
+    fig = new_figure(figsize=(2.5 + 1.6 * len(ls.levels), 1.2 + 0.55 * max(len(rows), 1)))
+    ax = fig.subplots()
+    z = np.full((len(rows), len(ls.levels)), np.nan)
+    for r in b.itertuples():
+        i, j = rows.index((r.model, r.workload)), ls.levels.index(r.tps_per_user)
+        z[i, j] = systems.index(r.best)
+        lead = f"\n{r.lead:.2f}x next" if np.isfinite(r.lead) else ""
+        ax.text(j, i, f"{r.best}{lead}", ha="center", va="center", fontsize=7)
+    cmap = matplotlib.colormaps["tab20"].with_extremes(bad="#eeeeee")
+    ax.imshow(np.ma.masked_invalid(z), aspect="auto", cmap=cmap, vmin=0, vmax=19, alpha=0.45)
+    ax.set_xticks(range(len(ls.levels)), [f"{x:g} tok/s/user" for x in ls.levels], fontsize=8)
+    ax.set_yticks(range(len(rows)), [f"{m}, {w}" for m, w in rows], fontsize=8)
+    ax.set_title("best system by output tokens/s per GPU (lead: over the runner-up)", fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -28,7 +28,7 @@ LAYERS = {
     "cli": {"specs", "physics", "serving", "economics", "truth", "fleet", "plot"},
 }
 #: top-level modules any layer may use (they import nothing of the layers)
-SHARED = {"planner", "planner.errors", "planner.cache", "planner.outputs"}
+SHARED = {"planner", "planner.errors", "planner.cache", "planner.outputs", "planner.cells"}
 
 
 def _module_name(path: Path) -> str:

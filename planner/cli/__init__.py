@@ -20,7 +20,7 @@ from typing import Any
 
 from planner.errors import SpecError
 
-SUBCOMMAND_MODULES = ("specs", "point", "frontier", "size", "plan", "validate", "recipe")
+SUBCOMMAND_MODULES = ("specs", "point", "frontier", "size", "plan", "validate", "recipe", "landscape")
 
 EPILOG = """\
 examples:

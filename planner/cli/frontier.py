@@ -436,6 +436,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return cmd_compare_workload(args, sc)
     if len(args.hardware) != 2:
         raise SpecError("<input>", "--hardware", f"two systems to compare, got {len(args.hardware)}")
+    for flag in ("workers", "scheduler"):
+        if getattr(args, flag, None) is not None and not args.assumptions:
+            raise SpecError("<input>", f"--{flag}", "--assumptions with it (its comparisons are the cells)")
     if args.at is not None and not (args.explain or args.html):
         raise SpecError("<input>", "--at", "--explain or --html with it (--at is the rate they decompose "
                         "the ratio at; the table's rates are --levels)")
@@ -462,9 +465,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     cross = crossings(c.ratio, args.threshold, ratio_curve, c.settings["power_factor"], c.solve)
     moves = None
     if args.assumptions:
+        from planner.cli.landscape import executor_of
         from planner.serving.assumptions import assumptions
 
-        moves = assumptions(sc, threshold=args.threshold, base=c)
+        moves = assumptions(sc, threshold=args.threshold, base=c, executor=executor_of(args))
     outputs: list[tuple[str, str, Any]] = []
     if args.csv:
         outputs.append(("--csv", args.csv, lambda tmp: both.to_csv(tmp, index=False)))
@@ -662,6 +666,9 @@ def register(sub: Any) -> None:
                         "power basis, prompt length); about ten times as long")
     c.add_argument("--band-samples", type=_samples, default=None, metavar="N",
                    help="draws for --band (default 100; 2 to 1000)")
+    from planner.cli.landscape import add_executor_options
+
+    add_executor_options(c)
     c.add_argument("--explain", action="store_true",
                    help="also decompose the ratio at --at into causes by counterfactual swaps (after the "
                         "table; in --json under \"explain\")")

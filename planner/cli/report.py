@@ -195,3 +195,51 @@ def report_page(c: Any, verdict: dict[str, Any], *, argv: list[str], hardware: l
     facts = {"source": model.source, "mtp_source": model.mtp_source, "speculation source": model.spec_source}
     return render(c, verdict, argv=argv, figure=_svg(fig), explain=explain, moves=moves,
                   ratio_band=ratio_band, hardware=hardware, model_sources=facts)
+
+
+def landscape_page(ls: Any, *, argv: list[str]) -> str:
+    """``landscape``'s page: what was asked and how the cells ran, the best system per model,
+    workload and level, a heatmap per level, the whole table, the cells that failed with their
+    inputs, and the command.  Self-contained like ``compare --html``'s."""
+    from planner.cells import describe
+    from planner.plot import plot_landscape, plot_landscape_best
+
+    t = ls.table
+    today = datetime.date.today().isoformat()
+    sc = ls.scenario
+    best = ls.best()
+    parts = [f"<h1>Landscape: {len(sc['systems'])} systems x {t.model.nunique()} models x "
+             f"{t.workload.nunique()} workloads</h1>",
+             f'<p class="muted">{_e(sc["serving"])} serving, {_e(sc["mode"])} mode, metric {_e(sc["metric"])}'
+             f"; {_e(describe(ls.run))}; moe-planner, {today}</p>",
+             "<h2>Best system per model, workload and level</h2>",
+             _table([[r.model, r.workload, r.best, r.tps_per_user, r.tps_per_gpu, r.lead]
+                     for r in best.itertuples()],
+                    ["model", "workload", "best system", "tok/s/user", "tok/s/GPU",
+                     "lead over next"], left=3),
+             _svg(plot_landscape_best(ls))]
+    for x in ls.levels:
+        parts += [f"<h2>At {num(x)} tokens/s per user</h2>", _svg(plot_landscape(ls, x))]
+    basis = t.drop_duplicates("hardware")
+    parts += ["<h2>What each system's figures rest on</h2>",
+              _table([[r.hardware, "its measured runs" if r.measured is True else "its datasheet alone",
+                       r.datasheet_log_sd] for r in basis.itertuples()],
+                     ["system", "figures rest on", "extra log-sd of its band"], left=2)]
+    cols = ["hardware", "model", "workload", "tps_per_user", "tps_per_gpu", "tps_per_mw",
+            "usd_per_mtok_rental",
+            "bottleneck", "gpus", "band_lo", "band_hi"]
+    parts += ["<h2>Every cell</h2>",
+              _table([[r[c] for c in cols] for r in t.to_dict("records")],
+                     ["system", "model", "workload", "tok/s/user", "tok/s/GPU", "tok/s/IT-MW",
+                      "$/Mtok rental",
+                      "binds", "GPUs", "band 5%", "band 95%"], left=3)]
+    failed = t[t.error.notna()] if "error" in t else t.iloc[:0]
+    if len(failed):
+        parts += ["<h2>Cells that failed</h2>",
+                  _table([[r.hardware, r.model, r.workload, r.error]
+                          for r in failed.drop_duplicates(["hardware", "model", "workload"]).itertuples()],
+                         ["system", "model", "workload", "error"], left=4)]
+    parts += ["<h2>Command</h2>", f"<pre>{_e(shlex.join(['moe-planner', *argv]))}</pre>"]
+    body = "\n".join(parts)
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>moe-planner landscape'
+            f"</title><style>{STYLE}</style></head><body>\n{body}\n</body></html>\n")

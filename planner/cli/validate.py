@@ -86,6 +86,9 @@ def _shape(r: Any) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    for flag in ("workers", "scheduler"):
+        if getattr(args, flag, None) is not None and not (args.runs is not None and args.leave_out):
+            raise SpecError("<input>", f"--{flag}", "--runs --leave-out with it (its refits are the cells)")
     if args.frontiers is not None:
         return _cmd_frontiers(args)
     if args.recipe:
@@ -246,7 +249,9 @@ def _cmd_leave_out(args: argparse.Namespace) -> int:
 
     if args.out:
         raise SpecError("<input>", "--out", "not with --leave-out (its figures are per held-out group)")
-    r = held_out(None if args.runs is True else args.runs, args.leave_out)
+    from planner.cli.landscape import executor_of
+
+    r = held_out(None if args.runs is True else args.runs, args.leave_out, executor=executor_of(args))
     if args.json:
         print_json(json_safe(r))
         return 0
@@ -758,6 +763,9 @@ def register(sub: Any) -> None:
     v.add_argument("--leave-out", choices=("system", "model"), default=None,
                    help="with --runs: refit without each system (datasheet-only: its runs, kernel tables "
                         "and every constant fitted from them removed) or each model, and score it (minutes)")
+    from planner.cli.landscape import add_executor_options
+
+    add_executor_options(v)
     v.add_argument("--frontiers", metavar="FILE", default=None,
                    help="score measured frontier points (a CSV in InferenceX's columns) instead")
     v.add_argument("--recipe", metavar="SIDECAR", default=None,

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from planner.cells import Executor, run_cells
 from planner.errors import SpecError, shown
-from planner.outputs import progress
 from planner.serving.comparison import Comparison, compare, confirmed
 from planner.specs.hardware import Hardware
 from planner.specs.scenario import Scenario
@@ -71,8 +71,14 @@ def _variants(model: Any, ha: Hardware, hb: Hardware, sc: Scenario
     return out
 
 
+def _variant_cell(cell: tuple[Scenario, float]) -> dict[str, Any]:
+    """One variant of :func:`assumptions`: its comparison's summary (a cell of :mod:`planner.cells`)."""
+    sc, threshold = cell
+    return _summary(compare(sc), threshold)
+
+
 def assumptions(scenario: Scenario | None = None, threshold: float = 10.0,
-                base: Comparison | None = None) -> pd.DataFrame:
+                base: Comparison | None = None, executor: Executor | None = None) -> pd.DataFrame:
     """The comparison of ``scenario`` (default: the main job's) under each single changed
     assumption (see the module docstring).
 
@@ -82,6 +88,8 @@ def assumptions(scenario: Scenario | None = None, threshold: float = 10.0,
     ``threshold``, or None), ``intervals_per_gpu`` and ``intervals_per_mw`` (every such interval,
     where the ratio dips below the threshold and back) and ``change`` (largest ratio over the
     base's).  ``base``: the comparison as given, if already computed with the same scenario.
+    ``executor``: where the variants' comparisons run (:mod:`planner.cells`: in parallel on Dask
+    where installed; default one after another here).
     """
     if not (isinstance(threshold, int | float) and math.isfinite(threshold) and threshold > 0):
         raise SpecError("<input>", "threshold", f"a positive ratio, got {shown(threshold)}")
@@ -93,18 +101,21 @@ def assumptions(scenario: Scenario | None = None, threshold: float = 10.0,
     sc = sc.replace(model=m, systems=(ha, hb), stack=None, search=sc.resolved_search)
     base = base if base is not None else compare(sc)
     rows = [{"assumption": "as given", "setting": "", **_summary(base, threshold)}]
-    for what, setting, k in progress(_variants(m, ha, hb, sc), "assumptions"):
-        try:
-            if what == "power basis":  # power moves the per-MW ratio only: no new search
-                a = k.systems[0]
-                c = dataclasses.replace(base, ratio=base.ratio.assign(
-                    ratio_per_mw=base.ratio.ratio * hb.power_per_gpu / a.power_per_gpu))
-            else:
-                c = compare(k)
-            s = _summary(c, threshold)
-        except SpecError as exc:
+    variants = _variants(m, ha, hb, sc)
+    searched = [(what, setting, k) for what, setting, k in variants if what != "power basis"]
+    run = run_cells(_variant_cell, [(k, float(threshold)) for _, _, k in searched], executor, "assumptions")
+    done = {id(k): cell for (_, _, k), cell in zip(searched, run.cells, strict=True)}
+    for what, setting, k in variants:
+        if what == "power basis":  # power moves the per-MW ratio only: no new search
+            a = k.systems[0]
+            s = _summary(dataclasses.replace(base, ratio=base.ratio.assign(
+                ratio_per_mw=base.ratio.ratio * hb.power_per_gpu / a.power_per_gpu)), threshold)
+        elif done[id(k)].error is None:
+            s = done[id(k)].result
+        else:  # the variant cannot be compared (no layout fits, say): said in its row
             s = {"largest_ratio": math.nan, "at_tps_per_user": math.nan, "crossing_per_gpu": None,
-                 "crossing_per_mw": None, "intervals_per_gpu": [], "intervals_per_mw": [], "note": str(exc)}
+                 "crossing_per_mw": None, "intervals_per_gpu": [], "intervals_per_mw": [],
+                 "note": done[id(k)].error}
         rows.append({"assumption": what, "setting": setting, **s})
     df = pd.DataFrame(rows)
     df["change"] = df.largest_ratio / df.largest_ratio.iloc[0]

@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from planner.cells import Executor, run_cells
 from planner.errors import SpecError
-from planner.outputs import progress
 from planner.physics.step import pass_kernels
 from planner.specs.hardware import COMM_LAW_FIELDS, FAMILY_REFERENCE, KERNEL_FITTED_STACK_FIELDS
 from planner.specs.reading import yaml_number
@@ -641,50 +641,60 @@ def datasheet_only(hw: Any, donor: Any | None) -> Any:
     return dataclasses.replace(hw.replace(efficiency=swapped(hw.stack), nccl_allreduce=nccl), stacks=stacks)
 
 
-def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str,
-                   datasheet: bool = False) -> dict[str, dict[str, Any]]:
+def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str, datasheet: bool = False,
+                   executor: Executor | None = None) -> dict[str, dict[str, Any]]:
     """For each system (or model): refit every cell without it (the family fallback too, on the
     same training runs), predict its runs.  ``datasheet`` (systems): the held-out system's runs
     are also predicted without its own kernel laws, from its datasheet and a family member's laws
-    (:func:`datasheet_only`, :func:`kernel_donor`)."""
-    from planner.specs.registry import load_hardware
-
+    (:func:`datasheet_only`, :func:`kernel_donor`).  Each name is a cell of :mod:`planner.cells`
+    (in parallel on ``executor`` where Dask is installed)."""
     names = sorted({x for parts in by_cell.values() for p in parts
                     for x in (p.systems if key == "system" else p.models)})
+    run = run_cells(_held_out_one, [(name, by_cell, key, datasheet) for name in names], executor,
+                    f"leave one {key} out")
     out = {}
-    for name in progress(names, f"leave one {key} out"):
-        ratios, ttft = [], []
-        train_cells = {k: _subset(parts, key, lambda c, n=name: c != n) for k, parts in by_cell.items()}
-        train_cells = {k: t for k, t in train_cells.items() if sum(len(p.measured_s) for p in t) >= MIN_RUNS}
-        pooled = _families(train_cells)
-        donor_name = None
-        for (fam, stack), parts in by_cell.items():
-            held = _subset(parts, key, lambda c, n=name: c == n)
-            if not held or (fam, stack) not in train_cells:
-                continue
-            if datasheet and key == "system":
-                donor_name = kernel_donor(name, fam)
-                donor = load_hardware(donor_name) if donor_name else None
-                held = [dataclasses.replace(p, inputs=dataclasses.replace(
-                    p.inputs, hw=datasheet_only(p.inputs.hw, donor))) for p in held]
-            f = fit_cell(train_cells[(fam, stack)], fam, stack, pooled.get(fam))
-            v = np.array([f.values[p.name] for p in PARAMETERS])
-            ratios.append(np.exp(_residuals(held, PARAMETERS, v)))
-            if f.ttft is not None:
-                data = _ttft_data(held, f.values)
-                ttft.append(data.predicted(f.ttft.values) / data.m)
-        if ratios:
-            r = np.concatenate(ratios)
-            rt = np.concatenate(ttft) if ttft else np.zeros(0)
-            out[name] = {"n": int(len(r)), "median_abs_err": float(np.median(np.abs(r - 1))),
-                         "p90_abs_err": float(np.quantile(np.abs(r - 1), 0.9)),
-                         "bias": float(np.median(r)),
-                         "ttft_median_abs_err": float(np.median(np.abs(rt - 1))) if len(rt) else math.nan}
-            if datasheet and key == "system":
-                out[name]["kernel_laws_from"] = donor_name or "none (the links' own constants)"
-        else:
-            out[name] = {"n": 0, "median_abs_err": math.nan, "bias": math.nan,
-                         "why": "no cell keeps enough runs without it"}
+    for c in run.cells:
+        if c.error is not None:
+            raise SpecError("<input>", "--leave-out", f"a refit without {c.key[0]} ({c.error})")
+        out[c.key[0]] = c.result
+    return out
+
+
+def _held_out_one(cell: tuple[str, dict[tuple[str, str], list[_Part]], str, bool]) -> dict[str, Any]:
+    """One name of :func:`_leave_one_out`: every cell refitted without it, its runs predicted."""
+    from planner.specs.registry import load_hardware
+
+    name, by_cell, key, datasheet = cell
+    ratios, ttft = [], []
+    train_cells = {k: _subset(parts, key, lambda c, n=name: c != n) for k, parts in by_cell.items()}
+    train_cells = {k: t for k, t in train_cells.items() if sum(len(p.measured_s) for p in t) >= MIN_RUNS}
+    pooled = _families(train_cells)
+    donor_name = None
+    for (fam, stack), parts in by_cell.items():
+        held = _subset(parts, key, lambda c, n=name: c == n)
+        if not held or (fam, stack) not in train_cells:
+            continue
+        if datasheet and key == "system":
+            donor_name = kernel_donor(name, fam)
+            donor = load_hardware(donor_name) if donor_name else None
+            held = [dataclasses.replace(p, inputs=dataclasses.replace(
+                p.inputs, hw=datasheet_only(p.inputs.hw, donor))) for p in held]
+        f = fit_cell(train_cells[(fam, stack)], fam, stack, pooled.get(fam))
+        v = np.array([f.values[p.name] for p in PARAMETERS])
+        ratios.append(np.exp(_residuals(held, PARAMETERS, v)))
+        if f.ttft is not None:
+            data = _ttft_data(held, f.values)
+            ttft.append(data.predicted(f.ttft.values) / data.m)
+    if not ratios:
+        return {"n": 0, "median_abs_err": math.nan, "bias": math.nan,
+                "why": "no cell keeps enough runs without it"}
+    r = np.concatenate(ratios)
+    rt = np.concatenate(ttft) if ttft else np.zeros(0)
+    out = {"n": int(len(r)), "median_abs_err": float(np.median(np.abs(r - 1))),
+           "p90_abs_err": float(np.quantile(np.abs(r - 1), 0.9)), "bias": float(np.median(r)),
+           "ttft_median_abs_err": float(np.median(np.abs(rt - 1))) if len(rt) else math.nan}
+    if datasheet and key == "system":
+        out["kernel_laws_from"] = donor_name or "none (the links' own constants)"
     return out
 
 
@@ -721,7 +731,8 @@ def _sha256(path: str | Path | None) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def held_out(path: str | Path | None = None, key: str = "system") -> dict[str, Any]:
+def held_out(path: str | Path | None = None, key: str = "system", executor: Executor | None = None
+             ) -> dict[str, Any]:
     """Accuracy for what nobody here has measured: for each system (``key="system"``) every
     cell refitted without its runs, and its runs predicted from its datasheet with its family's
     kernel laws (none of its own kernels: :func:`datasheet_only`); for each model
@@ -733,7 +744,7 @@ def held_out(path: str | Path | None = None, key: str = "system") -> dict[str, A
     by_cell = {k: v for k, v in cells(score).items() if sum(len(p.measured_s) for p in v) >= MIN_RUNS}
     if not by_cell:
         raise SpecError(score.source, "rows", f"at least {MIN_RUNS} scored runs of one family and stack")
-    loo = _leave_one_out(by_cell, key, datasheet=key == "system")
+    loo = _leave_one_out(by_cell, key, datasheet=key == "system", executor=executor)
     rows = []
     for name, d in loo.items():
         row = {"group": name, "rows": d["n"], "tpot_median_abs_err": d["median_abs_err"],
