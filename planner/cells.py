@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -182,10 +183,16 @@ def _run_dask(fn: Callable[[Any], Any], cells: list[Cell], todo: list[int], dige
         client, cluster = Client(ex.scheduler, timeout="30s"), None
         backend = f"dask at {ex.scheduler}"
     else:
+        import dask
+
         n = ex.workers or os.cpu_count() or 1
-        # one single-threaded process per core (the sweeps are numpy: threads would share the GIL)
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR)
+        # one single-threaded process per core (the sweeps are numpy: threads would share the GIL),
+        # forked from this one where the platform forks: a worker then starts with the package
+        # imported and its compiled equations and specs loaded (a spawned one spends 2-3 s on them)
+        fork = {"distributed.worker.multiprocessing-method": "fork"} if sys.platform == "linux" else {}
+        with dask.config.set(fork):
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   silence_logs=logging.ERROR)
         client = Client(cluster)
         backend = f"dask, {n} local worker processes"
     try:

@@ -674,20 +674,17 @@ def _what_if_arg(text: str) -> tuple[str, float]:
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
-    from planner.cli.frontier import SENSITIVITY_FIELDS
     from planner.cli.options import scenario_from_args
     from planner.outputs import table
     from planner.truth.sensitivity import elasticities, what_if
 
     sc = scenario_from_args(args)
-    kw = {n: getattr(sc, n) for n in SENSITIVITY_FIELDS if n not in ("model", "systems", "stack")}
-    model, hw = sc.load_model(), sc.load_system()
-    if kw["serving"] == "prefill":
+    if sc.serving == "prefill":
         raise SpecError("<input>", "--serving", "decode, aggregated or disaggregated (sensitivities are "
                         "taken at a per-user rate)")
     if args.what_if:
         param, factor = args.what_if
-        w = what_if(model, hw, factor=factor, param=param, at=args.at, **kw)
+        w = what_if(sc, factor=factor, param=param, at=args.at)
         if args.json:
             print_json(json_safe(w))
             return 0
@@ -698,7 +695,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
                  _cfg(w["config_new"])]]
         print(table(rows, ["system", "tok/s/GPU", "gain", "binds", "configuration"]))
         return 0
-    e = elasticities(model, hw, at_tps_user=args.at, symbolic=not args.no_symbolic, **kw)
+    e = elasticities(sc, at_tps_user=args.at, symbolic=not args.no_symbolic)
     if args.json:
         print_json(json_safe({"scenario": sc.to_dict(), "settings": {k: v for k, v in e.attrs.items()},
                            "elasticities": e.to_dict("records")}))

@@ -33,7 +33,6 @@ from planner.errors import SpecError, shown
 from planner.serving.frontiers import frontier_at
 from planner.specs.hardware import Hardware
 from planner.specs.model import Model
-from planner.specs.registry import load_hardware, load_model
 from planner.specs.scenario import Scenario
 
 #: Resource name -> (label, how to scale it, symbols of the step model it is).
@@ -79,18 +78,29 @@ def _y(row: pd.Series) -> float:
     return v if math.isfinite(v) else 0.0
 
 
-def elasticities(model: Model | str, hw: Hardware | str, at_tps_user: float = 50.0,
-                 step: float = STEP, params: tuple[str, ...] | None = None, symbolic: bool = True,
-                 **kw: Any) -> pd.DataFrame:
-    """Elasticity of tokens/s per GPU to each hardware resource at ``at_tps_user`` tokens/s/user.
+#: the scenario's fields a sensitivity's frontiers take (its search is the limit search's)
+OPTIONS = ("serving", "isl", "osl", "context", "max_ttft", "gpus", "max_gpus", "tp_attn", "ep", "tp_moe",
+           "weights", "kv", "mtp", "acceptance", "overlap", "kv_offload", "batch_per_octave", "mode",
+           "metric")
 
-    ``kw`` go to :func:`planner.serving.frontiers.frontier` (serving, isl, osl, gpus, mode, ...).  Returns
+
+def _question(scenario: Scenario) -> tuple[Model, Hardware, dict[str, Any]]:
+    if not isinstance(scenario, Scenario):
+        raise SpecError("<input>", "scenario", f"a Scenario (planner.Scenario(model, system, ...)), got "
+                        f"{type(scenario).__name__}")
+    return scenario.load_model(), scenario.load_system(), {k: getattr(scenario, k) for k in OPTIONS}
+
+
+def elasticities(scenario: Scenario, at_tps_user: float = 50.0, step: float = STEP,
+                 params: tuple[str, ...] | None = None, symbolic: bool = True) -> pd.DataFrame:
+    """Elasticity of tokens/s per GPU to each hardware resource of the scenario's system at
+    ``at_tps_user`` tokens/s/user (the limit search's frontier, the scenario's other fields).  Returns
     one row per resource: ``param``, ``label``, ``value`` (SI), ``tps_per_gpu`` at -step, nominal,
     +step, ``elasticity`` (finite difference), ``symbolic`` and ``step_elasticity`` (sympy, at the
     nominal configuration), and the binding term at each.  ``df.attrs`` holds the nominal
     configuration.
     """
-    model, hw = load_model(model), load_hardware(hw)
+    model, hw, kw = _question(scenario)
     if not (isinstance(at_tps_user, int | float) and math.isfinite(at_tps_user) and at_tps_user > 0):
         raise SpecError("<input>", "at", f"a positive tokens/s per user, got {shown(at_tps_user)}")
     if not 0 < step < 0.5:
@@ -231,11 +241,11 @@ def symbolic_elasticities(model: Model, hw: Hardware, row: pd.Series, kw: dict[s
     return out
 
 
-def what_if(model: Model | str, hw: Hardware | str, factor: float = 2.0, param: str = "su_bandwidth",
-            at: float = 50.0, **kw: Any) -> dict[str, Any]:
-    """Tokens/s per GPU at ``at`` tokens/s per user with ``param`` scaled by ``factor``, against
-    the system as is; the configuration and binding term of each."""
-    model, hw = load_model(model), load_hardware(hw)
+def what_if(scenario: Scenario, factor: float = 2.0, param: str = "su_bandwidth", at: float = 50.0
+            ) -> dict[str, Any]:
+    """Tokens/s per GPU at ``at`` tokens/s per user with the scenario's system's ``param`` scaled
+    by ``factor``, against the system as is; the configuration and binding term of each."""
+    model, hw, kw = _question(scenario)
     if not (isinstance(factor, int | float) and math.isfinite(factor) and factor > 0):
         raise SpecError("<input>", "factor", f"a positive factor, got {shown(factor)}")
     label, scale, _ = _resource(param)

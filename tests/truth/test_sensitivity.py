@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from planner import Scenario
 from planner.cli import main
 from planner.errors import SpecError
 from planner.truth.sensitivity import RESOURCES, elasticities, what_if
@@ -16,7 +17,7 @@ KW = dict(serving="decode", context=2048, gpus=8, weights="fp8", mtp=None)
 
 @pytest.fixture(scope="module")
 def el():
-    return elasticities("deepseek-r1", "hgx-h200", at_tps_user=50, **KW).set_index("param")
+    return elasticities(Scenario("deepseek-r1", "hgx-h200", **KW), at_tps_user=50).set_index("param")
 
 
 def test_one_row_per_resource(el):
@@ -59,7 +60,7 @@ def test_symbolic_partials_match_finite_differences_in_decode(el):
 
 @pytest.mark.parametrize("param", ["hbm_bandwidth", "su_bandwidth", "so_bandwidth", "flops", "hbm_capacity"])
 def test_more_of_a_resource_never_lowers_throughput(param):
-    w = what_if("deepseek-r1", "hgx-h200", factor=2.0, param=param, at=50, **KW)
+    w = what_if(Scenario("deepseek-r1", "hgx-h200", **KW), factor=2.0, param=param, at=50)
     # the batch at the target rate is solved to brentq's xtol of 1e-4 sequences: where the change
     # leaves the configuration as it was (HBM capacity here) the two solves differ by ~1e-6
     assert w["gain"] >= 1 - 1e-5, w
@@ -67,7 +68,7 @@ def test_more_of_a_resource_never_lowers_throughput(param):
 
 def test_what_if_rejects_unknown_resources():
     with pytest.raises(SpecError):
-        what_if("deepseek-r1", "hgx-h200", factor=2.0, param="warp_drive", at=50, **KW)
+        what_if(Scenario("deepseek-r1", "hgx-h200", **KW), factor=2.0, param="warp_drive", at=50)
 
 
 def test_cli_sensitivity_table_and_what_if(capsys):
