@@ -2,10 +2,11 @@
 the workload; each change redraws both frontiers, their ratio and binding terms
 (:func:`planner.plot.plot_frontiers`), and states the ratio at a chosen interactivity.
 
-:func:`explore` builds the panel (ipywidgets, the ``jupyter`` extra).  Everything it draws comes
-from :func:`planner.frontier` called with the arguments :meth:`Explorer.call` returns, and
-:meth:`Explorer.code` prints the ``planner.compare(...)`` call that reproduces the view.  The
-search is kept interactive by :data:`FAST` (one rack's worth of GPUs, half the batch ladder) and
+:func:`explore` builds the panel over a :class:`~planner.specs.scenario.Scenario` (ipywidgets, the
+``jupyter`` extra).  Everything it draws comes from :func:`planner.frontier` of the scenario
+:meth:`Explorer.call` returns, and :meth:`Explorer.code` prints the ``planner.Scenario(...)`` and
+``planner.compare(...)`` calls that reproduce the view.  With the ``fast`` search it is kept
+interactive by :data:`FAST` (one rack's worth of GPUs, half the batch ladder) and
 by caching each side's frontier by its inputs, so a change to one system recomputes that side
 only.
 """

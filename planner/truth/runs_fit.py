@@ -641,8 +641,25 @@ def datasheet_only(hw: Any, donor: Any | None) -> Any:
     return dataclasses.replace(hw.replace(efficiency=swapped(hw.stack), nccl_allreduce=nccl), stacks=stacks)
 
 
+#: the runs of a leave-out by their source (path and digest), for its cells in this process and in
+#: the workers forked from it; a spawned or remote worker scores them again from the source
+_RUNS: dict[str, dict[tuple[str, str], list[_Part]]] = {}
+
+
+def runs_by_cell(path: str | Path | None, score: RunsScore | None = None
+                 ) -> dict[tuple[str, str], list[_Part]]:
+    """The scored runs of ``path`` (``score``, where already scored) by (family, stack), the cells
+    with at least :data:`MIN_RUNS`."""
+    score = score_runs(path, stacks=False) if score is None else score
+    by_cell = {k: v for k, v in cells(score).items() if sum(len(p.measured_s) for p in v) >= MIN_RUNS}
+    if not by_cell:
+        raise SpecError(score.source, "rows", f"at least {MIN_RUNS} scored runs of one family and stack")
+    return by_cell
+
+
 def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str, datasheet: bool = False,
-                   executor: Executor | None = None) -> dict[str, dict[str, Any]]:
+                   executor: Executor | None = None, path: str | Path | None = None
+                   ) -> dict[str, dict[str, Any]]:
     """For each system (or model): refit every cell without it (the family fallback too, on the
     same training runs), predict its runs.  ``datasheet`` (systems): the held-out system's runs
     are also predicted without its own kernel laws, from its datasheet and a family member's laws
@@ -650,25 +667,45 @@ def _leave_one_out(by_cell: dict[tuple[str, str], list[_Part]], key: str, datash
     (in parallel on ``executor`` where Dask is installed)."""
     names = sorted({x for parts in by_cell.values() for p in parts
                     for x in (p.systems if key == "system" else p.models)})
-    run = run_cells(_held_out_one, [(name, by_cell, key, datasheet) for name in names], executor,
-                    f"leave one {key} out")
+
+    def work(name: str) -> int:  # the runs its refits fit: the cells of its families
+        fams = {fam for (fam, _), parts in by_cell.items() for p in parts
+                if name in (p.systems if key == "system" else p.models)}
+        return sum(len(p.measured_s) for (fam, _), parts in by_cell.items() if fam in fams for p in parts)
+
+    # the longest refits first, so that parallel workers finish together; each cell names the runs
+    # by their source, not a copy of them (forked workers hold them already)
+    order = sorted(names, key=lambda n: -work(n))
+    source = f"{path or 'bundled'}:{_sha256(path)}"
+    _RUNS[source] = by_cell
+    try:
+        run = run_cells(_held_out_one, [(name, source, None if path is None else str(path), key, datasheet)
+                                        for name in order], executor, f"leave one {key} out")
+    finally:
+        _RUNS.pop(source, None)
     out = {}
     for c in run.cells:
         if c.error is not None:
             raise SpecError("<input>", "--leave-out", f"a refit without {c.key[0]} ({c.error})")
         out[c.key[0]] = c.result
-    return out
+    return {name: out[name] for name in names}
 
 
-def _held_out_one(cell: tuple[str, dict[tuple[str, str], list[_Part]], str, bool]) -> dict[str, Any]:
+def _held_out_one(cell: tuple[str, str, str | None, str, bool]) -> dict[str, Any]:
     """One name of :func:`_leave_one_out`: every cell refitted without it, its runs predicted."""
     from planner.specs.registry import load_hardware
 
-    name, by_cell, key, datasheet = cell
+    name, source, path, key, datasheet = cell
+    if source not in _RUNS:
+        _RUNS[source] = runs_by_cell(path)
+    by_cell = _RUNS[source]
     ratios, ttft = [], []
     train_cells = {k: _subset(parts, key, lambda c, n=name: c != n) for k, parts in by_cell.items()}
     train_cells = {k: t for k, t in train_cells.items() if sum(len(p.measured_s) for p in t) >= MIN_RUNS}
-    pooled = _families(train_cells)
+    # the family fits of the families that hold its runs (each family is fitted on its own cells)
+    held_families = {fam for (fam, _), parts in by_cell.items()
+                     if _subset(parts, key, lambda c, n=name: c == n)}
+    pooled = _families({k: t for k, t in train_cells.items() if k[0] in held_families})
     donor_name = None
     for (fam, stack), parts in by_cell.items():
         held = _subset(parts, key, lambda c, n=name: c == n)
@@ -741,10 +778,8 @@ def held_out(path: str | Path | None = None, key: str = "system", executor: Exec
     if key not in ("system", "model"):
         raise SpecError("<input>", "--leave-out", f"system or model, got {key!r}")
     score = score_runs(path, stacks=False)
-    by_cell = {k: v for k, v in cells(score).items() if sum(len(p.measured_s) for p in v) >= MIN_RUNS}
-    if not by_cell:
-        raise SpecError(score.source, "rows", f"at least {MIN_RUNS} scored runs of one family and stack")
-    loo = _leave_one_out(by_cell, key, datasheet=key == "system", executor=executor)
+    by_cell = runs_by_cell(path, score)
+    loo = _leave_one_out(by_cell, key, datasheet=key == "system", executor=executor, path=path)
     rows = []
     for name, d in loo.items():
         row = {"group": name, "rows": d["n"], "tpot_median_abs_err": d["median_abs_err"],
@@ -767,8 +802,8 @@ def fit_runs(path: str | Path | None = None, leave_out: bool = True) -> RunsFit:
         raise SpecError(score.source, "rows", f"at least {MIN_RUNS} scored runs of one family and stack")
     pooled = _families(by_cell)
     fits = [fit_cell(parts, fam, stack, pooled.get(fam)) for (fam, stack), parts in sorted(by_cell.items())]
-    loso = _leave_one_out(by_cell, "system") if leave_out else {}
-    lomo = _leave_one_out(by_cell, "model") if leave_out else {}
+    loso = _leave_one_out(by_cell, "system", path=path) if leave_out else {}
+    lomo = _leave_one_out(by_cell, "model", path=path) if leave_out else {}
     return RunsFit(fits, score.source, _sha256(path), datetime.date.today().isoformat(), loso, lomo,
                    families=list(pooled.values()))
 
