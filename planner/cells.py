@@ -131,7 +131,11 @@ def run_cells(fn: Callable[[Any], Any], keys: Sequence[Any], executor: Executor 
     ex = executor or Executor(workers=1)
     cache = Path(ex.cache) if ex.cache is not None else None
     if cache is not None:
-        cache.mkdir(parents=True, exist_ok=True)
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SpecError(str(cache), "cache", f"a directory the cells can be kept in "
+                            f"({exc.strerror or exc})") from None
     cells = [Cell(k) for k in keys]
     digests = [cell_hash(k) for k in keys]
     todo = []

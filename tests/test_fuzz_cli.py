@@ -102,6 +102,13 @@ COMMANDS = {
                "--contexts": st.sampled_from(["1024", "0", "x"]),
                "--batch-points": st.sampled_from(["4", "1", "0"]), "--chunk": st.sampled_from(["4096", "1"]),
                "--csv": OUTPUT, "--json": None, "--no-progress": None}, []),
+    "landscape": ({"--hardware": st.sampled_from(["hgx-h200", "hgx-b200 hgx-h200", "x", "hgx-h200 hgx-h200"]),
+                   "--models": st.sampled_from(["deepseek-v2-lite", "deepseek-v2-lite mixtral-8x7b", "nope"]),
+                   "--workloads": st.sampled_from(["1k/1k", "2k/1k 1k/1k", "0/1", "k/", "chat", "nope"]),
+                   "--levels": st.sampled_from(["20 50", "0", "x"]), "--search": st.sampled_from(["limit"]),
+                   "--max-gpus": st.sampled_from(["8", "0"]), "--mode": COMMON["--mode"],
+                   "--out": st.sampled_from(["OUT/ls", "OUT/same.png", "/nonexistent-dir/ls"]),
+                   "--workers": st.sampled_from(["1", "0", "x"]), "--json": None}, []),
 }
 #: Flags each command always gets (their values may still be junk).
 REQUIRED = {
@@ -109,6 +116,7 @@ REQUIRED = {
                                                                            "--gpus", "--batch", "--context"],
     "size": ["--model", "--hardware", "--demand-tps", "--min-tps-user"],
     "sensitivity": ["--model", "--hardware"], "sweep": ["--model", "--hardware"],
+    "landscape": ["--hardware", "--models", "--search", "--max-gpus", "--out", "--workers"],
 }
 AVAILABLE = set(build_parser()._subparsers._group_actions[0].choices)  # noqa: SLF001
 
