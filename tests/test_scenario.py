@@ -105,6 +105,10 @@ def test_a_scenario_is_checked_where_it_is_built():
         planner.frontier(Scenario())  # the default names two systems: frontier draws one
     with pytest.raises(SpecError, match="isl_tokens: a scenario field"):
         Scenario().replace(isl_tokens=8192)
+    # a path is a model or system named by its file, as the command line names it
+    on_disk = Scenario(ROOT / "tests/data/deepseek-v3/config.json",
+                       ROOT / "planner/hardware_specs/hgx-h200.yaml")
+    assert on_disk.model.endswith("config.json") and on_disk.load_system().name == "hgx-h200"
 
 
 def test_a_scenario_round_trips_through_its_json():

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -166,7 +167,7 @@ class Scenario:
         from planner.specs.model import Model
 
         systems = self.systems
-        if isinstance(systems, str | Hardware):
+        if isinstance(systems, str | Hardware | os.PathLike):
             systems = (systems,)
         try:
             systems = tuple(systems)
@@ -175,10 +176,13 @@ class Scenario:
                             f"a system or a list of systems, got {shown(systems)}") from None
         if not systems:
             raise SpecError("<input>", "hardware", "at least one system")
+        systems = tuple(os.fspath(s) if isinstance(s, os.PathLike) else s for s in systems)
         for s in systems:
             if not isinstance(s, str | Hardware):
                 raise SpecError("<input>", "hardware", f"a system name, path or Hardware, got {shown(s)}")
         object.__setattr__(self, "systems", systems)
+        if isinstance(self.model, os.PathLike):  # a path to a model's YAML or config.json
+            object.__setattr__(self, "model", os.fspath(self.model))
         if not isinstance(self.model, str | Model):
             raise SpecError("<input>", "model", f"a model name, path or Model, got {shown(self.model)}")
         for name, allowed in (("serving", SERVING_MODES), ("metric", METRICS), ("mode", MODES)):
