@@ -129,10 +129,12 @@ def test_landscape_command_writes_table_figures_page_and_json(tmp_path, capsys):
     assert "0 computed" in capsys.readouterr().out
     # bad input: one line, nothing run
     for bad, needle in ((["--workloads", "1k/"], "workloads"), (["--band-samples", "8"], "--band-samples"),
-                        (["--workers", "2", "--scheduler", "tcp://x:1"], "--workers")):
+                        (["--workers", "2", "--scheduler", "tcp://x:1"], "--workers"),
+                        (["--out", str(tmp_path / "no" / "such" / "ls")], "a directory in one that exists")):
         assert main([*argv, *bad]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and needle in err, err
+    assert not (tmp_path / "no").exists()  # nothing made above DIR
 
 
 def test_parse_workload():

@@ -48,6 +48,9 @@ def cmd_landscape(args: argparse.Namespace) -> int:
     out = args.out
     if os.path.exists(out) and not os.path.isdir(out):
         raise SpecError(out, "--out", "a directory (the table, figures, page and cells are written into it)")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):  # (only DIR itself is made, never the folders above it)
+        raise SpecError(out, "--out", f"a directory in one that exists ({parent} does not)")
     for w in args.workloads:  # a bad workload is one line before any cell runs
         parse_workload(w)
     ex = executor_of(args, cache=os.path.join(out, "cells"))
