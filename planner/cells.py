@@ -10,6 +10,7 @@ and ``compare --assumptions`` (one comparison per assumption)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -129,8 +130,12 @@ def run_cells(fn: Callable[[Any], Any], keys: Sequence[Any], executor: Executor 
     ``fn`` and the keys must pickle (a module-level function) to run on Dask.  No ``executor``:
     one after another in this process (a caller asks for workers)."""
     ex = executor or Executor(workers=1)
+    if ex.scheduler is not None and not have_dask():  # (before anything is written)
+        raise SpecError("<input>", "--scheduler", f"the dask extra ({INSTALL_HINT})")
     cache = Path(ex.cache) if ex.cache is not None else None
+    made = []  # the folders this run makes, removed again if it fails before keeping a cell
     if cache is not None:
+        made = [d for d in (cache, *cache.parents) if not d.exists()]
         try:
             cache.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -148,12 +153,16 @@ def run_cells(fn: Callable[[Any], Any], keys: Sequence[Any], executor: Executor 
     parallel = ex.scheduler is not None or (ex.workers or os.cpu_count() or 1) > 1
     notes = []
     if parallel and not have_dask():
-        if ex.scheduler is not None:
-            raise SpecError("<input>", "--scheduler", f"the dask extra ({INSTALL_HINT})")
         notes.append(f"one process ({INSTALL_HINT})")
         parallel = False
     if parallel and todo:
-        backend = _run_dask(fn, cells, todo, digests, cache, ex, label)
+        try:
+            backend = _run_dask(fn, cells, todo, digests, cache, ex, label)
+        except SpecError:
+            for d in made:  # (innermost first; a folder a kept cell is in stays)
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+            raise
     else:
         from planner.outputs import progress
 
@@ -184,7 +193,11 @@ def _run_dask(fn: Callable[[Any], Any], cells: list[Cell], todo: list[int], dige
     from planner.outputs import progress
 
     if ex.scheduler is not None:
-        client, cluster = Client(ex.scheduler, timeout="30s"), None
+        try:
+            client, cluster = Client(ex.scheduler, timeout="30s"), None
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise SpecError("<input>", "--scheduler", f"a Dask scheduler that answers at {ex.scheduler!r} "
+                            f"({_error(exc)})") from None
         backend = f"dask at {ex.scheduler}"
     else:
         import dask

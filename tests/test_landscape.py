@@ -144,3 +144,16 @@ def test_parse_workload():
     for bad in ("0.5/1", "1k/", "no-such-workload"):
         with pytest.raises(SpecError, match="workloads"):
             parse_workload(bad)
+
+
+def test_a_scheduler_that_does_not_answer_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    import distributed
+
+    def refuse(*a, **k):
+        raise OSError("Timed out trying to connect")
+
+    monkeypatch.setattr(distributed, "Client", refuse)
+    cache = tmp_path / "out" / "cells"
+    with pytest.raises(SpecError, match="--scheduler: a Dask scheduler that answers at 'tcp://127.0.0.1:1'"):
+        run_cells(_fails_on_three, [1], Executor(scheduler="tcp://127.0.0.1:1", cache=cache))
+    assert not (tmp_path / "out").exists()
