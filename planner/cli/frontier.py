@@ -164,11 +164,11 @@ def _recipes_at(args: argparse.Namespace, sc: Any, df: pd.DataFrame, band: pd.Da
                 ) -> tuple[list[tuple[str, str, Any]], dict[str, Any]]:
     """``--recipe-at X --recipes DIR``: the launch recipe of the frontier's point at each X, for the
     stack it was priced on, with the band at X where --band drew one (outputs, summary)."""
-    import json
     import os
 
     import numpy as np
 
+    from planner.cli.recipe import recipe_files
     from planner.serving.launch import build
 
     stack = df.attrs.get("stack")
@@ -178,8 +178,7 @@ def _recipes_at(args: argparse.Namespace, sc: Any, df: pd.DataFrame, band: pd.Da
     if not stack:
         raise SpecError("<input>", "--recipe-at", f"a system priced with a serving stack's fit "
                         f"({df.attrs['hardware']} has none: --stack or NAME@STACK)")
-    outputs: list[tuple[str, str, Any]] = []
-    done, refused = [], []
+    written, done, refused = [], [], []
     for x in args.recipe_at:
         try:
             r = build(sc.replace(stack=stack), x)
@@ -197,14 +196,14 @@ def _recipes_at(args: argparse.Namespace, sc: Any, df: pd.DataFrame, band: pd.Da
                 "lo": y * lo / nom, "mid": y * mid / nom, "hi": y * hi / nom,
                 "quantiles": list(band.attrs.get("band_quantiles", ())),
                 "samples": band.attrs.get("band_samples")}
+        written.append(r)
         base = os.path.join(args.recipes, r.name)
-        outputs += [("--recipes", base + ".yaml", r.text),
-                    ("--recipes", base + ".json", json.dumps(r.sidecar, indent=2) + "\n")]
         done.append({"path": base + ".yaml", "sidecar": base + ".json", "pool": f"{x:g} tokens/s per user",
                      "stack": stack, "copies": 1})
     if done:
         os.makedirs(args.recipes, exist_ok=True)
-    return outputs, {"dir": args.recipes, "recipes": done, "refused": refused}
+    return recipe_files(written, args.recipes, "--recipes"), {"dir": args.recipes, "recipes": done,
+                                                               "refused": refused}
 
 
 def _limit(sc: Any) -> pd.DataFrame | None:
@@ -436,9 +435,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return cmd_compare_workload(args, sc)
     if len(args.hardware) != 2:
         raise SpecError("<input>", "--hardware", f"two systems to compare, got {len(args.hardware)}")
-    for flag in ("workers", "scheduler"):
-        if getattr(args, flag, None) is not None and not args.assumptions:
-            raise SpecError("<input>", f"--{flag}", "--assumptions with it (its comparisons are the cells)")
+    from planner.cli.landscape import refuse_executor
+
+    refuse_executor(args, args.assumptions, "--assumptions with it (its comparisons are the cells)")
     if args.at is not None and not (args.explain or args.html):
         raise SpecError("<input>", "--at", "--explain or --html with it (--at is the rate they decompose "
                         "the ratio at; the table's rates are --levels)")

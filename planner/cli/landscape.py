@@ -28,6 +28,14 @@ def add_executor_options(p: Any) -> None:
                    help="an existing Dask cluster's scheduler (tcp://host:8786) instead of a local one")
 
 
+def refuse_executor(args: argparse.Namespace, used: bool, expected: str) -> None:
+    """``--workers`` or ``--scheduler`` where the command runs no cells (``used`` False): one line
+    saying what takes them (``expected``)."""
+    for flag in ("workers", "scheduler"):
+        if getattr(args, flag, None) is not None and not used:
+            raise SpecError("<input>", f"--{flag}", expected)
+
+
 def executor_of(args: argparse.Namespace, cache: str | None = None) -> Any:
     from planner.cells import Executor
 

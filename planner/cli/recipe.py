@@ -40,12 +40,7 @@ def cmd_recipe(args: argparse.Namespace) -> int:
         raise SpecError("<input>", "--stack", "a stack that can run the point: "
                         + "; ".join(f"{s} at {x:g}: {why}" for s, x, why in refused))
     os.makedirs(args.out, exist_ok=True)
-    outputs: list[tuple[str, str, Any]] = []
-    for r in recipes:
-        base = os.path.join(args.out, r.name)
-        outputs.append(("--out", base + ".yaml", r.text))
-        outputs.append(("--out", base + ".json", json.dumps(r.sidecar, indent=2) + "\n"))
-    write_outputs(outputs)
+    write_outputs(recipe_files(recipes, args.out, "--out"))
     if args.json:
         print_json({"scenario": sc.to_dict(),
                     "recipes": [{"path": os.path.join(args.out, r.name + ".yaml"), **r.sidecar}
@@ -76,6 +71,17 @@ def check_recipes_dir(path: str | None) -> None:
                         "written into it)")
 
 
+def recipe_files(recipes: list[Any], out: str, flag: str) -> list[tuple[str, str, Any]]:
+    """Each recipe's YAML and its .json sidecar under ``out``, as outputs for
+    :func:`planner.outputs.write_outputs` (``flag`` names the option that asked for them)."""
+    outputs: list[tuple[str, str, Any]] = []
+    for r in recipes:
+        base = os.path.join(out, r.name)
+        outputs.append((flag, base + ".yaml", r.text))
+        outputs.append((flag, base + ".json", json.dumps(r.sidecar, indent=2) + "\n"))
+    return outputs
+
+
 def pool_recipe_outputs(sources: list[Any], out: str, what: str
                         ) -> tuple[list[tuple[str, str, Any]], dict[str, Any]]:
     """The recipes of pools (:mod:`planner.economics.recipes`) as outputs for
@@ -84,12 +90,10 @@ def pool_recipe_outputs(sources: list[Any], out: str, what: str
     from planner.economics.recipes import pool_recipes
 
     recipes, refused = pool_recipes(sources, what=what)
-    outputs: list[tuple[str, str, Any]] = []
+    outputs = recipe_files(recipes, out, "--recipes")
     done = []
     for r in recipes:
         base = os.path.join(out, r.name)
-        outputs.append(("--recipes", base + ".yaml", r.text))
-        outputs.append(("--recipes", base + ".json", json.dumps(r.sidecar, indent=2) + "\n"))
         pool = r.sidecar["pool"]
         done.append({"path": base + ".yaml", "sidecar": base + ".json", "pool": pool["label"],
                      "stack": r.sidecar["stack"], "copies": pool["copies"]})

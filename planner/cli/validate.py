@@ -86,9 +86,10 @@ def _shape(r: Any) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    for flag in ("workers", "scheduler"):
-        if getattr(args, flag, None) is not None and not (args.runs is not None and args.leave_out):
-            raise SpecError("<input>", f"--{flag}", "--runs --leave-out with it (its refits are the cells)")
+    from planner.cli.landscape import refuse_executor
+
+    refuse_executor(args, args.runs is not None and bool(args.leave_out),
+                    "--runs --leave-out with it (its refits are the cells)")
     if args.frontiers is not None:
         return _cmd_frontiers(args)
     if args.recipe:

@@ -797,9 +797,7 @@ def fit_runs(path: str | Path | None = None, leave_out: bool = True) -> RunsFit:
     (the bundled measured runs by default); with ``leave_out``, also the leave-one-system-out
     and leave-one-model-out errors (a refit per system and per model: minutes)."""
     score = score_runs(path, stacks=False)
-    by_cell = {k: v for k, v in cells(score).items() if sum(len(p.measured_s) for p in v) >= MIN_RUNS}
-    if not by_cell:
-        raise SpecError(score.source, "rows", f"at least {MIN_RUNS} scored runs of one family and stack")
+    by_cell = runs_by_cell(path, score)
     pooled = _families(by_cell)
     fits = [fit_cell(parts, fam, stack, pooled.get(fam)) for (fam, stack), parts in sorted(by_cell.items())]
     loso = _leave_one_out(by_cell, "system", path=path) if leave_out else {}
